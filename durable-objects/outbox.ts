@@ -1,0 +1,137 @@
+// The run's event outbox: events are written with the next per-run sequence number in the same
+// transaction as the change they describe, then published to the Queue; unsent events are retried
+// from the alarm with bounded attempts and backoff (../shared/spec/build-lifecycle.md, "Events and
+// completion retry independently").
+
+import type { Config } from "../src/config";
+import type { Env, OutboxMessage } from "../src/env";
+import { log } from "../src/lib/log";
+import type { RunEventDraft, RunRecord } from "../src/run/types";
+
+export interface StoredEvent {
+  seq: number;
+  type: string;
+  at_ms: number;
+  /** The event's JSON text: plain strings cross Durable Object RPC without type gymnastics. */
+  data: string;
+}
+
+interface OutboxRow {
+  seq: number;
+  type: string;
+  at_ms: number;
+  data: string;
+  attempts: number;
+  [key: string]: SqlStorageValue;
+}
+
+/** Queue.sendBatch takes at most 100 messages. */
+const PUBLISH_BATCH = 100;
+
+export class Outbox {
+  private readonly sql: SqlStorage;
+
+  constructor(
+    storage: DurableObjectStorage,
+    private readonly env: Env,
+    private readonly config: Config,
+  ) {
+    this.sql = storage.sql;
+    this.sql.exec(`CREATE TABLE IF NOT EXISTS outbox (
+      seq INTEGER PRIMARY KEY, type TEXT NOT NULL, data TEXT NOT NULL, at_ms INTEGER NOT NULL,
+      sent_at_ms INTEGER, attempts INTEGER NOT NULL DEFAULT 0, next_attempt_at_ms INTEGER NOT NULL,
+      last_error TEXT)`);
+  }
+
+  /** Appends events; call inside the transaction that makes the change they describe. */
+  append(run: RunRecord, events: RunEventDraft[], now: number): void {
+    for (const event of events) {
+      this.sql.exec(
+        "INSERT INTO outbox (seq, type, data, at_ms, next_attempt_at_ms) VALUES ((SELECT COALESCE(MAX(seq), 0) + 1 FROM outbox), ?, ?, ?, ?)",
+        event.type,
+        JSON.stringify({ ...event.data, run_id: run.id }),
+        now,
+        now,
+      );
+    }
+  }
+
+  after(afterSeq: number, limit: number): StoredEvent[] {
+    return this.sql
+      .exec<OutboxRow>("SELECT seq, type, at_ms, data, attempts FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?", afterSeq, limit)
+      .toArray()
+      .map((r) => ({ seq: r.seq, type: r.type, at_ms: r.at_ms, data: r.data }));
+  }
+
+  /** Publishes due unsent events in sequence order; a failure backs off and waits for the alarm. */
+  async publish(run: RunRecord): Promise<void> {
+    const now = Date.now();
+    const due = this.sql
+      .exec<OutboxRow>(
+        "SELECT seq, type, at_ms, data, attempts FROM outbox WHERE sent_at_ms IS NULL AND attempts < ? AND next_attempt_at_ms <= ? ORDER BY seq LIMIT ?",
+        this.config.outboxMaxAttempts,
+        now,
+        PUBLISH_BATCH,
+      )
+      .toArray();
+    if (due.length === 0) return;
+    const messages: OutboxMessage[] = due.map((r) => ({
+      run_id: run.id,
+      org_id: run.orgId,
+      seq: r.seq,
+      type: r.type,
+      at_ms: r.at_ms,
+      data: JSON.parse(r.data),
+    }));
+    try {
+      await this.env.EVENTS.sendBatch(messages.map((body) => ({ body, contentType: "json" as const })));
+      this.sql.exec(
+        `UPDATE outbox SET sent_at_ms = ?, attempts = attempts + 1, last_error = NULL WHERE seq IN (${due.map(() => "?").join(",")})`,
+        now,
+        ...due.map((r) => r.seq),
+      );
+    } catch (err) {
+      const attempts = due[0].attempts + 1;
+      const retryAt = now + this.config.outboxBackoffMs * 2 ** Math.min(attempts, 16);
+      this.sql.exec(
+        `UPDATE outbox SET attempts = attempts + 1, next_attempt_at_ms = ?, last_error = ? WHERE seq IN (${due.map(() => "?").join(",")})`,
+        retryAt,
+        String(err),
+        ...due.map((r) => r.seq),
+      );
+      log("outbox.publish_failed", { run: run.id, first_seq: due[0].seq, count: due.length, attempts, error: String(err) });
+    }
+  }
+
+  /** When the next publish attempt is due, or null when nothing waits. */
+  nextAttemptAtMs(): number | null {
+    const row = this.sql
+      .exec<{ at: number | null }>(
+        "SELECT MIN(next_attempt_at_ms) AS at FROM outbox WHERE sent_at_ms IS NULL AND attempts < ?",
+        this.config.outboxMaxAttempts,
+      )
+      .one();
+    return row.at;
+  }
+
+  /** Status for operators: unsent events and those that exhausted their attempts. */
+  status(): { unsent: number; exhausted: number; last_error: string | null } {
+    const row = this.sql
+      .exec<{ unsent: number; exhausted: number; last_error: string | null }>(
+        `SELECT COUNT(*) AS unsent, SUM(CASE WHEN attempts >= ? THEN 1 ELSE 0 END) AS exhausted,
+         MAX(last_error) AS last_error FROM outbox WHERE sent_at_ms IS NULL`,
+        this.config.outboxMaxAttempts,
+      )
+      .one();
+    return { unsent: row.unsent, exhausted: row.exhausted ?? 0, last_error: row.last_error };
+  }
+
+  /** Operator redelivery: publish events after `afterSeq` again, sent or not (consumers dedupe). */
+  requeue(afterSeq: number, now: number): number {
+    return this.sql.exec(
+      "UPDATE outbox SET sent_at_ms = NULL, attempts = 0, next_attempt_at_ms = ? WHERE seq > ?",
+      now,
+      afterSeq,
+    ).rowsWritten;
+  }
+}

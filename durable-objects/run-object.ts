@@ -1,0 +1,353 @@
+// RunObject: one per run, the single authority for that run (../shared/DESIGN.md, "The shape").
+// Its state, attempt, lease, stop request, steps, artifact and event outbox live in this object's
+// SQLite and change together in one transactionSync; every write is a compare-and-swap on
+// (state, attempt, version). The rules themselves are the pure decide() in src/run/decide.ts.
+
+import { DurableObject } from "cloudflare:workers";
+import { loadConfig, type Config } from "../src/config";
+import type { Env } from "../src/env";
+import { isRefusal, refusal, type Refusal } from "../src/errors";
+import { newToken, sha256Hex } from "../src/lib/crypto";
+import { log } from "../src/lib/log";
+import { decide, reapDeadline } from "../src/run/decide";
+import { projectRun, readRecoveredAtMs } from "../src/run/projection";
+import type { RunCommand, RunRecord } from "../src/run/types";
+import { attemptView, runView, type RunView } from "../src/run/view";
+import { labelsKey } from "../src/run/labels";
+import { Outbox, type StoredEvent } from "./outbox";
+
+export type NewRun = Omit<
+  RunRecord,
+  | "state"
+  | "attempt"
+  | "version"
+  | "continuation"
+  | "hold"
+  | "machineId"
+  | "sandboxId"
+  | "phase"
+  | "claimedAtMs"
+  | "launchedAtMs"
+  | "leaseExpiresAtMs"
+  | "launchDeadlineAtMs"
+  | "lastReportAtMs"
+  | "queuedAtMs"
+  | "notBeforeMs"
+  | "stopRequest"
+  | "lastError"
+  | "blocker"
+  | "artifact"
+  | "costCents"
+  | "steps"
+  | "updatedAtMs"
+  | "endedAtMs"
+>;
+
+export interface ClaimGrant {
+  run_id: string;
+  attempt: number;
+  attempt_token: string;
+  lease_expires_at_ms: number;
+  lease_ttl_ms: number;
+  lease_refresh_ms: number;
+  launch_deadline_at_ms: number;
+  sandbox_lifetime_ms: number;
+  brief: string;
+  repository: RunRecord["repository"];
+  launch: RunRecord["launch"];
+}
+
+type AttemptAnswer = ReturnType<typeof attemptView>;
+
+export class RunObject extends DurableObject<Env> {
+  private readonly sql: SqlStorage;
+  private readonly config: Config;
+  private readonly outbox: Outbox;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    this.sql = ctx.storage.sql;
+    this.config = loadConfig(env);
+    this.sql.exec(`CREATE TABLE IF NOT EXISTS run (
+      id TEXT PRIMARY KEY, state TEXT NOT NULL, attempt INTEGER NOT NULL, version INTEGER NOT NULL,
+      doc TEXT NOT NULL, projected_version INTEGER NOT NULL DEFAULT 0)`);
+    this.sql.exec(`CREATE TABLE IF NOT EXISTS attempt_tokens (
+      attempt INTEGER PRIMARY KEY, machine_id TEXT NOT NULL, token_hash TEXT NOT NULL UNIQUE)`);
+    this.outbox = new Outbox(ctx.storage, env, this.config);
+  }
+
+  // ---- reads ---------------------------------------------------------------------------------
+
+  private load(): RunRecord | null {
+    const row = this.sql.exec<{ doc: string }>("SELECT doc FROM run LIMIT 1").toArray()[0];
+    return row ? (JSON.parse(row.doc) as RunRecord) : null;
+  }
+
+  /**
+   * The organization check that precedes every call: members never learn whether another
+   * organization has a run (not_found); machines get the definitive other_organization.
+   */
+  private owned(orgId: string, asMachine: boolean): RunRecord | Refusal {
+    const run = this.load();
+    if (run && run.orgId === orgId) return run;
+    if (run && asMachine) return refusal("other_organization", "the run belongs to another organization");
+    return refusal("not_found", "no such run");
+  }
+
+  async read(orgId: string): Promise<RunView | Refusal> {
+    const run = this.owned(orgId, false);
+    return isRefusal(run) ? run : runView(run);
+  }
+
+  async readEvents(
+    orgId: string,
+    afterSeq: number,
+    limit: number,
+  ): Promise<{ events: StoredEvent[]; terminal: boolean } | Refusal> {
+    const run = this.owned(orgId, false);
+    if (isRefusal(run)) return run;
+    return { events: this.outbox.after(afterSeq, limit), terminal: run.endedAtMs !== null };
+  }
+
+  // ---- creation --------------------------------------------------------------------------------
+
+  /** Creates the run; calling it again for an existing run returns the run unchanged. */
+  async create(input: NewRun): Promise<RunView> {
+    const existing = this.load();
+    if (existing) return runView(existing);
+    const now = Date.now();
+    const run: RunRecord = {
+      ...input,
+      state: "queued",
+      attempt: 0,
+      version: 1,
+      continuation: null,
+      hold: false,
+      machineId: null,
+      sandboxId: null,
+      phase: null,
+      claimedAtMs: null,
+      launchedAtMs: null,
+      leaseExpiresAtMs: null,
+      launchDeadlineAtMs: null,
+      lastReportAtMs: null,
+      queuedAtMs: now,
+      notBeforeMs: now,
+      stopRequest: null,
+      lastError: null,
+      blocker: null,
+      artifact: null,
+      costCents: null,
+      steps: [],
+      updatedAtMs: now,
+      endedAtMs: null,
+    };
+    this.ctx.storage.transactionSync(() => {
+      this.sql.exec(
+        "INSERT INTO run (id, state, attempt, version, doc) VALUES (?, ?, ?, ?, ?)",
+        run.id,
+        run.state,
+        run.attempt,
+        run.version,
+        JSON.stringify(run),
+      );
+      this.outbox.append(run, [{ type: "run.created", data: { state: run.state, brief: run.brief } }], now);
+    });
+    log("run.transition", { run: run.id, attempt: 0, from: null, to: "queued", reason: "dispatched", version: 1 });
+    await this.afterChange(run, true);
+    return runView(run);
+  }
+
+  // ---- the runner protocol ---------------------------------------------------------------------
+
+  /** Called by the organization's scheduler only: hands attempt N+1 to a machine. */
+  async claim(machineId: string): Promise<ClaimGrant | Refusal> {
+    const token = newToken("attempt");
+    const tokenHash = await sha256Hex(token);
+    const result = this.apply({ type: "claim", machineId }, (run) => {
+      this.sql.exec(
+        "INSERT INTO attempt_tokens (attempt, machine_id, token_hash) VALUES (?, ?, ?)",
+        run.attempt,
+        machineId,
+        tokenHash,
+      );
+    });
+    if ("error" in result) {
+      // A claim that found a stale queue row: the row is repaired before the refusal goes back.
+      const run = this.load();
+      if (run) await this.repairProjection(run);
+      return result;
+    }
+    const run = result.run;
+    await this.afterChange(run, false);
+    return {
+      run_id: run.id,
+      attempt: run.attempt,
+      attempt_token: token,
+      lease_expires_at_ms: run.leaseExpiresAtMs!,
+      lease_ttl_ms: this.config.leaseTtlMs,
+      lease_refresh_ms: this.config.leaseRefreshMs,
+      launch_deadline_at_ms: run.launchDeadlineAtMs!,
+      sandbox_lifetime_ms: this.config.sandboxLifetimeMs,
+      brief: run.brief,
+      repository: run.repository,
+      launch: run.launch,
+    };
+  }
+
+  /** launched, lease, launch-failed and stopped: calls a machine makes about its attempt. */
+  async machineCall(
+    orgId: string,
+    command: Extract<RunCommand, { type: "launched" | "lease" | "launch_failed" | "stopped" }>,
+  ): Promise<AttemptAnswer | Refusal> {
+    const run = this.owned(orgId, true);
+    if (isRefusal(run)) return run;
+    return this.attemptCall(command.type === "launch_failed" ? { ...command, jitter: Math.random() } : command);
+  }
+
+  /** A daemon report, authorized by the run-attempt token; it counts as the attempt's heartbeat. */
+  async report(
+    token: string,
+    body: Omit<Extract<RunCommand, { type: "report" }>, "type" | "attempt">,
+  ): Promise<AttemptAnswer | Refusal> {
+    const tokenHash = await sha256Hex(token);
+    const row = this.sql
+      .exec<{ attempt: number }>("SELECT attempt FROM attempt_tokens WHERE token_hash = ?", tokenHash)
+      .toArray()[0];
+    if (!row) return refusal("unauthorized", "the run-attempt token is not valid for this run");
+    return this.attemptCall({ type: "report", attempt: row.attempt, ...body });
+  }
+
+  // ---- members and operators ---------------------------------------------------------------------
+
+  async cancel(orgId: string, by: string, reason: string | null): Promise<{ run: RunView; immediate: boolean } | Refusal> {
+    const run = this.owned(orgId, false);
+    if (isRefusal(run)) return run;
+    const result = this.apply({ type: "cancel", by, reason });
+    if ("error" in result) return result;
+    await this.afterChange(result.run, false);
+    return { run: runView(result.run), immediate: result.run.state === "cancelled" };
+  }
+
+  /** Pause, resume, block, authorize and publication steps: the transitions no route drives yet. */
+  async control(
+    orgId: string,
+    command: Extract<
+      RunCommand,
+      { type: "pause" | "quiesced" | "resume" | "block" | "authorize" | "publish" | "published" | "publish_interrupted" | "publish_failed" }
+    >,
+  ): Promise<RunView | Refusal> {
+    const run = this.owned(orgId, false);
+    if (isRefusal(run)) return run;
+    const result = this.apply(command);
+    if ("error" in result) return result;
+    await this.afterChange(result.run, false);
+    return runView(result.run);
+  }
+
+  // ---- alarm: reaper, queue repair, outbox retry -------------------------------------------------
+
+  async alarm(): Promise<void> {
+    let run = this.load();
+    if (!run) return;
+    const recoveredAtMs = await readRecoveredAtMs(this.env.DB);
+    const result = this.apply({ type: "deadline", recoveredAtMs, jitter: Math.random() });
+    if (!("error" in result)) run = result.run;
+    await this.repairProjection(run);
+    if (run.state === "queued" && run.notBeforeMs <= Date.now()) await this.notifyScheduler(run);
+    await this.outbox.publish(run);
+    await this.armAlarm(run, recoveredAtMs);
+  }
+
+  // ---- internals ---------------------------------------------------------------------------------
+
+  private async attemptCall(command: RunCommand): Promise<AttemptAnswer | Refusal> {
+    const result = this.apply(command);
+    if ("error" in result) return result;
+    await this.afterChange(result.run, false);
+    return attemptView(result.run);
+  }
+
+  /**
+   * Decides and applies one command in a single transaction: the run row (a compare-and-swap on
+   * state, attempt and version), its outbox events and any extra rows written by `alsoWrite`.
+   */
+  private apply(command: RunCommand, alsoWrite?: (run: RunRecord) => void): { run: RunRecord } | Refusal {
+    const current = this.load();
+    if (!current) return refusal("not_found", "no such run");
+    const now = Date.now();
+    const decision = decide(current, command, now, this.config);
+    if (!decision.ok) return { error: decision.error };
+    if (!decision.changed) return { run: current };
+    const next = decision.run;
+    this.ctx.storage.transactionSync(() => {
+      const cursor = this.sql.exec(
+        "UPDATE run SET state = ?, attempt = ?, version = ?, doc = ? WHERE id = ? AND state = ? AND attempt = ? AND version = ?",
+        next.state,
+        next.attempt,
+        next.version,
+        JSON.stringify(next),
+        current.id,
+        current.state,
+        current.attempt,
+        current.version,
+      );
+      if (cursor.rowsWritten !== 1) throw new Error(`compare-and-swap lost on run ${current.id}`);
+      this.outbox.append(next, decision.events, now);
+      alsoWrite?.(next);
+    });
+    for (const hop of decision.hops) {
+      log("run.transition", { run: next.id, attempt: next.attempt, from: hop.from, to: hop.to, reason: hop.reason, version: next.version });
+    }
+    return { run: next };
+  }
+
+  /** Side effects after a committed change: the queue row, the scheduler, the outbox, the alarm. */
+  private async afterChange(run: RunRecord, created: boolean): Promise<void> {
+    await this.repairProjection(run);
+    if (run.state === "queued" && (created || run.notBeforeMs <= Date.now())) await this.notifyScheduler(run);
+    await this.outbox.publish(run);
+    await this.armAlarm(run, 0);
+  }
+
+  private projectedVersion(): number {
+    return this.sql.exec<{ v: number }>("SELECT projected_version AS v FROM run LIMIT 1").one().v;
+  }
+
+  /** Writes the D1 queue row when it is behind this object; a failure is retried from the alarm. */
+  private async repairProjection(run: RunRecord): Promise<void> {
+    if (this.projectedVersion() >= run.version) return;
+    try {
+      await projectRun(this.env.DB, run);
+      this.sql.exec("UPDATE run SET projected_version = ? WHERE projected_version < ?", run.version, run.version);
+    } catch (err) {
+      log("run.projection_failed", { run: run.id, version: run.version, error: String(err) });
+    }
+  }
+
+  private async notifyScheduler(run: RunRecord): Promise<void> {
+    try {
+      const scheduler = this.env.SCHEDULER.get(this.env.SCHEDULER.idFromName(run.orgId));
+      await scheduler.notifyWork(labelsKey(run.launch.protocol, run.labels));
+    } catch (err) {
+      log("run.notify_failed", { run: run.id, error: String(err) });
+    }
+  }
+
+  /** One alarm, many deadlines: arm it at the earliest (../shared/STYLE.md, partywhen's Scheduler). */
+  private async armAlarm(run: RunRecord, recoveredAtMs: number): Promise<void> {
+    const now = Date.now();
+    const deadlines: number[] = [];
+    const reap = reapDeadline(run, this.config, recoveredAtMs);
+    if (reap !== null) deadlines.push(reap);
+    if (run.state === "queued" && run.notBeforeMs > now) deadlines.push(run.notBeforeMs);
+    if (this.projectedVersion() < run.version) deadlines.push(now + this.config.outboxBackoffMs);
+    const outboxAt = this.outbox.nextAttemptAtMs();
+    if (outboxAt !== null) deadlines.push(outboxAt);
+    if (deadlines.length === 0) {
+      await this.ctx.storage.deleteAlarm();
+      return;
+    }
+    await this.ctx.storage.setAlarm(Math.max(now, Math.min(...deadlines)));
+  }
+}

@@ -1,0 +1,250 @@
+// Configuration: flags > environment (DOCKET_*) > config file > defaults. The option table below is
+// the single source for flag parsing, environment names, the config file keys and --help text.
+import { chmodSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { homedir, hostname } from 'node:os';
+import { join } from 'node:path';
+
+/**
+ * @typedef {'string' | 'int' | 'list' | 'bool'} OptionType
+ * @typedef {{ key: string, flag: string, env?: string, file?: boolean, type: OptionType,
+ *   default?: any, help: string, short?: string, secret?: boolean }} OptionSpec
+ */
+
+/** @type {Record<string, OptionSpec>} */
+export const OPTIONS = {
+  config_dir: { key: 'config_dir', flag: 'config-dir', env: 'DOCKET_RUNNER_HOME', type: 'string',
+    help: 'where config.json (machine credentials) lives; default ~/.config/docket-runner' },
+  data_dir: { key: 'data_dir', flag: 'data-dir', env: 'DOCKET_DATA_DIR', file: true, type: 'string',
+    help: 'job database, lock file and per-run work directories; default <config-dir>/data' },
+  server_url: { key: 'server_url', flag: 'server', env: 'DOCKET_SERVER_URL', file: true, type: 'string',
+    help: 'the Docket deployment, e.g. http://127.0.0.1:8787' },
+  registration_token: { key: 'registration_token', flag: 'token', env: 'DOCKET_REGISTRATION_TOKEN', type: 'string',
+    secret: true, help: 'a registration token (dkt_r_...) from POST /v1/tokens; used once, never stored' },
+  machine_id: { key: 'machine_id', flag: 'machine-id', env: 'DOCKET_MACHINE_ID', file: true, type: 'string',
+    help: 'the machine id from registration (normally read from config.json)' },
+  machine_token: { key: 'machine_token', flag: 'machine-token', env: 'DOCKET_MACHINE_TOKEN', file: true, type: 'string',
+    secret: true, help: 'the machine token from registration (normally read from config.json)' },
+  name: { key: 'name', flag: 'name', env: 'DOCKET_RUNNER_NAME', file: true, type: 'string',
+    help: 'the machine name shown in GET /v1/runners; default the host name' },
+  labels: { key: 'labels', flag: 'label', env: 'DOCKET_LABELS', file: true, type: 'list', default: [],
+    help: 'a label this machine serves (repeatable, or comma-separated); a run is claimed only if all its labels are here' },
+  launchers: { key: 'launchers', flag: 'launcher', env: 'DOCKET_LAUNCHER', file: true, type: 'list', default: ['process'],
+    help: 'launch protocols to serve: process, docker (comma-separated); default process' },
+  concurrency: { key: 'concurrency', flag: 'concurrency', env: 'DOCKET_CONCURRENCY', file: true, type: 'int', default: 1,
+    help: 'how many runs at once; default 1' },
+  sandbox_lifetime_ms: { key: 'sandbox_lifetime_ms', flag: 'sandbox-lifetime-ms', env: 'DOCKET_SANDBOX_LIFETIME_MS', file: true,
+    type: 'int', help: "cap on a sandbox's lifetime; the server's sandbox_lifetime_ms (default 600000) applies when lower or when unset" },
+  stop_grace_ms: { key: 'stop_grace_ms', flag: 'stop-grace-ms', env: 'DOCKET_STOP_GRACE_MS', file: true, type: 'int', default: 10_000,
+    help: 'time between SIGTERM and SIGKILL when stopping a sandbox; default 10000' },
+  claim_wait_ms: { key: 'claim_wait_ms', flag: 'claim-wait-ms', env: 'DOCKET_CLAIM_WAIT_MS', file: true, type: 'int',
+    help: "long-poll wait per claim; default the server's claim_wait_ms" },
+  backoff_base_ms: { key: 'backoff_base_ms', flag: 'backoff-base-ms', env: 'DOCKET_BACKOFF_BASE_MS', file: true, type: 'int', default: 1_000,
+    help: 'first retry delay after a transient error (doubles, with jitter); default 1000' },
+  backoff_max_ms: { key: 'backoff_max_ms', flag: 'backoff-max-ms', env: 'DOCKET_BACKOFF_MAX_MS', file: true, type: 'int', default: 60_000,
+    help: 'upper bound of a retry delay; default 60000' },
+  request_timeout_ms: { key: 'request_timeout_ms', flag: 'request-timeout-ms', env: 'DOCKET_REQUEST_TIMEOUT_MS', file: true, type: 'int',
+    default: 30_000, help: 'timeout of one HTTP call (a claim adds its long-poll wait); default 30000' },
+  pass_env: { key: 'pass_env', flag: 'pass-env', env: 'DOCKET_PASS_ENV', file: true, type: 'list', default: [],
+    help: 'extra environment variables handed to the agent (repeatable, or comma-separated)' },
+  docker_path: { key: 'docker_path', flag: 'docker-path', env: 'DOCKET_DOCKER_PATH', file: true, type: 'string', default: 'docker',
+    help: 'the docker CLI; default docker' },
+  docker_image: { key: 'docker_image', flag: 'docker-image', env: 'DOCKET_DOCKER_IMAGE', file: true, type: 'string', default: 'node:20',
+    help: "image for docker runs that name none; it needs node and git; default node:20" },
+  docker_network: { key: 'docker_network', flag: 'docker-network', env: 'DOCKET_DOCKER_NETWORK', file: true, type: 'string',
+    help: 'docker --network for sandboxes (use host to reach a server on 127.0.0.1)' },
+  json: { key: 'json', flag: 'json', env: 'DOCKET_JSON', type: 'bool', default: false,
+    help: 'print one JSON object per line instead of readable text' },
+};
+
+/** Environment variables never handed to a sandbox, whatever --pass-env says. */
+export const NEVER_PASSED_ENV = /^DOCKET_/;
+
+/**
+ * @param {string} spec
+ * @param {OptionType} type
+ * @param {any} raw
+ * @param {string} source for error messages
+ */
+function coerce(spec, type, raw, source) {
+  if (raw === undefined || raw === null) return undefined;
+  switch (type) {
+    case 'string':
+      return String(raw);
+    case 'bool':
+      if (typeof raw === 'boolean') return raw;
+      if (/^(1|true|yes|on)$/i.test(String(raw))) return true;
+      if (/^(0|false|no|off|)$/i.test(String(raw))) return false;
+      throw new ConfigError(`${source}: ${spec} must be true or false, got ${JSON.stringify(raw)}`);
+    case 'int': {
+      const n = typeof raw === 'number' ? raw : Number(String(raw).trim());
+      if (!Number.isSafeInteger(n) || n < 0) {
+        throw new ConfigError(`${source}: ${spec} must be a non-negative integer, got ${JSON.stringify(raw)}`);
+      }
+      return n;
+    }
+    case 'list': {
+      const items = Array.isArray(raw) ? raw.flatMap((x) => String(x).split(',')) : String(raw).split(',');
+      return items.map((s) => s.trim()).filter(Boolean);
+    }
+  }
+}
+
+export class ConfigError extends Error {
+  constructor(message) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+/**
+ * Resolve every option from its sources. Pure: callers pass what they read.
+ * @param {{ flags?: Record<string, any>, env?: Record<string, string | undefined>, file?: Record<string, any>,
+ *   home?: string, host?: string }} sources flags keyed by option key (parsed by parseArgs)
+ * @returns {Record<string, any>}
+ */
+export function resolveConfig({ flags = {}, env = {}, file = {}, home = homedir(), host = hostname() }) {
+  /** @type {Record<string, any>} */
+  const out = {};
+  /** @type {Record<string, string>} */
+  const from = {};
+  for (const spec of Object.values(OPTIONS)) {
+    const candidates = [
+      ['flag', `--${spec.flag}`, flags[spec.key]],
+      ['env', spec.env ?? '', spec.env ? env[spec.env] : undefined],
+      ['file', `config.json ${spec.key}`, spec.file ? file[spec.key] : undefined],
+    ];
+    let value;
+    for (const [kind, label, raw] of candidates) {
+      if (raw === undefined || raw === null || (kind === 'env' && raw === '')) continue;
+      if (kind === 'flag' && Array.isArray(raw) && raw.length === 0) continue;
+      value = coerce(label, spec.type, raw, kind);
+      from[spec.key] = kind;
+      break;
+    }
+    if (value === undefined) {
+      value = structuredClone(spec.default);
+      from[spec.key] = 'default';
+    }
+    out[spec.key] = value;
+  }
+  out.config_dir ??= join(home, '.config', 'docket-runner');
+  out.data_dir ??= join(out.config_dir, 'data');
+  out.name ??= host;
+  if (out.concurrency < 1) throw new ConfigError('--concurrency must be at least 1');
+  for (const l of out.launchers) {
+    if (l !== 'process' && l !== 'docker') throw new ConfigError(`unknown launcher ${JSON.stringify(l)}: use process or docker`);
+  }
+  if (out.launchers.length === 0) throw new ConfigError('at least one launcher is needed');
+  if (out.server_url && !/^https?:\/\//.test(out.server_url)) {
+    throw new ConfigError(`server URL must start with http:// or https://, got ${JSON.stringify(out.server_url)}`);
+  }
+  Object.defineProperty(out, 'sources', { value: from, enumerable: false });
+  return out;
+}
+
+/** @param {string} configDir */
+export function configFilePath(configDir) {
+  return join(configDir, 'config.json');
+}
+
+/**
+ * Read config.json; a missing file is an empty config.
+ * @param {string} configDir
+ * @returns {Record<string, any>}
+ */
+export function readConfigFile(configDir) {
+  const path = configFilePath(configDir);
+  let text;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (e) {
+    if (/** @type {any} */ (e).code === 'ENOENT') return {};
+    throw new ConfigError(`cannot read ${path}: ${/** @type {Error} */ (e).message}`);
+  }
+  try {
+    const parsed = JSON.parse(text);
+    if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('not an object');
+    return parsed;
+  } catch (e) {
+    throw new ConfigError(`${path} is not a JSON object: ${/** @type {Error} */ (e).message}`);
+  }
+}
+
+/**
+ * Write config.json with owner-only permissions: directory 0700, file 0600, replaced atomically.
+ * @param {string} configDir
+ * @param {Record<string, any>} data
+ */
+export function writeConfigFile(configDir, data) {
+  ensurePrivateDir(configDir);
+  const path = configFilePath(configDir);
+  const tmp = `${path}.${process.pid}.tmp`;
+  writeFileSync(tmp, JSON.stringify(data, null, 2) + '\n', { mode: 0o600 });
+  chmodSync(tmp, 0o600); // the umask may have narrowed or the file may have existed
+  renameSync(tmp, path);
+  return path;
+}
+
+/** mkdir -p with mode 0700, and tighten the mode if the directory existed. @param {string} dir */
+export function ensurePrivateDir(dir) {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  chmodSync(dir, 0o700);
+}
+
+/**
+ * parseArgs option descriptors for the given option keys.
+ * @param {string[]} keys
+ */
+export function parseArgsOptions(keys) {
+  /** @type {Record<string, { type: 'string' | 'boolean', multiple?: boolean }>} */
+  const opts = {};
+  for (const key of keys) {
+    const spec = OPTIONS[key];
+    opts[spec.flag] = spec.type === 'bool' ? { type: 'boolean' } : { type: 'string', ...(spec.type === 'list' ? { multiple: true } : {}) };
+  }
+  return opts;
+}
+
+/**
+ * Map parseArgs values (keyed by flag) back to option keys.
+ * @param {string[]} keys
+ * @param {Record<string, any>} values
+ */
+export function flagsToKeys(keys, values) {
+  /** @type {Record<string, any>} */
+  const out = {};
+  for (const key of keys) {
+    const v = values[OPTIONS[key].flag];
+    if (v !== undefined) out[key] = v;
+  }
+  return out;
+}
+
+/**
+ * Help lines for the given option keys.
+ * @param {string[]} keys
+ */
+export function optionsHelp(keys) {
+  return keys
+    .map((key) => {
+      const s = OPTIONS[key];
+      const arg = s.type === 'bool' ? '' : s.type === 'int' ? ' <n>' : s.type === 'list' ? ' <a,b>' : ' <value>';
+      const left = `  --${s.flag}${arg}`;
+      const env = s.env ? ` [env ${s.env}]` : '';
+      return `${left.padEnd(32)} ${s.help}${env}`;
+    })
+    .join('\n');
+}
+
+/**
+ * A config for printing: secrets shortened.
+ * @param {Record<string, any>} cfg
+ */
+export function redact(cfg) {
+  /** @type {Record<string, any>} */
+  const out = {};
+  for (const [k, v] of Object.entries(cfg)) {
+    out[k] = OPTIONS[k]?.secret && typeof v === 'string' ? `${v.slice(0, 8)}…` : v;
+  }
+  return out;
+}

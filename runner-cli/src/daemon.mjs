@@ -1,0 +1,441 @@
+// The in-sandbox daemon: `docket-runner daemon -- <agent command>`. It is the only process in the
+// sandbox that holds a credential (the run-attempt token): it starts the agent without it, relays
+// the agent's phases and output as batched reports (which are the attempt's heartbeats), and sends
+// the final result with the patch. See runner-cli/README.md, "The agent's side".
+import { execFile, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ApiError, classify, DocketClient, errorText } from './api.mjs';
+import { Backoff } from './backoff.mjs';
+import { sleep } from './procs.mjs';
+
+export const PHASES = ['planning', 'implementing', 'verifying'];
+/** `::phase implementing` on its own line (stdout or stderr) sets the phase. */
+export const PHASE_LINE = /^::phase\s+(\S+)\s*$/;
+
+/** Daemon exit codes. */
+export const DAEMON_EXIT = { delivered: 0, undelivered: 1, usage: 2, attemptOver: 3, stopped: 143 };
+
+/**
+ * Limits, each overridable through the environment (DOCKET_DAEMON_*), for tests and odd agents.
+ * @param {Record<string, string | undefined>} env
+ */
+export function daemonLimits(env) {
+  const int = (/** @type {string} */ name, /** @type {number} */ dflt) => {
+    const n = Number(env[name]);
+    return Number.isSafeInteger(n) && n > 0 ? n : dflt;
+  };
+  return {
+    flushIntervalMs: int('DOCKET_DAEMON_FLUSH_MS', 1_000),
+    heartbeatMs: int('DOCKET_DAEMON_HEARTBEAT_MS', 30_000),
+    maxBatchLines: int('DOCKET_DAEMON_BATCH_LINES', 200),
+    maxLineChars: int('DOCKET_DAEMON_LINE_CHARS', 4_000),
+    maxBufferedLines: int('DOCKET_DAEMON_BUFFER_LINES', 10_000),
+    maxPatchBytes: int('DOCKET_DAEMON_MAX_PATCH_BYTES', 5 * 1024 * 1024),
+    finalTries: int('DOCKET_DAEMON_FINAL_TRIES', 8),
+    stopGraceMs: int('DOCKET_DAEMON_STOP_GRACE_MS', 10_000),
+    backoffBaseMs: int('DOCKET_DAEMON_BACKOFF_BASE_MS', 1_000),
+    backoffMaxMs: int('DOCKET_DAEMON_BACKOFF_MAX_MS', 15_000),
+  };
+}
+
+/**
+ * Buffers output lines and the phase, and hands out bounded batches. Pure bookkeeping.
+ */
+export class ReportBuffer {
+  /** @param {{ maxBatchLines: number, maxLineChars: number, maxBufferedLines: number }} limits */
+  constructor(limits) {
+    this.limits = limits;
+    /** @type {string[]} */
+    this.lines = [];
+    this.first = 0; // the sequence number of lines[0], so a batch accepted late removes the right lines
+    this.dropped = 0;
+    /** @type {string | null} */
+    this.phase = null;
+    this.phaseDirty = false;
+  }
+  /** @param {string} line */
+  push(line) {
+    const max = this.limits.maxLineChars;
+    this.lines.push(line.length > max ? line.slice(0, max) + '…' : line);
+    const excess = this.lines.length - this.limits.maxBufferedLines;
+    if (excess > 0) {
+      // The server has been unreachable for long: keep the newest lines, say how many were lost.
+      this.lines.splice(0, excess);
+      this.first += excess;
+      this.dropped += excess;
+    }
+  }
+  /** @param {string} phase */
+  setPhase(phase) {
+    if (phase !== this.phase) {
+      this.phase = phase;
+      this.phaseDirty = true;
+    }
+  }
+  get hasNews() {
+    return this.lines.length > 0 || this.phaseDirty || this.dropped > 0;
+  }
+  /** The next report body (at most maxBatchLines lines, plus a notice of dropped ones) and its acceptance. */
+  take() {
+    const n = Math.min(this.lines.length, this.limits.maxBatchLines);
+    const lines = this.lines.slice(0, n);
+    const end = this.first + n;
+    const dropped = this.dropped;
+    if (dropped > 0) lines.unshift(`[docket-runner daemon: ${dropped} output lines were dropped while the server was unreachable]`);
+    const phaseSent = this.phase;
+    /** @type {{ lines: string[], phase?: string }} */
+    const body = { lines };
+    if (this.phase) body.phase = this.phase;
+    const accept = () => {
+      const count = Math.max(0, end - this.first);
+      this.lines.splice(0, count);
+      this.first += count;
+      this.dropped -= dropped;
+      if (this.phase === phaseSent) this.phaseDirty = false;
+    };
+    return { body, accept };
+  }
+}
+
+/**
+ * Read the agent's result file (DOCKET_RESULT_FILE). Missing is fine; a broken one is reported.
+ * @param {string | undefined} path
+ * @returns {{ model: string | null, limitations: string[], cost_cents: number | null, cost_uncertain: boolean,
+ *   outcome: string | null, error: string | null, problem: string | null }}
+ */
+export function readResultFile(path) {
+  const empty = { model: null, limitations: [], cost_cents: null, cost_uncertain: false, outcome: null, error: null, problem: null };
+  if (!path) return empty;
+  let text;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch {
+    return empty;
+  }
+  let r;
+  try {
+    r = JSON.parse(text);
+    if (!r || typeof r !== 'object' || Array.isArray(r)) throw new Error('not an object');
+  } catch (e) {
+    return { ...empty, cost_uncertain: true, problem: `the result file is not a JSON object: ${errorText(e)}` };
+  }
+  const limitations = Array.isArray(r.limitations) ? r.limitations.filter((x) => typeof x === 'string').slice(0, 50) : [];
+  let cost = null;
+  let uncertain = r.cost_uncertain === true;
+  if (r.cost_cents !== undefined && r.cost_cents !== null) {
+    if (Number.isSafeInteger(r.cost_cents) && r.cost_cents >= 0) cost = r.cost_cents;
+    else uncertain = true;
+  }
+  return {
+    model: typeof r.model === 'string' ? r.model : null,
+    limitations,
+    cost_cents: cost,
+    cost_uncertain: uncertain,
+    outcome: r.outcome === 'failed' || r.outcome === 'completed' ? r.outcome : null,
+    error: typeof r.error === 'string' ? r.error.slice(0, 2000) : null,
+    problem: null,
+  };
+}
+
+/**
+ * @param {string[]} args @param {{ cwd: string, env?: Record<string, string | undefined> }} opts
+ * @returns {Promise<{ code: number, stdout: string, stderr: string }>}
+ */
+function run(cmd, args, { cwd, env }) {
+  return new Promise((resolve) => {
+    execFile(cmd, args, { cwd, env: env ?? process.env, maxBuffer: 256 * 1024 * 1024, timeout: 120_000 }, (err, stdout, stderr) => {
+      const code = err ? (typeof /** @type {any} */ (err).code === 'number' ? /** @type {any} */ (err).code : 1) : 0;
+      resolve({ code, stdout: String(stdout), stderr: String(stderr) });
+    });
+  });
+}
+
+/** The commit checked out in `cwd`, or null outside a repository. @param {string} cwd */
+export async function headRevision(cwd) {
+  const r = await run('git', ['rev-parse', '--verify', '--quiet', 'HEAD'], { cwd });
+  return r.code === 0 ? r.stdout.trim() : null;
+}
+
+/**
+ * Everything the agent changed against the source revision, new files included (a throwaway
+ * index, so the work tree's own index is untouched). Empty outside a repository.
+ * @param {string} cwd @param {string | null} sourceRevision
+ * @returns {Promise<{ patch: string, problem: string | null }>}
+ */
+export async function computePatch(cwd, sourceRevision) {
+  if (!sourceRevision) return { patch: '', problem: null };
+  const dir = mkdtempSync(join(tmpdir(), 'docket-index-'));
+  const env = { ...process.env, GIT_INDEX_FILE: join(dir, 'index') };
+  try {
+    const add = await run('git', ['add', '--all', '--force', '--', '.', ':!.git'], { cwd, env });
+    if (add.code !== 0) {
+      // --force adds ignored files too; fall back to the plain rule when that fails.
+      const plain = await run('git', ['add', '--all'], { cwd, env });
+      if (plain.code !== 0) return { patch: '', problem: `git add failed: ${plain.stderr.trim().slice(0, 500)}` };
+    }
+    const diff = await run('git', ['-c', 'core.quotepath=off', 'diff', '--cached', '--binary', '--no-color', '--no-ext-diff', sourceRevision], { cwd, env });
+    if (diff.code !== 0) return { patch: '', problem: `git diff failed: ${diff.stderr.trim().slice(0, 500)}` };
+    return { patch: diff.stdout, problem: null };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** @param {string | undefined} dir @param {string} name @param {any} data */
+function writeState(dir, name, data) {
+  if (!dir) return;
+  try {
+    const path = join(dir, name);
+    writeFileSync(`${path}.tmp`, JSON.stringify(data) + '\n');
+    renameSync(`${path}.tmp`, path);
+  } catch {
+    // the state dir is a courtesy to the runner; reports are what counts
+  }
+}
+
+/**
+ * @param {string[]} command the agent's argv
+ * @param {{ env?: Record<string, string | undefined>, cwd?: string, log?: (s: string) => void }} [opts]
+ * @returns {Promise<number>} the daemon's exit code
+ */
+export async function runDaemon(command, { env = process.env, cwd = process.cwd(), log = (s) => process.stderr.write(s + '\n') } = {}) {
+  const stateDir = env.DOCKET_STATE_DIR;
+  const missing = ['DOCKET_URL', 'DOCKET_RUN_ID', 'DOCKET_ATTEMPT', 'DOCKET_ATTEMPT_TOKEN'].filter((k) => !env[k]);
+  if (command.length === 0 || missing.length > 0) {
+    const why = command.length === 0 ? 'no agent command after --' : `missing ${missing.join(', ')}`;
+    log(`docket-runner daemon: ${why}`);
+    writeState(stateDir, 'launch.json', { ok: false, error: `daemon: ${why}` });
+    return DAEMON_EXIT.usage;
+  }
+  const limits = daemonLimits(env);
+  const runId = /** @type {string} */ (env.DOCKET_RUN_ID);
+  const attempt = Number(env.DOCKET_ATTEMPT);
+  const client = new DocketClient({ serverUrl: /** @type {string} */ (env.DOCKET_URL), token: env.DOCKET_ATTEMPT_TOKEN, timeoutMs: 30_000 });
+  const sourceRevision = env.DOCKET_SOURCE_REVISION || (await headRevision(cwd));
+
+  // The agent gets everything but the credential and the daemon's own plumbing.
+  const agentEnv = { ...env };
+  delete agentEnv.DOCKET_ATTEMPT_TOKEN;
+  delete agentEnv.DOCKET_STATE_DIR;
+  for (const k of Object.keys(agentEnv)) if (k.startsWith('DOCKET_DAEMON_')) delete agentEnv[k];
+
+  const buffer = new ReportBuffer(limits);
+  let stopping = false;
+  /** @type {string | null} */
+  let attemptOver = null;
+  let linesSent = 0;
+
+  const child = spawn(command[0], command.slice(1), { cwd, env: agentEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  const started = await new Promise((resolve) => {
+    child.once('spawn', () => resolve(null));
+    child.once('error', (e) => resolve(e));
+  });
+  if (started) {
+    const e = /** @type {any} */ (started);
+    const error = e.code === 'ENOENT' ? `agent command not found: ${command[0]}` : `agent command failed to start: ${e.message}`;
+    log(`docket-runner daemon: ${error}`);
+    writeState(stateDir, 'launch.json', { ok: false, error });
+    return DAEMON_EXIT.usage;
+  }
+  writeState(stateDir, 'launch.json', { ok: true, agent_pid: child.pid, source_revision: sourceRevision, at_ms: Date.now() });
+  const agentExit = new Promise((resolve) => {
+    child.once('exit', (code, signal) => resolve({ code, signal }));
+  });
+
+  const onLine = (/** @type {string} */ line) => {
+    const m = PHASE_LINE.exec(line);
+    if (m && PHASES.includes(m[1])) {
+      buffer.setPhase(m[1]);
+      writeState(stateDir, 'status.json', { phase: m[1], at_ms: Date.now() });
+      return;
+    }
+    buffer.push(line);
+  };
+  const streamsDone = Promise.all([pipeLines(child.stdout, onLine), pipeLines(child.stderr, onLine)]);
+
+  const stopAgent = async (/** @type {string} */ why) => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    log(`docket-runner daemon: stopping the agent: ${why}`);
+    child.kill('SIGTERM');
+    const t = setTimeout(() => child.kill('SIGKILL'), limits.stopGraceMs);
+    await agentExit;
+    clearTimeout(t);
+  };
+  const onSignal = (/** @type {NodeJS.Signals} */ sig) => {
+    stopping = true;
+    void stopAgent(`received ${sig}`);
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+
+  /** One report; returns false when it must be retried later. */
+  const sendBatch = async (/** @type {any} */ extra = {}) => {
+    const { body, accept } = buffer.take();
+    try {
+      await client.report(runId, { ...body, ...extra });
+      accept();
+      linesSent += body.lines.length;
+      return true;
+    } catch (e) {
+      const kind = classify(e);
+      if (kind === 'definitive' || kind === 'attempt_over') attemptOver = /** @type {ApiError} */ (e).code;
+      else log(`docket-runner daemon: report failed (${errorText(e)}); will retry`);
+      return false;
+    }
+  };
+
+  // The report loop: output as it comes (batched), and a heartbeat when there is none.
+  let agentDone = false;
+  const backoff = new Backoff({ baseMs: limits.backoffBaseMs, maxMs: limits.backoffMaxMs });
+  const reportLoop = (async () => {
+    let lastSentAt = 0;
+    while (!agentDone && !attemptOver) {
+      const due = buffer.hasNews || Date.now() - lastSentAt >= limits.heartbeatMs;
+      if (due) {
+        const ok = await sendBatch();
+        if (ok) {
+          backoff.succeed();
+          lastSentAt = Date.now();
+          if (!buffer.hasNews) await Promise.race([sleep(limits.flushIntervalMs), agentExit]);
+        } else if (!attemptOver) {
+          await Promise.race([sleep(backoff.fail()), agentExit]);
+        }
+      } else {
+        await Promise.race([sleep(limits.flushIntervalMs), agentExit]);
+      }
+    }
+  })();
+
+  const attemptWatch = (async () => {
+    while (!agentDone) {
+      if (attemptOver) {
+        await stopAgent(`the server answered ${attemptOver}: this attempt is over`);
+        return;
+      }
+      await Promise.race([sleep(200), agentExit]);
+    }
+  })();
+
+  const exit = /** @type {{ code: number | null, signal: NodeJS.Signals | null }} */ (await agentExit);
+  await Promise.race([streamsDone, sleep(2_000)]); // output after exit from the agent's children is not awaited forever
+  agentDone = true;
+  await reportLoop;
+  await attemptWatch;
+  const agentCode = exit.code ?? 128 + signalNumber(exit.signal);
+
+  if (attemptOver) {
+    writeState(stateDir, 'final.json', { delivered: false, attempt_over: attemptOver, exit_codes: { agent: agentCode }, at_ms: Date.now() });
+    return DAEMON_EXIT.attemptOver;
+  }
+  if (stopping) {
+    // A stop came from outside (the runner's stop request or lifetime): the runner reports it.
+    for (let i = 0; i < 3 && buffer.hasNews && !attemptOver; i++) if (!(await sendBatch())) break;
+    writeState(stateDir, 'final.json', { delivered: false, stopped: true, exit_codes: { agent: agentCode }, at_ms: Date.now() });
+    return DAEMON_EXIT.stopped;
+  }
+
+  // The final result.
+  const result = readResultFile(env.DOCKET_RESULT_FILE);
+  const { patch, problem: patchProblem } = await computePatch(cwd, sourceRevision);
+  const limitations = [...result.limitations];
+  let sentPatch = patch;
+  if (Buffer.byteLength(patch) > limits.maxPatchBytes) {
+    limitations.push(`the patch (${Buffer.byteLength(patch)} bytes) exceeded the ${limits.maxPatchBytes}-byte limit and was left out`);
+    sentPatch = '';
+  }
+  if (patchProblem) limitations.push(`the patch could not be computed: ${patchProblem}`);
+  if (result.problem) limitations.push(result.problem);
+  const failed = agentCode !== 0 || result.outcome === 'failed';
+  const final = {
+    outcome: failed ? 'failed' : 'completed',
+    ...(failed ? { error: result.error ?? (agentCode !== 0 ? `the agent exited with code ${agentCode}` : 'the agent reported failure') } : {}),
+    exit_codes: { agent: agentCode },
+    artifact: { patch: sentPatch, source_revision: sourceRevision, model: result.model, limitations },
+    cost_cents: result.cost_cents,
+  };
+
+  // Remaining output first (bounded), then the final report with the last batch.
+  for (let i = 0; i < 50 && buffer.lines.length > limits.maxBatchLines; i++) if (!(await sendBatch())) break;
+  let delivered = false;
+  /** @type {string | null} */
+  let answerState = null;
+  let lastError = '';
+  const finalBackoff = new Backoff({ baseMs: limits.backoffBaseMs, maxMs: limits.backoffMaxMs });
+  for (let tryNo = 1; tryNo <= limits.finalTries && !delivered; tryNo++) {
+    const { body, accept } = buffer.take();
+    try {
+      const res = await client.report(runId, { ...body, final });
+      accept();
+      delivered = true;
+      answerState = res.body?.state ?? null;
+    } catch (e) {
+      lastError = errorText(e);
+      const kind = classify(e);
+      if (kind === 'definitive' || kind === 'attempt_over') {
+        attemptOver = /** @type {ApiError} */ (e).code;
+        break;
+      }
+      if (e instanceof ApiError && (e.status === 400 || e.status === 413) && final.artifact.patch) {
+        // The server refused the body: keep the result, leave the patch out and say so.
+        final.artifact = { ...final.artifact, patch: '', limitations: [...limitations, `the server refused the patch: ${e.message}`] };
+        continue;
+      }
+      log(`docket-runner daemon: final report failed (${lastError}); try ${tryNo} of ${limits.finalTries}`);
+      if (tryNo < limits.finalTries) await sleep(finalBackoff.fail());
+    }
+  }
+  writeState(stateDir, 'final.json', {
+    delivered,
+    outcome: final.outcome,
+    exit_codes: final.exit_codes,
+    cost_cents: final.cost_cents,
+    cost_uncertain: result.cost_uncertain,
+    answer_state: answerState,
+    attempt_over: attemptOver,
+    error: delivered ? null : lastError || attemptOver,
+    lines_sent: linesSent,
+    at_ms: Date.now(),
+  });
+  process.off('SIGTERM', onSignal);
+  process.off('SIGINT', onSignal);
+  if (delivered) return DAEMON_EXIT.delivered;
+  return attemptOver ? DAEMON_EXIT.attemptOver : DAEMON_EXIT.undelivered;
+}
+
+/**
+ * Split a stream into lines, passing the bytes through to our own stdout (the sandbox log).
+ * @param {NodeJS.ReadableStream | null} stream @param {(line: string) => void} onLine
+ */
+function pipeLines(stream, onLine) {
+  return new Promise((resolve) => {
+    if (!stream) return resolve(undefined);
+    let rest = '';
+    stream.setEncoding('utf8');
+    stream.on('data', (/** @type {string} */ chunk) => {
+      process.stdout.write(chunk);
+      rest += chunk;
+      let i;
+      while ((i = rest.indexOf('\n')) >= 0) {
+        onLine(rest.slice(0, i).replace(/\r$/, ''));
+        rest = rest.slice(i + 1);
+      }
+      if (rest.length > 64 * 1024) {
+        onLine(rest);
+        rest = '';
+      }
+    });
+    stream.on('end', () => {
+      if (rest) onLine(rest);
+      resolve(undefined);
+    });
+    stream.on('error', () => resolve(undefined));
+  });
+}
+
+/** @param {NodeJS.Signals | null} sig */
+function signalNumber(sig) {
+  const nums = /** @type {Record<string, number>} */ ({ SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGKILL: 9, SIGTERM: 15, SIGPIPE: 13, SIGABRT: 6, SIGSEGV: 11 });
+  return sig ? (nums[sig] ?? 0) : 0;
+}

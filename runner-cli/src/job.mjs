@@ -1,0 +1,370 @@
+// One job (run attempt) on this machine: launch, hold the lease, honour stop requests and the
+// sandbox lifetime, and say how it ended. shared/spec/dispatch-lifecycle.md is the behaviour; every
+// server answer goes through api.mjs classify(), so only definitive codes destroy a workload.
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { classify, errorText } from './api.mjs';
+import { Backoff } from './backoff.mjs';
+import { jobPaths, LaunchError, readJson } from './launchers/common.mjs';
+import { sleep } from './procs.mjs';
+
+/** How many times a closing call (launch-failed, stopped) is tried before the job goes to `reconcile`. */
+const CLOSING_CALL_TRIES = 6;
+const TICK_MS = 500;
+const DEFAULT_LIFETIME_MS = 600_000;
+
+/**
+ * @typedef {import('./launchers/process.mjs').Sandbox} Sandbox
+ * @typedef {{ kind: 'ok', body: any } | { kind: 'definitive' | 'attempt_over' | 'upgrade' | 'transient', error: any }} CallResult
+ */
+
+export class JobSupervisor {
+  /**
+   * @param {import('./runner.mjs').Runner} runner
+   * @param {any} row the job's database row
+   * @param {any} claim the claim answer (run_id, attempt, lease and launch fields)
+   */
+  constructor(runner, row, claim) {
+    this.runner = runner;
+    this.runId = row.run_id;
+    /** @type {number} */
+    this.attempt = row.attempt;
+    this.claim = claim;
+    this.paths = jobPaths(runner.cfg.data_dir, this.runId, this.attempt);
+    /** @type {Sandbox | null} */
+    this.sandbox = null;
+    this.phase = row.phase ?? null;
+    this.startedAtMs = row.launched_at_ms ?? row.claimed_at_ms;
+    this.leaseRefreshMs = claim.lease_refresh_ms ?? runner.serverConfig.lease_refresh_ms ?? 20_000;
+    this.lifetimeMs = row.lifetime_ms ?? effectiveLifetimeMs(runner.cfg.sandbox_lifetime_ms, claim.sandbox_lifetime_ms);
+    this.launchedAtMs = row.launched_at_ms ?? null;
+  }
+
+  get db() {
+    return this.runner.db;
+  }
+  get out() {
+    return this.runner.out;
+  }
+
+  /** For output lines. */
+  get view() {
+    return { run_id: this.runId, attempt: this.attempt, phase: this.phase, started_at_ms: this.startedAtMs };
+  }
+
+  /** @param {string} to @param {Record<string, any>} [patch] @param {string} [note] */
+  move(to, patch = {}, note) {
+    return this.db.transition(this.runId, this.attempt, to, patch, note);
+  }
+
+  /**
+   * One attempt-scoped call, classified.
+   * @param {'launched' | 'lease' | 'launch-failed' | 'stopped'} call @param {object} [body]
+   * @returns {Promise<CallResult>}
+   */
+  async call(call, body = {}) {
+    try {
+      const res = await this.runner.client.attemptCall(this.runId, this.attempt, call, body);
+      if (res.body?.lease_expires_at_ms) this.db.update(this.runId, this.attempt, { lease_expires_at_ms: res.body.lease_expires_at_ms });
+      return { kind: 'ok', body: res.body };
+    } catch (e) {
+      const kind = classify(e);
+      if (kind === 'upgrade') this.runner.upgradeRequired(e);
+      // `launched` twice is harmless: an earlier try went through and only its answer was lost.
+      if (call === 'launched' && /** @type {any} */ (e).code === 'invalid_transition') return { kind: 'ok', body: /** @type {any} */ (e).body };
+      return { kind, error: e };
+    }
+  }
+
+  /** A freshly claimed job: launch it and supervise it to its end. */
+  async runClaimed() {
+    const claim = this.claim;
+    this.db.update(this.runId, this.attempt, { job_dir: this.paths.jobDir, work_dir: this.paths.workDir });
+    const brief = String(claim.brief ?? '').split('\n')[0].slice(0, 80);
+    this.out.run('claimed', this.view, `claimed${brief ? `: ${brief}` : ''}`, { protocol: claim.launch?.protocol ?? 'process' });
+    const protocol = claim.launch?.protocol ?? 'process';
+    const launcher = this.runner.cfg.launchers.includes(protocol) ? this.runner.launchers[protocol] : null;
+    if (!launcher) return this.launchFailed(`launch protocol ${protocol} is not served by this runner`);
+
+    // Keep the lease while the checkout runs; a stop request or a definitive answer aborts the launch.
+    const launchCtl = new AbortController();
+    /** @type {CallResult | null} */
+    let interruption = null;
+    const keepalive = (async () => {
+      const backoff = this.backoff();
+      let waitMs = this.leaseRefreshMs;
+      while (!launchCtl.signal.aborted) {
+        await sleep(waitMs, launchCtl.signal);
+        if (launchCtl.signal.aborted) return;
+        const r = await this.call('lease');
+        if (r.kind === 'ok' && !r.body?.stop_requested) {
+          backoff.succeed();
+          waitMs = this.leaseRefreshMs;
+        } else if (r.kind === 'transient') {
+          waitMs = Math.min(backoff.fail(), this.leaseRefreshMs);
+        } else {
+          interruption = r;
+          launchCtl.abort();
+        }
+      }
+    })();
+    const started = Date.now();
+    this.out.run('launching', this.view, claim.repository ? `launching (checking out ${claim.repository.url} at ${claim.repository.commit ?? 'HEAD'})` : 'launching');
+    try {
+      this.sandbox = await launcher.launch({
+        claim,
+        paths: this.paths,
+        docketEnv: {
+          DOCKET_URL: this.runner.cfg.server_url,
+          DOCKET_RUN_ID: this.runId,
+          DOCKET_ATTEMPT: String(this.attempt),
+          DOCKET_ATTEMPT_TOKEN: claim.attempt_token,
+        },
+        passEnv: this.runner.cfg.pass_env,
+        checkoutTimeoutMs: Math.max(30_000, (claim.launch_deadline_at_ms ?? 0) - Date.now() - 5_000),
+        handshakeTimeoutMs: 30_000,
+        signal: launchCtl.signal,
+        dockerPath: this.runner.cfg.docker_path,
+        dockerImage: this.runner.cfg.docker_image,
+        dockerNetwork: this.runner.cfg.docker_network,
+      });
+    } catch (e) {
+      launchCtl.abort();
+      await keepalive;
+      const i = /** @type {CallResult | null} */ (interruption);
+      if (i?.kind === 'ok') return this.reportStopped('a stop was requested before the sandbox launched');
+      if (i) return this.afterRefusal(i);
+      const message = e instanceof LaunchError ? e.message : `launch failed: ${errorText(e)}`;
+      return this.launchFailed(message);
+    }
+    launchCtl.abort();
+    await keepalive;
+    this.launchedAtMs = Date.now();
+    this.startedAtMs = this.launchedAtMs;
+    this.move('running', {
+      sandbox_id: this.sandbox.id,
+      sandbox_pid: this.sandbox.pid,
+      sandbox_start_ticks: this.sandbox.startTicks,
+      launched_at_ms: this.launchedAtMs,
+      lifetime_ms: this.lifetimeMs,
+    });
+    this.out.run('launched', this.view, `launched sandbox ${this.sandbox.id} in ${Date.now() - started} ms`, { sandbox_id: this.sandbox.id });
+    const i = /** @type {CallResult | null} */ (interruption);
+    if (i) return i.kind === 'ok' ? this.stopAndReport('a stop was requested') : this.afterRefusal(i);
+    return this.supervise({ launchedAccepted: false });
+  }
+
+  /**
+   * A job found after a restart whose attempt is still ours, with its sandbox running.
+   * @param {Sandbox} sandbox @param {{ launchedAccepted: boolean }} opts
+   */
+  async resume(sandbox, opts) {
+    this.sandbox = sandbox;
+    this.move('running', { sandbox_id: sandbox.id }, 'resumed after a restart');
+    this.out.run('resumed', this.view, `resumed the lease of sandbox ${sandbox.id}`, { sandbox_id: sandbox.id });
+    return this.supervise(opts);
+  }
+
+  /**
+   * The lease loop: refresh on the server's interval, watch the sandbox, its lifetime and phase.
+   * @param {{ launchedAccepted: boolean }} opts
+   */
+  async supervise({ launchedAccepted }) {
+    const sandbox = /** @type {Sandbox} */ (this.sandbox);
+    const deadlineAtMs = (this.launchedAtMs ?? Date.now()) + this.lifetimeMs;
+    const backoff = this.backoff();
+    let nextCallAtMs = launchedAccepted ? Date.now() + this.leaseRefreshMs : 0;
+    let exited = false;
+    sandbox.exited.then(() => (exited = true));
+    for (;;) {
+      this.pollPhase();
+      if (exited || !sandbox.running()) return this.finishExited(await sandbox.exited);
+      if (this.runner.stopping) return this.leaveRunning();
+      const now = Date.now();
+      if (now >= deadlineAtMs) {
+        return this.stopAndReport(`the sandbox lifetime of ${Math.round(this.lifetimeMs / 1000)} s ran out`);
+      }
+      if (now >= nextCallAtMs) {
+        const call = launchedAccepted ? 'lease' : 'launched';
+        const r = await this.call(call, call === 'launched' ? { sandbox_id: sandbox.id } : {});
+        if (r.kind === 'ok') {
+          launchedAccepted = true;
+          backoff.succeed();
+          nextCallAtMs = Date.now() + this.leaseRefreshMs;
+          if (r.body?.stop_requested) {
+            this.out.run('stop_requested', this.view, 'the server asked to stop this run');
+            return this.stopAndReport('stop requested');
+          }
+        } else if (r.kind === 'transient') {
+          const delay = Math.min(backoff.fail(), this.leaseRefreshMs);
+          nextCallAtMs = Date.now() + delay;
+          this.out.run('lease_retry', this.view, `${call} failed (${errorText(r.error)}); retrying in ${delay} ms`, { error: errorText(r.error) });
+        } else if (r.kind === 'upgrade') {
+          continue; // the runner is stopping; the next turn leaves the sandbox running
+        } else {
+          return this.afterRefusal(r);
+        }
+      }
+      const waitMs = Math.max(0, Math.min(TICK_MS, nextCallAtMs - Date.now(), deadlineAtMs - Date.now()));
+      await Promise.race([sleep(waitMs, this.runner.stopSignal), sandbox.exited]);
+    }
+  }
+
+  /** Print a phase change the daemon wrote to its status file. */
+  pollPhase() {
+    const status = readJson(join(this.paths.stateDir, 'status.json'));
+    if (status?.phase && status.phase !== this.phase) {
+      this.phase = status.phase;
+      this.db.update(this.runId, this.attempt, { phase: this.phase });
+      this.out.run('phase', this.view, `phase ${this.phase}`);
+    }
+  }
+
+  /**
+   * The sandbox ended on its own. The daemon says in final.json whether its final report got through.
+   * @param {{ code: number | null, signal: string | null }} exit
+   */
+  async finishExited(exit) {
+    this.pollPhase();
+    const final = readJson(join(this.paths.stateDir, 'final.json'));
+    if (final?.delivered) {
+      const outcome = final.answer_state ?? final.outcome;
+      const costReview = final.cost_uncertain === true || this.aboveCostThreshold(final.cost_cents);
+      const reason = final.outcome === 'failed' ? `the agent failed (exit codes ${JSON.stringify(final.exit_codes)})` : null;
+      if (costReview) {
+        this.move('cost-review', { outcome, cost_cents: final.cost_cents ?? null, ended_at_ms: Date.now(), reason: 'the reported cost is uncertain or above the review threshold' });
+        this.out.run('cost_review', this.view, `ended ${outcome}; the cost needs review`, { outcome, cost_cents: final.cost_cents ?? null });
+        return;
+      }
+      this.finish(outcome, reason, { cost_cents: final.cost_cents ?? null });
+      rmSync(this.paths.workDir, { recursive: true, force: true }); // the patch is on the server; logs stay
+      return;
+    }
+    if (final?.attempt_over) {
+      return this.finish('lost', `the daemon was told ${final.attempt_over}; this attempt is over`);
+    }
+    const code = exit.code ?? (final?.exit_codes ? JSON.stringify(final.exit_codes) : 'unknown');
+    const why = final?.error ? `: ${final.error}` : '';
+    return this.reportStopped(`the sandbox exited (code ${code}) without delivering a final report${why}`);
+  }
+
+  /** @param {number | null | undefined} costCents */
+  aboveCostThreshold(costCents) {
+    const limit = this.runner.cfg.cost_review_above_cents;
+    return typeof limit === 'number' && typeof costCents === 'number' && costCents > limit;
+  }
+
+  /** Stop the sandbox (SIGTERM, grace, SIGKILL), then report `stopped`. @param {string} reason */
+  async stopAndReport(reason) {
+    const sandbox = this.sandbox;
+    if (sandbox) {
+      this.out.run('stopping', this.view, `stopping the sandbox: ${reason}`, { reason });
+      await sandbox.stop(this.runner.cfg.stop_grace_ms);
+    }
+    return this.reportStopped(reason);
+  }
+
+  /** @param {string} reason */
+  async reportStopped(reason) {
+    const r = await this.closingCall('stopped', { ...(this.sandbox ? { sandbox_id: this.sandbox.id } : {}), reason });
+    if (r === null) return;
+    if (r.kind === 'ok') {
+      const state = r.body?.state ?? 'stopped';
+      return this.finish(state, reason);
+    }
+    return this.afterRefusal(r, { alreadyStopped: true });
+  }
+
+  /** @param {string} error */
+  async launchFailed(error) {
+    this.out.run('launch_failed', this.view, `launch failed: ${error}`, { error });
+    const r = await this.closingCall('launch-failed', { error });
+    if (r === null) return;
+    if (r.kind === 'ok') {
+      const state = r.body?.state;
+      return this.finish('launch_failed', state ? `${error} (the run is now ${state})` : error);
+    }
+    return this.afterRefusal(r, { alreadyStopped: true });
+  }
+
+  /**
+   * A call that closes the attempt, retried on transient errors. Null when the job was parked
+   * (reconcile or interrupted) because no answer came.
+   * @param {'stopped' | 'launch-failed'} call @param {object} body
+   */
+  async closingCall(call, body) {
+    const backoff = this.backoff();
+    /** @type {CallResult | null} */
+    let r = null;
+    for (let tryNo = 1; tryNo <= CLOSING_CALL_TRIES; tryNo++) {
+      r = await this.call(call, body);
+      if (r.kind !== 'transient') break;
+      if (tryNo < CLOSING_CALL_TRIES && !this.runner.stopping) await sleep(backoff.fail(), this.runner.stopSignal);
+      if (this.runner.stopping) break;
+    }
+    const res = /** @type {CallResult} */ (r);
+    if (res.kind === 'transient' || res.kind === 'upgrade') {
+      const why = `${call} could not be delivered: ${errorText(res.error)}`;
+      this.park(res.kind === 'upgrade' ? 'interrupted' : 'reconcile', why);
+      return null;
+    }
+    return res;
+  }
+
+  /**
+   * The server refused the attempt. Definitive codes destroy the workload; stale_attempt and
+   * lease_expired end this attempt's work but keep its files.
+   * @param {CallResult} r @param {{ alreadyStopped?: boolean, atStartup?: boolean }} [opts]
+   */
+  async afterRefusal(r, { alreadyStopped = false, atStartup = false } = {}) {
+    const err = /** @type {any} */ (r).error;
+    const code = err?.code ?? 'unknown';
+    if (r.kind === 'definitive') {
+      this.out.run('destroying', this.view, `the server answered ${code}: removing the sandbox`, { code });
+      if (this.sandbox) await this.sandbox.remove(this.runner.cfg.stop_grace_ms);
+      else rmSync(this.paths.jobDir, { recursive: true, force: true });
+      return this.finish(code === 'task_gone' ? 'gone' : code, `${code}: ${err?.message ?? ''}`.trim());
+    }
+    if (r.kind === 'attempt_over') {
+      if (this.sandbox && !alreadyStopped) {
+        this.out.run('stopping', this.view, `the server answered ${code}: stopping this attempt's work (files kept)`, { code });
+        await this.sandbox.stop(this.runner.cfg.stop_grace_ms);
+      }
+      const reason = `${code}: ${err?.message ?? ''}`.trim();
+      if (atStartup) return this.park('reconcile', reason);
+      return this.finish('lost', reason);
+    }
+    if (r.kind === 'upgrade') return this.park('interrupted', 'the server requires a newer runner');
+    return this.park('reconcile', `unexpected answer: ${errorText(err)}`);
+  }
+
+  /** The listener is stopping: the sandbox keeps running for the next start's reconciliation. */
+  leaveRunning() {
+    this.park('interrupted', 'the listener stopped; the sandbox was left running');
+  }
+
+  /** @param {'interrupted' | 'reconcile'} state @param {string} reason */
+  park(state, reason) {
+    this.move(state, { reason });
+    this.out.run(state, this.view, `${state === 'reconcile' ? 'needs reconciliation' : 'interrupted'}: ${reason}`, { reason });
+  }
+
+  /** @param {string} outcome @param {string | null} reason @param {Record<string, any>} [patch] */
+  finish(outcome, reason, patch = {}) {
+    this.move('done', { outcome, reason: reason ?? undefined, ended_at_ms: Date.now(), ...patch });
+    this.out.run('run_ended', this.view, `ended: ${outcome}${reason ? ` (${reason})` : ''}`, { outcome, reason });
+  }
+
+  backoff() {
+    return new Backoff({ baseMs: this.runner.cfg.backoff_base_ms, maxMs: this.runner.cfg.backoff_max_ms });
+  }
+}
+
+/**
+ * The server's sandbox lifetime, capped by the local setting when one is given.
+ * @param {number | null | undefined} localMs @param {number | null | undefined} serverMs
+ */
+export function effectiveLifetimeMs(localMs, serverMs) {
+  const server = typeof serverMs === 'number' && serverMs > 0 ? serverMs : DEFAULT_LIFETIME_MS;
+  return typeof localMs === 'number' && localMs > 0 ? Math.min(localMs, server) : server;
+}

@@ -1,0 +1,165 @@
+// What every launcher shares: the per-run directories, the repository checkout, the sandbox's
+// environment and the daemon's launch handshake.
+import { execFile } from 'node:child_process';
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { NEVER_PASSED_ENV } from '../config.mjs';
+import { sleep } from '../procs.mjs';
+
+export class LaunchError extends Error {
+  constructor(message) {
+    super(message);
+    this.name = 'LaunchError';
+  }
+}
+
+/** Variables handed to the agent by default; --pass-env adds more. */
+export const BASE_ENV = ['PATH', 'HOME', 'USER', 'LOGNAME', 'LANG', 'LC_ALL', 'LC_CTYPE', 'TZ', 'TMPDIR', 'SHELL', 'TERM'];
+
+/**
+ * The per-run layout under the data directory:
+ *   jobs/<run>/<attempt>/work      the agent's working directory (the repository checkout)
+ *   jobs/<run>/<attempt>/docket    files shared with the daemon (launch.json, status.json, final.json, result.json)
+ *   jobs/<run>/<attempt>/sandbox.log  the sandbox's stdout and stderr
+ * @param {string} dataDir @param {string} runId @param {number} attempt
+ */
+export function jobPaths(dataDir, runId, attempt) {
+  const safe = runId.replace(/[^A-Za-z0-9_.-]/g, '_');
+  const jobDir = join(dataDir, 'jobs', safe, String(attempt));
+  return {
+    jobDir,
+    workDir: join(jobDir, 'work'),
+    stateDir: join(jobDir, 'docket'),
+    logFile: join(jobDir, 'sandbox.log'),
+  };
+}
+
+/** @param {{ jobDir: string, workDir: string, stateDir: string }} paths */
+export function freshJobDirs(paths) {
+  rmSync(paths.jobDir, { recursive: true, force: true });
+  mkdirSync(paths.workDir, { recursive: true, mode: 0o700 });
+  mkdirSync(paths.stateDir, { recursive: true, mode: 0o700 });
+}
+
+/**
+ * @param {string[]} args
+ * @param {{ cwd?: string, timeoutMs: number, signal?: AbortSignal }} opts
+ * @returns {Promise<string>} stdout
+ */
+export function git(args, { cwd, timeoutMs, signal }) {
+  return new Promise((resolve, reject) => {
+    execFile(
+      'git',
+      args,
+      {
+        cwd,
+        timeout: timeoutMs,
+        signal,
+        maxBuffer: 16 * 1024 * 1024,
+        env: { ...process.env, GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: 'true' },
+      },
+      (err, stdout, stderr) => {
+        if (err) {
+          const why = String(stderr || err.message).trim().split('\n').slice(-3).join(' / ');
+          reject(new LaunchError(`git ${args[0]} failed: ${why}`));
+        } else resolve(stdout);
+      },
+    );
+  });
+}
+
+/**
+ * Clone the run's repository into the work directory and check out the pinned commit.
+ * @param {{ url: string, commit?: string | null }} repository
+ * @param {string} workDir an empty directory
+ * @param {{ timeoutMs: number, signal?: AbortSignal }} opts
+ * @returns {Promise<string>} the checked-out revision
+ */
+export async function checkoutRepository(repository, workDir, opts) {
+  if (!repository?.url) throw new LaunchError('the run names a repository without a url');
+  await git(['clone', '--quiet', '--no-checkout', '--', repository.url, workDir], opts);
+  const ref = repository.commit || 'HEAD';
+  await git(['-c', 'advice.detachedHead=false', 'checkout', '--quiet', '--detach', ref, '--'], { ...opts, cwd: workDir });
+  return (await git(['rev-parse', 'HEAD'], { ...opts, cwd: workDir })).trim();
+}
+
+/**
+ * The sandbox's environment: a small allow-list of the runner's own variables (never a DOCKET_*
+ * one, so the machine token cannot leak), the run's launch.env, then the daemon's variables.
+ * @param {Record<string, string | undefined>} runnerEnv
+ * @param {string[]} passEnv
+ * @param {Record<string, string> | null | undefined} launchEnv
+ * @param {Record<string, string>} docketEnv
+ */
+export function sandboxEnv(runnerEnv, passEnv, launchEnv, docketEnv) {
+  /** @type {Record<string, string>} */
+  const env = {};
+  for (const name of [...BASE_ENV, ...passEnv]) {
+    const v = runnerEnv[name];
+    if (v !== undefined && !NEVER_PASSED_ENV.test(name)) env[name] = v;
+  }
+  for (const [k, v] of Object.entries(launchEnv ?? {})) {
+    if (!NEVER_PASSED_ENV.test(k) && typeof v === 'string') env[k] = v;
+  }
+  return { ...env, ...docketEnv };
+}
+
+/**
+ * Wait for the daemon's launch handshake: it writes launch.json once the agent process has
+ * started (`{"ok": true}`) or failed to (`{"ok": false, "error"}`).
+ * @param {string} stateDir
+ * @param {{ exited: () => boolean, timeoutMs: number, logFile?: string }} opts
+ */
+export async function waitForHandshake(stateDir, { exited, timeoutMs, logFile }) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const hs = readJson(join(stateDir, 'launch.json'));
+    if (hs) {
+      if (hs.ok) return hs;
+      throw new LaunchError(String(hs.error || 'the agent did not start'));
+    }
+    if (exited()) {
+      // Give a last look: the daemon may write launch.json just before it exits.
+      const last = readJson(join(stateDir, 'launch.json'));
+      if (last?.ok) return last;
+      if (last) throw new LaunchError(String(last.error || 'the agent did not start'));
+      throw new LaunchError(`the sandbox exited before the agent started${logTail(logFile)}`);
+    }
+    if (Date.now() > deadline) throw new LaunchError(`the agent did not start within ${timeoutMs} ms`);
+    await sleep(50);
+  }
+}
+
+/** @param {string | undefined} logFile */
+function logTail(logFile) {
+  if (!logFile) return '';
+  try {
+    const tail = readFileSync(logFile, 'utf8').trim().split('\n').slice(-3).join(' / ');
+    return tail ? `: ${tail.slice(-500)}` : '';
+  } catch {
+    return '';
+  }
+}
+
+/** @param {string} path @returns {any} null when missing or not (yet) valid JSON */
+export function readJson(path) {
+  try {
+    return JSON.parse(readFileSync(path, 'utf8'));
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * @typedef {object} LaunchRequest
+ * @property {any} claim the claim answer (run_id, attempt, repository, launch)
+ * @property {ReturnType<typeof jobPaths>} paths
+ * @property {Record<string, string>} docketEnv DOCKET_URL, DOCKET_RUN_ID, DOCKET_ATTEMPT, DOCKET_ATTEMPT_TOKEN
+ * @property {string[]} passEnv
+ * @property {number} checkoutTimeoutMs
+ * @property {number} handshakeTimeoutMs
+ * @property {AbortSignal} [signal]
+ * @property {string} dockerPath
+ * @property {string} dockerImage
+ * @property {string | null} [dockerNetwork]
+ */

@@ -1,0 +1,162 @@
+// The `docker` launcher: the sandbox is a container running `docket-runner daemon -- <command>`,
+// labelled with the run id and attempt. The runner's own package is mounted read-only at
+// /opt/docket-runner, so the image needs node (and git, for the patch) but no runner install.
+// Credentials go to `docker run` as `--env NAME` with the value in the docker CLI's environment,
+// so they never appear in a process listing.
+import { execFile, spawn } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { sleep } from '../procs.mjs';
+import { checkoutRepository, freshJobDirs, LaunchError, sandboxEnv, waitForHandshake } from './common.mjs';
+
+export const RUNNER_PACKAGE_DIR = dirname(dirname(dirname(fileURLToPath(import.meta.url))));
+
+/**
+ * The argv of `docker run` for one attempt. Pure, so it can be checked without a docker engine.
+ * @param {{ runId: string, attempt: number, image: string, command: string[], workDir: string, stateDir: string,
+ *   runnerDir: string, envNames: string[], network?: string | null, user?: string | null }} o
+ * @returns {string[]}
+ */
+export function dockerRunArgv(o) {
+  const argv = [
+    'run',
+    '--detach',
+    '--name', containerName(o.runId, o.attempt),
+    '--label', `docket.run_id=${o.runId}`,
+    '--label', `docket.attempt=${o.attempt}`,
+    '--label', 'docket.managed=true',
+    '--init', // a real PID 1 that forwards SIGTERM to the daemon
+    '--stop-signal', 'SIGTERM',
+    '--volume', `${o.workDir}:/workspace`,
+    '--volume', `${o.stateDir}:/docket`,
+    '--volume', `${o.runnerDir}:/opt/docket-runner:ro`,
+    '--workdir', '/workspace',
+  ];
+  if (o.user) argv.push('--user', o.user);
+  if (o.network) argv.push('--network', o.network);
+  for (const name of [...o.envNames].sort()) argv.push('--env', name);
+  argv.push(o.image, 'node', '/opt/docket-runner/bin/docket-runner.mjs', 'daemon', '--', ...o.command);
+  return argv;
+}
+
+/** Docker names allow [a-zA-Z0-9_.-]. @param {string} runId @param {number} attempt */
+export function containerName(runId, attempt) {
+  return `docket-${runId.replace(/[^a-zA-Z0-9_.-]/g, '_')}-${attempt}`;
+}
+
+/**
+ * @param {string} dockerPath @param {string[]} args
+ * @param {{ env?: Record<string, string>, timeoutMs?: number, signal?: AbortSignal }} [opts]
+ * @returns {Promise<string>}
+ */
+function docker(dockerPath, args, { env, timeoutMs = 120_000, signal } = {}) {
+  return new Promise((resolve, reject) => {
+    execFile(dockerPath, args, { env: env ?? process.env, timeout: timeoutMs, signal, maxBuffer: 4 * 1024 * 1024 }, (err, stdout, stderr) => {
+      if (err) reject(new LaunchError(`docker ${args[0]} failed: ${String(stderr || err.message).trim().split('\n').slice(-3).join(' / ')}`));
+      else resolve(stdout.trim());
+    });
+  });
+}
+
+/**
+ * @param {import('./common.mjs').LaunchRequest} req
+ * @returns {Promise<import('./process.mjs').Sandbox>}
+ */
+export async function launchDocker(req) {
+  const { paths, claim, signal, dockerPath } = req;
+  freshJobDirs(paths);
+  let sourceRevision = null;
+  if (claim.repository) {
+    sourceRevision = await checkoutRepository(claim.repository, paths.workDir, { timeoutMs: req.checkoutTimeoutMs, signal });
+  }
+  const command = claim.launch?.command;
+  if (!Array.isArray(command) || command.length === 0) throw new LaunchError('the run has no launch command');
+  const env = sandboxEnv(process.env, req.passEnv, claim.launch?.env, {
+    ...req.docketEnv,
+    HOME: '/tmp',
+    DOCKET_STATE_DIR: '/docket',
+    DOCKET_RESULT_FILE: '/docket/result.json',
+    ...(sourceRevision ? { DOCKET_SOURCE_REVISION: sourceRevision } : {}),
+  });
+  delete env.PATH; // the image's PATH, not the host's
+  const argv = dockerRunArgv({
+    runId: claim.run_id,
+    attempt: claim.attempt,
+    image: claim.launch?.image || req.dockerImage,
+    command: command.map(String),
+    workDir: paths.workDir,
+    stateDir: paths.stateDir,
+    runnerDir: RUNNER_PACKAGE_DIR,
+    envNames: Object.keys(env),
+    network: req.dockerNetwork,
+    user: typeof process.getuid === 'function' ? `${process.getuid()}:${process.getgid?.()}` : null,
+  });
+  const id = await docker(dockerPath, argv, { env: { ...process.env, ...env }, timeoutMs: req.checkoutTimeoutMs, signal });
+  const sandbox = dockerSandbox(dockerPath, id, paths);
+  try {
+    await waitForHandshake(paths.stateDir, { exited: () => !sandbox.running(), timeoutMs: req.handshakeTimeoutMs });
+  } catch (e) {
+    await sandbox.remove(0);
+    throw e;
+  }
+  return sandbox;
+}
+
+/**
+ * @param {{ sandbox_id: string | null }} row
+ * @param {ReturnType<import('./common.mjs').jobPaths>} paths
+ * @param {string} dockerPath
+ */
+export async function adoptDocker(row, paths, dockerPath) {
+  if (!row.sandbox_id) return null;
+  try {
+    const state = await docker(dockerPath, ['inspect', '--format', '{{.State.Running}}', row.sandbox_id], { timeoutMs: 15_000 });
+    if (state !== 'true') return null;
+  } catch {
+    return null;
+  }
+  return dockerSandbox(dockerPath, row.sandbox_id, paths);
+}
+
+/**
+ * @param {string} dockerPath @param {string} id
+ * @param {ReturnType<import('./common.mjs').jobPaths>} paths
+ * @returns {import('./process.mjs').Sandbox}
+ */
+function dockerSandbox(dockerPath, id, paths) {
+  let done = false;
+  const exited = new Promise((resolve) => {
+    const w = spawn(dockerPath, ['wait', id], { stdio: ['ignore', 'pipe', 'ignore'] });
+    let out = '';
+    w.stdout.on('data', (d) => (out += d));
+    w.on('error', () => {
+      done = true;
+      resolve({ code: null, signal: null });
+    });
+    w.on('exit', () => {
+      done = true;
+      const code = Number.parseInt(out.trim(), 10);
+      resolve({ code: Number.isFinite(code) ? code : null, signal: null });
+    });
+    w.unref();
+  });
+  const stop = async (/** @type {number} */ graceMs) => {
+    if (done) return;
+    await docker(dockerPath, ['stop', '--time', String(Math.ceil(graceMs / 1000)), id], { timeoutMs: graceMs + 30_000 }).catch(() => {});
+    for (let i = 0; i < 40 && !done; i++) await sleep(50);
+  };
+  return {
+    id,
+    pid: null,
+    startTicks: null,
+    running: () => !done,
+    exited,
+    stop,
+    remove: async (graceMs) => {
+      await stop(graceMs);
+      await docker(dockerPath, ['rm', '--force', id], { timeoutMs: 30_000 }).catch(() => {});
+      rmSync(paths.jobDir, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,140 @@
+// The `process` launcher: the sandbox is `docket-runner daemon -- <command>` started in a fresh
+// work directory as the leader of its own process group, detached from the runner, so it outlives a
+// runner restart and can be stopped as a whole (SIGTERM to the group, a grace period, SIGKILL).
+import { spawn } from 'node:child_process';
+import { closeSync, openSync, rmSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { groupAlive, processStartTicks, signalGroup, sleep } from '../procs.mjs';
+import { checkoutRepository, freshJobDirs, LaunchError, sandboxEnv, waitForHandshake } from './common.mjs';
+
+export const RUNNER_BIN = fileURLToPath(new URL('../../bin/docket-runner.mjs', import.meta.url));
+
+/**
+ * @typedef {{ code: number | null, signal: string | null }} ExitInfo
+ * @typedef {object} Sandbox
+ * @property {string} id
+ * @property {number | null} pid
+ * @property {string | null} startTicks
+ * @property {() => boolean} running
+ * @property {Promise<ExitInfo>} exited resolves once nothing of the sandbox runs any more
+ * @property {(graceMs: number) => Promise<void>} stop SIGTERM, grace, SIGKILL; keeps the files
+ * @property {(graceMs: number) => Promise<void>} remove stop, then delete the run's directories
+ */
+
+/**
+ * @param {import('./common.mjs').LaunchRequest} req
+ * @returns {Promise<Sandbox>}
+ */
+export async function launchProcess(req) {
+  const { paths, claim, signal } = req;
+  freshJobDirs(paths);
+  let sourceRevision = null;
+  if (claim.repository) {
+    sourceRevision = await checkoutRepository(claim.repository, paths.workDir, { timeoutMs: req.checkoutTimeoutMs, signal });
+  }
+  const command = claim.launch?.command;
+  if (!Array.isArray(command) || command.length === 0) throw new LaunchError('the run has no launch command');
+  const env = sandboxEnv(process.env, req.passEnv, claim.launch?.env, {
+    ...req.docketEnv,
+    DOCKET_STATE_DIR: paths.stateDir,
+    DOCKET_RESULT_FILE: `${paths.stateDir}/result.json`,
+    ...(sourceRevision ? { DOCKET_SOURCE_REVISION: sourceRevision } : {}),
+  });
+  const log = openSync(paths.logFile, 'a', 0o600);
+  let child;
+  try {
+    child = spawn(process.execPath, [RUNNER_BIN, 'daemon', '--', ...command.map(String)], {
+      cwd: paths.workDir,
+      env,
+      detached: true, // its own process group, and it survives the runner
+      stdio: ['ignore', log, log],
+    });
+  } finally {
+    closeSync(log);
+  }
+  /** @type {ExitInfo | null} */
+  let exit = null;
+  const leaderExited = new Promise((resolve) => {
+    child.once('exit', (code, sig) => {
+      exit = { code, signal: sig };
+      resolve(exit);
+    });
+    child.once('error', (e) => {
+      exit = { code: null, signal: null };
+      resolve(exit);
+    });
+  });
+  child.unref();
+  const pid = child.pid;
+  if (!pid) {
+    await leaderExited;
+    throw new LaunchError('could not start the sandbox process');
+  }
+  const sandbox = processSandbox(pid, processStartTicks(pid), paths, leaderExited.then(async (info) => {
+    // The daemon is gone: whatever it left in its group goes too.
+    signalGroup(pid, 'SIGKILL');
+    return info;
+  }));
+  try {
+    await waitForHandshake(paths.stateDir, { exited: () => exit !== null, timeoutMs: req.handshakeTimeoutMs, logFile: paths.logFile });
+  } catch (e) {
+    await sandbox.stop(0);
+    throw e;
+  }
+  return sandbox;
+}
+
+/**
+ * Find the sandbox of a job recorded before a restart. Null when nothing of it runs any more.
+ * @param {{ sandbox_pid: number | null, sandbox_start_ticks: string | null }} row
+ * @param {ReturnType<import('./common.mjs').jobPaths>} paths
+ * @returns {Sandbox | null}
+ */
+export function adoptProcess(row, paths) {
+  const pid = row.sandbox_pid;
+  if (!pid || !groupAlive(pid)) return null;
+  const ticks = processStartTicks(pid);
+  // The leader may be gone while its group lives on; if the leader pid runs, it must be ours.
+  if (ticks && row.sandbox_start_ticks && ticks !== row.sandbox_start_ticks) return null;
+  const gone = (async () => {
+    while (groupAlive(pid)) await sleep(250);
+    return /** @type {ExitInfo} */ ({ code: null, signal: null });
+  })();
+  return processSandbox(pid, row.sandbox_start_ticks, paths, gone);
+}
+
+/**
+ * @param {number} pid the group leader (the daemon)
+ * @param {string | null} startTicks
+ * @param {ReturnType<import('./common.mjs').jobPaths>} paths
+ * @param {Promise<ExitInfo>} leaderGone
+ * @returns {Sandbox}
+ */
+function processSandbox(pid, startTicks, paths, leaderGone) {
+  let done = false;
+  const exited = leaderGone.then(async (info) => {
+    for (let i = 0; i < 100 && groupAlive(pid); i++) await sleep(50);
+    done = true;
+    return info;
+  });
+  const stop = async (/** @type {number} */ graceMs) => {
+    if (done || !groupAlive(pid)) return;
+    signalGroup(pid, 'SIGTERM');
+    const deadline = Date.now() + graceMs;
+    while (Date.now() < deadline && groupAlive(pid)) await sleep(50);
+    if (groupAlive(pid)) signalGroup(pid, 'SIGKILL');
+    for (let i = 0; i < 100 && groupAlive(pid); i++) await sleep(50);
+  };
+  return {
+    id: `process-${pid}`,
+    pid,
+    startTicks,
+    running: () => !done && groupAlive(pid),
+    exited,
+    stop,
+    remove: async (graceMs) => {
+      await stop(graceMs);
+      rmSync(paths.jobDir, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,73 @@
+// Process helpers for sandboxes that run as local process groups.
+import { readFileSync } from 'node:fs';
+
+/** @param {number} pid */
+export function pidAlive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return /** @type {any} */ (e).code === 'EPERM';
+  }
+}
+
+/** Whether any process of the group is left. @param {number} pgid */
+export function groupAlive(pgid) {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch (e) {
+    return /** @type {any} */ (e).code === 'EPERM';
+  }
+}
+
+/** @param {number} pgid @param {NodeJS.Signals} signal @returns {boolean} whether the signal was sent */
+export function signalGroup(pgid, signal) {
+  try {
+    process.kill(-pgid, signal);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The kernel's start time of a process (field 22 of /proc/<pid>/stat), to tell a reused pid from
+ * the original. Null where /proc is not available.
+ * @param {number} pid
+ * @returns {string | null}
+ */
+export function processStartTicks(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The command name (field 2) may contain spaces and parentheses: split after the last ')'.
+    const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return rest[19] ?? null; // field 22 overall = index 19 after fields 1-2
+  } catch {
+    return null;
+  }
+}
+
+/** Whether a process is a zombie (exited, not yet reaped). @param {number} pid */
+export function isZombie(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z');
+  } catch {
+    return false;
+  }
+}
+
+/** @param {number} ms @param {AbortSignal} [signal] */
+export function sleep(ms, signal) {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve(undefined);
+    const t = setTimeout(done, ms);
+    function done() {
+      clearTimeout(t);
+      signal?.removeEventListener('abort', done);
+      resolve(undefined);
+    }
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}

@@ -1,0 +1,44 @@
+#!/usr/bin/env node
+// `npm start`: Docket locally with everything embedded (the Workers runtime, D1, Durable Objects
+// and Queues, all local under .wrangler/), migrations applied, and a note on how to get a token.
+
+import { spawn, spawnSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+
+const port = process.env.PORT ?? "8787";
+const adminSecret = process.env.ADMIN_SECRET ?? `local-${randomBytes(12).toString("hex")}`;
+const wrangler = ["exec", "--", "wrangler"];
+process.env.WRANGLER_SEND_METRICS ??= "false";
+
+console.log("Applying D1 migrations to the local database…");
+const migrate = spawnSync("npm", [...wrangler, "d1", "migrations", "apply", "DB", "--local"], {
+  stdio: "inherit",
+  env: { ...process.env, CI: "true" },
+});
+if (migrate.status !== 0) process.exit(migrate.status ?? 1);
+
+console.log(`
+Docket is starting at http://127.0.0.1:${port}
+
+  Operator secret (ADMIN_SECRET): ${adminSecret}
+
+  Create an organization and its first admin token:
+    curl -s -X POST http://127.0.0.1:${port}/v1/orgs \\
+      -H 'Authorization: Bearer ${adminSecret}' -H 'Content-Type: application/json' \\
+      -d '{"name": "my-team"}'
+
+  Then mint a runner registration token with that admin token:
+    curl -s -X POST http://127.0.0.1:${port}/v1/tokens \\
+      -H 'Authorization: Bearer <admin token>' -H 'Content-Type: application/json' \\
+      -d '{"kind": "registration"}'
+
+  The API is described in docs/protocol.md. Stop with Ctrl-C.
+`);
+
+const dev = spawn(
+  "npm",
+  [...wrangler, "dev", "--local", "--ip", "127.0.0.1", "--port", port, "--var", `ADMIN_SECRET:${adminSecret}`, "--test-scheduled"],
+  { stdio: "inherit" },
+);
+for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => dev.kill(signal));
+dev.on("exit", (code) => process.exit(code ?? 0));

@@ -1,0 +1,41 @@
+// The Worker's HTTP app: one router per resource, errors mapped to JSON in one place.
+
+import { Hono } from "hono";
+import { HTTPException } from "hono/http-exception";
+import type { AppEnv } from "./app-types";
+import { loadConfig, type Config } from "./config";
+import { DocketError, errorResponse } from "./errors";
+import { log } from "./lib/log";
+import { orgRoutes } from "./routes/orgs";
+import { runRoutes } from "./routes/runs";
+import { runnerRoutes } from "./routes/runners";
+
+let cachedConfig: { vars: unknown; config: Config } | null = null;
+
+function configFor(env: AppEnv["Bindings"]): Config {
+  if (cachedConfig?.vars !== env) cachedConfig = { vars: env, config: loadConfig(env) };
+  return cachedConfig.config;
+}
+
+export const app = new Hono<AppEnv>()
+  .use("*", async (c, next) => {
+    c.set("config", configFor(c.env));
+    await next();
+  })
+  .get("/", (c) => c.json({ service: "docket", api: "/v1", docs: "docs/protocol.md" }))
+  .get("/healthz", (c) => c.json({ ok: true }))
+  .route("/v1", orgRoutes)
+  .route("/v1", runnerRoutes)
+  .route("/v1", runRoutes);
+
+app.notFound((c) => errorResponse(new DocketError("not_found", `no route for ${c.req.method} ${c.req.path}`)));
+
+app.onError((err, c) => {
+  if (err instanceof DocketError) return errorResponse(err);
+  if (err instanceof HTTPException && err.status < 500) {
+    // Hono's own refusals, such as a body that is not JSON.
+    return errorResponse(new DocketError("invalid_request", err.message || "malformed request", { field: "body" }));
+  }
+  log("http.internal_error", { method: c.req.method, path: c.req.path, error: String(err), stack: (err as Error).stack });
+  return errorResponse(new DocketError("internal", "internal error"));
+});

@@ -1,0 +1,65 @@
+// Authentication middleware: member, machine and registration tokens are looked up by their
+// SHA-256 hash in D1; run-attempt tokens are checked by the run object itself (docs/protocol.md).
+
+import { and, eq, isNull } from "drizzle-orm";
+import { drizzle } from "drizzle-orm/d1";
+import { createMiddleware } from "hono/factory";
+import type { AppEnv, Caller } from "./app-types";
+import { tokens } from "./db/schema";
+import { DocketError } from "./errors";
+import { sha256Hex, timingSafeEqual, TOKEN_PREFIX } from "./lib/crypto";
+
+export function bearer(header: string | undefined): string {
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header ?? "");
+  if (!match) throw new DocketError("unauthorized", "send a token as 'Authorization: Bearer <token>'");
+  return match[1];
+}
+
+async function lookup(db: D1Database, token: string): Promise<Caller | null> {
+  if (!/^dkt_[mrs]_[0-9a-f]{64}$/.test(token)) return null;
+  const row = await drizzle(db)
+    .select()
+    .from(tokens)
+    .where(and(eq(tokens.tokenHash, await sha256Hex(token)), isNull(tokens.revokedAtMs)))
+    .get();
+  if (!row) return null;
+  return { orgId: row.orgId, tokenId: row.id, kind: row.kind, role: row.role, machineId: row.machineId };
+}
+
+function requireKind(kind: Caller["kind"], what: string) {
+  return createMiddleware<AppEnv>(async (c, next) => {
+    const token = bearer(c.req.header("Authorization"));
+    const caller = await lookup(c.env.DB, token);
+    if (!caller || caller.kind !== kind) {
+      throw new DocketError("unauthorized", `this call needs ${what} (a token starting ${TOKEN_PREFIX[kind]})`);
+    }
+    c.set("caller", caller);
+    await next();
+  });
+}
+
+export const requireMember = requireKind("member", "a member token");
+export const requireMachine = requireKind("machine", "a machine token");
+export const requireRegistration = requireKind("registration", "a runner registration token");
+
+export const requireAdmin = createMiddleware<AppEnv>(async (c, next) => {
+  if (c.get("caller").role !== "admin") throw new DocketError("forbidden", "this call needs an admin member token");
+  await next();
+});
+
+export const requireOperator = createMiddleware<AppEnv>(async (c, next) => {
+  const secret = c.env.ADMIN_SECRET;
+  if (!secret) throw new DocketError("forbidden", "this deployment has no ADMIN_SECRET configured");
+  if (!timingSafeEqual(bearer(c.req.header("Authorization")), secret)) {
+    throw new DocketError("unauthorized", "this call needs the deployment's admin secret");
+  }
+  await next();
+});
+
+/** Reports carry a run-attempt token; its format is checked here, its binding by the run object. */
+export const requireAttemptToken = createMiddleware<AppEnv>(async (c, next) => {
+  if (!/^dkt_a_[0-9a-f]{64}$/.test(bearer(c.req.header("Authorization")))) {
+    throw new DocketError("unauthorized", `reports need a run-attempt token (starting ${TOKEN_PREFIX.attempt})`);
+  }
+  await next();
+});

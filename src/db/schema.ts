@@ -1,0 +1,114 @@
+import { sqliteTable, text, integer, index, uniqueIndex, primaryKey } from "drizzle-orm/sqlite-core";
+
+// D1 holds what spans runs: organizations, credentials, machines, the queue projection of the run
+// objects, idempotency keys and the sweep watermark (../shared/DESIGN.md, "The shape").
+
+export const orgs = sqliteTable("orgs", {
+  id: text("id").primaryKey(),
+  name: text("name").notNull(),
+  callbackSecret: text("callback_secret").notNull(),
+  createdAtMs: integer("created_at_ms").notNull(),
+});
+
+export const tokens = sqliteTable(
+  "tokens",
+  {
+    id: text("id").primaryKey(),
+    orgId: text("org_id").notNull(),
+    kind: text("kind", { enum: ["member", "registration", "machine"] }).notNull(),
+    role: text("role", { enum: ["admin", "member"] }),
+    name: text("name"),
+    tokenHash: text("token_hash").notNull(),
+    machineId: text("machine_id"),
+    createdAtMs: integer("created_at_ms").notNull(),
+    revokedAtMs: integer("revoked_at_ms"),
+  },
+  (t) => [uniqueIndex("tokens_hash").on(t.tokenHash)],
+);
+
+export const machines = sqliteTable(
+  "machines",
+  {
+    id: text("id").primaryKey(),
+    orgId: text("org_id").notNull(),
+    name: text("name").notNull(),
+    labels: text("labels").notNull(), // JSON array, sorted
+    protocols: text("protocols").notNull(), // JSON array
+    cliVersion: text("cli_version").notNull(),
+    registeredAtMs: integer("registered_at_ms").notNull(),
+    lastSeenAtMs: integer("last_seen_at_ms").notNull(),
+  },
+  (t) => [index("machines_org").on(t.orgId, t.registeredAtMs)],
+);
+
+// The queue and run index: a projection of each RunObject, written only with a newer version.
+export const runs = sqliteTable(
+  "runs",
+  {
+    id: text("id").primaryKey(),
+    orgId: text("org_id").notNull(),
+    state: text("state").notNull(),
+    attempt: integer("attempt").notNull(),
+    version: integer("version").notNull(),
+    labelsKey: text("labels_key").notNull(),
+    protocol: text("protocol").notNull(),
+    // Queue order, all ascending so one index serves it: continuations (0) before new work (1),
+    // then higher priority (stored negated), then oldest, then id (../shared/spec/run-lifecycle.md, "Queue and dispatch").
+    orderGroup: integer("order_group").notNull(),
+    orderPriority: integer("order_priority").notNull(),
+    queuedAtMs: integer("queued_at_ms").notNull(),
+    notBeforeMs: integer("not_before_ms").notNull(),
+    createdAtMs: integer("created_at_ms").notNull(),
+    updatedAtMs: integer("updated_at_ms").notNull(),
+  },
+  (t) => [
+    index("runs_queue").on(t.orgId, t.labelsKey, t.state, t.orderGroup, t.orderPriority, t.queuedAtMs, t.id),
+    index("runs_list").on(t.orgId, t.createdAtMs, t.id),
+    index("runs_list_state").on(t.orgId, t.state, t.createdAtMs, t.id),
+  ],
+);
+
+// Label sets that have ever had work, so a claim reads only the heads of the sets a runner covers.
+export const labelSets = sqliteTable(
+  "label_sets",
+  {
+    orgId: text("org_id").notNull(),
+    labelsKey: text("labels_key").notNull(),
+    createdAtMs: integer("created_at_ms").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.orgId, t.labelsKey] })],
+);
+
+export const idempotencyKeys = sqliteTable(
+  "idempotency_keys",
+  {
+    orgId: text("org_id").notNull(),
+    key: text("key").notNull(),
+    payloadHash: text("payload_hash").notNull(),
+    runId: text("run_id").notNull(),
+    createdAtMs: integer("created_at_ms").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.orgId, t.key] })],
+);
+
+// One row: the last cron tick and when the API last recovered from an outage.
+export const sweep = sqliteTable("sweep", {
+  id: integer("id").primaryKey(),
+  lastTickAtMs: integer("last_tick_at_ms").notNull(),
+  recoveredAtMs: integer("recovered_at_ms").notNull(),
+});
+
+// Events delivered by the outbox Queue, stored once per (run, seq).
+export const events = sqliteTable(
+  "events",
+  {
+    runId: text("run_id").notNull(),
+    seq: integer("seq").notNull(),
+    orgId: text("org_id").notNull(),
+    type: text("type").notNull(),
+    data: text("data").notNull(),
+    atMs: integer("at_ms").notNull(),
+    receivedAtMs: integer("received_at_ms").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.runId, t.seq] })],
+);

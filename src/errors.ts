@@ -1,0 +1,67 @@
+// Errors are values with stable codes, made here and mapped to HTTP here (../shared/DESIGN.md,
+// "Protocol essentials"). docs/protocol.md documents each one.
+
+export const ERROR_STATUS = {
+  invalid_request: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  other_organization: 403,
+  not_found: 404,
+  other_machine: 409,
+  stale_attempt: 409,
+  lease_expired: 409,
+  invalid_transition: 409,
+  idempotency_conflict: 409,
+  task_gone: 410,
+  listener_upgrade_required: 426,
+  internal: 500,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+export interface ErrorBody {
+  code: ErrorCode;
+  message: string;
+  [detail: string]: unknown;
+}
+
+/** Thrown inside the Worker; the app's error handler turns it into the JSON error answer. */
+export class DocketError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details: Record<string, unknown> = {},
+  ) {
+    super(message);
+  }
+  get status(): number {
+    return ERROR_STATUS[this.code];
+  }
+  toBody(): ErrorBody {
+    return { ...this.details, code: this.code, message: this.message };
+  }
+}
+
+export function errorResponse(err: DocketError): Response {
+  return Response.json({ error: err.toBody() }, { status: err.status });
+}
+
+/** A refusal crosses Durable Object RPC as a plain value, never as a thrown error. */
+export type Refusal = { error: ErrorBody };
+
+export function refusal(code: ErrorCode, message: string, details: Record<string, unknown> = {}): Refusal {
+  return { error: { ...details, code, message } };
+}
+
+export function isRefusal(value: unknown): value is Refusal {
+  return typeof value === "object" && value !== null && "error" in value;
+}
+
+/** Rethrows a refusal that came back from a Durable Object as a DocketError. */
+export function unwrap<T>(value: T): Exclude<T, Refusal> {
+  if (isRefusal(value)) {
+    const { code, message, ...details } = value.error;
+    throw new DocketError(code, message, details);
+  }
+  return value as Exclude<T, Refusal>;
+}

@@ -1,0 +1,44 @@
+// Tokens are random, shown once, and stored as SHA-256 hashes (docs/protocol.md).
+
+const encoder = new TextEncoder();
+
+export function randomHex(bytes: number): string {
+  const buf = crypto.getRandomValues(new Uint8Array(bytes));
+  return [...buf].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+export async function sha256Hex(text: string): Promise<string> {
+  const digest = await crypto.subtle.digest("SHA-256", encoder.encode(text));
+  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+export async function hmacSha256Hex(secret: string, body: string): Promise<string> {
+  const key = await crypto.subtle.importKey("raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+  const sig = await crypto.subtle.sign("HMAC", key, encoder.encode(body));
+  return [...new Uint8Array(sig)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** Constant-time comparison of two strings of hex or secret text. */
+export function timingSafeEqual(a: string, b: string): boolean {
+  const x = encoder.encode(a);
+  const y = encoder.encode(b);
+  if (x.length !== y.length) return false;
+  let diff = 0;
+  for (let i = 0; i < x.length; i++) diff |= x[i] ^ y[i];
+  return diff === 0;
+}
+
+export const TOKEN_PREFIX = {
+  member: "dkt_m_",
+  registration: "dkt_r_",
+  machine: "dkt_s_",
+  attempt: "dkt_a_",
+} as const;
+
+export function newToken(kind: keyof typeof TOKEN_PREFIX): string {
+  return TOKEN_PREFIX[kind] + randomHex(32);
+}
+
+export function newId(prefix: string): string {
+  return `${prefix}_${randomHex(12)}`;
+}

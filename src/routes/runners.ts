@@ -1,0 +1,239 @@
+// The runner protocol: register, heartbeat, claim, the attempt calls and daemon reports
+// (../shared/spec/dispatch-lifecycle.md; docs/protocol.md, "Runner protocol").
+
+import { and, desc, eq, lt } from "drizzle-orm";
+import { drizzle } from "drizzle-orm/d1";
+import { Hono } from "hono";
+import { z } from "zod";
+import type { AppEnv } from "../app-types";
+import { bearer, requireAttemptToken, requireMachine, requireMember, requireRegistration } from "../auth";
+import { runnerConfig, versionAtLeast, type Config } from "../config";
+import { machines, tokens } from "../db/schema";
+import { DocketError, unwrap } from "../errors";
+import { newId, newToken, sha256Hex } from "../lib/crypto";
+import { normalizeLabels } from "../run/labels";
+import { attemptParam, cliVersion, labelList, protocolList, runIdParam, validate } from "../validate";
+import { runStub, schedulerStub } from "./stubs";
+
+const registerBody = z
+  .object({
+    name: z.string().trim().min(1).max(100),
+    labels: labelList.optional(),
+    protocols: protocolList,
+    cli_version: cliVersion,
+  })
+  .strict();
+
+const heartbeatBody = z.object({ cli_version: cliVersion, protocols: protocolList }).strict();
+
+const claimBody = z
+  .object({ cli_version: cliVersion, protocols: protocolList, wait_ms: z.number().int().min(0).max(600_000).optional() })
+  .strict();
+
+const attemptPath = z.object({ id: runIdParam, n: attemptParam });
+
+const launchedBody = z.object({ sandbox_id: z.string().min(1).max(200) }).strict();
+const leaseBody = z.object({}).strict();
+const launchFailedBody = z.object({ error: z.string().min(1).max(4_000) }).strict();
+const stoppedBody = z.object({ sandbox_id: z.string().max(200).optional(), reason: z.string().max(4_000).optional() }).strict();
+
+const reportBody = z
+  .object({
+    phase: z.string().min(1).max(64).nullable().optional(),
+    lines: z.array(z.string().max(100_000)).max(10_000).optional(),
+    final: z
+      .object({
+        outcome: z.enum(["completed", "failed"]),
+        error: z.string().max(4_000).nullable().optional(),
+        exit_codes: z.record(z.string().max(64), z.number().int()).optional(),
+        artifact: z
+          .object({
+            patch: z.string().max(5_000_000),
+            source_revision: z.string().max(64).nullable().optional(),
+            model: z.string().max(200).nullable().optional(),
+            limitations: z.array(z.string().max(2_000)).max(100).optional(),
+          })
+          .strict()
+          .nullable()
+          .optional(),
+        cost_cents: z.number().int().min(0).nullable().optional(),
+      })
+      .strict()
+      .nullable()
+      .optional(),
+  })
+  .strict();
+
+/**
+ * The version gate: below the minimum CLI version, or with no launch protocol in common, a runner
+ * gets 426 before any work is handed out (dispatch-lifecycle.md, "The API enforces the minimum CLI version").
+ */
+export function checkRunnerVersion(config: Config, version: string, protocols: string[]): void {
+  const details = { min_cli_version: config.minCliVersion, protocols: config.launchProtocols };
+  if (!versionAtLeast(version, config.minCliVersion)) {
+    throw new DocketError(
+      "listener_upgrade_required",
+      `runner CLI ${version} is older than the minimum ${config.minCliVersion}; upgrade docket-runner`,
+      details,
+    );
+  }
+  if (!protocols.some((p) => config.launchProtocols.includes(p))) {
+    throw new DocketError(
+      "listener_upgrade_required",
+      `no launch protocol in common: the runner offers ${protocols.join(", ")}, this server supports ${config.launchProtocols.join(", ")}`,
+      details,
+    );
+  }
+}
+
+/** Report output is bounded: long lines are cut, and lines past the total are dropped with a note. */
+function boundLines(lines: string[], config: Config): string[] {
+  const kept = lines.slice(0, config.reportLinesMax).map((l) =>
+    l.length > config.reportLineMaxChars ? `${l.slice(0, config.reportLineMaxChars)}… [cut]` : l,
+  );
+  if (lines.length > kept.length) kept.push(`[${lines.length - kept.length} more lines dropped]`);
+  return kept;
+}
+
+export const runnerRoutes = new Hono<AppEnv>()
+  .get("/runners", requireMember, async (c) => {
+    const rows = await drizzle(c.env.DB)
+      .select()
+      .from(machines)
+      .where(eq(machines.orgId, c.get("caller").orgId))
+      .orderBy(desc(machines.registeredAtMs))
+      .limit(c.get("config").pageSizeMax);
+    return c.json({
+      runners: rows.map((m) => ({
+        id: m.id,
+        name: m.name,
+        labels: JSON.parse(m.labels),
+        protocols: JSON.parse(m.protocols),
+        cli_version: m.cliVersion,
+        registered_at_ms: m.registeredAtMs,
+        last_seen_at_ms: m.lastSeenAtMs,
+      })),
+    });
+  })
+  .post("/runners/register", requireRegistration, validate("json", registerBody), async (c) => {
+    const body = c.req.valid("json");
+    const config = c.get("config");
+    checkRunnerVersion(config, body.cli_version, body.protocols);
+    const orgId = c.get("caller").orgId;
+    const now = Date.now();
+    const machineId = newId("mch");
+    const token = newToken("machine");
+    const db = drizzle(c.env.DB);
+    await db.batch([
+      db.insert(machines).values({
+        id: machineId,
+        orgId,
+        name: body.name,
+        labels: JSON.stringify(normalizeLabels(body.labels ?? [])),
+        protocols: JSON.stringify(body.protocols),
+        cliVersion: body.cli_version,
+        registeredAtMs: now,
+        lastSeenAtMs: now,
+      }),
+      db.insert(tokens).values({
+        id: newId("tok"),
+        orgId,
+        kind: "machine",
+        role: null,
+        name: body.name,
+        tokenHash: await sha256Hex(token),
+        machineId,
+        createdAtMs: now,
+      }),
+    ]);
+    return c.json({ machine_id: machineId, machine_token: token, org_id: orgId, config: runnerConfig(config) }, 201);
+  })
+  .post("/runners/heartbeat", requireMachine, validate("json", heartbeatBody), async (c) => {
+    const body = c.req.valid("json");
+    const config = c.get("config");
+    const machineId = c.get("caller").machineId!;
+    // The version is recorded even when it is refused, so operators see who needs the upgrade.
+    await drizzle(c.env.DB)
+      .update(machines)
+      .set({ cliVersion: body.cli_version, protocols: JSON.stringify(body.protocols), lastSeenAtMs: Date.now() })
+      .where(eq(machines.id, machineId));
+    checkRunnerVersion(config, body.cli_version, body.protocols);
+    return c.json({ machine_id: machineId, server_time_ms: Date.now(), config: runnerConfig(config) });
+  })
+  .post("/runners/claim", requireMachine, validate("json", claimBody), async (c) => {
+    const body = c.req.valid("json");
+    const config = c.get("config");
+    checkRunnerVersion(config, body.cli_version, body.protocols);
+    const caller = c.get("caller");
+    const now = Date.now();
+    const db = drizzle(c.env.DB);
+    const machine = await db.select({ labels: machines.labels }).from(machines).where(eq(machines.id, caller.machineId!)).get();
+    if (!machine) throw new DocketError("unauthorized", "this machine is no longer registered");
+    // Last seen moves at most once per heartbeat interval from claims, to keep claims cheap.
+    await db
+      .update(machines)
+      .set({ lastSeenAtMs: now })
+      .where(and(eq(machines.id, caller.machineId!), lt(machines.lastSeenAtMs, now - config.heartbeatIntervalMs)));
+    const protocols = body.protocols.filter((p) => config.launchProtocols.includes(p));
+    const grant = await schedulerStub(c.env, caller.orgId).claim({
+      orgId: caller.orgId,
+      machineId: caller.machineId!,
+      labels: JSON.parse(machine.labels),
+      protocols,
+      waitMs: body.wait_ms ?? config.claimWaitMs,
+    });
+    if (!grant) return c.body(null, 204);
+    return c.json(grant, 200);
+  })
+  .post("/runs/:id/attempts/:n/launched", requireMachine, validate("param", attemptPath), validate("json", launchedBody), async (c) => {
+    const { id, n } = c.req.valid("param");
+    const caller = c.get("caller");
+    const command = { type: "launched" as const, attempt: n, machineId: caller.machineId!, sandboxId: c.req.valid("json").sandbox_id };
+    return c.json(unwrap(await runStub(c.env, id).machineCall(caller.orgId, command)));
+  })
+  .post("/runs/:id/attempts/:n/lease", requireMachine, validate("param", attemptPath), validate("json", leaseBody), async (c) => {
+    const { id, n } = c.req.valid("param");
+    const caller = c.get("caller");
+    const command = { type: "lease" as const, attempt: n, machineId: caller.machineId! };
+    return c.json(unwrap(await runStub(c.env, id).machineCall(caller.orgId, command)));
+  })
+  .post("/runs/:id/attempts/:n/launch-failed", requireMachine, validate("param", attemptPath), validate("json", launchFailedBody), async (c) => {
+    const { id, n } = c.req.valid("param");
+    const caller = c.get("caller");
+    const command = { type: "launch_failed" as const, attempt: n, machineId: caller.machineId!, error: c.req.valid("json").error, jitter: 0 };
+    return c.json(unwrap(await runStub(c.env, id).machineCall(caller.orgId, command)));
+  })
+  .post("/runs/:id/attempts/:n/stopped", requireMachine, validate("param", attemptPath), validate("json", stoppedBody), async (c) => {
+    const { id, n } = c.req.valid("param");
+    const caller = c.get("caller");
+    const command = { type: "stopped" as const, attempt: n, machineId: caller.machineId!, reason: c.req.valid("json").reason ?? null };
+    return c.json(unwrap(await runStub(c.env, id).machineCall(caller.orgId, command)));
+  })
+  .post("/runs/:id/reports", requireAttemptToken, validate("param", z.object({ id: runIdParam })), validate("json", reportBody), async (c) => {
+    const { id } = c.req.valid("param");
+    const body = c.req.valid("json");
+    const config = c.get("config");
+    const final = body.final
+      ? {
+          outcome: body.final.outcome,
+          error: body.final.error ?? null,
+          exitCodes: body.final.exit_codes ?? {},
+          artifact: body.final.artifact
+            ? {
+                patch: body.final.artifact.patch,
+                sourceRevision: body.final.artifact.source_revision ?? null,
+                model: body.final.artifact.model ?? null,
+                limitations: body.final.artifact.limitations ?? [],
+              }
+            : null,
+          costCents: body.final.cost_cents ?? null,
+        }
+      : null;
+    const token = bearer(c.req.header("Authorization"));
+    const answer = await runStub(c.env, id).report(token, {
+      phase: body.phase ?? null,
+      lines: boundLines(body.lines ?? [], config),
+      final,
+    });
+    return c.json(unwrap(answer));
+  });

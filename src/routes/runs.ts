@@ -1,0 +1,184 @@
+// The member API for runs: dispatch with an Idempotency-Key, list, read, cancel, events.
+
+import { and, desc, eq, lt, or } from "drizzle-orm";
+import { drizzle } from "drizzle-orm/d1";
+import { Hono } from "hono";
+import { z } from "zod";
+import type { AppEnv } from "../app-types";
+import { requireMember } from "../auth";
+import { idempotencyKeys, labelSets, runs } from "../db/schema";
+import { DocketError, unwrap } from "../errors";
+import { canonicalJson } from "../lib/canonical-json";
+import { newId, sha256Hex } from "../lib/crypto";
+import { labelsKey, normalizeLabels } from "../run/labels";
+import { RUN_STATES } from "../run/states";
+import { labelList, runIdParam, validate } from "../validate";
+import { runStub } from "./stubs";
+
+export const dispatchBody = z
+  .object({
+    brief: z.string().min(1).max(20_000),
+    repository: z
+      .object({
+        url: z.string().min(1).max(2_000),
+        commit: z.string().regex(/^[0-9a-f]{7,64}$/, "must be a commit hash").nullable().optional(),
+      })
+      .strict()
+      .nullable()
+      .optional(),
+    labels: labelList.optional(),
+    priority: z.number().int().min(0).max(1_000).optional(),
+    launch: z
+      .object({
+        protocol: z.string().min(1).max(32).optional(),
+        command: z.array(z.string().min(1).max(4_000)).min(1).max(64),
+        image: z.string().min(1).max(500).nullable().optional(),
+        env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string().max(10_000)).optional(),
+      })
+      .strict(),
+    callback_url: z.url({ protocol: /^https?$/ }).max(2_000).nullable().optional(),
+    metadata: z.record(z.string().min(1).max(64), z.string().max(1_000)).optional(),
+  })
+  .strict();
+
+export type DispatchBody = z.infer<typeof dispatchBody>;
+
+const idempotencyKey = z.string().min(1).max(200).regex(/^[\x21-\x7e]+$/, "must be printable ASCII without spaces");
+
+const listQuery = z
+  .object({
+    state: z.enum(RUN_STATES).optional(),
+    limit: z.coerce.number().int().min(1).max(200).optional(),
+    cursor: z.string().regex(/^\d+\.run_[0-9a-f]{24}$/, "must be a cursor from a previous page").optional(),
+  })
+  .strict();
+
+const cancelBody = z.object({ reason: z.string().max(1_000).optional() }).strict();
+
+const eventsQuery = z
+  .object({
+    after: z.coerce.number().int().min(0).optional(),
+    limit: z.coerce.number().int().min(1).max(1_000).optional(),
+  })
+  .strict();
+
+const idParam = z.object({ id: runIdParam });
+
+/**
+ * Creates a run, or replays it for a repeated Idempotency-Key with the same payload. The key is
+ * claimed before the run object exists, so a crash in between is finished by the retry.
+ */
+export async function dispatchRun(env: AppEnv["Bindings"], orgId: string, body: DispatchBody, key: string | null) {
+  const db = drizzle(env.DB);
+  const payloadHash = await sha256Hex(canonicalJson(body));
+  let runId = newId("run");
+  let replayed = false;
+  if (key !== null) {
+    const inserted = await db
+      .insert(idempotencyKeys)
+      .values({ orgId, key, payloadHash, runId, createdAtMs: Date.now() })
+      .onConflictDoNothing()
+      .returning({ runId: idempotencyKeys.runId });
+    if (inserted.length === 0) {
+      const existing = await db
+        .select()
+        .from(idempotencyKeys)
+        .where(and(eq(idempotencyKeys.orgId, orgId), eq(idempotencyKeys.key, key)))
+        .get();
+      if (!existing) throw new DocketError("internal", "idempotency key vanished");
+      if (existing.payloadHash !== payloadHash) {
+        throw new DocketError("idempotency_conflict", "this Idempotency-Key was used with another payload", {
+          run_id: existing.runId,
+        });
+      }
+      runId = existing.runId;
+      replayed = true;
+    }
+  }
+  const protocol = body.launch.protocol ?? "process";
+  const labels = normalizeLabels(body.labels ?? []);
+  await db.insert(labelSets).values({ orgId, labelsKey: labelsKey(protocol, labels), createdAtMs: Date.now() }).onConflictDoNothing();
+  const run = await runStub(env, runId).create({
+    id: runId,
+    orgId,
+    brief: body.brief,
+    repository: body.repository ? { url: body.repository.url, commit: body.repository.commit ?? null } : null,
+    labels,
+    priority: body.priority ?? 0,
+    launch: { protocol, command: body.launch.command, image: body.launch.image ?? null, env: body.launch.env ?? {} },
+    callbackUrl: body.callback_url ?? null,
+    metadata: body.metadata ?? {},
+    createdAtMs: Date.now(),
+  });
+  return { run, replayed };
+}
+
+export const runRoutes = new Hono<AppEnv>()
+  .post("/runs", requireMember, validate("json", dispatchBody), async (c) => {
+    const header = c.req.header("Idempotency-Key");
+    let key: string | null = null;
+    if (header !== undefined) {
+      const parsed = idempotencyKey.safeParse(header);
+      if (!parsed.success) {
+        throw new DocketError("invalid_request", `header Idempotency-Key: ${parsed.error.issues[0].message}`, {
+          field: "Idempotency-Key",
+        });
+      }
+      key = parsed.data;
+    }
+    const { run, replayed } = await dispatchRun(c.env, c.get("caller").orgId, c.req.valid("json"), key);
+    return c.json(run, replayed ? 200 : 201);
+  })
+  .get("/runs", requireMember, validate("query", listQuery), async (c) => {
+    const q = c.req.valid("query");
+    const limit = Math.min(q.limit ?? 50, c.get("config").pageSizeMax);
+    const orgId = c.get("caller").orgId;
+    const conditions = [eq(runs.orgId, orgId)];
+    if (q.state) conditions.push(eq(runs.state, q.state));
+    if (q.cursor) {
+      const [at, id] = q.cursor.split(".");
+      const atMs = Number(at);
+      conditions.push(or(lt(runs.createdAtMs, atMs), and(eq(runs.createdAtMs, atMs), lt(runs.id, id)))!);
+    }
+    const rows = await drizzle(c.env.DB)
+      .select()
+      .from(runs)
+      .where(and(...conditions))
+      .orderBy(desc(runs.createdAtMs), desc(runs.id))
+      .limit(limit + 1);
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    return c.json({
+      runs: page.map((r) => ({
+        id: r.id,
+        state: r.state,
+        attempt: r.attempt,
+        version: r.version,
+        priority: -r.orderPriority,
+        labels_key: r.labelsKey,
+        not_before_ms: r.notBeforeMs,
+        created_at_ms: r.createdAtMs,
+        updated_at_ms: r.updatedAtMs,
+      })),
+      next_cursor: rows.length > limit && last ? `${last.createdAtMs}.${last.id}` : null,
+    });
+  })
+  .get("/runs/:id", requireMember, validate("param", idParam), async (c) => {
+    const { id } = c.req.valid("param");
+    return c.json(unwrap(await runStub(c.env, id).read(c.get("caller").orgId)));
+  })
+  .post("/runs/:id/cancel", requireMember, validate("param", idParam), validate("json", cancelBody), async (c) => {
+    const { id } = c.req.valid("param");
+    const caller = c.get("caller");
+    const result = unwrap(await runStub(c.env, id).cancel(caller.orgId, `member:${caller.tokenId}`, c.req.valid("json").reason ?? null));
+    return c.json(result.run, result.immediate ? 200 : 202);
+  })
+  .get("/runs/:id/events", requireMember, validate("param", idParam), validate("query", eventsQuery), async (c) => {
+    const { id } = c.req.valid("param");
+    const q = c.req.valid("query");
+    const after = q.after ?? 0;
+    const result = unwrap(await runStub(c.env, id).readEvents(c.get("caller").orgId, after, q.limit ?? 100));
+    const last = result.events[result.events.length - 1];
+    return c.json({ events: result.events.map((e) => ({ ...e, data: JSON.parse(e.data) })), next_after: last ? last.seq : after, terminal: result.terminal });
+  });
+

@@ -1,0 +1,9 @@
+import type { Env } from "../env";
+
+export function runStub(env: Env, runId: string) {
+  return env.RUN.get(env.RUN.idFromName(runId));
+}
+
+export function schedulerStub(env: Env, orgId: string) {
+  return env.SCHEDULER.get(env.SCHEDULER.idFromName(orgId));
+}

@@ -1,0 +1,414 @@
+// The run's transition rules: a pure function (run, command, now) → next run, hops, events, or a
+// refusal. No I/O: the RunObject applies the result in one transaction (../shared/STYLE.md).
+// Spec: ../shared/spec/dispatch-lifecycle.md, "Decisions"; ../shared/DESIGN.md, "The run state machine".
+
+import type { Config } from "../config";
+import type { ErrorBody } from "../errors";
+import { canTransition, HELD_STATES, isTerminal, type RunState } from "./states";
+import type { Hop, RunCommand, RunEventDraft, RunRecord, Step } from "./types";
+
+export type DecideConfig = Pick<
+  Config,
+  "leaseTtlMs" | "launchDeadlineMs" | "daemonSilenceMs" | "backoffBaseMs" | "backoffMaxMs" | "attemptBudget"
+>;
+
+export type Decision =
+  | { ok: true; run: RunRecord; hops: Hop[]; events: RunEventDraft[]; changed: boolean }
+  | { ok: false; error: ErrorBody };
+
+class Draft {
+  readonly hops: Hop[] = [];
+  readonly events: RunEventDraft[] = [];
+  changed = false;
+  constructor(
+    readonly run: RunRecord,
+    readonly now: number,
+  ) {}
+
+  to(state: RunState, reason: string): void {
+    const from = this.run.state;
+    if (!canTransition(from, state)) throw new Error(`illegal transition ${from} -> ${state}`);
+    this.hops.push({ from, to: state, reason });
+    this.events.push({ type: "run.state", data: { from, to: state, reason, attempt: this.run.attempt } });
+    this.run.state = state;
+    this.run.version += 1;
+    this.changed = true;
+    if (isTerminal(state)) {
+      this.run.endedAtMs = this.now;
+      this.run.leaseExpiresAtMs = null;
+      this.run.launchDeadlineAtMs = null;
+      this.endStep(state, state === "failed" ? this.run.lastError : null);
+    }
+  }
+
+  touch(): void {
+    this.changed = true;
+  }
+
+  endStep(outcome: string, error: string | null): void {
+    const step = currentStep(this.run);
+    if (step && step.endedAtMs === null) {
+      step.endedAtMs = this.now;
+      step.outcome = outcome;
+      step.error = error;
+    }
+  }
+
+  emit(type: string, data: Record<string, unknown>): void {
+    this.events.push({ type, data });
+    this.changed = true;
+  }
+
+  done(): Decision {
+    if (this.changed) this.run.updatedAtMs = this.now;
+    return { ok: true, run: this.run, hops: this.hops, events: this.events, changed: this.changed };
+  }
+}
+
+function refuse(code: ErrorBody["code"], message: string, details: Record<string, unknown> = {}): Decision {
+  return { ok: false, error: { ...details, code, message } };
+}
+
+function currentStep(run: RunRecord): Step | undefined {
+  return run.steps.find((s) => s.attempt === run.attempt);
+}
+
+/** Launch-failure backoff: exponential with equal jitter, so the delay is in [d/2, d]. */
+export function backoffMs(config: DecideConfig, attempt: number, jitter: number): number {
+  const exp = Math.min(config.backoffMaxMs, config.backoffBaseMs * 2 ** Math.max(0, attempt - 1));
+  return Math.round(exp / 2 + (exp / 2) * Math.min(1, Math.max(0, jitter)));
+}
+
+/**
+ * The end of an attempt that did not run to a result: a pending stop outranks every requeue and
+ * failure path (dispatch-lifecycle.md, "A pending cancel outranks every requeue and failure path").
+ */
+function endAttempt(d: Draft, config: DecideConfig, error: string, jitter: number): void {
+  const run = d.run;
+  run.lastError = error;
+  if (run.stopRequest) {
+    d.to("cancelled", `stop request carried out: ${error}`);
+    return;
+  }
+  if (run.state === "claimed" && run.attempt < config.attemptBudget) {
+    d.endStep("requeued", error);
+    d.to("queued", error);
+    run.machineId = null;
+    run.sandboxId = null;
+    run.leaseExpiresAtMs = null;
+    run.launchDeadlineAtMs = null;
+    run.queuedAtMs = d.now;
+    run.notBeforeMs = d.now + backoffMs(config, run.attempt, jitter);
+    return;
+  }
+  d.to("failed", run.state === "claimed" ? `attempt budget of ${config.attemptBudget} spent: ${error}` : error);
+}
+
+/** Checks that a machine call names the run's current attempt and that this machine holds it. */
+function checkAttempt(run: RunRecord, attempt: number, machineId: string | null): Decision | null {
+  if (isTerminal(run.state)) {
+    return refuse("task_gone", `run ${run.id} is ${run.state}`, { state: run.state, current_attempt: run.attempt });
+  }
+  if (attempt < run.attempt) {
+    return refuse("stale_attempt", `attempt ${attempt} is older than the current attempt ${run.attempt}`, {
+      state: run.state,
+      current_attempt: run.attempt,
+    });
+  }
+  if (attempt > run.attempt || run.attempt === 0) {
+    return refuse("invalid_request", `attempt ${attempt} of run ${run.id} does not exist`, {
+      field: "attempt",
+      current_attempt: run.attempt,
+    });
+  }
+  if (machineId !== null && run.machineId !== null && run.machineId !== machineId) {
+    return refuse("other_machine", `attempt ${attempt} is held by another machine`, { state: run.state });
+  }
+  if (!HELD_STATES.includes(run.state)) {
+    if (run.state === "queued") {
+      return refuse("lease_expired", `the lease of attempt ${attempt} lapsed and the run was requeued`, {
+        state: run.state,
+        current_attempt: run.attempt,
+      });
+    }
+    return refuse("invalid_transition", `run ${run.id} is ${run.state}`, { state: run.state });
+  }
+  return null;
+}
+
+export function decide(input: RunRecord, command: RunCommand, now: number, config: DecideConfig): Decision {
+  const run: RunRecord = structuredClone(input);
+  const d = new Draft(run, now);
+  switch (command.type) {
+    case "claim": {
+      if (run.state !== "queued") {
+        return refuse(isTerminal(run.state) ? "task_gone" : "invalid_transition", `run ${run.id} is ${run.state}, not queued`, {
+          state: run.state,
+        });
+      }
+      if (run.hold) return refuse("invalid_transition", `run ${run.id} is held by an operator`, { state: run.state });
+      if (run.notBeforeMs > now) {
+        return refuse("invalid_transition", `run ${run.id} is backing off until ${run.notBeforeMs}`, {
+          state: run.state,
+          not_before_ms: run.notBeforeMs,
+        });
+      }
+      run.attempt += 1;
+      run.machineId = command.machineId;
+      run.sandboxId = null;
+      run.claimedAtMs = now;
+      run.launchedAtMs = null;
+      run.lastReportAtMs = null;
+      run.leaseExpiresAtMs = now + config.leaseTtlMs;
+      run.launchDeadlineAtMs = now + config.launchDeadlineMs;
+      run.steps.push({
+        attempt: run.attempt,
+        machineId: command.machineId,
+        claimedAtMs: now,
+        launchedAtMs: null,
+        sandboxId: null,
+        endedAtMs: null,
+        outcome: null,
+        error: null,
+      });
+      d.to("claimed", `claimed by machine ${command.machineId}`);
+      return d.done();
+    }
+
+    case "launched": {
+      const bad = checkAttempt(run, command.attempt, command.machineId);
+      if (bad) return bad;
+      if (run.state !== "claimed") {
+        if (run.sandboxId === command.sandboxId) return d.done(); // a replayed launched call
+        return refuse("invalid_transition", `attempt ${run.attempt} was already launched`, { state: run.state });
+      }
+      run.sandboxId = command.sandboxId;
+      run.launchedAtMs = now;
+      run.launchDeadlineAtMs = null;
+      run.leaseExpiresAtMs = now + config.leaseTtlMs;
+      const step = currentStep(run);
+      if (step) {
+        step.launchedAtMs = now;
+        step.sandboxId = command.sandboxId;
+      }
+      d.to("implementing", `launched in sandbox ${command.sandboxId}`);
+      return d.done();
+    }
+
+    case "lease": {
+      const bad = checkAttempt(run, command.attempt, command.machineId);
+      if (bad) return bad;
+      run.leaseExpiresAtMs = now + config.leaseTtlMs;
+      d.touch();
+      return d.done();
+    }
+
+    case "launch_failed": {
+      const bad = checkAttempt(run, command.attempt, command.machineId);
+      if (bad) return bad;
+      if (run.state !== "claimed") {
+        return refuse("invalid_transition", `attempt ${run.attempt} was launched; report its end instead`, {
+          state: run.state,
+        });
+      }
+      endAttempt(d, config, `launch failed: ${command.error}`, command.jitter);
+      return d.done();
+    }
+
+    case "stopped": {
+      const bad = checkAttempt(run, command.attempt, command.machineId);
+      if (bad) return bad;
+      const reason = command.reason ?? "sandbox stopped";
+      if (run.stopRequest) {
+        d.to("cancelled", "stop request carried out by the runner");
+      } else if (run.state === "pausing") {
+        d.endStep("paused", null);
+        d.to("paused", `execution stopped: ${reason}`);
+      } else {
+        run.lastError = reason;
+        d.to("failed", reason);
+      }
+      return d.done();
+    }
+
+    case "report": {
+      const bad = checkAttempt(run, command.attempt, null);
+      if (bad) return bad;
+      run.lastReportAtMs = now;
+      d.touch();
+      if (run.state === "claimed") {
+        // The daemon can speak before the runner's launched call arrives; its report proves the launch.
+        run.launchedAtMs = now;
+        run.launchDeadlineAtMs = null;
+        const step = currentStep(run);
+        if (step) step.launchedAtMs = now;
+        d.to("implementing", "the daemon reported before the launched call");
+      }
+      if (command.phase && command.phase !== run.phase) {
+        run.phase = command.phase;
+        d.emit("run.phase", { phase: command.phase, attempt: run.attempt });
+      }
+      if (command.lines.length > 0) d.emit("run.output", { lines: command.lines, attempt: run.attempt });
+      const final = command.final;
+      if (!final) return d.done();
+      run.costCents = final.costCents;
+      if (final.artifact) {
+        run.artifact = {
+          ...final.artifact,
+          exitCodes: final.exitCodes,
+          empty: final.artifact.patch.trim().length === 0,
+        };
+        d.emit("run.artifact", { attempt: run.attempt, empty: run.artifact.empty, cost_cents: final.costCents });
+      }
+      if (run.stopRequest) {
+        d.to("cancelled", "stop request pending when the daemon finished");
+      } else if (final.outcome === "completed" && run.state === "implementing") {
+        d.to("completed", "the daemon reported a result for review");
+      } else if (final.outcome === "completed") {
+        d.endStep("paused", null);
+        d.to("paused", "the daemon finished while pausing");
+      } else {
+        run.lastError = final.error ?? "the agent failed";
+        d.to("failed", run.lastError);
+      }
+      return d.done();
+    }
+
+    case "cancel": {
+      if (run.state === "cancelled") return d.done();
+      if (isTerminal(run.state)) return refuse("task_gone", `run ${run.id} is ${run.state}`, { state: run.state });
+      if (run.state === "queued" || run.state === "paused" || run.state === "blocked") {
+        run.stopRequest = { requestedAtMs: now, reason: command.reason, by: command.by };
+        d.to("cancelled", command.reason ? `cancelled: ${command.reason}` : "cancelled");
+        return d.done();
+      }
+      if (!run.stopRequest) {
+        run.stopRequest = { requestedAtMs: now, reason: command.reason, by: command.by };
+        run.version += 1;
+        d.emit("run.stop_requested", { by: command.by, reason: command.reason, attempt: run.attempt });
+      }
+      return d.done();
+    }
+
+    case "deadline":
+      return reap(d, config, command.recoveredAtMs, command.jitter);
+
+    case "pause": {
+      if (command.hold) run.hold = true;
+      if (run.state === "queued") {
+        d.to("paused", command.reason ?? "paused before a runner took it");
+      } else if (run.state === "implementing") {
+        run.continuation = "implementing";
+        d.to("pausing", command.reason ?? "pause requested");
+      } else {
+        return refuse("invalid_transition", `a ${run.state} run cannot be paused`, { state: run.state });
+      }
+      return d.done();
+    }
+
+    case "quiesced": {
+      if (run.state !== "pausing") return refuse("invalid_transition", `run ${run.id} is not pausing`, { state: run.state });
+      d.endStep("paused", null);
+      d.to("paused", "execution quiescent");
+      if (run.stopRequest) d.to("cancelled", "stop request carried out at a checkpoint");
+      return d.done();
+    }
+
+    case "resume": {
+      if (run.state !== "paused") return refuse("invalid_transition", `run ${run.id} is not paused`, { state: run.state });
+      run.hold = false;
+      run.queuedAtMs = now;
+      run.notBeforeMs = now;
+      run.machineId = null;
+      run.sandboxId = null;
+      d.to("queued", run.continuation ? `continuation of ${run.continuation}` : "resumed");
+      return d.done();
+    }
+
+    case "block": {
+      if (!canTransition(run.state, "blocked")) {
+        return refuse("invalid_transition", `a ${run.state} run cannot be blocked`, { state: run.state });
+      }
+      if (HELD_STATES.includes(run.state)) d.endStep("blocked", command.reason);
+      run.blocker = command.reason;
+      d.to("blocked", command.reason);
+      return d.done();
+    }
+
+    case "authorize": {
+      if (run.state !== "blocked") return refuse("invalid_transition", `run ${run.id} is not blocked`, { state: run.state });
+      run.blocker = null;
+      run.queuedAtMs = now;
+      run.notBeforeMs = now;
+      run.machineId = null;
+      d.to("queued", "a human authorized the run again");
+      return d.done();
+    }
+
+    case "publish": {
+      if (run.state === "implementing") {
+        d.to("publishing", "verified outcome accepted");
+      } else if (run.state === "queued" && run.continuation === "publishing") {
+        d.to("publishing", "publication continuation reconciled");
+      } else {
+        return refuse("invalid_transition", `a ${run.state} run cannot publish`, { state: run.state });
+      }
+      return d.done();
+    }
+
+    case "published":
+    case "publish_interrupted":
+    case "publish_failed": {
+      if (run.state !== "publishing") return refuse("invalid_transition", `run ${run.id} is not publishing`, { state: run.state });
+      if (command.type === "published") {
+        d.to("completed", "pull request confirmed");
+      } else if (command.type === "publish_interrupted") {
+        run.continuation = "publishing";
+        d.to("paused", command.reason);
+        if (run.stopRequest) d.to("cancelled", "stop request carried out at a recoverable boundary");
+      } else {
+        run.lastError = command.error;
+        d.to("failed", command.error);
+      }
+      return d.done();
+    }
+  }
+}
+
+/**
+ * The reaper, run from the object's alarm. A queued run is never reaped: the queue state is the
+ * signal (dispatch-lifecycle.md, "No reaper for queued tasks"). After an outage every run gets one
+ * full staleness window from `recoveredAtMs` ("A shared sweep watermark grants one full staleness window").
+ */
+function reap(d: Draft, config: DecideConfig, recoveredAtMs: number, jitter: number): Decision {
+  const run = d.run;
+  const deadline = reapDeadline(run, config, recoveredAtMs);
+  if (deadline === null || d.now < deadline) return d.done();
+  if (run.state === "claimed") {
+    const lapsed = run.leaseExpiresAtMs !== null && d.now >= run.leaseExpiresAtMs;
+    endAttempt(d, config, lapsed ? "the claim's lease lapsed before launch" : "not launched within the launch deadline", jitter);
+  } else if (run.stopRequest) {
+    // The reaper delivers a cancel no runner can (dispatch-lifecycle.md, "Decisions").
+    d.to("cancelled", "lease gone; the reaper carried out the stop request");
+  } else {
+    run.lastError = `lease gone and the daemon silent for ${config.daemonSilenceMs} ms`;
+    d.to("failed", run.lastError);
+  }
+  return d.done();
+}
+
+/** When the reaper may act on this run next, or null when it never will in this state. */
+export function reapDeadline(run: RunRecord, config: DecideConfig, recoveredAtMs: number): number | null {
+  const leaseGrace = recoveredAtMs + config.leaseTtlMs;
+  if (run.state === "claimed") {
+    const earliest = Math.min(run.leaseExpiresAtMs ?? Infinity, run.launchDeadlineAtMs ?? Infinity);
+    return Number.isFinite(earliest) ? Math.max(earliest, leaseGrace) : null;
+  }
+  if (run.state === "implementing" || run.state === "pausing") {
+    const leaseGone = Math.max(run.leaseExpiresAtMs ?? 0, leaseGrace);
+    if (run.stopRequest) return leaseGone;
+    const lastHeard = Math.max(run.launchedAtMs ?? 0, run.lastReportAtMs ?? 0);
+    return Math.max(leaseGone, lastHeard + config.daemonSilenceMs, recoveredAtMs + config.daemonSilenceMs);
+  }
+  return null;
+}

@@ -1,0 +1,37 @@
+// The D1 queue row is a projection of the run object, written only with a newer version
+// (../shared/DESIGN.md, "D1 holds the queue and the credit ledger").
+
+import { eq, sql } from "drizzle-orm";
+import { drizzle } from "drizzle-orm/d1";
+import { runs, sweep } from "../db/schema";
+import { labelsKey } from "./labels";
+import type { RunRecord } from "./types";
+
+export async function projectRun(db: D1Database, run: RunRecord): Promise<void> {
+  const row = {
+    id: run.id,
+    orgId: run.orgId,
+    state: run.state,
+    attempt: run.attempt,
+    version: run.version,
+    labelsKey: labelsKey(run.launch.protocol, run.labels),
+    protocol: run.launch.protocol,
+    orderGroup: run.continuation ? 0 : 1,
+    orderPriority: -run.priority,
+    queuedAtMs: run.queuedAtMs,
+    notBeforeMs: run.notBeforeMs,
+    createdAtMs: run.createdAtMs,
+    updatedAtMs: run.updatedAtMs,
+  };
+  const { id: _id, orgId: _org, createdAtMs: _created, ...changing } = row;
+  await drizzle(db)
+    .insert(runs)
+    .values(row)
+    .onConflictDoUpdate({ target: runs.id, set: changing, setWhere: sql`excluded.version > ${runs.version}` });
+}
+
+/** When the API last came back from an outage (0 when it never had one). */
+export async function readRecoveredAtMs(db: D1Database): Promise<number> {
+  const row = await drizzle(db).select({ at: sweep.recoveredAtMs }).from(sweep).where(eq(sweep.id, 1)).get();
+  return row?.at ?? 0;
+}

@@ -1,0 +1,47 @@
+// The run state machine as data: one table for all three specs (../shared/DESIGN.md, "The run
+// state machine"; ../shared/spec/run-lifecycle.md, "State transitions").
+
+export const RUN_STATES = [
+  "queued",
+  "claimed",
+  "implementing",
+  "pausing",
+  "paused",
+  "blocked",
+  "publishing",
+  "completed",
+  "failed",
+  "cancelled",
+] as const;
+
+export type RunState = (typeof RUN_STATES)[number];
+
+export const TRANSITIONS: Readonly<Record<RunState, readonly RunState[]>> = {
+  queued: ["claimed", "publishing", "paused", "blocked", "cancelled"],
+  claimed: ["implementing", "queued", "failed", "cancelled"],
+  implementing: ["pausing", "blocked", "publishing", "completed", "failed", "cancelled"],
+  pausing: ["paused", "blocked", "failed", "cancelled"],
+  paused: ["queued", "blocked", "cancelled"],
+  blocked: ["queued", "cancelled"],
+  publishing: ["completed", "paused", "failed"],
+  completed: [],
+  failed: [],
+  cancelled: [],
+};
+
+export const TERMINAL_STATES: readonly RunState[] = ["completed", "failed", "cancelled"];
+
+/** States in which a machine holds the run's current attempt. */
+export const HELD_STATES: readonly RunState[] = ["claimed", "implementing", "pausing"];
+
+export function isTerminal(state: RunState): boolean {
+  return TERMINAL_STATES.includes(state);
+}
+
+export function canTransition(from: RunState, to: RunState): boolean {
+  return TRANSITIONS[from].includes(to);
+}
+
+export function isRunState(value: string): value is RunState {
+  return (RUN_STATES as readonly string[]).includes(value);
+}

@@ -1,0 +1,70 @@
+import type { RunRecord } from "./types";
+
+/** The run as the API shows it (docs/protocol.md, "Runs"). */
+export function runView(run: RunRecord) {
+  return {
+    id: run.id,
+    org_id: run.orgId,
+    state: run.state,
+    attempt: run.attempt,
+    version: run.version,
+    brief: run.brief,
+    repository: run.repository,
+    labels: run.labels,
+    priority: run.priority,
+    launch: run.launch,
+    callback_url: run.callbackUrl,
+    metadata: run.metadata,
+    continuation: run.continuation,
+    hold: run.hold,
+    machine_id: run.machineId,
+    sandbox_id: run.sandboxId,
+    phase: run.phase,
+    lease_expires_at_ms: run.leaseExpiresAtMs,
+    launch_deadline_at_ms: run.launchDeadlineAtMs,
+    last_report_at_ms: run.lastReportAtMs,
+    not_before_ms: run.notBeforeMs,
+    stop_request: run.stopRequest && {
+      requested_at_ms: run.stopRequest.requestedAtMs,
+      reason: run.stopRequest.reason,
+      by: run.stopRequest.by,
+    },
+    last_error: run.lastError,
+    blocker: run.blocker,
+    artifact: run.artifact && {
+      patch: run.artifact.patch,
+      empty: run.artifact.empty,
+      source_revision: run.artifact.sourceRevision,
+      model: run.artifact.model,
+      limitations: run.artifact.limitations,
+      exit_codes: run.artifact.exitCodes,
+    },
+    cost_cents: run.costCents,
+    steps: run.steps.map((s) => ({
+      attempt: s.attempt,
+      machine_id: s.machineId,
+      claimed_at_ms: s.claimedAtMs,
+      launched_at_ms: s.launchedAtMs,
+      sandbox_id: s.sandboxId,
+      ended_at_ms: s.endedAtMs,
+      outcome: s.outcome,
+      error: s.error,
+    })),
+    created_at_ms: run.createdAtMs,
+    updated_at_ms: run.updatedAtMs,
+    ended_at_ms: run.endedAtMs,
+  };
+}
+
+export type RunView = ReturnType<typeof runView>;
+
+/** What a runner's attempt call answers. */
+export function attemptView(run: RunRecord) {
+  return {
+    run_id: run.id,
+    attempt: run.attempt,
+    state: run.state,
+    lease_expires_at_ms: run.leaseExpiresAtMs,
+    stop_requested: run.stopRequest !== null,
+  };
+}

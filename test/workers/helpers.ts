@@ -1,0 +1,102 @@
+// Test helpers that speak to Docket through its public HTTP surface, as a user or a runner would.
+
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { env, exports } from "cloudflare:workers";
+import type { RunRecord } from "../../src/run/types";
+
+export const ADMIN_SECRET = "test-admin-secret";
+export const CLI_VERSION = "0.1.0";
+
+type Json = Record<string, any>;
+
+export async function call(
+  method: string,
+  path: string,
+  opts: { token?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> } = {},
+): Promise<{ status: number; body: Json }> {
+  const headers: Record<string, string> = { ...(opts.headers ?? {}) };
+  if (opts.token) headers.Authorization = `Bearer ${opts.token}`;
+  let body: string | undefined;
+  if (opts.rawBody !== undefined) body = opts.rawBody;
+  else if (opts.body !== undefined) body = JSON.stringify(opts.body);
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  const res = await exports.default.fetch(new Request(`http://docket.test${path}`, { method, headers, body }));
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : {} };
+}
+
+export async function createOrg(name = "acme") {
+  const res = await call("POST", "/v1/orgs", { token: ADMIN_SECRET, body: { name } });
+  if (res.status !== 201) throw new Error(`create org: ${res.status} ${JSON.stringify(res.body)}`);
+  return { orgId: res.body.org.id as string, admin: res.body.token.token as string };
+}
+
+export async function registerRunner(admin: string, opts: { name?: string; labels?: string[]; protocols?: string[] } = {}) {
+  const reg = await call("POST", "/v1/tokens", { token: admin, body: { kind: "registration" } });
+  const res = await call("POST", "/v1/runners/register", {
+    token: reg.body.token,
+    body: { name: opts.name ?? "box", labels: opts.labels ?? [], protocols: opts.protocols ?? ["process"], cli_version: CLI_VERSION },
+  });
+  if (res.status !== 201) throw new Error(`register: ${res.status} ${JSON.stringify(res.body)}`);
+  return { machineId: res.body.machine_id as string, token: res.body.machine_token as string };
+}
+
+export function runBody(overrides: Json = {}) {
+  return { brief: "fix the bug", launch: { command: ["node", "agent.mjs"] }, ...overrides };
+}
+
+export async function dispatch(member: string, overrides: Json = {}, key?: string) {
+  const res = await call("POST", "/v1/runs", { token: member, body: runBody(overrides), headers: key ? { "Idempotency-Key": key } : {} });
+  if (res.status !== 201) throw new Error(`dispatch: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body.id as string;
+}
+
+export async function claim(machineToken: string, waitMs = 0) {
+  return call("POST", "/v1/runners/claim", { token: machineToken, body: { cli_version: CLI_VERSION, protocols: ["process"], wait_ms: waitMs } });
+}
+
+export function attemptCall(machineToken: string, runId: string, attempt: number, what: string, body: unknown = {}) {
+  return call("POST", `/v1/runs/${runId}/attempts/${attempt}/${what}`, { token: machineToken, body });
+}
+
+export function report(attemptToken: string, runId: string, body: unknown) {
+  return call("POST", `/v1/runs/${runId}/reports`, { token: attemptToken, body });
+}
+
+export async function getRun(member: string, runId: string) {
+  const res = await call("GET", `/v1/runs/${runId}`, { token: member });
+  if (res.status !== 200) throw new Error(`get run: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body;
+}
+
+export function runStub(runId: string) {
+  return env.RUN.get(env.RUN.idFromName(runId));
+}
+
+/**
+ * Moves a run `ms` into the past, as if that much time had gone by for it: every deadline and
+ * timestamp it keeps shifts back. Then its alarm runs, as it would at that later time.
+ */
+export async function ageRun(runId: string, ms: number): Promise<void> {
+  const stub = runStub(runId);
+  await runInDurableObject(stub, (_instance, state) => {
+    const row = state.storage.sql.exec<{ doc: string }>("SELECT doc FROM run").one();
+    const run = JSON.parse(row.doc) as RunRecord;
+    const shift = (v: number | null) => (v === null ? null : v - ms);
+    run.leaseExpiresAtMs = shift(run.leaseExpiresAtMs);
+    run.launchDeadlineAtMs = shift(run.launchDeadlineAtMs);
+    run.lastReportAtMs = shift(run.lastReportAtMs);
+    run.launchedAtMs = shift(run.launchedAtMs);
+    run.claimedAtMs = shift(run.claimedAtMs);
+    run.notBeforeMs = run.notBeforeMs - ms;
+    run.queuedAtMs = run.queuedAtMs - ms;
+    state.storage.sql.exec("UPDATE run SET doc = ?", JSON.stringify(run));
+  });
+}
+
+export async function runAlarm(runId: string): Promise<boolean> {
+  return runDurableObjectAlarm(runStub(runId));
+}
+
+/** Lets background work (queue deliveries) settle. */
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

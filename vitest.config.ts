@@ -1,0 +1,46 @@
+import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-pool-workers";
+import { defineConfig } from "vitest/config";
+
+// Two projects: tests inside the Workers runtime (the Worker, its Durable Objects, D1 and the
+// Queue, all local), and Node tests (the runner CLI and end-to-end runs against a local Worker).
+export default defineConfig(async () => {
+  const migrations = await readD1Migrations("./migrations");
+  return {
+    test: {
+      projects: [
+        {
+          plugins: [
+            cloudflareTest({
+              wrangler: { configPath: "./wrangler.toml" },
+              miniflare: {
+                bindings: {
+                  TEST_MIGRATIONS: migrations,
+                  ADMIN_SECRET: "test-admin-secret",
+                  // Short long-polls keep "nothing came" answers quick; other timings keep their defaults.
+                  CLAIM_WAIT_MS: "1000",
+                  BACKOFF_BASE_MS: "1000",
+                  BACKOFF_MAX_MS: "8000",
+                },
+              },
+            }),
+          ],
+          test: {
+            name: "workers",
+            include: ["test/workers/**/*.test.ts"],
+            setupFiles: ["./test/workers/apply-migrations.ts"],
+            testTimeout: 30_000,
+          },
+        },
+        {
+          test: {
+            name: "node",
+            environment: "node",
+            include: ["test/e2e/**/*.test.{ts,mjs}", "runner-cli/test/**/*.test.{ts,mjs}", "test/unit/**/*.test.ts"],
+            testTimeout: 120_000,
+            hookTimeout: 120_000,
+          },
+        },
+      ],
+    },
+  };
+});
