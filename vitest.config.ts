@@ -26,6 +26,7 @@ export default defineConfig(async () => {
           ],
           test: {
             name: "workers",
+            onConsoleLog: (line: string) => !line.startsWith("{\"msg\""),
             include: ["test/workers/**/*.test.ts"],
             setupFiles: ["./test/workers/apply-migrations.ts"],
             testTimeout: 30_000,

@@ -112,3 +112,22 @@ export const events = sqliteTable(
   },
   (t) => [primaryKey({ columns: [t.runId, t.seq] })],
 );
+
+// Completion callbacks to the URL given at dispatch: one delivery per run, retried independently
+// of execution (../shared/spec/build-lifecycle.md, "Events and completion retry independently").
+export const callbackDeliveries = sqliteTable(
+  "callback_deliveries",
+  {
+    runId: text("run_id").primaryKey(),
+    orgId: text("org_id").notNull(),
+    url: text("url").notNull(),
+    status: text("status", { enum: ["pending", "delivered", "failed"] }).notNull(),
+    attempts: integer("attempts").notNull(),
+    lastError: text("last_error"),
+    lastStatusCode: integer("last_status_code"),
+    lastAttemptAtMs: integer("last_attempt_at_ms"),
+    deliveredAtMs: integer("delivered_at_ms"),
+    createdAtMs: integer("created_at_ms").notNull(),
+  },
+  (t) => [index("callback_deliveries_org").on(t.orgId, t.status)],
+);
