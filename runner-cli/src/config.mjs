@@ -44,6 +44,8 @@ export const OPTIONS = {
     help: 'upper bound of a retry delay; default 60000' },
   request_timeout_ms: { key: 'request_timeout_ms', flag: 'request-timeout-ms', env: 'DOCKET_REQUEST_TIMEOUT_MS', file: true, type: 'int',
     default: 30_000, help: 'timeout of one HTTP call (a claim adds its long-poll wait); default 30000' },
+  cost_review_above_cents: { key: 'cost_review_above_cents', flag: 'cost-review-above-cents', env: 'DOCKET_COST_REVIEW_ABOVE_CENTS',
+    file: true, type: 'int', help: 'a run that reports a higher cost ends in the local cost-review state; default no threshold' },
   pass_env: { key: 'pass_env', flag: 'pass-env', env: 'DOCKET_PASS_ENV', file: true, type: 'list', default: [],
     help: 'extra environment variables handed to the agent (repeatable, or comma-separated)' },
   docker_path: { key: 'docker_path', flag: 'docker-path', env: 'DOCKET_DOCKER_PATH', file: true, type: 'string', default: 'docker',

@@ -1,0 +1,122 @@
+// Command dispatch and --help. Each command loads only what it needs, so the in-sandbox daemon
+// never loads the job database's native module.
+import { parseArgs } from 'node:util';
+import { ConfigError, flagsToKeys, optionsHelp, parseArgsOptions, readConfigFile, resolveConfig } from './config.mjs';
+import { CLI_VERSION } from './version.mjs';
+
+const COMMON = ['config_dir', 'data_dir', 'json'];
+const LISTEN_KEYS = [
+  ...COMMON, 'server_url', 'machine_id', 'machine_token', 'launchers', 'concurrency', 'sandbox_lifetime_ms', 'stop_grace_ms',
+  'claim_wait_ms', 'backoff_base_ms', 'backoff_max_ms', 'request_timeout_ms', 'pass_env', 'cost_review_above_cents',
+  'docker_path', 'docker_image', 'docker_network',
+];
+const REGISTER_KEYS = [...COMMON, 'server_url', 'registration_token', 'name', 'labels', 'launchers', 'request_timeout_ms'];
+const STATUS_KEYS = [...COMMON];
+
+const USAGE = `docket-runner ${CLI_VERSION}: runs Docket agent runs on this machine
+
+Usage:
+  docket-runner register --server <url> --token <registration token> [--name n] [--label l]...
+  docket-runner listen [--concurrency n] [--launcher process,docker] [--json]
+  docket-runner status [--json]
+  docket-runner daemon -- <agent command...>      (inside a sandbox; started by listen)
+
+Run \`docket-runner <command> --help\` for a command's options.
+Configuration: flags, then DOCKET_* environment variables, then <config-dir>/config.json, then defaults.`;
+
+/** @type {Record<string, { keys: string[], help: string }>} */
+const COMMANDS = {
+  register: {
+    keys: REGISTER_KEYS,
+    help: `docket-runner register: register this machine with a Docket deployment.
+
+Sends the name, labels, launch protocols and CLI version with a registration token, and stores the
+machine id and machine token in <config-dir>/config.json (directory 0700, file 0600). Registering
+again replaces the stored machine.`,
+  },
+  listen: {
+    keys: LISTEN_KEYS,
+    help: `docket-runner listen: claim runs and execute them in sandboxes.
+
+Long-polls the server for runs this machine can serve, launches each in a sandbox, keeps its lease,
+stops it when a cancel arrives or its lifetime runs out, and reconciles leftover jobs at startup.
+Only one listen may use a data directory at a time.
+
+Exit codes: 0 stopped by SIGINT/SIGTERM (sandboxes left for the next start), 1 unexpected error,
+2 bad configuration, 3 the server requires an upgrade (426), 4 another listen uses the data
+directory, 5 not registered.`,
+  },
+  status: {
+    keys: STATUS_KEYS,
+    help: `docket-runner status: the local jobs and their states.
+
+States: queued (claimed, not launched), running, interrupted (the listener stopped while it ran),
+reconcile (waits for an operator or the next start), cost-review, done.`,
+  },
+  daemon: {
+    keys: [],
+    help: `docket-runner daemon -- <agent command...>: the in-sandbox wrapper (started by listen).
+
+Reads DOCKET_URL, DOCKET_RUN_ID, DOCKET_ATTEMPT and DOCKET_ATTEMPT_TOKEN from its environment,
+starts the agent without the token, relays its output and phases (a line \`::phase implementing\`;
+phases are planning, implementing, verifying) as batched reports, and sends the final result: exit
+code, the patch against the source revision, and model, limitations and cost_cents from the JSON
+file the agent may write at $DOCKET_RESULT_FILE.`,
+  },
+};
+
+/** @param {string[]} argv @returns {Promise<number>} */
+export async function main(argv) {
+  const [command, ...rest] = argv;
+  if (!command || command === '--help' || command === '-h' || command === 'help') {
+    process.stdout.write(USAGE + '\n');
+    return command ? 0 : 2;
+  }
+  if (command === '--version' || command === 'version') {
+    process.stdout.write(CLI_VERSION + '\n');
+    return 0;
+  }
+  const spec = COMMANDS[command];
+  if (!spec) {
+    process.stderr.write(`docket-runner: unknown command ${JSON.stringify(command)}\n\n${USAGE}\n`);
+    return 2;
+  }
+  if (command === 'daemon') {
+    if (rest[0] === '--help' || rest[0] === '-h') {
+      process.stdout.write(spec.help + '\n');
+      return 0;
+    }
+    const { runDaemon } = await import('./daemon.mjs');
+    return runDaemon(rest[0] === '--' ? rest.slice(1) : rest);
+  }
+  let values;
+  try {
+    ({ values } = parseArgs({ args: rest, options: { ...parseArgsOptions(spec.keys), help: { type: 'boolean', short: 'h' } }, strict: true, allowPositionals: false }));
+  } catch (e) {
+    process.stderr.write(`docket-runner ${command}: ${/** @type {Error} */ (e).message}\nRun \`docket-runner ${command} --help\`.\n`);
+    return 2;
+  }
+  if (values.help) {
+    process.stdout.write(`${spec.help}\n\nOptions:\n${optionsHelp(spec.keys)}\n`);
+    return 0;
+  }
+  let cfg;
+  let file;
+  try {
+    const flags = flagsToKeys(spec.keys, values);
+    const pre = resolveConfig({ flags, env: process.env });
+    file = readConfigFile(pre.config_dir);
+    cfg = resolveConfig({ flags, env: process.env, file });
+  } catch (e) {
+    if (e instanceof ConfigError) {
+      process.stderr.write(`docket-runner ${command}: ${e.message}\n`);
+      return 2;
+    }
+    throw e;
+  }
+  const { Output } = await import('./output.mjs');
+  const out = new Output({ json: cfg.json });
+  if (command === 'register') return (await import('./commands.mjs')).register(cfg, file, out);
+  if (command === 'status') return (await import('./commands.mjs')).status(cfg, out);
+  return (await import('./commands.mjs')).listen(cfg, file, out);
+}

@@ -1,0 +1,143 @@
+// register, status and listen: the commands that talk to the user.
+import { classify, DocketClient, errorText } from './api.mjs';
+import { configFilePath, ensurePrivateDir, writeConfigFile } from './config.mjs';
+import { formatDuration } from './output.mjs';
+import { CLI_VERSION } from './version.mjs';
+
+/**
+ * @param {Record<string, any>} cfg @param {Record<string, any>} file @param {import('./output.mjs').Output} out
+ */
+export async function register(cfg, file, out) {
+  const missing = [!cfg.server_url && '--server (or DOCKET_SERVER_URL)', !cfg.registration_token && '--token (or DOCKET_REGISTRATION_TOKEN)'].filter(Boolean);
+  if (missing.length) {
+    process.stderr.write(`docket-runner register: missing ${missing.join(' and ')}\n`);
+    return 2;
+  }
+  const client = new DocketClient({ serverUrl: cfg.server_url, timeoutMs: cfg.request_timeout_ms });
+  let res;
+  try {
+    res = await client.register(cfg.registration_token, { name: cfg.name, labels: cfg.labels, protocols: cfg.launchers, cli_version: CLI_VERSION });
+  } catch (e) {
+    const err = /** @type {any} */ (e);
+    if (classify(e) === 'upgrade') {
+      out.emit('upgrade_required', `the server needs a newer runner (${err.body?.min_cli_version ?? '?'}; this is ${CLI_VERSION}) or other launch protocols ` +
+        `(it launches ${(err.body?.protocols ?? []).join(', ') || '?'}): npm install -g docket-runner@latest`, { min_cli_version: err.body?.min_cli_version ?? null });
+      return 3;
+    }
+    out.emit('register_failed', `registration failed: ${errorText(e)}${err?.status === 401 ? ' (is the token a registration token, dkt_r_…?)' : ''}`, {
+      status: err?.status ?? 0, code: err?.code ?? 'error',
+    });
+    return 1;
+  }
+  const b = res.body ?? {};
+  if (!b.machine_id || !b.machine_token) {
+    out.emit('register_failed', 'registration failed: the answer has no machine_id or machine_token', {});
+    return 1;
+  }
+  const path = writeConfigFile(cfg.config_dir, {
+    ...file,
+    server_url: cfg.server_url,
+    machine_id: b.machine_id,
+    machine_token: b.machine_token,
+    org_id: b.org_id ?? null,
+    name: cfg.name,
+    labels: cfg.labels,
+    launchers: cfg.launchers,
+    registered_at_ms: Date.now(),
+    server_config: b.config ?? {},
+  });
+  out.emit('registered', `registered ${cfg.name} as ${b.machine_id} with ${cfg.server_url}; credentials saved in ${path}. ` +
+    'Start it with `docket-runner listen`.', { machine_id: b.machine_id, org_id: b.org_id ?? null, config_file: path, server_url: cfg.server_url });
+  return 0;
+}
+
+/** @param {Record<string, any>} cfg @param {import('./output.mjs').Output} out */
+export async function status(cfg, out) {
+  const { JobDb } = await import('./jobs.mjs');
+  const { lockHolder } = await import('./lock.mjs');
+  const holder = lockHolder(cfg.data_dir);
+  const db = new JobDb(cfg.data_dir, { readonly: true });
+  try {
+    const jobs = db.list({ limit: 100 });
+    const now = Date.now();
+    if (cfg.json) {
+      process.stdout.write(JSON.stringify({ kind: 'listener', data_dir: cfg.data_dir, pid: holder?.pid ?? null }) + '\n');
+      for (const j of jobs) process.stdout.write(JSON.stringify({ kind: 'job', ...publicJob(j, now) }) + '\n');
+      return 0;
+    }
+    process.stdout.write(holder ? `listener: running (pid ${holder.pid}) on ${cfg.data_dir}\n` : `listener: not running (data ${cfg.data_dir})\n`);
+    if (jobs.length === 0) {
+      process.stdout.write('no jobs yet\n');
+      return 0;
+    }
+    const rows = jobs.map((j) => {
+      const p = publicJob(j, now);
+      return [`${p.run_id}#${p.attempt}`, p.state, p.outcome ?? '', p.phase ?? '', formatDuration(p.elapsed_ms ?? -1), p.sandbox_id ?? '', p.reason ?? ''];
+    });
+    const head = ['RUN', 'STATE', 'OUTCOME', 'PHASE', 'ELAPSED', 'SANDBOX', 'REASON'];
+    const widths = head.map((h, i) => Math.min(40, Math.max(h.length, ...rows.map((r) => r[i].length))));
+    for (const r of [head, ...rows]) {
+      process.stdout.write(r.map((c, i) => (i === r.length - 1 ? c : c.slice(0, widths[i]).padEnd(widths[i]))).join('  ') + '\n');
+    }
+    return 0;
+  } finally {
+    db.close();
+  }
+}
+
+/** @param {any} j @param {number} now */
+function publicJob(j, now) {
+  const start = j.launched_at_ms ?? j.claimed_at_ms;
+  return {
+    run_id: j.run_id, attempt: j.attempt, state: j.state, outcome: j.outcome, phase: j.phase, reason: j.reason,
+    sandbox_id: j.sandbox_id, protocol: j.protocol, claimed_at_ms: j.claimed_at_ms, launched_at_ms: j.launched_at_ms,
+    ended_at_ms: j.ended_at_ms, elapsed_ms: start ? (j.ended_at_ms ?? now) - start : null, cost_cents: j.cost_cents, job_dir: j.job_dir,
+  };
+}
+
+/**
+ * @param {Record<string, any>} cfg @param {Record<string, any>} file @param {import('./output.mjs').Output} out
+ */
+export async function listen(cfg, file, out) {
+  const { EXIT, Runner } = await import('./runner.mjs');
+  if (!cfg.server_url || !cfg.machine_token) {
+    process.stderr.write(`docket-runner listen: this machine is not registered (no server URL or machine token in ${configFilePath(cfg.config_dir)}); ` +
+      'run `docket-runner register --server <url> --token <registration token>` first\n');
+    return EXIT.notRegistered;
+  }
+  const { JobDb } = await import('./jobs.mjs');
+  const { acquireLock, LockedError } = await import('./lock.mjs');
+  ensurePrivateDir(cfg.data_dir);
+  let release;
+  try {
+    release = acquireLock(cfg.data_dir);
+  } catch (e) {
+    if (e instanceof LockedError) {
+      out.emit('locked', `refusing to start: ${e.message}`, { pid: e.pid, data_dir: cfg.data_dir });
+      return EXIT.locked;
+    }
+    throw e;
+  }
+  const db = new JobDb(cfg.data_dir);
+  const runner = new Runner({ cfg, db, out, fileConfig: file });
+  let signals = 0;
+  const onSignal = (/** @type {NodeJS.Signals} */ sig) => {
+    signals += 1;
+    if (signals > 1) {
+      out.emit('forced_exit', `second ${sig}: exiting now; jobs are reconciled at the next start`, {});
+      release?.();
+      process.exit(130);
+    }
+    runner.stop(`received ${sig}; running sandboxes are left for the next start`);
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  try {
+    return await runner.run();
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    db.close();
+    release();
+  }
+}

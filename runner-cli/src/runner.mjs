@@ -1,0 +1,282 @@
+// `docket-runner listen`: heartbeats, the claim long-poll, one supervisor per job, and startup
+// reconciliation of every job that is not done.
+import { rmSync } from 'node:fs';
+import { classify, DocketClient, errorText } from './api.mjs';
+import { Backoff } from './backoff.mjs';
+import { JobSupervisor } from './job.mjs';
+import { jobPaths } from './launchers/common.mjs';
+import { launchers } from './launchers/index.mjs';
+import { sleep } from './procs.mjs';
+import { CLI_VERSION } from './version.mjs';
+
+/** Exit codes of `docket-runner listen` (also in README.md). */
+export const EXIT = {
+  ok: 0, // stopped by SIGINT/SIGTERM; running sandboxes were left for the next start
+  error: 1, // an unexpected error
+  usage: 2, // a bad flag or config value
+  upgrade: 3, // the server answered 426 listener_upgrade_required
+  locked: 4, // another listen uses this data directory
+  notRegistered: 5, // no server URL or machine token: run `docket-runner register`
+};
+
+const RECONCILE_TRIES = 3;
+
+export class Runner {
+  /**
+   * @param {{ cfg: Record<string, any>, db: import('./jobs.mjs').JobDb, out: import('./output.mjs').Output, fileConfig?: any }} o
+   */
+  constructor({ cfg, db, out, fileConfig = {} }) {
+    this.cfg = cfg;
+    this.db = db;
+    this.out = out;
+    this.client = new DocketClient({ serverUrl: cfg.server_url, token: cfg.machine_token, timeoutMs: cfg.request_timeout_ms });
+    this.launchers = launchers(cfg);
+    /** @type {Record<string, any>} */
+    this.serverConfig = { ...(fileConfig.server_config ?? {}) };
+    this.stopCtl = new AbortController();
+    this.exitCode = EXIT.ok;
+    /** @type {Map<string, Promise<void>>} */
+    this.jobs = new Map();
+    /** @type {(() => void) | null} */
+    this.wake = null;
+  }
+
+  get stopping() {
+    return this.stopCtl.signal.aborted;
+  }
+  get stopSignal() {
+    return this.stopCtl.signal;
+  }
+  get protocols() {
+    return this.cfg.launchers;
+  }
+
+  /** @param {string} why */
+  stop(why) {
+    if (this.stopping) return;
+    this.out.emit('stopping', `stopping: ${why}`, { reason: why });
+    this.stopCtl.abort();
+    this.wake?.();
+  }
+
+  /** The server answered 426: print how to upgrade, stop, leave the sandboxes. @param {any} err */
+  upgradeRequired(err) {
+    if (this.exitCode === EXIT.upgrade) return;
+    this.exitCode = EXIT.upgrade;
+    const min = err?.body?.min_cli_version;
+    const protocols = err?.body?.protocols;
+    const why = [
+      min ? `the server needs docket-runner ${min} or newer (this is ${CLI_VERSION})` : null,
+      Array.isArray(protocols) ? `the server launches ${protocols.join(', ')}; this runner serves ${this.protocols.join(', ')}` : null,
+    ].filter(Boolean).join('; ');
+    this.out.emit(
+      'upgrade_required',
+      `the server refused this runner (426 listener_upgrade_required): ${why || err?.message}. ` +
+        'Upgrade with `npm install -g docket-runner@latest` (or pull your checkout and run `npm install`), ' +
+        'or change --launcher, then start `docket-runner listen` again; running sandboxes are left as they are ' +
+        'and the next start reconciles them.',
+      { min_cli_version: min ?? null, server_protocols: protocols ?? null, cli_version: CLI_VERSION, protocols: this.protocols },
+    );
+    this.stop('upgrade required');
+  }
+
+  /** @returns {Promise<number>} the exit code */
+  async run() {
+    this.out.emit('started', `docket-runner ${CLI_VERSION} listening to ${this.cfg.server_url} as ${this.cfg.machine_id ?? 'this machine'} ` +
+      `(launchers ${this.protocols.join(', ')}; concurrency ${this.cfg.concurrency}; data ${this.cfg.data_dir})`,
+      { cli_version: CLI_VERSION, server_url: this.cfg.server_url, machine_id: this.cfg.machine_id ?? null, protocols: this.protocols,
+        concurrency: this.cfg.concurrency, data_dir: this.cfg.data_dir });
+    await this.firstHeartbeat();
+    if (!this.stopping) await this.reconcileAll();
+    const heartbeats = this.heartbeatLoop();
+    await this.claimLoop();
+    await Promise.allSettled([...this.jobs.values()]);
+    await heartbeats;
+    const left = this.db.unfinished().filter((j) => j.state === 'interrupted').length;
+    this.out.emit('stopped', `stopped${left ? `; ${left} job(s) left for the next start to reconcile` : ''}`, { left_jobs: left, exit_code: this.exitCode });
+    return this.exitCode;
+  }
+
+  heartbeatBody() {
+    return { cli_version: CLI_VERSION, protocols: this.protocols };
+  }
+
+  /** Check the credentials and the version before touching any job; retry transient failures. */
+  async firstHeartbeat() {
+    const backoff = this.backoff();
+    while (!this.stopping) {
+      try {
+        const res = await this.client.heartbeat(this.heartbeatBody(), { signal: this.stopSignal });
+        this.takeServerConfig(res.body?.config);
+        return;
+      } catch (e) {
+        if (this.handleLoopError(e, 'heartbeat', backoff) === 'stop') return;
+        await sleep(backoff.fail(), this.stopSignal);
+      }
+    }
+  }
+
+  async heartbeatLoop() {
+    const backoff = this.backoff();
+    while (!this.stopping) {
+      await sleep(this.serverConfig.heartbeat_interval_ms ?? 30_000, this.stopSignal);
+      if (this.stopping) return;
+      try {
+        const res = await this.client.heartbeat(this.heartbeatBody(), { signal: this.stopSignal });
+        backoff.succeed();
+        this.takeServerConfig(res.body?.config);
+      } catch (e) {
+        this.handleLoopError(e, 'heartbeat', backoff);
+      }
+    }
+  }
+
+  /** @param {any} config */
+  takeServerConfig(config) {
+    if (config && typeof config === 'object') Object.assign(this.serverConfig, config);
+  }
+
+  /**
+   * Log a failed heartbeat or claim. Returns 'stop' when the runner must stop.
+   * @param {unknown} e @param {string} what @param {Backoff} backoff
+   */
+  handleLoopError(e, what, backoff) {
+    if (this.stopping) return 'stop';
+    const kind = classify(e);
+    if (kind === 'upgrade') {
+      this.upgradeRequired(e);
+      return 'stop';
+    }
+    const err = /** @type {any} */ (e);
+    const hint = err?.status === 401 ? ' (the machine token was refused; if this lasts, run `docket-runner register` again)' : '';
+    this.out.emit(`${what}_failed`, `${what} failed: ${errorText(e)}${hint}; backing off`, {
+      status: err?.status ?? 0, code: err?.code ?? 'error', failures: backoff.failures + 1,
+    });
+    return 'retry';
+  }
+
+  async claimLoop() {
+    const backoff = this.backoff();
+    while (!this.stopping) {
+      if (this.jobs.size >= this.cfg.concurrency) {
+        await new Promise((resolve) => (this.wake = () => resolve(undefined)));
+        this.wake = null;
+        continue;
+      }
+      const waitMs = this.cfg.claim_wait_ms ?? this.serverConfig.claim_wait_ms ?? 25_000;
+      let res;
+      try {
+        res = await this.client.claim({ ...this.heartbeatBody(), wait_ms: waitMs }, { signal: this.stopSignal });
+      } catch (e) {
+        if (this.handleLoopError(e, 'claim', backoff) === 'stop') return;
+        await sleep(backoff.fail(), this.stopSignal);
+        continue;
+      }
+      backoff.succeed();
+      if (res.status === 204 || !res.body?.run_id) continue;
+      this.startClaimed(res.body);
+    }
+  }
+
+  /** @param {any} claim */
+  startClaimed(claim) {
+    const admitted = this.db.admitClaim(claim);
+    if (!admitted.admitted) {
+      // Never run the same attempt twice, nor two attempts of one run at once: let this claim lapse.
+      this.out.emit('claim_skipped', `${claim.run_id}#${claim.attempt} skipped: ${admitted.why === 'duplicate'
+        ? 'this attempt was already scheduled here' : `attempt ${admitted.job.attempt} of this run is still active here`}`,
+      { run_id: claim.run_id, attempt: claim.attempt, why: admitted.why });
+      return;
+    }
+    const sup = new JobSupervisor(this, admitted.job, claim);
+    this.track(sup, sup.runClaimed());
+  }
+
+  /** @param {JobSupervisor} sup @param {Promise<void>} work */
+  track(sup, work) {
+    const key = `${sup.runId}#${sup.attempt}`;
+    const p = work
+      .catch((e) => {
+        this.out.run('job_error', sup.view, `error: ${errorText(e)}`, { error: errorText(e) });
+        try {
+          sup.park('reconcile', `the runner hit an error: ${errorText(e)}`);
+        } catch {
+          // the row may already be final
+        }
+      })
+      .finally(() => {
+        this.jobs.delete(key);
+        this.wake?.();
+      });
+    this.jobs.set(key, p);
+  }
+
+  /**
+   * Startup reconciliation (issue: "asks the server, resumes the lease where the attempt is still
+   * its own, removes the sandbox only on a definitive code, otherwise marks the job reconcile").
+   */
+  async reconcileAll() {
+    const rows = this.db.unfinished();
+    if (rows.length === 0) return;
+    this.out.emit('reconciling', `reconciling ${rows.length} unfinished job(s)`, { jobs: rows.length });
+    for (const row of rows) {
+      if (this.stopping) return;
+      try {
+        await this.reconcileOne(row);
+      } catch (e) {
+        this.out.run('reconcile', { run_id: row.run_id, attempt: row.attempt }, `reconciliation failed: ${errorText(e)}`, { error: errorText(e) });
+      }
+    }
+  }
+
+  /** @param {any} row */
+  async reconcileOne(row) {
+    const view = { run_id: row.run_id, attempt: row.attempt, phase: row.phase };
+    if (row.state === 'cost-review') {
+      this.out.run('cost_review', view, 'waits for an operator: cost review');
+      return;
+    }
+    if (row.state === 'queued' || row.state === 'running') {
+      this.db.transition(row.run_id, row.attempt, 'interrupted', { reason: 'the listener that ran it is gone' });
+    }
+    const claim = JSON.parse(row.launch_json);
+    const sup = new JobSupervisor(this, this.db.get(row.run_id, row.attempt), claim);
+    const launcher = this.launchers[row.protocol] ?? this.launchers.process;
+    const paths = jobPaths(this.cfg.data_dir, row.run_id, row.attempt);
+    const sandbox = row.sandbox_id ? await launcher.adopt(row, paths) : null;
+    sup.sandbox = sandbox;
+
+    const backoff = this.backoff();
+    /** @type {import('./job.mjs').CallResult} */
+    let r = await sup.call('lease');
+    for (let i = 1; i < RECONCILE_TRIES && r.kind === 'transient' && !this.stopping; i++) {
+      await sleep(backoff.fail(), this.stopSignal);
+      r = await sup.call('lease');
+    }
+    if (r.kind === 'upgrade') return;
+    if (r.kind !== 'ok') {
+      if (r.kind === 'transient') {
+        return sup.park('reconcile', `the server could not be asked (${errorText(r.error)}); the sandbox was left as it is`);
+      }
+      return sup.afterRefusal(r, { atStartup: true });
+    }
+    const state = r.body?.state;
+    if (state === 'claimed') {
+      if (sandbox) return this.track(sup, sup.resume(sandbox, { launchedAccepted: false }));
+      rmSync(paths.jobDir, { recursive: true, force: true });
+      return sup.launchFailed('the runner restarted before the sandbox was launched');
+    }
+    if (r.body?.stop_requested) {
+      this.out.run('stop_requested', view, 'the server asked to stop this run');
+      if (sandbox) return sup.stopAndReport('stop requested');
+      return sup.reportStopped('stop requested; the sandbox was already gone');
+    }
+    if (sandbox) return this.track(sup, sup.resume(sandbox, { launchedAccepted: true }));
+    // The sandbox ended while no listener watched it: the daemon's final.json says how.
+    return sup.finishExited({ code: null, signal: null });
+  }
+
+  backoff() {
+    return new Backoff({ baseMs: this.cfg.backoff_base_ms, maxMs: this.cfg.backoff_max_ms });
+  }
+}
