@@ -6,6 +6,7 @@ import { drizzle } from "drizzle-orm/d1";
 import { events } from "../db/schema";
 import type { Env, OutboxMessage } from "../env";
 import { log } from "../lib/log";
+import { performEffects } from "./effects";
 
 export async function consumeEvents(batch: MessageBatch<OutboxMessage>, env: Env): Promise<void> {
   const db = drizzle(env.DB);
@@ -27,6 +28,7 @@ export async function consumeEvents(batch: MessageBatch<OutboxMessage>, env: Env
           receivedAtMs: Date.now(),
         })
         .onConflictDoNothing();
+      await performEffects(env, body);
       message.ack();
     } catch (err) {
       log("outbox.consume_failed", { run: body?.run_id, seq: body?.seq, attempts: message.attempts, error: String(err) });

@@ -1,0 +1,13 @@
+// Side effects of run events, performed by the outbox consumer after the event is stored once.
+// Each handler must be idempotent: the Queue delivers at least once, in any order.
+
+import type { Env, OutboxMessage } from "../env";
+
+export type EventHandler = (env: Env, event: OutboxMessage) => Promise<void>;
+
+/** Every side effect of a stored event, in order. A handler that throws makes the message retry. */
+export const EVENT_HANDLERS: EventHandler[] = [];
+
+export async function performEffects(env: Env, event: OutboxMessage): Promise<void> {
+  for (const handler of EVENT_HANDLERS) await handler(env, event);
+}
