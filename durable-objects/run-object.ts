@@ -175,7 +175,7 @@ export class RunObject extends DurableObject<Env> {
     if ("error" in result) {
       // A claim that found a stale queue row: the row is repaired before the refusal goes back.
       const run = this.load();
-      if (run) await this.repairProjection(run);
+      if (run) await this.repairProjection(run, true);
       return result;
     }
     const run = result.run;
@@ -314,9 +314,12 @@ export class RunObject extends DurableObject<Env> {
     return this.sql.exec<{ v: number }>("SELECT projected_version AS v FROM run LIMIT 1").one().v;
   }
 
-  /** Writes the D1 queue row when it is behind this object; a failure is retried from the alarm. */
-  private async repairProjection(run: RunRecord): Promise<void> {
-    if (this.projectedVersion() >= run.version) return;
+  /**
+   * Writes the D1 queue row when it is behind this object (or, forced, when a claim found the row
+   * lying); the write only lands over an older version. A failure is retried from the alarm.
+   */
+  private async repairProjection(run: RunRecord, force = false): Promise<void> {
+    if (!force && this.projectedVersion() >= run.version) return;
     try {
       await projectRun(this.env.DB, run);
       this.sql.exec("UPDATE run SET projected_version = ? WHERE projected_version < ?", run.version, run.version);
