@@ -32,7 +32,7 @@ export function daemonLimits(env) {
     maxBatchLines: int('DOCKET_DAEMON_BATCH_LINES', 200),
     maxLineChars: int('DOCKET_DAEMON_LINE_CHARS', 4_000),
     maxBufferedLines: int('DOCKET_DAEMON_BUFFER_LINES', 10_000),
-    maxPatchBytes: int('DOCKET_DAEMON_MAX_PATCH_BYTES', 5 * 1024 * 1024),
+    maxPatchBytes: int('DOCKET_DAEMON_MAX_PATCH_BYTES', 4_900_000), // the server takes up to 5,000,000 characters
     finalTries: int('DOCKET_DAEMON_FINAL_TRIES', 8),
     stopGraceMs: int('DOCKET_DAEMON_STOP_GRACE_MS', 10_000),
     backoffBaseMs: int('DOCKET_DAEMON_BACKOFF_BASE_MS', 1_000),
@@ -41,61 +41,79 @@ export function daemonLimits(env) {
 }
 
 /**
- * Buffers output lines and the phase, and hands out bounded batches. Pure bookkeeping.
+ * Buffers output lines and phase changes in order, and hands out bounded batches: a batch is at
+ * most one phase change followed by lines, so the server sees every phase and every line in the
+ * order the agent printed them. Pure bookkeeping.
  */
 export class ReportBuffer {
   /** @param {{ maxBatchLines: number, maxLineChars: number, maxBufferedLines: number }} limits */
   constructor(limits) {
     this.limits = limits;
-    /** @type {string[]} */
-    this.lines = [];
-    this.first = 0; // the sequence number of lines[0], so a batch accepted late removes the right lines
+    /** @type {Array<{ line: string } | { phase: string }>} */
+    this.items = [];
     this.dropped = 0;
-    /** @type {string | null} */
+    /** @type {string | null} the last phase queued */
     this.phase = null;
-    this.phaseDirty = false;
   }
   /** @param {string} line */
   push(line) {
     const max = this.limits.maxLineChars;
-    this.lines.push(line.length > max ? line.slice(0, max) + '…' : line);
-    const excess = this.lines.length - this.limits.maxBufferedLines;
-    if (excess > 0) {
-      // The server has been unreachable for long: keep the newest lines, say how many were lost.
-      this.lines.splice(0, excess);
-      this.first += excess;
-      this.dropped += excess;
-    }
+    this.items.push({ line: line.length > max ? line.slice(0, max) + '…' : line });
+    this.#bound();
   }
   /** @param {string} phase */
   setPhase(phase) {
-    if (phase !== this.phase) {
-      this.phase = phase;
-      this.phaseDirty = true;
-    }
+    if (phase === this.phase) return;
+    this.phase = phase;
+    this.items.push({ phase });
+    this.#bound();
   }
   get hasNews() {
-    return this.lines.length > 0 || this.phaseDirty || this.dropped > 0;
+    return this.items.length > 0 || this.dropped > 0;
   }
-  /** The next report body (at most maxBatchLines lines, plus a notice of dropped ones) and its acceptance. */
+  get pendingLines() {
+    return this.items.filter((i) => 'line' in i).length;
+  }
+  /**
+   * Remove the next batch from the buffer. Hand it back with giveBack() if it was not delivered.
+   * @returns {{ body: { lines: string[], phase?: string }, batch: { items: Array<{ line: string } | { phase: string }>, dropped: number } }}
+   */
   take() {
-    const n = Math.min(this.lines.length, this.limits.maxBatchLines);
-    const lines = this.lines.slice(0, n);
-    const end = this.first + n;
-    const dropped = this.dropped;
-    if (dropped > 0) lines.unshift(`[docket-runner daemon: ${dropped} output lines were dropped while the server was unreachable]`);
-    const phaseSent = this.phase;
     /** @type {{ lines: string[], phase?: string }} */
-    const body = { lines };
-    if (this.phase) body.phase = this.phase;
-    const accept = () => {
-      const count = Math.max(0, end - this.first);
-      this.lines.splice(0, count);
-      this.first += count;
-      this.dropped -= dropped;
-      if (this.phase === phaseSent) this.phaseDirty = false;
-    };
-    return { body, accept };
+    const body = { lines: [] };
+    let n = 0;
+    const first = this.items[0];
+    if (first && 'phase' in first) {
+      body.phase = first.phase;
+      n = 1;
+    }
+    while (n < this.items.length && body.lines.length < this.limits.maxBatchLines) {
+      const item = this.items[n];
+      if ('phase' in item) break;
+      body.lines.push(item.line);
+      n += 1;
+    }
+    const dropped = this.dropped;
+    if (dropped > 0) body.lines.unshift(`[docket-runner daemon: ${dropped} output lines were dropped while the server was unreachable]`);
+    this.dropped = 0;
+    return { body, batch: { items: this.items.splice(0, n), dropped } };
+  }
+  /** @param {{ items: Array<{ line: string } | { phase: string }>, dropped: number }} batch */
+  giveBack(batch) {
+    this.items.unshift(...batch.items);
+    this.dropped += batch.dropped;
+    this.#bound();
+  }
+  /** The server has been unreachable for long: keep the newest lines, and every phase change. */
+  #bound() {
+    let excess = this.items.length - this.limits.maxBufferedLines;
+    for (let i = 0; excess > 0 && i < this.items.length; ) {
+      if ('line' in this.items[i]) {
+        this.items.splice(i, 1);
+        this.dropped += 1;
+        excess -= 1;
+      } else i += 1;
+    }
   }
 }
 
@@ -121,7 +139,7 @@ export function readResultFile(path) {
   } catch (e) {
     return { ...empty, cost_uncertain: true, problem: `the result file is not a JSON object: ${errorText(e)}` };
   }
-  const limitations = Array.isArray(r.limitations) ? r.limitations.filter((x) => typeof x === 'string').slice(0, 50) : [];
+  const limitations = Array.isArray(r.limitations) ? r.limitations.filter((x) => typeof x === 'string').slice(0, 50).map((x) => x.slice(0, 2_000)) : [];
   let cost = null;
   let uncertain = r.cost_uncertain === true;
   if (r.cost_cents !== undefined && r.cost_cents !== null) {
@@ -129,7 +147,7 @@ export function readResultFile(path) {
     else uncertain = true;
   }
   return {
-    model: typeof r.model === 'string' ? r.model : null,
+    model: typeof r.model === 'string' ? r.model.slice(0, 200) : null,
     limitations,
     cost_cents: cost,
     cost_uncertain: uncertain,
@@ -272,13 +290,13 @@ export async function runDaemon(command, { env = process.env, cwd = process.cwd(
 
   /** One report; returns false when it must be retried later. */
   const sendBatch = async (/** @type {any} */ extra = {}) => {
-    const { body, accept } = buffer.take();
+    const { body, batch } = buffer.take();
     try {
       await client.report(runId, { ...body, ...extra });
-      accept();
       linesSent += body.lines.length;
       return true;
     } catch (e) {
+      buffer.giveBack(batch);
       const kind = classify(e);
       if (kind === 'definitive' || kind === 'attempt_over') attemptOver = /** @type {ApiError} */ (e).code;
       else log(`docket-runner daemon: report failed (${errorText(e)}); will retry`);
@@ -352,25 +370,31 @@ export async function runDaemon(command, { env = process.env, cwd = process.cwd(
     outcome: failed ? 'failed' : 'completed',
     ...(failed ? { error: result.error ?? (agentCode !== 0 ? `the agent exited with code ${agentCode}` : 'the agent reported failure') } : {}),
     exit_codes: { agent: agentCode },
-    artifact: { patch: sentPatch, source_revision: sourceRevision, model: result.model, limitations },
+    artifact: { patch: sentPatch, source_revision: sourceRevision, model: result.model, limitations: limitations.slice(0, 100) },
     cost_cents: result.cost_cents,
   };
 
   // Remaining output first (bounded), then the final report with the last batch.
-  for (let i = 0; i < 50 && buffer.lines.length > limits.maxBatchLines; i++) if (!(await sendBatch())) break;
+  const flushBackoff = new Backoff({ baseMs: limits.backoffBaseMs, maxMs: limits.backoffMaxMs });
+  for (let i = 0, failures = 0; i < 1_000 && buffer.hasNews && !attemptOver && failures < limits.finalTries; i++) {
+    if (!(await sendBatch())) {
+      failures += 1;
+      await sleep(flushBackoff.fail());
+    }
+  }
   let delivered = false;
   /** @type {string | null} */
   let answerState = null;
   let lastError = '';
   const finalBackoff = new Backoff({ baseMs: limits.backoffBaseMs, maxMs: limits.backoffMaxMs });
   for (let tryNo = 1; tryNo <= limits.finalTries && !delivered; tryNo++) {
-    const { body, accept } = buffer.take();
+    const { body, batch } = buffer.take();
     try {
       const res = await client.report(runId, { ...body, final });
-      accept();
       delivered = true;
       answerState = res.body?.state ?? null;
     } catch (e) {
+      buffer.giveBack(batch);
       lastError = errorText(e);
       const kind = classify(e);
       if (kind === 'definitive' || kind === 'attempt_over') {

@@ -11,6 +11,8 @@ import { sleep } from './procs.mjs';
 /** How many times a closing call (launch-failed, stopped) is tried before the job goes to `reconcile`. */
 const CLOSING_CALL_TRIES = 6;
 const TICK_MS = 500;
+/** How long a sandbox whose run just ended gets to exit by itself before it is removed. */
+const ENDING_WAIT_MS = 5_000;
 const DEFAULT_LIFETIME_MS = 600_000;
 
 /**
@@ -201,6 +203,8 @@ export class JobSupervisor {
           this.out.run('lease_retry', this.view, `${call} failed (${errorText(r.error)}); retrying in ${delay} ms`, { error: errorText(r.error) });
         } else if (r.kind === 'upgrade') {
           continue; // the runner is stopping; the next turn leaves the sandbox running
+        } else if (r.kind === 'definitive' && (await this.endedByItsDaemon(sandbox))) {
+          return this.finishExited(await sandbox.exited);
         } else {
           return this.afterRefusal(r);
         }
@@ -208,6 +212,16 @@ export class JobSupervisor {
       const waitMs = Math.max(0, Math.min(TICK_MS, nextCallAtMs - Date.now(), deadlineAtMs - Date.now()));
       await Promise.race([sleep(waitMs, this.runner.stopSignal), sandbox.exited]);
     }
+  }
+
+  /**
+   * A run that went terminal because the daemon delivered its final report is not a workload to
+   * destroy: give the sandbox a moment to exit on its own and let final.json tell.
+   * @param {Sandbox} sandbox
+   */
+  async endedByItsDaemon(sandbox) {
+    const exited = await Promise.race([sandbox.exited.then(() => true), sleep(ENDING_WAIT_MS).then(() => false)]);
+    return exited && readJson(join(this.paths.stateDir, 'final.json'))?.delivered === true;
   }
 
   /** Print a phase change the daemon wrote to its status file. */
@@ -266,7 +280,7 @@ export class JobSupervisor {
 
   /** @param {string} reason */
   async reportStopped(reason) {
-    const r = await this.closingCall('stopped', { ...(this.sandbox ? { sandbox_id: this.sandbox.id } : {}), reason });
+    const r = await this.closingCall('stopped', { ...(this.sandbox ? { sandbox_id: this.sandbox.id } : {}), reason: reason.slice(0, 4_000) });
     if (r === null) return;
     if (r.kind === 'ok') {
       const state = r.body?.state ?? 'stopped';
@@ -278,7 +292,7 @@ export class JobSupervisor {
   /** @param {string} error */
   async launchFailed(error) {
     this.out.run('launch_failed', this.view, `launch failed: ${error}`, { error });
-    const r = await this.closingCall('launch-failed', { error });
+    const r = await this.closingCall('launch-failed', { error: error.slice(0, 4_000) });
     if (r === null) return;
     if (r.kind === 'ok') {
       const state = r.body?.state;

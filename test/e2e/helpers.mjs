@@ -1,0 +1,332 @@
+// End-to-end harness: a real local Worker (wrangler's unstable_startWorker, local D1 with the
+// migrations applied, Durable Objects and Queues all local) on loopback, and the real runner CLI
+// as child processes. Everything it starts it stops; every temp directory it makes it removes.
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { unstable_startWorker } from 'wrangler';
+
+export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const CLI = join(ROOT, 'runner-cli', 'bin', 'docket-runner.mjs');
+const WRANGLER = join(ROOT, 'node_modules', 'wrangler', 'bin', 'wrangler.js');
+export const ADMIN_SECRET = 'e2e-admin-secret';
+
+/** Server timings shortened so the suite runs in minutes; each test may override more. */
+export const FAST_VARS = {
+  LEASE_TTL_MS: '6000',
+  LEASE_REFRESH_MS: '1000',
+  LAUNCH_DEADLINE_MS: '20000',
+  BACKOFF_BASE_MS: '200',
+  BACKOFF_MAX_MS: '400',
+  CLAIM_WAIT_MS: '2000',
+  HEARTBEAT_INTERVAL_MS: '1000',
+};
+
+/** @param {string} prefix */
+export function tempDir(prefix) {
+  return mkdtempSync(join(tmpdir(), `docket-e2e-${prefix}-`));
+}
+
+/**
+ * A local Docket: migrations applied to a fresh persist directory, the Worker on 127.0.0.1.
+ * `restart(vars)` brings it back on the same port and storage with other variables.
+ * @param {Record<string, string>} [vars]
+ */
+export async function startDocket(vars = {}) {
+  const persist = tempDir('state');
+  const migrate = spawnSync(process.execPath, [WRANGLER, 'd1', 'migrations', 'apply', 'DB', '--local', '--persist-to', persist], {
+    cwd: ROOT,
+    env: { ...process.env, CI: 'true', WRANGLER_SEND_METRICS: 'false' },
+    encoding: 'utf8',
+    timeout: 90_000,
+  });
+  if (migrate.status !== 0) throw new Error(`migrations failed: ${migrate.stdout}\n${migrate.stderr}`);
+  let port = 0;
+  let worker = null;
+  const boot = async (/** @type {Record<string, string>} */ v) => {
+    /** @type {Record<string, { type: 'plain_text', value: string }>} */
+    const bindings = {};
+    for (const [k, val] of Object.entries({ ...FAST_VARS, ...v, ADMIN_SECRET })) bindings[k] = { type: 'plain_text', value: val };
+    worker = await unstable_startWorker({
+      config: join(ROOT, 'wrangler.toml'),
+      bindings,
+      dev: { persist, server: { hostname: '127.0.0.1', port }, inspector: false, watch: false, logLevel: 'none' },
+    });
+    await worker.ready;
+    const url = new URL(String(await worker.url));
+    port = Number(url.port);
+    return `http://127.0.0.1:${port}`;
+  };
+  const docket = {
+    url: await boot(vars),
+    persist,
+    /** @param {Record<string, string>} v */
+    async restart(v = {}) {
+      await worker.dispose();
+      docket.url = await boot({ ...vars, ...v });
+    },
+    async stop() {
+      await worker?.dispose();
+      rmSync(persist, { recursive: true, force: true });
+    },
+    /** @param {string} method @param {string} path @param {{ token?: string, body?: any, headers?: Record<string, string> }} [o] */
+    async api(method, path, { token, body, headers = {} } = {}) {
+      const res = await fetch(docket.url + path, {
+        method,
+        headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}), ...headers },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      const text = await res.text();
+      return { status: res.status, body: text ? JSON.parse(text) : null };
+    },
+  };
+  return docket;
+}
+
+/**
+ * An organization with an admin token and a registration token.
+ * @param {Awaited<ReturnType<typeof startDocket>>} docket
+ */
+export async function createOrg(docket, name = 'acme') {
+  const org = await docket.api('POST', '/v1/orgs', { token: ADMIN_SECRET, body: { name } });
+  if (org.status !== 201) throw new Error(`POST /v1/orgs: ${org.status} ${JSON.stringify(org.body)}`);
+  const admin = org.body.token.token;
+  const reg = await docket.api('POST', '/v1/tokens', { token: admin, body: { kind: 'registration' } });
+  if (reg.status !== 201) throw new Error(`POST /v1/tokens: ${reg.status} ${JSON.stringify(reg.body)}`);
+  return { orgId: org.body.org.id, admin, registration: reg.body.token };
+}
+
+/**
+ * Dispatch a run.
+ * @param {Awaited<ReturnType<typeof startDocket>>} docket @param {string} token @param {any} body
+ */
+export async function dispatch(docket, token, body) {
+  const res = await docket.api('POST', '/v1/runs', { token, body: { brief: 'e2e run', ...body }, headers: { 'Idempotency-Key': `e2e-${Math.random()}` } });
+  if (res.status !== 201) throw new Error(`POST /v1/runs: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body;
+}
+
+/**
+ * Poll a run until `pred` holds.
+ * @param {Awaited<ReturnType<typeof startDocket>>} docket @param {string} token @param {string} runId
+ * @param {(run: any) => boolean} pred @param {number} [timeoutMs]
+ */
+export async function waitForRun(docket, token, runId, pred, timeoutMs = 30_000) {
+  const deadline = Date.now() + timeoutMs;
+  let run;
+  while (Date.now() < deadline) {
+    run = (await docket.api('GET', `/v1/runs/${runId}`, { token })).body;
+    if (pred(run)) return run;
+    await sleep(200);
+  }
+  throw new Error(`run ${runId} did not reach the expected state in ${timeoutMs} ms; last seen: ${JSON.stringify(run)}`);
+}
+
+/** @param {Awaited<ReturnType<typeof startDocket>>} docket @param {string} token @param {string} runId */
+export async function allEvents(docket, token, runId) {
+  const out = [];
+  let after = 0;
+  for (let i = 0; i < 50; i++) {
+    const res = await docket.api('GET', `/v1/runs/${runId}/events?after=${after}&limit=100`, { token });
+    const events = res.body?.events ?? [];
+    out.push(...events);
+    if (events.length === 0 || res.body.next_after == null || res.body.next_after === after) break;
+    after = res.body.next_after;
+  }
+  return out;
+}
+
+/** @param {number} ms */
+export function sleep(ms) {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+/** A runner home (config and data directories) and helpers to run the CLI in it. */
+export class RunnerHome {
+  constructor() {
+    this.home = tempDir('runner');
+    /** @type {Set<import('node:child_process').ChildProcess>} */
+    this.children = new Set();
+  }
+
+  get dataDir() {
+    return join(this.home, 'data');
+  }
+
+  env(extra = {}) {
+    const env = { ...process.env, DOCKET_RUNNER_HOME: this.home, ...extra };
+    for (const k of Object.keys(env)) if (k.startsWith('DOCKET_') && !(k in extra) && k !== 'DOCKET_RUNNER_HOME') delete env[k];
+    return env;
+  }
+
+  /** Run the CLI to completion. @param {string[]} args @param {Record<string, string>} [env] */
+  run(args, env = {}) {
+    const r = spawnSync(process.execPath, [CLI, ...args], { env: this.env(env), encoding: 'utf8', timeout: 60_000 });
+    return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+  }
+
+  /**
+   * Start `listen --json` in the background; its events can be awaited.
+   * @param {string[]} [args] @param {Record<string, string>} [env]
+   */
+  listen(args = [], env = {}) {
+    const child = spawn(process.execPath, [CLI, 'listen', '--json', ...args], { env: this.env(env), stdio: ['ignore', 'pipe', 'pipe'] });
+    this.children.add(child);
+    const proc = new Listener(child);
+    child.on('exit', () => this.children.delete(child));
+    return proc;
+  }
+
+  /** The job rows as `status --json` prints them. */
+  jobs() {
+    const r = this.run(['status', '--json']);
+    return r.stdout.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l)).filter((o) => o.kind === 'job');
+  }
+
+  /** Kill every listener and every sandbox process group this home started, then remove it. */
+  async cleanup() {
+    for (const c of this.children) c.kill('SIGKILL');
+    for (const j of safeJobs(this)) {
+      const pid = Number(String(j.sandbox_id ?? '').replace('process-', ''));
+      if (pid > 0) {
+        try {
+          process.kill(-pid, 'SIGKILL');
+        } catch {
+          // already gone
+        }
+      }
+    }
+    await sleep(100);
+    rmSync(this.home, { recursive: true, force: true });
+  }
+}
+
+/** @param {RunnerHome} home */
+function safeJobs(home) {
+  try {
+    return home.jobs();
+  } catch {
+    return [];
+  }
+}
+
+/** A running `listen --json`: its output as parsed events. */
+export class Listener {
+  /** @param {import('node:child_process').ChildProcess} child */
+  constructor(child) {
+    this.child = child;
+    /** @type {any[]} */
+    this.events = [];
+    this.stderr = '';
+    /** @type {Array<() => void>} */
+    this.waiters = [];
+    let rest = '';
+    child.stdout?.setEncoding('utf8');
+    child.stdout?.on('data', (d) => {
+      rest += d;
+      let i;
+      while ((i = rest.indexOf('\n')) >= 0) {
+        const line = rest.slice(0, i);
+        rest = rest.slice(i + 1);
+        try {
+          this.events.push(JSON.parse(line));
+        } catch {
+          this.events.push({ event: 'unparsed', message: line });
+        }
+        this.poke();
+      }
+    });
+    child.stderr?.setEncoding('utf8');
+    child.stderr?.on('data', (d) => (this.stderr += d));
+    /** @type {Promise<{ code: number | null, signal: string | null }>} */
+    this.exited = new Promise((resolve) => child.on('exit', (code, signal) => {
+      resolve({ code, signal });
+      this.poke();
+    }));
+    this.done = false;
+    this.exited.then(() => (this.done = true));
+  }
+
+  poke() {
+    const w = this.waiters;
+    this.waiters = [];
+    for (const f of w) f();
+  }
+
+  /**
+   * Wait for an event matching `pred` (an event name, or a predicate).
+   * @param {string | ((e: any) => boolean)} pred @param {number} [timeoutMs]
+   */
+  async waitFor(pred, timeoutMs = 30_000) {
+    const match = typeof pred === 'string' ? (/** @type {any} */ e) => e.event === pred : pred;
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const found = this.events.find(match);
+      if (found) return found;
+      if (this.done) throw new Error(`listener exited before the expected event; events: ${this.dump()}; stderr: ${this.stderr}`);
+      if (Date.now() > deadline) throw new Error(`timed out waiting for an event; events: ${this.dump()}; stderr: ${this.stderr}`);
+      await Promise.race([new Promise((r) => this.waiters.push(() => r(undefined))), sleep(250)]);
+    }
+  }
+
+  dump() {
+    return this.events.map((e) => `${e.event}: ${e.message}`).join('\n');
+  }
+
+  /** @param {NodeJS.Signals} sig */
+  kill(sig = 'SIGTERM') {
+    this.child.kill(sig);
+    return this.exited;
+  }
+}
+
+/**
+ * A bare repository with one commit, reachable by path (git clone works on it offline).
+ * @returns {{ url: string, commit: string, dir: string }}
+ */
+export function bareRepo() {
+  const dir = tempDir('repo');
+  const src = join(dir, 'src');
+  const bare = join(dir, 'app.git');
+  mkdirSync(src);
+  const git = (/** @type {string[]} */ args, cwd = src) => {
+    const r = spawnSync('git', args, { cwd, encoding: 'utf8', env: { ...process.env, GIT_AUTHOR_NAME: 'e2e', GIT_AUTHOR_EMAIL: 'e2e@example.com', GIT_COMMITTER_NAME: 'e2e', GIT_COMMITTER_EMAIL: 'e2e@example.com' } });
+    if (r.status !== 0) throw new Error(`git ${args.join(' ')}: ${r.stderr}`);
+    return r.stdout.trim();
+  };
+  git(['init', '--quiet', '--initial-branch=main']);
+  writeFileSync(join(src, 'README.md'), 'hello\n');
+  git(['add', 'README.md']);
+  git(['commit', '--quiet', '-m', 'initial']);
+  const commit = git(['rev-parse', 'HEAD']);
+  git(['clone', '--quiet', '--bare', src, bare], dir);
+  return { url: bare, commit, dir };
+}
+
+/** Write a small agent script and return its path. @param {string} dir @param {string} source */
+export function agentScript(dir, source) {
+  const path = join(dir, `agent-${Math.random().toString(36).slice(2)}.mjs`);
+  writeFileSync(path, source);
+  return path;
+}
+
+/** @param {number} pid */
+export function groupAlive(pid) {
+  try {
+    process.kill(-pid, 0);
+    return true;
+  } catch (e) {
+    return /** @type {any} */ (e).code === 'EPERM';
+  }
+}
+
+/** @param {string} path */
+export function readText(path) {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return '';
+  }
+}
