@@ -75,7 +75,7 @@ export function runStub(runId: string) {
 
 /**
  * Moves a run `ms` into the past, as if that much time had gone by for it: every deadline and
- * timestamp it keeps shifts back. Then its alarm runs, as it would at that later time.
+ * timestamp it keeps, and its queue row's, shifts back. Run its alarm next to act at that later time.
  */
 export async function ageRun(runId: string, ms: number): Promise<void> {
   const stub = runStub(runId);
@@ -92,6 +92,9 @@ export async function ageRun(runId: string, ms: number): Promise<void> {
     run.queuedAtMs = run.queuedAtMs - ms;
     state.storage.sql.exec("UPDATE run SET doc = ?", JSON.stringify(run));
   });
+  await env.DB.prepare("UPDATE runs SET not_before_ms = not_before_ms - ?1, queued_at_ms = queued_at_ms - ?1 WHERE id = ?2")
+    .bind(ms, runId)
+    .run();
 }
 
 export async function runAlarm(runId: string): Promise<boolean> {
