@@ -1,0 +1,41 @@
+// The D1 queue row is a projection of the run object, written only with a newer version and
+// repaired from the object's alarm (../shared/DESIGN.md, "D1 holds the queue and the credit ledger").
+
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { call, claim, createOrg, dispatch, registerRunner, runAlarm, runStub } from "./helpers";
+
+const row = (runId: string) =>
+  env.DB.prepare("SELECT state, version FROM runs WHERE id = ?").bind(runId).first<{ state: string; version: number }>();
+
+describe("the queue projection", () => {
+  it("a lost projection write is repaired by the run object's alarm", async () => {
+    const { admin } = await createOrg();
+    const runId = await dispatch(admin);
+    await call("POST", `/v1/runs/${runId}/cancel`, { token: admin, body: {} });
+    // As if the D1 write after the cancel had failed: the row is behind, and the object knows it.
+    await env.DB.prepare("UPDATE runs SET state = 'queued', version = 1 WHERE id = ?").bind(runId).run();
+    // After a failed write the object arms its alarm to retry (RunObject.armAlarm).
+    await runInDurableObject(runStub(runId), async (_o, state) => {
+      state.storage.sql.exec("UPDATE run SET projected_version = 1");
+      await state.storage.setAlarm(Date.now());
+    });
+    expect((await row(runId))?.state).toBe("queued");
+    await runAlarm(runId);
+    expect(await row(runId)).toEqual({ state: "cancelled", version: 2 });
+  });
+
+  it("an older version never overwrites a newer row", async () => {
+    const { admin } = await createOrg();
+    const runner = await registerRunner(admin);
+    const runId = await dispatch(admin);
+    await claim(runner.token, 0);
+    const { projectRun } = await import("../../src/run/projection");
+    const current = await runInDurableObject(runStub(runId), (_o, state) =>
+      JSON.parse(state.storage.sql.exec<{ doc: string }>("SELECT doc FROM run").one().doc),
+    );
+    await projectRun(env.DB, { ...current, state: "queued", version: 1 });
+    expect(await row(runId)).toEqual({ state: "claimed", version: 2 });
+  });
+});
