@@ -7,7 +7,7 @@ import { join } from 'node:path';
 /**
  * @typedef {'string' | 'int' | 'list' | 'bool'} OptionType
  * @typedef {{ key: string, flag: string, env?: string, file?: boolean, type: OptionType,
- *   default?: any, help: string, short?: string, secret?: boolean }} OptionSpec
+ *   default?: any, help: string }} OptionSpec
  */
 
 /** @type {Record<string, OptionSpec>} */
@@ -19,11 +19,11 @@ export const OPTIONS = {
   server_url: { key: 'server_url', flag: 'server', env: 'DOCKET_SERVER_URL', file: true, type: 'string',
     help: 'the Docket deployment, e.g. http://127.0.0.1:8787' },
   registration_token: { key: 'registration_token', flag: 'token', env: 'DOCKET_REGISTRATION_TOKEN', type: 'string',
-    secret: true, help: 'a registration token (dkt_r_...) from POST /v1/tokens; used once, never stored' },
+    help: 'a registration token (dkt_r_...) from POST /v1/tokens; used once, never stored' },
   machine_id: { key: 'machine_id', flag: 'machine-id', env: 'DOCKET_MACHINE_ID', file: true, type: 'string',
     help: 'the machine id from registration (normally read from config.json)' },
   machine_token: { key: 'machine_token', flag: 'machine-token', env: 'DOCKET_MACHINE_TOKEN', file: true, type: 'string',
-    secret: true, help: 'the machine token from registration (normally read from config.json)' },
+    help: 'the machine token from registration (normally read from config.json)' },
   name: { key: 'name', flag: 'name', env: 'DOCKET_RUNNER_NAME', file: true, type: 'string',
     help: 'the machine name shown in GET /v1/runners; default the host name' },
   labels: { key: 'labels', flag: 'label', env: 'DOCKET_LABELS', file: true, type: 'list', default: [],
@@ -236,17 +236,4 @@ export function optionsHelp(keys) {
       return `${left.padEnd(32)} ${s.help}${env}`;
     })
     .join('\n');
-}
-
-/**
- * A config for printing: secrets shortened.
- * @param {Record<string, any>} cfg
- */
-export function redact(cfg) {
-  /** @type {Record<string, any>} */
-  const out = {};
-  for (const [k, v] of Object.entries(cfg)) {
-    out[k] = OPTIONS[k]?.secret && typeof v === 'string' ? `${v.slice(0, 8)}…` : v;
-  }
-  return out;
 }

@@ -215,10 +215,11 @@ function writeState(dir, name, data) {
 
 /**
  * @param {string[]} command the agent's argv
- * @param {{ env?: Record<string, string | undefined>, cwd?: string, log?: (s: string) => void }} [opts]
+ * @param {{ env?: Record<string, string | undefined>, cwd?: string, log?: (s: string) => void, echo?: (chunk: string) => void }} [opts]
+ *   echo receives the agent's raw output (by default our stdout, which the launcher sends to sandbox.log)
  * @returns {Promise<number>} the daemon's exit code
  */
-export async function runDaemon(command, { env = process.env, cwd = process.cwd(), log = (s) => process.stderr.write(s + '\n') } = {}) {
+export async function runDaemon(command, { env = process.env, cwd = process.cwd(), log = (s) => process.stderr.write(s + '\n'), echo = (c) => process.stdout.write(c) } = {}) {
   const stateDir = env.DOCKET_STATE_DIR;
   const missing = ['DOCKET_URL', 'DOCKET_RUN_ID', 'DOCKET_ATTEMPT', 'DOCKET_ATTEMPT_TOKEN'].filter((k) => !env[k]);
   if (command.length === 0 || missing.length > 0) {
@@ -271,7 +272,7 @@ export async function runDaemon(command, { env = process.env, cwd = process.cwd(
     }
     buffer.push(line);
   };
-  const streamsDone = Promise.all([pipeLines(child.stdout, onLine), pipeLines(child.stderr, onLine)]);
+  const streamsDone = Promise.all([pipeLines(child.stdout, onLine, echo), pipeLines(child.stderr, onLine, echo)]);
 
   const stopAgent = async (/** @type {string} */ why) => {
     if (child.exitCode !== null || child.signalCode !== null) return;
@@ -429,16 +430,16 @@ export async function runDaemon(command, { env = process.env, cwd = process.cwd(
 }
 
 /**
- * Split a stream into lines, passing the bytes through to our own stdout (the sandbox log).
- * @param {NodeJS.ReadableStream | null} stream @param {(line: string) => void} onLine
+ * Split a stream into lines, passing the text through to `echo`.
+ * @param {NodeJS.ReadableStream | null} stream @param {(line: string) => void} onLine @param {(chunk: string) => void} echo
  */
-function pipeLines(stream, onLine) {
+function pipeLines(stream, onLine, echo) {
   return new Promise((resolve) => {
     if (!stream) return resolve(undefined);
     let rest = '';
     stream.setEncoding('utf8');
     stream.on('data', (/** @type {string} */ chunk) => {
-      process.stdout.write(chunk);
+      echo(chunk);
       rest += chunk;
       let i;
       while ((i = rest.indexOf('\n')) >= 0) {

@@ -1,0 +1,187 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { computePatch, daemonLimits, PHASE_LINE, readResultFile, ReportBuffer, runDaemon } from '../src/daemon.mjs';
+import { fakeServer } from './helpers/fake-server.mjs';
+
+const limits = { maxBatchLines: 3, maxLineChars: 10, maxBufferedLines: 5 };
+const dirs = [];
+function tmp() {
+  const d = mkdtempSync(join(tmpdir(), 'docket-daemon-'));
+  dirs.push(d);
+  return d;
+}
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+describe('report batching', () => {
+  it('sends every phase change in order, each followed by the lines printed under it', () => {
+    const b = new ReportBuffer(limits);
+    b.push('before');
+    b.setPhase('planning');
+    b.setPhase('implementing');
+    b.push('one');
+    b.push('two');
+    b.setPhase('implementing'); // no change, no report
+    const bodies = [];
+    while (b.hasNews) bodies.push(b.take().body);
+    expect(bodies).toEqual([{ lines: ['before'] }, { phase: 'planning', lines: [] }, { phase: 'implementing', lines: ['one', 'two'] }]);
+  });
+
+  it('bounds a batch, cuts long lines, and keeps the newest lines with a note when the server is away', () => {
+    const b = new ReportBuffer(limits);
+    for (let i = 0; i < 8; i++) b.push(`line ${i} is long`);
+    const first = b.take();
+    expect(first.body.lines[0]).toMatch(/3 output lines were dropped/);
+    expect(first.body.lines.slice(1)).toEqual(['line 3 is …', 'line 4 is …', 'line 5 is …']);
+    b.giveBack(first.batch); // not delivered: nothing is lost twice, the note comes back too
+    const again = b.take();
+    expect(again.body).toEqual(first.body);
+    expect(b.take().body.lines).toEqual(['line 6 is …', 'line 7 is …']);
+    expect(b.hasNews).toBe(false);
+  });
+
+  it('the phase convention is a line `::phase <name>`', () => {
+    expect(PHASE_LINE.exec('::phase verifying')?.[1]).toBe('verifying');
+    expect(PHASE_LINE.exec('  ::phase verifying')).toBeNull();
+    expect(PHASE_LINE.exec('::phase two words')).toBeNull();
+  });
+});
+
+describe('the result file', () => {
+  it('reads model, limitations and cost; a missing file is no result', () => {
+    const d = tmp();
+    const path = join(d, 'result.json');
+    expect(readResultFile(path)).toMatchObject({ model: null, cost_cents: null, cost_uncertain: false });
+    writeFileSync(path, JSON.stringify({ model: 'm', limitations: ['a', 3], cost_cents: 42 }));
+    expect(readResultFile(path)).toMatchObject({ model: 'm', limitations: ['a'], cost_cents: 42, cost_uncertain: false });
+  });
+
+  it('a cost that is not whole non-negative cents is uncertain (the job goes to cost review)', () => {
+    const d = tmp();
+    const path = join(d, 'result.json');
+    writeFileSync(path, JSON.stringify({ cost_cents: 1.5 }));
+    expect(readResultFile(path)).toMatchObject({ cost_cents: null, cost_uncertain: true });
+    writeFileSync(path, '{not json');
+    expect(readResultFile(path)).toMatchObject({ cost_uncertain: true, problem: expect.stringMatching(/not a JSON object/) });
+  });
+});
+
+function gitRepo() {
+  const d = tmp();
+  const git = (...args) => spawnSync('git', args, { cwd: d, encoding: 'utf8', env: { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@e', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@e' } });
+  git('init', '-q');
+  writeFileSync(join(d, 'a.txt'), 'a\n');
+  git('add', 'a.txt');
+  git('commit', '-qm', 'init');
+  return { dir: d, rev: git('rev-parse', 'HEAD').stdout.trim(), git };
+}
+
+describe('the patch', () => {
+  it('holds changed, committed and new files against the source revision, and leaves the index alone', async () => {
+    const { dir, rev, git } = gitRepo();
+    writeFileSync(join(dir, 'a.txt'), 'a\nb\n');
+    writeFileSync(join(dir, 'new.txt'), 'new\n');
+    const { patch, problem } = await computePatch(dir, rev);
+    expect(problem).toBeNull();
+    expect(patch).toContain('+b');
+    expect(patch).toContain('new.txt');
+    expect(git('status', '--porcelain').stdout).toContain('?? new.txt'); // the real index did not change
+  });
+
+  it('is empty without a source revision', async () => {
+    expect(await computePatch(tmp(), null)).toEqual({ patch: '', problem: null });
+  });
+});
+
+describe('the daemon against a flaky server', () => {
+  it('retries reports through 503s, strips the token from the agent, and delivers the final result once', async () => {
+    let n = 0;
+    const server = await fakeServer(({ path }) => {
+      if (!path.endsWith('/reports')) return { status: 404, body: { error: { code: 'not_found', message: '' } } };
+      n += 1;
+      if (n <= 2) return { status: 503, body: { error: { code: 'internal', message: 'try later' } } };
+      return { status: 200, body: { run_id: 'run_1', attempt: 1, state: 'completed', stop_requested: false } };
+    });
+    const { dir, rev } = gitRepo();
+    const state = tmp();
+    const agent = join(state, 'agent.mjs');
+    writeFileSync(agent, `
+      import { writeFileSync } from 'node:fs';
+      console.log('::phase implementing');
+      console.log('token=' + (process.env.DOCKET_ATTEMPT_TOKEN ?? 'none'));
+      writeFileSync('a.txt', 'changed\\n');
+      writeFileSync(process.env.DOCKET_RESULT_FILE, JSON.stringify({ model: 'm1', cost_cents: 5 }));
+    `);
+    try {
+      const code = await runDaemon([process.execPath, agent], {
+        cwd: dir,
+        log: () => {},
+        echo: () => {},
+        env: {
+          ...process.env,
+          DOCKET_URL: server.url, DOCKET_RUN_ID: 'run_1', DOCKET_ATTEMPT: '1', DOCKET_ATTEMPT_TOKEN: 'dkt_a_token',
+          DOCKET_STATE_DIR: state, DOCKET_RESULT_FILE: join(state, 'result.json'), DOCKET_SOURCE_REVISION: rev,
+          DOCKET_DAEMON_BACKOFF_BASE_MS: '20', DOCKET_DAEMON_BACKOFF_MAX_MS: '40', DOCKET_DAEMON_FLUSH_MS: '20',
+        },
+      });
+      expect(code).toBe(0);
+      const reports = server.requests.filter((r) => r.path === '/v1/runs/run_1/reports');
+      expect(reports.every((r) => r.auth === 'Bearer dkt_a_token')).toBe(true);
+      const lines = reports.flatMap((r) => r.body.lines ?? []);
+      expect(lines).toContain('token=none');
+      const finals = reports.filter((r) => r.body.final);
+      expect(finals.at(-1).body.final).toMatchObject({
+        outcome: 'completed',
+        exit_codes: { agent: 0 },
+        cost_cents: 5,
+        artifact: { source_revision: rev, model: 'm1' },
+      });
+      expect(finals.at(-1).body.final.artifact.patch).toContain('+changed');
+      expect(JSON.parse(readFileSync(join(state, 'final.json'), 'utf8'))).toMatchObject({ delivered: true, answer_state: 'completed' });
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('stops the agent and gives up when the server says the attempt is over', async () => {
+    const server = await fakeServer(() => ({ status: 410, body: { error: { code: 'task_gone', message: 'run is cancelled' } } }));
+    const state = tmp();
+    const agent = join(state, 'agent.mjs');
+    writeFileSync(agent, `console.log('working'); setInterval(() => {}, 1000);`);
+    try {
+      const started = Date.now();
+      const code = await runDaemon([process.execPath, agent], {
+        cwd: state,
+        log: () => {},
+        echo: () => {},
+        env: { ...process.env, DOCKET_URL: server.url, DOCKET_RUN_ID: 'run_1', DOCKET_ATTEMPT: '1', DOCKET_ATTEMPT_TOKEN: 'dkt_a_t', DOCKET_STATE_DIR: state },
+      });
+      expect(code).toBe(3);
+      expect(Date.now() - started).toBeLessThan(10_000);
+      expect(JSON.parse(readFileSync(join(state, 'final.json'), 'utf8'))).toMatchObject({ delivered: false, attempt_over: 'task_gone' });
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('reports a missing agent command in its launch handshake', async () => {
+    const state = tmp();
+    const code = await runDaemon(['/nonexistent/agent'], {
+      cwd: state,
+      log: () => {},
+        echo: () => {},
+      env: { DOCKET_URL: 'http://127.0.0.1:9', DOCKET_RUN_ID: 'r', DOCKET_ATTEMPT: '1', DOCKET_ATTEMPT_TOKEN: 't', DOCKET_STATE_DIR: state },
+    });
+    expect(code).toBe(2);
+    expect(JSON.parse(readFileSync(join(state, 'launch.json'), 'utf8'))).toEqual({ ok: false, error: 'agent command not found: /nonexistent/agent' });
+  });
+
+  it('has sane default limits', () => {
+    expect(daemonLimits({})).toMatchObject({ heartbeatMs: 30_000, maxBatchLines: 200, maxPatchBytes: 4_900_000 });
+    expect(daemonLimits({ DOCKET_DAEMON_HEARTBEAT_MS: 'x' }).heartbeatMs).toBe(30_000);
+  });
+});

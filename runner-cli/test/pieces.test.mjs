@@ -1,0 +1,76 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ApiError, classify } from '../src/api.mjs';
+import { effectiveLifetimeMs } from '../src/job.mjs';
+import { sandboxEnv } from '../src/launchers/common.mjs';
+import { acquireLock, LockedError, lockHolder } from '../src/lock.mjs';
+
+const dirs = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+describe('what a server answer means to the runner', () => {
+  it('only task_gone, other_organization and other_machine destroy a workload', () => {
+    expect(classify(new ApiError(410, 'task_gone', ''))).toBe('definitive');
+    expect(classify(new ApiError(403, 'other_organization', ''))).toBe('definitive');
+    expect(classify(new ApiError(409, 'other_machine', ''))).toBe('definitive');
+    expect(classify(new ApiError(409, 'stale_attempt', ''))).toBe('attempt_over');
+    expect(classify(new ApiError(409, 'lease_expired', ''))).toBe('attempt_over');
+    expect(classify(new ApiError(426, 'listener_upgrade_required', ''))).toBe('upgrade');
+    for (const e of [new ApiError(401, 'unauthorized', ''), new ApiError(500, 'internal', ''), new ApiError(502, 'http_502', ''),
+      new ApiError(0, 'timeout', ''), new ApiError(0, 'network', ''), new Error('boom')]) {
+      expect(classify(e)).toBe('transient');
+    }
+  });
+});
+
+describe('the sandbox environment', () => {
+  it('never hands a DOCKET_* variable of the runner (such as its machine token) to the sandbox', () => {
+    const env = sandboxEnv(
+      { PATH: '/bin', HOME: '/h', DOCKET_MACHINE_TOKEN: 'dkt_s_x', SECRET: 's', OPENAI_API_KEY: 'k' },
+      ['OPENAI_API_KEY', 'DOCKET_MACHINE_TOKEN'],
+      { K: 'V', DOCKET_URL: 'http://evil' },
+      { DOCKET_URL: 'http://docket', DOCKET_ATTEMPT_TOKEN: 'dkt_a_x' },
+    );
+    expect(env).toEqual({ PATH: '/bin', HOME: '/h', OPENAI_API_KEY: 'k', K: 'V', DOCKET_URL: 'http://docket', DOCKET_ATTEMPT_TOKEN: 'dkt_a_x' });
+  });
+});
+
+describe('sandbox lifetime', () => {
+  it("is the server's, capped by a lower local setting; 600 s when neither says", () => {
+    expect(effectiveLifetimeMs(undefined, 600_000)).toBe(600_000);
+    expect(effectiveLifetimeMs(5_000, 600_000)).toBe(5_000);
+    expect(effectiveLifetimeMs(900_000, 600_000)).toBe(600_000);
+    expect(effectiveLifetimeMs(undefined, undefined)).toBe(600_000);
+  });
+});
+
+describe('the data directory lock', () => {
+  it('a second holder is refused while the first lives, and the lock is free after release', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'docket-lock-'));
+    dirs.push(dir);
+    const release = acquireLock(dir);
+    expect(lockHolder(dir)?.pid).toBe(process.pid);
+    expect(() => acquireLock(dir)).toThrow(LockedError);
+    release();
+    expect(lockHolder(dir)).toBeNull();
+    acquireLock(dir)();
+  });
+
+  it('a lock left by a dead process is taken over', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'docket-lock-'));
+    dirs.push(dir);
+    const child = spawn(process.execPath, ['-e', '0']);
+    const pid = child.pid;
+    await new Promise((r) => child.on('exit', r));
+    writeFileSync(join(dir, 'listen.lock'), JSON.stringify({ pid }));
+    expect(lockHolder(dir)).toBeNull();
+    const release = acquireLock(dir);
+    expect(lockHolder(dir)?.pid).toBe(process.pid);
+    release();
+  });
+});
