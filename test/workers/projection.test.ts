@@ -19,10 +19,10 @@ describe("the queue projection", () => {
     // After a failed write the object arms its alarm to retry (RunObject.armAlarm).
     await runInDurableObject(runStub(runId), async (_o, state) => {
       state.storage.sql.exec("UPDATE run SET projected_version = 1");
-      await state.storage.setAlarm(Date.now());
+      await state.storage.setAlarm(Date.now() + 60_000);
     });
     expect((await row(runId))?.state).toBe("queued");
-    await runAlarm(runId);
+    expect(await runAlarm(runId)).toBe(true);
     expect(await row(runId)).toEqual({ state: "cancelled", version: 2 });
   });
 
