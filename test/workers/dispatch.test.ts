@@ -71,12 +71,12 @@ describe("dispatch and the runs API", () => {
     const seen: string[] = [];
     let cursor: string | null = null;
     for (let page = 0; page < 10; page++) {
-      const res: { body: { runs: { id: string }[]; next_cursor: string | null } } = await call(
+      const res = await call(
         "GET",
         `/v1/runs?limit=2${cursor ? `&cursor=${cursor}` : ""}`,
         { token: admin },
       );
-      seen.push(...res.body.runs.map((r) => r.id));
+      seen.push(...res.body.runs.map((r: { id: string }) => r.id));
       cursor = res.body.next_cursor;
       if (!cursor) break;
     }

@@ -1,6 +1,6 @@
 // The reaper runs on each run object's alarm (../shared/spec/dispatch-lifecycle.md, "Decisions").
 
-import { createExecutionContext, createScheduledController } from "cloudflare:test";
+import { createScheduledController } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import worker from "../../src/index";
 import { describe, expect, it } from "vitest";
@@ -18,7 +18,7 @@ async function launchedRun() {
 }
 
 async function cronTick(atMs: number) {
-  await worker.scheduled(createScheduledController({ scheduledTime: atMs, cron: "* * * * *" }), env, createExecutionContext());
+  await worker.scheduled(createScheduledController({ scheduledTime: atMs, cron: "* * * * *" }), env);
 }
 
 describe("the reaper", () => {
