@@ -1,6 +1,10 @@
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-pool-workers";
 import { defineConfig } from "vitest/config";
 
+// Tests run offline: local Workers started by tests neither send telemetry nor fetch `Request.cf`.
+process.env.WRANGLER_SEND_METRICS ??= "false";
+process.env.CLOUDFLARE_CF_FETCH_ENABLED ??= "false";
+
 // Two projects: tests inside the Workers runtime (the Worker, its Durable Objects, D1 and the
 // Queue, all local), and Node tests (the runner CLI and end-to-end runs against a local Worker).
 export default defineConfig(async () => {

@@ -9,6 +9,7 @@ const port = process.env.PORT ?? "8787";
 const adminSecret = process.env.ADMIN_SECRET ?? `local-${randomBytes(12).toString("hex")}`;
 const wrangler = ["exec", "--", "wrangler"];
 process.env.WRANGLER_SEND_METRICS ??= "false";
+process.env.CLOUDFLARE_CF_FETCH_ENABLED ??= "false";
 
 console.log("Applying D1 migrations to the local database…");
 const migrate = spawnSync("npm", [...wrangler, "d1", "migrations", "apply", "DB", "--local"], {
