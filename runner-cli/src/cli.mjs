@@ -87,7 +87,10 @@ export async function main(argv) {
       return 0;
     }
     const { runDaemon } = await import('./daemon.mjs');
-    return runDaemon(rest[0] === '--' ? rest.slice(1) : rest);
+    const code = await runDaemon(rest[0] === '--' ? rest.slice(1) : rest);
+    // Exit now: retry timers still pending must not keep the sandbox alive once the result is in.
+    await new Promise((resolve) => process.stdout.write('', resolve));
+    process.exit(code);
   }
   let values;
   try {

@@ -306,11 +306,13 @@ export async function runDaemon(command, { env = process.env, cwd = process.cwd(
   };
 
   // The report loop: output as it comes (batched), and a heartbeat when there is none.
-  let agentDone = false;
+  // Loops stop at the agent's exit; the output still in flight is flushed before the final report.
+  let agentExited = false;
+  agentExit.then(() => (agentExited = true));
   const backoff = new Backoff({ baseMs: limits.backoffBaseMs, maxMs: limits.backoffMaxMs });
   const reportLoop = (async () => {
     let lastSentAt = 0;
-    while (!agentDone && !attemptOver) {
+    while (!agentExited && !attemptOver) {
       const due = buffer.hasNews || Date.now() - lastSentAt >= limits.heartbeatMs;
       if (due) {
         const ok = await sendBatch();
@@ -328,7 +330,7 @@ export async function runDaemon(command, { env = process.env, cwd = process.cwd(
   })();
 
   const attemptWatch = (async () => {
-    while (!agentDone) {
+    while (!agentExited) {
       if (attemptOver) {
         await stopAgent(`the server answered ${attemptOver}: this attempt is over`);
         return;
@@ -338,9 +340,8 @@ export async function runDaemon(command, { env = process.env, cwd = process.cwd(
   })();
 
   const exit = /** @type {{ code: number | null, signal: NodeJS.Signals | null }} */ (await agentExit);
-  await Promise.race([streamsDone, sleep(2_000)]); // output after exit from the agent's children is not awaited forever
-  agentDone = true;
   await reportLoop;
+  await Promise.race([streamsDone, sleep(2_000)]); // output after exit from the agent's children is not awaited forever
   await attemptWatch;
   const agentCode = exit.code ?? 128 + signalNumber(exit.signal);
 

@@ -184,7 +184,7 @@ export class JobSupervisor {
       if (this.runner.stopping) return this.leaveRunning();
       const now = Date.now();
       if (now >= deadlineAtMs) {
-        return this.stopAndReport(`the sandbox lifetime of ${Math.round(this.lifetimeMs / 1000)} s ran out`);
+        return this.stopAndReport(`the sandbox lifetime of ${Math.round(this.lifetimeMs / 100) / 10} s ran out`);
       }
       if (now >= nextCallAtMs) {
         const call = launchedAccepted ? 'lease' : 'launched';

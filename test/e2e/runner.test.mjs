@@ -152,6 +152,18 @@ describe('docket-runner against a local Docket', () => {
     await second.kill('SIGTERM');
   });
 
+  it('a sandbox that outlives its lifetime is stopped and the run fails with the reason', async () => {
+    const { org, home } = await registeredRunner();
+    const agent = waitingAgent(join(scratch, 'never'));
+    const run = await dispatch(docket, org.admin, { launch: { command: [process.execPath, agent] } });
+    const listener = home.listen(['--sandbox-lifetime-ms', '1500']);
+    const launched = await listener.waitFor((e) => e.event === 'launched' && e.run_id === run.id);
+    const failed = await waitForRun(docket, org.admin, run.id, (r) => r.state === 'failed');
+    expect(failed.last_error).toContain('the sandbox lifetime of 1.5 s ran out');
+    expect(groupAlive(Number(String(launched.sandbox_id).replace('process-', '')))).toBe(false);
+    await listener.kill('SIGTERM');
+  });
+
   it('three launch failures end the run failed with the last error', async () => {
     const { org, home } = await registeredRunner();
     const run = await dispatch(docket, org.admin, { launch: { command: ['/nonexistent/docket-e2e-agent'] } });

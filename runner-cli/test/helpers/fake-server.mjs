@@ -15,6 +15,10 @@ export async function fakeServer(answer) {
       const entry = { method: req.method ?? '', path: req.url ?? '', body: text ? JSON.parse(text) : null, auth: req.headers.authorization, at_ms: Date.now() };
       requests.push(entry);
       const a = await answer(entry);
+      if (a.status === 0) {
+        res.socket?.destroy(); // a network failure
+        return;
+      }
       res.writeHead(a.status, { 'content-type': 'application/json' });
       res.end(a.body === undefined ? '' : JSON.stringify(a.body));
     });

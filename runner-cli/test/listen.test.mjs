@@ -1,0 +1,208 @@
+// `docket-runner listen` against a scripted server: the answers a real server gives only in bad
+// weather (503s, 401s, task_gone in the middle of a run).
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { fakeServer } from './helpers/fake-server.mjs';
+
+const CLI = fileURLToPath(new URL('../bin/docket-runner.mjs', import.meta.url));
+const cleanups = [];
+afterEach(async () => {
+  for (const f of cleanups.splice(0).reverse()) await f();
+});
+
+function groupAlive(pid) {
+  try {
+    process.kill(-pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Start listen --json against `url`; resolves events as they come. */
+function listen(url, args = []) {
+  const home = mkdtempSync(join(tmpdir(), 'docket-listen-'));
+  writeFileSync(join(home, 'config.json'), JSON.stringify({ server_url: url, machine_id: 'mch_1', machine_token: 'dkt_s_t' }));
+  const child = spawn(process.execPath, [CLI, 'listen', '--json', '--backoff-base-ms', '100', '--backoff-max-ms', '400', '--stop-grace-ms', '500', ...args], {
+    env: { PATH: process.env.PATH, HOME: home, DOCKET_RUNNER_HOME: home },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const events = [];
+  let rest = '';
+  child.stdout.on('data', (d) => {
+    rest += d;
+    let i;
+    while ((i = rest.indexOf('\n')) >= 0) {
+      events.push(JSON.parse(rest.slice(0, i)));
+      rest = rest.slice(i + 1);
+    }
+  });
+  let stderr = '';
+  child.stderr.on('data', (d) => (stderr += d));
+  const exited = new Promise((r) => child.on('exit', (code) => r(code)));
+  cleanups.push(async () => {
+    child.kill('SIGKILL');
+    await exited;
+    for (const e of events) if (e.sandbox_id?.startsWith('process-')) try { process.kill(-Number(e.sandbox_id.slice(8)), 'SIGKILL'); } catch {}
+    rmSync(home, { recursive: true, force: true });
+  });
+  const waitFor = async (pred, timeoutMs = 15_000) => {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      const e = events.find(pred);
+      if (e) return e;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    throw new Error(`no such event; got ${events.map((e) => e.message).join('\n')}\n${stderr}`);
+  };
+  return { child, events, waitFor, exited, home };
+}
+
+const ok = (body = {}) => ({ status: 200, body });
+const err = (status, code) => ({ status, body: { error: { code, message: `${code} from the test server` } } });
+const runnerConfig = { lease_ttl_ms: 5000, lease_refresh_ms: 300, heartbeat_interval_ms: 60_000, claim_wait_ms: 200, sandbox_lifetime_ms: 600_000 };
+
+function claimOf(agentCommand) {
+  return {
+    run_id: 'run_t1', attempt: 1, attempt_token: 'dkt_a_t', lease_expires_at_ms: Date.now() + 5000, lease_ttl_ms: 5000,
+    lease_refresh_ms: 300, launch_deadline_at_ms: Date.now() + 60_000, sandbox_lifetime_ms: 600_000, brief: 'test', repository: null,
+    launch: { protocol: 'process', command: agentCommand, image: null, env: {} },
+  };
+}
+const attemptAnswer = (over = {}) => ok({ run_id: 'run_t1', attempt: 1, state: 'implementing', lease_expires_at_ms: Date.now() + 5000, stop_requested: false, ...over });
+
+describe('listen in bad weather', () => {
+  it('backs off with bounded jitter on 503, 401 and network trouble, sending its version and protocols each time', async () => {
+    let claims = 0;
+    const server = await fakeServer(({ path }) => {
+      if (path === '/v1/runners/heartbeat') return ok({ machine_id: 'mch_1', config: runnerConfig });
+      if (path === '/v1/runners/claim') {
+        claims += 1;
+        if (claims <= 3) return err(503, 'internal');
+        if (claims <= 5) return err(401, 'unauthorized');
+        if (claims <= 6) return { status: 0 };
+        return { status: 204 };
+      }
+      return err(404, 'not_found');
+    });
+    cleanups.push(server.close);
+    const l = listen(server.url);
+    await l.waitFor((e) => e.event === 'claim_failed' && e.status === 401);
+    await l.waitFor(() => claims >= 8);
+    const claimTimes = server.requests.filter((r) => r.path === '/v1/runners/claim').map((r) => r.at_ms);
+    const gaps = claimTimes.slice(1, 5).map((t, i) => t - claimTimes[i]);
+    for (const gap of gaps) {
+      expect(gap).toBeGreaterThanOrEqual(45); // at least half of the 100 ms base (minus timer slack)
+      expect(gap).toBeLessThan(400 + 300); // never above the 400 ms maximum (plus scheduling slack)
+    }
+    const claim = server.requests.find((r) => r.path === '/v1/runners/claim');
+    expect(claim.body).toMatchObject({ cli_version: '0.1.0', protocols: ['process'] });
+    expect(claim.auth).toBe('Bearer dkt_s_t');
+    const failures = l.events.filter((e) => e.event === 'claim_failed');
+    expect(failures.map((e) => e.status)).toEqual([503, 503, 503, 401, 401, 0]);
+    expect(failures.at(-1).code).toBe('network');
+    expect(failures.find((e) => e.status === 401).message).toContain('docket-runner register');
+    l.child.kill('SIGTERM');
+    expect(await l.exited).toBe(0);
+  });
+
+  it('keeps the sandbox through 503s on the lease, and removes it only when the server says task_gone', async () => {
+    let leases = 0;
+    const agentDir = mkdtempSync(join(tmpdir(), 'docket-agent-'));
+    cleanups.push(() => rmSync(agentDir, { recursive: true, force: true }));
+    const agent = join(agentDir, 'agent.mjs');
+    writeFileSync(agent, 'setInterval(() => {}, 1000);');
+    let claimed = false;
+    const server = await fakeServer(({ path, body }) => {
+      if (path === '/v1/runners/heartbeat') return ok({ machine_id: 'mch_1', config: runnerConfig });
+      if (path === '/v1/runners/claim') {
+        if (claimed) return { status: 204 };
+        claimed = true;
+        return ok(claimOf([process.execPath, agent]));
+      }
+      if (path.endsWith('/launched')) return attemptAnswer();
+      if (path.endsWith('/lease')) {
+        leases += 1;
+        if (leases <= 3) return err(503, 'internal');
+        if (leases <= 4) return err(401, 'unauthorized');
+        if (leases <= 6) return attemptAnswer();
+        return err(410, 'task_gone');
+      }
+      if (path.endsWith('/reports')) return attemptAnswer();
+      return err(404, 'not_found');
+    });
+    cleanups.push(server.close);
+    const l = listen(server.url);
+    const launched = await l.waitFor((e) => e.event === 'launched');
+    const pid = Number(launched.sandbox_id.slice('process-'.length));
+    await l.waitFor(() => leases >= 5);
+    expect(groupAlive(pid)).toBe(true); // 503 and 401 never destroy a workload
+    expect(l.events.filter((e) => e.event === 'lease_retry')).toHaveLength(4);
+    const ended = await l.waitFor((e) => e.event === 'run_ended', 20_000);
+    expect(ended.outcome).toBe('gone');
+    expect(l.events.some((e) => e.event === 'destroying' && e.code === 'task_gone')).toBe(true);
+    expect(groupAlive(pid)).toBe(false);
+    expect(existsSync(join(l.home, 'data', 'jobs', 'run_t1', '1'))).toBe(false);
+    expect(server.requests.some((r) => r.path.endsWith('/stopped'))).toBe(false); // nothing to report on a gone run
+  });
+
+  it('stops a sandbox that outlives its lifetime and reports it stopped with the reason', async () => {
+    const agentDir = mkdtempSync(join(tmpdir(), 'docket-agent-'));
+    cleanups.push(() => rmSync(agentDir, { recursive: true, force: true }));
+    const agent = join(agentDir, 'agent.mjs');
+    writeFileSync(agent, 'setInterval(() => {}, 1000);');
+    let claimed = false;
+    const server = await fakeServer(({ path }) => {
+      if (path === '/v1/runners/heartbeat') return ok({ machine_id: 'mch_1', config: runnerConfig });
+      if (path === '/v1/runners/claim') {
+        if (claimed) return { status: 204 };
+        claimed = true;
+        return ok({ ...claimOf([process.execPath, agent]), sandbox_lifetime_ms: 1_000 });
+      }
+      if (path.endsWith('/stopped')) return attemptAnswer({ state: 'failed' });
+      return attemptAnswer();
+    });
+    cleanups.push(server.close);
+    const l = listen(server.url);
+    const launched = await l.waitFor((e) => e.event === 'launched');
+    const ended = await l.waitFor((e) => e.event === 'run_ended');
+    expect(ended.outcome).toBe('failed');
+    const stopped = server.requests.find((r) => r.path === '/v1/runs/run_t1/attempts/1/stopped');
+    expect(stopped.body).toEqual({ sandbox_id: launched.sandbox_id, reason: 'the sandbox lifetime of 1 s ran out' });
+    expect(groupAlive(Number(launched.sandbox_id.slice(8)))).toBe(false);
+  });
+
+  it('a run whose reported cost is uncertain ends in the local cost-review state', async () => {
+    const agentDir = mkdtempSync(join(tmpdir(), 'docket-agent-'));
+    cleanups.push(() => rmSync(agentDir, { recursive: true, force: true }));
+    const agent = join(agentDir, 'agent.mjs');
+    writeFileSync(agent, `import { writeFileSync } from 'node:fs'; writeFileSync(process.env.DOCKET_RESULT_FILE, JSON.stringify({ cost_cents: 'about 3 dollars' }));`);
+    let claimed = false;
+    const server = await fakeServer(({ path, body }) => {
+      if (path === '/v1/runners/heartbeat') return ok({ machine_id: 'mch_1', config: runnerConfig });
+      if (path === '/v1/runners/claim') {
+        if (claimed) return { status: 204 };
+        claimed = true;
+        return ok(claimOf([process.execPath, agent]));
+      }
+      if (path.endsWith('/reports') && body.final) return attemptAnswer({ state: 'completed' });
+      return attemptAnswer();
+    });
+    cleanups.push(server.close);
+    const l = listen(server.url);
+    const review = await l.waitFor((e) => e.event === 'cost_review');
+    expect(review.outcome).toBe('completed');
+    const final = server.requests.find((r) => r.body?.final)?.body.final;
+    expect(final.cost_cents).toBeNull(); // an unreadable cost is not made up
+    const status = spawn(process.execPath, [CLI, 'status', '--json'], { env: { PATH: process.env.PATH, DOCKET_RUNNER_HOME: l.home } });
+    let out = '';
+    status.stdout.on('data', (d) => (out += d));
+    await new Promise((r) => status.on('exit', r));
+    const job = out.trim().split('\n').map((x) => JSON.parse(x)).find((x) => x.kind === 'job');
+    expect(job).toMatchObject({ run_id: 'run_t1', state: 'cost-review', outcome: 'completed' });
+  });
+});
