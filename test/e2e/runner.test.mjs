@@ -1,6 +1,6 @@
 // The runner CLI end to end: the real `docket-runner` as child processes against a real local
 // Worker on loopback (issue 3, "How it will be checked").
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -33,13 +33,15 @@ async function registeredRunner(name = 'e2e-box') {
   homes.push(home);
   const reg = home.run(['register', '--server', docket.url, '--token', org.registration, '--name', name, '--label', 'linux']);
   expect(reg.code, reg.stderr + reg.stdout).toBe(0);
+  expect(statSync(home.home).mode & 0o777).toBe(0o700); // the machine token is the owner's alone
+  expect(statSync(join(home.home, 'config.json')).mode & 0o777).toBe(0o600);
   return { org, home };
 }
 
 /** An agent that waits until the file `go` exists before finishing. */
 function waitingAgent(goFile, { ignoreTerm = false } = {}) {
   return agentScript(scratch, `
-    import { existsSync, writeFileSync } from 'node:fs';
+    import { existsSync, statSync, writeFileSync } from 'node:fs';
     ${ignoreTerm ? "process.on('SIGTERM', () => console.log('agent ignores SIGTERM'));" : ''}
     console.log('::phase implementing');
     console.log('agent started in ' + process.cwd());
@@ -149,6 +151,46 @@ describe('docket-runner against a local Docket', () => {
     const done = await waitForRun(docket, org.admin, run.id, (r) => r.state === 'completed');
     expect(done.attempt).toBe(1); // never claimed twice
     expect(home.jobs().filter((j) => j.run_id === run.id)).toHaveLength(1);
+    await second.kill('SIGTERM');
+  });
+
+  it('a cancel that arrives while the runner is down is carried out by the restarted runner', async () => {
+    const { org, home } = await registeredRunner();
+    const agent = waitingAgent(join(scratch, 'never'));
+    const run = await dispatch(docket, org.admin, { launch: { command: [process.execPath, agent] } });
+    const first = home.listen();
+    const launched = await first.waitFor((e) => e.event === 'launched' && e.run_id === run.id);
+    const pid = Number(String(launched.sandbox_id).replace('process-', ''));
+    await waitForRun(docket, org.admin, run.id, (r) => r.state === 'implementing');
+    await first.kill('SIGKILL');
+    const cancel = await docket.api('POST', `/v1/runs/${run.id}/cancel`, { token: org.admin, body: {} });
+    expect(cancel.status).toBe(202);
+    expect(groupAlive(pid)).toBe(true);
+
+    const second = home.listen(['--stop-grace-ms', '1000']);
+    const ended = await second.waitFor((e) => e.event === 'run_ended' && e.run_id === run.id);
+    expect(ended.outcome).toBe('cancelled');
+    expect((await waitForRun(docket, org.admin, run.id, (r) => r.state === 'cancelled')).state).toBe('cancelled');
+    expect(groupAlive(pid)).toBe(false);
+    await second.kill('SIGTERM');
+  });
+
+  it('a sandbox that died while the runner was down is reported, and the run fails with the reason', async () => {
+    const { org, home } = await registeredRunner();
+    const agent = waitingAgent(join(scratch, 'never'));
+    const run = await dispatch(docket, org.admin, { launch: { command: [process.execPath, agent] } });
+    const first = home.listen();
+    const launched = await first.waitFor((e) => e.event === 'launched' && e.run_id === run.id);
+    const pid = Number(String(launched.sandbox_id).replace('process-', ''));
+    await waitForRun(docket, org.admin, run.id, (r) => r.state === 'implementing');
+    await first.kill('SIGKILL');
+    process.kill(-pid, 'SIGKILL');
+
+    const second = home.listen();
+    await second.waitFor((e) => e.event === 'run_ended' && e.run_id === run.id);
+    const failed = await waitForRun(docket, org.admin, run.id, (r) => r.state === 'failed');
+    expect(failed.last_error).toContain('without delivering a final report');
+    expect(home.jobs().find((j) => j.run_id === run.id)).toMatchObject({ state: 'done', outcome: 'failed' });
     await second.kill('SIGTERM');
   });
 
