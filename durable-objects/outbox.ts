@@ -43,6 +43,14 @@ export class Outbox {
       last_error TEXT)`);
   }
 
+  // ---- live streams hook (issue 5) ----------------------------------------------------------------
+  private appended: (() => void) | null = null;
+
+  /** Called after every append, inside its transaction; the listener defers its reads (RunStreams.wake). */
+  onAppend(listener: () => void): void {
+    this.appended = listener;
+  }
+
   /** Appends events; call inside the transaction that makes the change they describe. */
   append(run: RunRecord, events: RunEventDraft[], now: number): void {
     for (const event of events) {
@@ -54,6 +62,7 @@ export class Outbox {
         now,
       );
     }
+    if (events.length > 0) this.appended?.();
   }
 
   after(afterSeq: number, limit: number): StoredEvent[] {
@@ -90,6 +99,15 @@ export class Outbox {
         now,
         ...due.map((r) => r.seq),
       );
+      // One line per publish attempt (issue 5, "Logs for wrangler tail").
+      log("outbox.published", {
+        run: run.id,
+        seq: due[0].seq,
+        last_seq: due[due.length - 1].seq,
+        count: due.length,
+        attempt: due[0].attempts + 1,
+        reason: due[0].attempts > 0 ? "retry" : "new",
+      });
     } catch (err) {
       const attempts = due[0].attempts + 1;
       const retryAt = now + this.config.outboxBackoffMs * 2 ** Math.min(attempts, 16);
@@ -99,7 +117,7 @@ export class Outbox {
         String(err),
         ...due.map((r) => r.seq),
       );
-      log("outbox.publish_failed", { run: run.id, first_seq: due[0].seq, count: due.length, attempts, error: String(err) });
+      log("outbox.publish_failed", { run: run.id, seq: due[0].seq, count: due.length, attempt: attempts, reason: String(err), retry_at_ms: retryAt });
     }
   }
 

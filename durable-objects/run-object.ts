@@ -6,7 +6,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { loadConfig, type Config } from "../src/config";
 import type { Env } from "../src/env";
-import { isRefusal, refusal, type Refusal } from "../src/errors";
+import { DocketError, errorResponse, isRefusal, refusal, type Refusal } from "../src/errors";
 import { newToken, sha256Hex } from "../src/lib/crypto";
 import { log } from "../src/lib/log";
 import { decide, reapDeadline } from "../src/run/decide";
@@ -15,6 +15,7 @@ import type { RunCommand, RunRecord } from "../src/run/types";
 import { attemptView, runView, type RunView } from "../src/run/view";
 import { labelsKey } from "../src/run/labels";
 import { Outbox, type StoredEvent } from "./outbox";
+import { RunStreams, STREAM_ORG_HEADER, streamAfter, tooManyStreams } from "./run-streams";
 
 export type NewRun = Omit<
   RunRecord,
@@ -63,6 +64,7 @@ export class RunObject extends DurableObject<Env> {
   private readonly sql: SqlStorage;
   private readonly config: Config;
   private readonly outbox: Outbox;
+  private readonly streams: RunStreams;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -74,6 +76,9 @@ export class RunObject extends DurableObject<Env> {
     this.sql.exec(`CREATE TABLE IF NOT EXISTS attempt_tokens (
       attempt INTEGER PRIMARY KEY, machine_id TEXT NOT NULL, token_hash TEXT NOT NULL UNIQUE)`);
     this.outbox = new Outbox(ctx.storage, env, this.config);
+    // Live event streams (issue 5): every append wakes this run's open streams.
+    this.streams = new RunStreams({ after: (seq, limit) => this.outbox.after(seq, limit), endedState: () => this.endedState() }, this.config);
+    this.outbox.onAppend(() => this.streams.wake());
   }
 
   // ---- reads ---------------------------------------------------------------------------------
@@ -243,6 +248,40 @@ export class RunObject extends DurableObject<Env> {
     if ("error" in result) return result;
     await this.afterChange(result.run, false);
     return runView(result.run);
+  }
+
+  // ---- events: live streams and operator redelivery (issue 5) ----------------------------------------
+
+  /**
+   * The live event stream (GET /v1/runs/:id/events/stream): server-sent events from the outbox,
+   * resumable from any sequence number (durable-objects/run-streams.ts). The Worker has authorized
+   * the member; the organization it names must own this run.
+   */
+  async fetch(request: Request): Promise<Response> {
+    const run = this.owned(request.headers.get(STREAM_ORG_HEADER) ?? "", false);
+    if (isRefusal(run)) return errorResponse(new DocketError(run.error.code, run.error.message));
+    const answer = this.streams.open(run.id, streamAfter(request), Date.now());
+    return answer ?? tooManyStreams(this.config.streamsPerRunMax, this.config.streamRetryMs);
+  }
+
+  /**
+   * Operator redelivery: publishes the events after `afterSeq` again, sent or not; the consumer
+   * stores each (run, seq) once (../shared/spec/build-lifecycle.md, "Events and completion retry
+   * independently": "Delivery retries send the same job/sequence pair").
+   */
+  async redeliverEvents(orgId: string, afterSeq: number): Promise<{ requeued: number; outbox: ReturnType<Outbox["status"]> } | Refusal> {
+    const run = this.owned(orgId, false);
+    if (isRefusal(run)) return run;
+    const requeued = this.outbox.requeue(afterSeq, Date.now());
+    log("outbox.requeued", { run: run.id, seq: afterSeq, count: requeued, reason: "operator redelivery" });
+    await this.outbox.publish(run);
+    await this.armAlarm(run, 0);
+    return { requeued, outbox: this.outbox.status() };
+  }
+
+  private endedState(): string | null {
+    const run = this.load();
+    return run && run.endedAtMs !== null ? run.state : null;
   }
 
   // ---- alarm: reaper, queue repair, outbox retry -------------------------------------------------

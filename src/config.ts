@@ -39,6 +39,27 @@ export interface Config {
   /** Longest output line kept from a daemon report, and most lines per report. */
   reportLineMaxChars: number;
   reportLinesMax: number;
+  /** Queue consumer: delay before a message it could not handle is delivered again (doubling, capped). */
+  queueRetryBaseMs: number;
+  queueRetryMaxMs: number;
+  /** Live event streams: open streams one run serves at once, and the longest life of one stream. */
+  streamsPerRunMax: number;
+  streamMaxDurationMs: number;
+  /** Live event streams: a keepalive comment this often; the reconnect delay told to clients. */
+  streamKeepaliveMs: number;
+  streamRetryMs: number;
+  /** Completion callbacks: attempts per delivery round, backoff between them (doubling, capped), and one attempt's timeout. */
+  callbackMaxAttempts: number;
+  callbackBackoffBaseMs: number;
+  callbackBackoffMaxMs: number;
+  callbackTimeoutMs: number;
+  /** Builds: the least available credit a dispatch needs, and the most it reserves (build-lifecycle.md). */
+  buildMinAvailableCents: number;
+  buildReservationCents: number;
+  /** Builds: a runner heard from within this window counts as connected for a dispatch. */
+  runnerConnectedWindowMs: number;
+  /** Builds: an unconfirmed dispatch not retried for this long may be released by reconciliation. */
+  buildDispatchTimeoutMs: number;
 }
 
 export const DEFAULTS: Config = {
@@ -62,6 +83,20 @@ export const DEFAULTS: Config = {
   outboxBackoffMs: 1_000,
   reportLineMaxChars: 4_000,
   reportLinesMax: 500,
+  queueRetryBaseMs: 5_000,
+  queueRetryMaxMs: 300_000,
+  streamsPerRunMax: 16,
+  streamMaxDurationMs: 300_000,
+  streamKeepaliveMs: 15_000,
+  streamRetryMs: 2_000,
+  callbackMaxAttempts: 12,
+  callbackBackoffBaseMs: 1_000,
+  callbackBackoffMaxMs: 3_600_000,
+  callbackTimeoutMs: 10_000,
+  buildMinAvailableCents: 1_000,
+  buildReservationCents: 2_500,
+  runnerConnectedWindowMs: 90_000,
+  buildDispatchTimeoutMs: 60_000,
 };
 
 const VAR_NAMES: Record<keyof Config, string> = {
@@ -85,6 +120,20 @@ const VAR_NAMES: Record<keyof Config, string> = {
   outboxBackoffMs: "OUTBOX_BACKOFF_MS",
   reportLineMaxChars: "REPORT_LINE_MAX_CHARS",
   reportLinesMax: "REPORT_LINES_MAX",
+  queueRetryBaseMs: "QUEUE_RETRY_BASE_MS",
+  queueRetryMaxMs: "QUEUE_RETRY_MAX_MS",
+  streamsPerRunMax: "STREAMS_PER_RUN_MAX",
+  streamMaxDurationMs: "STREAM_MAX_DURATION_MS",
+  streamKeepaliveMs: "STREAM_KEEPALIVE_MS",
+  streamRetryMs: "STREAM_RETRY_MS",
+  callbackMaxAttempts: "CALLBACK_MAX_ATTEMPTS",
+  callbackBackoffBaseMs: "CALLBACK_BACKOFF_BASE_MS",
+  callbackBackoffMaxMs: "CALLBACK_BACKOFF_MAX_MS",
+  callbackTimeoutMs: "CALLBACK_TIMEOUT_MS",
+  buildMinAvailableCents: "BUILD_MIN_AVAILABLE_CENTS",
+  buildReservationCents: "BUILD_RESERVATION_CENTS",
+  runnerConnectedWindowMs: "RUNNER_CONNECTED_WINDOW_MS",
+  buildDispatchTimeoutMs: "BUILD_DISPATCH_TIMEOUT_MS",
 };
 
 /** Reads the config from Worker vars; a malformed value is a deployment error and throws at once. */
@@ -106,6 +155,10 @@ export function loadConfig(vars: Record<string, unknown>): Config {
     }
   }
   if (config.attemptBudget < 1) throw new Error("ATTEMPT_BUDGET must be at least 1");
+  if (config.callbackMaxAttempts < 1) throw new Error("CALLBACK_MAX_ATTEMPTS must be at least 1");
+  if (config.streamsPerRunMax < 1) throw new Error("STREAMS_PER_RUN_MAX must be at least 1");
+  if (config.streamKeepaliveMs < 1_000) throw new Error("STREAM_KEEPALIVE_MS must be at least 1000");
+  if (config.buildReservationCents < 1) throw new Error("BUILD_RESERVATION_CENTS must be at least 1");
   return config;
 }
 

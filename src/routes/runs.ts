@@ -5,6 +5,7 @@ import { drizzle } from "drizzle-orm/d1";
 import { Hono } from "hono";
 import { z } from "zod";
 import type { AppEnv } from "../app-types";
+import { callbackView, readDelivery } from "../callbacks/deliveries";
 import { requireMember } from "../auth";
 import { idempotencyKeys, labelSets, runs } from "../db/schema";
 import { DocketError, unwrap } from "../errors";
@@ -165,7 +166,10 @@ export const runRoutes = new Hono<AppEnv>()
   })
   .get("/runs/:id", requireMember, validate("param", idParam), async (c) => {
     const { id } = c.req.valid("param");
-    return c.json(unwrap(await runStub(c.env, id).read(c.get("caller").orgId)));
+    const run = unwrap(await runStub(c.env, id).read(c.get("caller").orgId));
+    // The completion callback's receipt lives in D1, apart from the run (docs/callbacks.md).
+    const callback = callbackView(run.callback_url, await readDelivery(c.env.DB, id), c.get("config"));
+    return c.json({ ...run, callback });
   })
   .post("/runs/:id/cancel", requireMember, validate("param", idParam), validate("json", cancelBody), async (c) => {
     const { id } = c.req.valid("param");

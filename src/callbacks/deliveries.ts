@@ -1,0 +1,103 @@
+// The receipt of a completion callback: one D1 row per run (callback_deliveries), pending until a
+// receiver answered 2xx (delivered) or the attempts of the round ran out (failed). Every write is
+// conditional on the attempt count it was made against, so duplicate queue deliveries of the same
+// callback message make at most one attempt each (../shared/spec/build-lifecycle.md, "Events and
+// completion retry independently").
+
+import { and, eq, sql } from "drizzle-orm";
+import { drizzle } from "drizzle-orm/d1";
+import type { Config } from "../config";
+import { callbackDeliveries } from "../db/schema";
+
+export type DeliveryRow = typeof callbackDeliveries.$inferSelect;
+
+export async function readDelivery(db: D1Database, runId: string): Promise<DeliveryRow | null> {
+  return (await drizzle(db).select().from(callbackDeliveries).where(eq(callbackDeliveries.runId, runId)).get()) ?? null;
+}
+
+/** Creates the pending delivery of a run that ended; an existing one is left as it is. */
+export async function ensurePending(db: D1Database, row: { runId: string; orgId: string; url: string; now: number }): Promise<DeliveryRow> {
+  await drizzle(db)
+    .insert(callbackDeliveries)
+    .values({ runId: row.runId, orgId: row.orgId, url: row.url, status: "pending", attempts: 0, createdAtMs: row.now })
+    .onConflictDoNothing();
+  const current = await readDelivery(db, row.runId);
+  if (!current) throw new Error(`callback delivery of ${row.runId} vanished`);
+  return current;
+}
+
+/** An operator's redelivery: a new round of attempts, whatever the last round ended as. */
+export async function startRound(db: D1Database, row: { runId: string; orgId: string; url: string; now: number }): Promise<void> {
+  await drizzle(db)
+    .insert(callbackDeliveries)
+    .values({ runId: row.runId, orgId: row.orgId, url: row.url, status: "pending", attempts: 0, createdAtMs: row.now })
+    .onConflictDoUpdate({
+      target: callbackDeliveries.runId,
+      set: { status: "pending", attempts: 0, url: row.url, deliveredAtMs: null },
+    });
+}
+
+/**
+ * Claims attempt `expected + 1`: a compare-and-swap on the attempt count, so of two deliveries of
+ * the same message only one makes the attempt. Returns the attempt number, or null when lost.
+ */
+export async function claimAttempt(db: D1Database, runId: string, expected: number, now: number): Promise<number | null> {
+  const rows = await drizzle(db)
+    .update(callbackDeliveries)
+    .set({ attempts: sql`${callbackDeliveries.attempts} + 1`, lastAttemptAtMs: now })
+    .where(and(eq(callbackDeliveries.runId, runId), eq(callbackDeliveries.status, "pending"), eq(callbackDeliveries.attempts, expected)))
+    .returning({ attempts: callbackDeliveries.attempts });
+  return rows.length === 1 ? rows[0].attempts : null;
+}
+
+/** Records how attempt `attempt` went, unless a redelivery started a new round meanwhile. */
+export async function recordAttempt(
+  db: D1Database,
+  runId: string,
+  attempt: number,
+  result: { status: "pending" | "delivered" | "failed"; error: string | null; statusCode: number | null; now: number },
+): Promise<void> {
+  await drizzle(db)
+    .update(callbackDeliveries)
+    .set({
+      status: result.status,
+      lastError: result.error,
+      lastStatusCode: result.statusCode,
+      deliveredAtMs: result.status === "delivered" ? result.now : null,
+    })
+    .where(and(eq(callbackDeliveries.runId, runId), eq(callbackDeliveries.status, "pending"), eq(callbackDeliveries.attempts, attempt)));
+}
+
+/** Gives up on a round whose attempts are spent (for example after a crash between claim and record). */
+export async function markFailed(db: D1Database, runId: string, expected: number, error: string): Promise<void> {
+  await drizzle(db)
+    .update(callbackDeliveries)
+    .set({ status: "failed", lastError: error })
+    .where(and(eq(callbackDeliveries.runId, runId), eq(callbackDeliveries.status, "pending"), eq(callbackDeliveries.attempts, expected)));
+}
+
+/**
+ * The `callback` field of a run (GET /v1/runs/:id): null without a callback_url; `waiting` until
+ * the run has ended and its end event reached the consumer.
+ */
+export function callbackView(callbackUrl: string | null, row: DeliveryRow | null, config: Config) {
+  if (!callbackUrl && !row) return null;
+  return {
+    url: row?.url ?? callbackUrl,
+    status: row?.status ?? ("waiting" as const),
+    attempts: row?.attempts ?? 0,
+    max_attempts: config.callbackMaxAttempts,
+    last_error: row?.lastError ?? null,
+    last_status_code: row?.lastStatusCode ?? null,
+    last_attempt_at_ms: row?.lastAttemptAtMs ?? null,
+    delivered_at_ms: row?.deliveredAtMs ?? null,
+    created_at_ms: row?.createdAtMs ?? null,
+  };
+}
+
+export type CallbackView = ReturnType<typeof callbackView>;
+
+/** Backoff before the next attempt: base * 2^(attempt-1), capped (attempt counts from 1). */
+export function callbackBackoffMs(config: Config, attempt: number): number {
+  return Math.min(config.callbackBackoffMaxMs, config.callbackBackoffBaseMs * 2 ** Math.min(Math.max(0, attempt - 1), 30));
+}

@@ -1,0 +1,72 @@
+// A run's events as they happen, and an operator's redelivery of events and of the completion
+// callback (docs/protocol.md, "Live events" and "Redelivery"; docs/callbacks.md).
+
+import { Hono } from "hono";
+import { z } from "zod";
+import { streamRequest } from "../../durable-objects/run-streams";
+import type { AppEnv } from "../app-types";
+import { requireAdmin, requireMember } from "../auth";
+import { callbackView } from "../callbacks/deliveries";
+import { redeliverCallback } from "../callbacks/schedule";
+import { DocketError, unwrap } from "../errors";
+import { runIdParam, validate } from "../validate";
+import { runStub } from "./stubs";
+
+const idParam = z.object({ id: runIdParam });
+
+const seqText = z.string().regex(/^\d{1,15}$/, "must be a sequence number (a non-negative integer)");
+
+const streamQuery = z.object({ after: seqText.optional() }).strict();
+
+const redeliverEventsBody = z.object({ after: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional() }).strict();
+
+const redeliverCallbackBody = z.object({}).strict();
+
+/**
+ * Where a stream resumes: after the Last-Event-ID an EventSource sends when it reconnects, which
+ * wins over ?after= (the reconnect repeats the original URL), else after ?after=, else from the start.
+ */
+function resumeAfter(lastEventId: string | undefined, after: string | undefined): number {
+  if (lastEventId !== undefined && lastEventId.trim() !== "") {
+    const parsed = seqText.safeParse(lastEventId.trim());
+    if (!parsed.success) {
+      throw new DocketError("invalid_request", `header Last-Event-ID: ${parsed.error.issues[0].message}`, { field: "Last-Event-ID" });
+    }
+    return Number(parsed.data);
+  }
+  return after === undefined ? 0 : Number(after);
+}
+
+export const eventRoutes = new Hono<AppEnv>()
+  .get("/runs/:id/events/stream", requireMember, validate("param", idParam), validate("query", streamQuery), async (c) => {
+    const { id } = c.req.valid("param");
+    const after = resumeAfter(c.req.header("Last-Event-ID"), c.req.valid("query").after);
+    // The run object serves the stream itself: it sees each event the moment it is written.
+    return runStub(c.env, id).fetch(streamRequest(id, c.get("caller").orgId, after));
+  })
+  .post(
+    "/runs/:id/events/redeliver",
+    requireMember,
+    requireAdmin,
+    validate("param", idParam),
+    validate("json", redeliverEventsBody),
+    async (c) => {
+      const { id } = c.req.valid("param");
+      const after = c.req.valid("json").after ?? 0;
+      const result = unwrap(await runStub(c.env, id).redeliverEvents(c.get("caller").orgId, after));
+      return c.json({ run_id: id, after, requeued: result.requeued, outbox: result.outbox }, 202);
+    },
+  )
+  .post(
+    "/runs/:id/callback/redeliver",
+    requireMember,
+    requireAdmin,
+    validate("param", idParam),
+    validate("json", redeliverCallbackBody),
+    async (c) => {
+      const { id } = c.req.valid("param");
+      const caller = c.get("caller");
+      const row = await redeliverCallback(c.env, caller.orgId, id, `member:${caller.tokenId}`);
+      return c.json({ run_id: id, callback: callbackView(row.url, row, c.get("config")) }, 202);
+    },
+  );

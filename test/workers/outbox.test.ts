@@ -1,0 +1,158 @@
+// The transactional outbox: a run's state and its events change together or not at all, and an
+// operator can publish a run's events again (../shared/DESIGN.md, "Each run is a Durable Object";
+// ../shared/spec/build-lifecycle.md, "Events and completion retry independently").
+
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { allEvents, finishRun, storedSeqs, waitFor } from "./events-helpers";
+import { attemptCall, call, claim, createOrg, dispatch, getRun, registerRunner, report, runAlarm, runStub } from "./helpers";
+
+/** Makes every write of `what` in the run object's SQLite fail until `heal` is called. */
+async function breakWrites(runId: string, what: "INSERT ON outbox" | "UPDATE ON run") {
+  await runInDurableObject(runStub(runId), (_o, state) => {
+    state.storage.sql.exec(`CREATE TRIGGER refuse_writes BEFORE ${what} BEGIN SELECT RAISE(ABORT, 'write refused by the test'); END`);
+  });
+  return () =>
+    runInDurableObject(runStub(runId), (_o, state) => {
+      state.storage.sql.exec("DROP TRIGGER refuse_writes");
+    });
+}
+
+async function queueRow(runId: string) {
+  return env.DB.prepare("SELECT state, version FROM runs WHERE id = ?").bind(runId).first<{ state: string; version: number }>();
+}
+
+describe("the transactional outbox", () => {
+  it("a transition whose event write fails leaves no state change", async () => {
+    const { admin } = await createOrg();
+    const runId = await dispatch(admin);
+    const before = await getRun(admin, runId);
+    const eventsBefore = await allEvents(admin, runId);
+    expect(eventsBefore.map((e) => e.type)).toEqual(["run.created"]);
+
+    const heal = await breakWrites(runId, "INSERT ON outbox");
+    const refused = await call("POST", `/v1/runs/${runId}/cancel`, { token: admin, body: { reason: "no longer needed" } });
+    expect(refused.status).toBe(500);
+    await heal();
+
+    const after = await getRun(admin, runId);
+    expect(after.state).toBe("queued");
+    expect(after.version).toBe(before.version);
+    expect(after.stop_request).toBeNull();
+    expect(after.ended_at_ms).toBeNull();
+    expect(await allEvents(admin, runId)).toEqual(eventsBefore);
+    expect(await queueRow(runId)).toEqual({ state: "queued", version: before.version });
+
+    // Once the outbox takes writes again, the same cancel goes through with its event.
+    const cancelled = await call("POST", `/v1/runs/${runId}/cancel`, { token: admin, body: {} });
+    expect(cancelled.status).toBe(200);
+    const events = await allEvents(admin, runId);
+    expect(events.map((e) => [e.seq, e.type])).toEqual([
+      [1, "run.created"],
+      [2, "run.state"],
+    ]);
+    expect(events[1].data).toMatchObject({ from: "queued", to: "cancelled" });
+    await runAlarm(runId);
+  });
+
+  it("a run write that fails leaves no event behind (the reverse)", async () => {
+    const { admin } = await createOrg();
+    const runId = await dispatch(admin);
+    const before = await getRun(admin, runId);
+    const eventsBefore = await allEvents(admin, runId);
+
+    const heal = await breakWrites(runId, "UPDATE ON run");
+    const refused = await call("POST", `/v1/runs/${runId}/cancel`, { token: admin, body: {} });
+    expect(refused.status).toBe(500);
+    await heal();
+
+    expect(await allEvents(admin, runId)).toEqual(eventsBefore);
+    const after = await getRun(admin, runId);
+    expect(after.state).toBe("queued");
+    expect(after.version).toBe(before.version);
+    await runAlarm(runId);
+  });
+
+  it("a daemon's final report whose events cannot be written keeps the run running, without its artifact", async () => {
+    const { admin } = await createOrg();
+    const runner = await registerRunner(admin);
+    const runId = await dispatch(admin);
+    const claimed = await claim(runner.token, 0);
+    await attemptCall(runner.token, runId, 1, "launched", { sandbox_id: "sbx-1" });
+    const before = await getRun(admin, runId);
+    const eventsBefore = await allEvents(admin, runId);
+    const final = {
+      final: { outcome: "completed", exit_codes: { agent: 0 }, artifact: { patch: "diff --git a/x b/x\n", source_revision: "abc1234" }, cost_cents: 40 },
+    };
+
+    const heal = await breakWrites(runId, "INSERT ON outbox");
+    expect((await report(claimed.body.attempt_token, runId, final)).status).toBe(500);
+    await heal();
+
+    const after = await getRun(admin, runId);
+    expect(after.state).toBe("implementing");
+    expect(after.version).toBe(before.version);
+    expect(after.artifact).toBeNull();
+    expect(after.cost_cents).toBeNull();
+    expect(after.steps[0].outcome).toBeNull();
+    expect(await allEvents(admin, runId)).toEqual(eventsBefore);
+
+    // The daemon's retry of the same report lands, with its artifact and events, exactly once.
+    expect((await report(claimed.body.attempt_token, runId, final)).status).toBe(200);
+    const done = await getRun(admin, runId);
+    expect(done.state).toBe("completed");
+    expect(done.artifact.patch).toContain("diff --git");
+    const types = (await allEvents(admin, runId)).slice(eventsBefore.length).map((e) => e.type);
+    expect(types.filter((t) => t === "run.artifact")).toHaveLength(1);
+    expect(types.filter((t) => t === "run.state")).toHaveLength(1);
+    await runAlarm(runId);
+  });
+});
+
+describe("operator redelivery of events", () => {
+  it("after the run is terminal, an admin republishes its events and the consumer stores each once", async () => {
+    const { admin } = await createOrg();
+    const runId = await dispatch(admin);
+    await finishRun(admin, runId);
+    const events = await allEvents(admin, runId);
+    const all = events.map((e) => e.seq);
+    expect(all).toEqual(all.map((_, i) => i + 1));
+    // The Queue delivers them to the consumer, which stores them in D1.
+    await waitFor("the events to be stored", async () => ((await storedSeqs(runId)).length === all.length ? true : undefined));
+
+    // As if the stored copies were lost: the run object still has its outbox.
+    await env.DB.prepare("DELETE FROM events WHERE run_id = ?").bind(runId).run();
+    const res = await call("POST", `/v1/runs/${runId}/events/redeliver`, { token: admin, body: { after: 0 } });
+    expect(res.status).toBe(202);
+    expect(res.body).toMatchObject({ run_id: runId, after: 0, requeued: all.length, outbox: { unsent: 0, exhausted: 0 } });
+    await waitFor("the events to be stored again", async () => ((await storedSeqs(runId)).length === all.length ? true : undefined));
+    expect(await storedSeqs(runId)).toEqual(all);
+
+    // Redelivering the tail again is harmless: each (run, seq) is stored once.
+    const tail = await call("POST", `/v1/runs/${runId}/events/redeliver`, { token: admin, body: { after: all.length - 2 } });
+    expect(tail.body.requeued).toBe(2);
+    const stored = await env.DB.prepare("SELECT seq, type, data FROM events WHERE run_id = ? ORDER BY seq").bind(runId).all<{ seq: number; type: string; data: string }>();
+    expect(stored.results.map((r) => r.seq)).toEqual(all);
+    expect(stored.results.map((r) => r.type)).toEqual(events.map((e) => e.type));
+    expect(stored.results.map((r) => JSON.parse(r.data))).toEqual(events.map((e) => e.data));
+    // The run itself is untouched.
+    expect((await getRun(admin, runId)).state).toBe("completed");
+    await runAlarm(runId);
+  });
+
+  it("redelivery is an admin's call, within the admin's own organization", async () => {
+    const { admin } = await createOrg();
+    const other = await createOrg("other");
+    const runId = await dispatch(admin);
+    const member = await call("POST", "/v1/tokens", { token: admin, body: { kind: "member", role: "member" } });
+    expect((await call("POST", `/v1/runs/${runId}/events/redeliver`, { token: member.body.token, body: {} })).status).toBe(403);
+    const foreign = await call("POST", `/v1/runs/${runId}/events/redeliver`, { token: other.admin, body: {} });
+    expect(foreign.status).toBe(404);
+    expect(foreign.body.error.code).toBe("not_found");
+    const bad = await call("POST", `/v1/runs/${runId}/events/redeliver`, { token: admin, body: { after: -1 } });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.field).toBe("after");
+    await runAlarm(runId);
+  });
+});
