@@ -25,9 +25,6 @@ export const TRANSITIONS = /** @type {Record<string, readonly string[]>} */ ({
   done: [],
 });
 
-/** States in which a sandbox may be executing for this listener. */
-export const ACTIVE_STATES = ['queued', 'running'];
-
 /** @param {string} from @param {string} to */
 export function canTransition(from, to) {
   return (TRANSITIONS[from] ?? []).includes(to);

@@ -48,16 +48,6 @@ export function processStartTicks(pid) {
   }
 }
 
-/** Whether a process is a zombie (exited, not yet reaped). @param {number} pid */
-export function isZombie(pid) {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z');
-  } catch {
-    return false;
-  }
-}
-
 /** @param {number} ms @param {AbortSignal} [signal] */
 export function sleep(ms, signal) {
   return new Promise((resolve) => {

@@ -2,7 +2,7 @@
 // migrations applied, Durable Objects and Queues all local) on loopback, and the real runner CLI
 // as child processes. Everything it starts it stops; every temp directory it makes it removes.
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -319,14 +319,5 @@ export function groupAlive(pid) {
     return true;
   } catch (e) {
     return /** @type {any} */ (e).code === 'EPERM';
-  }
-}
-
-/** @param {string} path */
-export function readText(path) {
-  try {
-    return readFileSync(path, 'utf8');
-  } catch {
-    return '';
   }
 }

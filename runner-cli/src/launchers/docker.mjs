@@ -74,12 +74,13 @@ export async function launchDocker(req) {
   if (!Array.isArray(command) || command.length === 0) throw new LaunchError('the run has no launch command');
   const env = sandboxEnv(process.env, req.passEnv, claim.launch?.env, {
     ...req.docketEnv,
-    HOME: '/tmp',
     DOCKET_STATE_DIR: '/docket',
     DOCKET_RESULT_FILE: '/docket/result.json',
     ...(sourceRevision ? { DOCKET_SOURCE_REVISION: sourceRevision } : {}),
   });
-  delete env.PATH; // the image's PATH, not the host's
+  // The image's PATH and HOME, not the host's (the docker CLI itself keeps the host's, for its config).
+  delete env.PATH;
+  delete env.HOME;
   const argv = dockerRunArgv({
     runId: claim.run_id,
     attempt: claim.attempt,
