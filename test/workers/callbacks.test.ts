@@ -1,0 +1,213 @@
+// Completion callbacks: signed, retried with backoff independently of execution, visible on the
+// run, redeliverable by an operator, and never able to change the run's outcome
+// (../shared/spec/build-lifecycle.md, "Events and completion retry independently"; docs/callbacks.md).
+//
+// Only the outbound call to the receiver is stubbed (the Worker shares this isolate's fetch); the
+// run, the outbox, the Queue and the consumer are the real ones.
+
+import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { DEFAULTS } from "../../src/config";
+import type { OutboxMessage } from "../../src/env";
+import worker from "../../src/index";
+import { allEvents, createOrgWithSecret, finishRun, logLines, stubReceiver, verifySignature, waitFor } from "./events-helpers";
+import { call, dispatch, getRun, runAlarm } from "./helpers";
+
+const RECEIVER = "https://receiver.example/docket-callback";
+
+let restore: (() => void) | null = null;
+afterEach(() => {
+  restore?.();
+  restore = null;
+  vi.restoreAllMocks();
+});
+
+/** Polls the run until its callback has the status wanted. */
+const callbackReaches = (admin: string, runId: string, status: string, attempts?: number) =>
+  waitFor(`the callback to be ${status}`, async () => {
+    const run = await getRun(admin, runId);
+    return run.callback?.status === status && (attempts === undefined || run.callback.attempts === attempts) ? run : undefined;
+  });
+
+describe("completion callbacks", () => {
+  it("a receiver that fails twice then succeeds gets the completion once per attempt, signed, and the run's outcome never changes", async () => {
+    const log = vi.spyOn(console, "log");
+    const receiver = stubReceiver(RECEIVER, (n) =>
+      n < 2 ? new Response(n === 0 ? "upstream down" : "try later", { status: n === 0 ? 500 : 503 }) : new Response("ok"),
+    );
+    restore = receiver.restore;
+    const { admin, secret } = await createOrgWithSecret();
+    const runId = await dispatch(admin, { callback_url: RECEIVER });
+    expect((await getRun(admin, runId)).callback).toMatchObject({ url: RECEIVER, status: "waiting", attempts: 0 });
+
+    await finishRun(admin, runId);
+    const before = await getRun(admin, runId);
+    const eventsBefore = await allEvents(admin, runId);
+    const run = await callbackReaches(admin, runId, "delivered");
+
+    // Three attempts, each made once, each with the same signed body.
+    expect(receiver.received).toHaveLength(3);
+    expect(receiver.received.map((r) => r.headers["docket-attempt"])).toEqual(["1", "2", "3"]);
+    for (const r of receiver.received) {
+      expect(r.headers["content-type"]).toBe("application/json");
+      expect(r.headers["docket-event"]).toBe("run.ended");
+      expect(r.headers["docket-run"]).toBe(runId);
+      expect(r.headers["docket-signature"]).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
+      expect(await verifySignature(secret, r.headers["docket-signature"], r.body)).toBe(true);
+      expect(await verifySignature("another-secret", r.headers["docket-signature"], r.body)).toBe(false);
+      expect(await verifySignature(secret, r.headers["docket-signature"], r.body.replace("completed", "failed"))).toBe(false);
+    }
+    expect(new Set(receiver.received.map((r) => r.body)).size).toBe(1);
+    const body = JSON.parse(receiver.received[0].body);
+    expect(body).toMatchObject({ type: "run.ended", run_id: runId, state: "completed", ended_at_ms: before.ended_at_ms });
+    expect(body.run.artifact.patch).toContain("diff --git");
+
+    // The receipt is on the run; the run itself is exactly as it ended.
+    expect(run.callback).toMatchObject({
+      url: RECEIVER,
+      status: "delivered",
+      attempts: 3,
+      max_attempts: DEFAULTS.callbackMaxAttempts,
+      last_status_code: 200,
+      last_error: null,
+    });
+    expect(run.callback.delivered_at_ms).toBeGreaterThanOrEqual(run.callback.last_attempt_at_ms);
+    const { callback: _c, ...runAfter } = run;
+    const { callback: _b, ...runBefore } = before;
+    expect(runAfter).toEqual(runBefore);
+    expect(await allEvents(admin, runId)).toEqual(eventsBefore);
+
+    // One log line per attempt, with the backoff before the next one.
+    const attempts = logLines(log.mock.calls, "callback.attempt").filter((l) => l.run === runId);
+    expect(attempts.map((l) => [l.attempt, l.outcome, l.status_code, l.retry_in_s])).toEqual([
+      [1, "pending", 500, 1],
+      [2, "pending", 503, 2],
+      [3, "delivered", 200, null],
+    ]);
+    expect(attempts[0].reason).toBe("HTTP 500: upstream down");
+    expect(attempts.every((l) => Number.isInteger(l.seq))).toBe(true);
+    await runAlarm(runId);
+  });
+
+  it("a receiver that never succeeds: the delivery fails after its attempts, with the last error, and the run keeps its outcome; an operator redelivers it", async () => {
+    const log = vi.spyOn(console, "log");
+    const receiver = stubReceiver(RECEIVER, () => new Response("gone fishing", { status: 502 }));
+    restore = receiver.restore;
+    const { admin } = await createOrgWithSecret();
+    const runId = await dispatch(admin, { callback_url: RECEIVER });
+    await finishRun(admin, runId, "failed");
+    const ended = await getRun(admin, runId);
+    expect(ended.state).toBe("failed");
+
+    // The real Queue makes the first attempt; the rest are driven here instead of waiting out the
+    // backoff, each as the Queue's next delivery of the callback message would be.
+    await waitFor("the first attempt", async () => ((await getRun(admin, runId)).callback?.attempts >= 1 ? true : undefined));
+    const orgId = ended.org_id;
+    for (let i = 0; i < DEFAULTS.callbackMaxAttempts + 2; i++) {
+      const batch = createMessageBatch("docket-events", [
+        { id: `cb-${i}`, timestamp: new Date(), attempts: 100 + i, body: { kind: "callback", run_id: runId, org_id: orgId, seq: null } },
+      ]);
+      const ctx = createExecutionContext();
+      await worker.queue(batch as unknown as MessageBatch<OutboxMessage>, env);
+      const result = await getQueueResult(batch, ctx);
+      if ((await getRun(admin, runId)).callback.status !== "pending") {
+        expect(result.explicitAcks).toEqual([`cb-${i}`]);
+        break;
+      }
+      expect(result.retryMessages).toEqual([{ msgId: `cb-${i}` }]);
+    }
+
+    const run = await getRun(admin, runId);
+    expect(run.callback).toMatchObject({
+      status: "failed",
+      attempts: DEFAULTS.callbackMaxAttempts,
+      last_status_code: 502,
+      last_error: "HTTP 502: gone fishing",
+      delivered_at_ms: null,
+    });
+    // Every attempt number was made exactly once, whoever made it.
+    expect(receiver.received.map((r) => Number(r.headers["docket-attempt"])).sort((a, b) => a - b)).toEqual(
+      Array.from({ length: DEFAULTS.callbackMaxAttempts }, (_, i) => i + 1),
+    );
+    // The backoff doubles from CALLBACK_BACKOFF_BASE_MS.
+    for (const line of logLines(log.mock.calls, "callback.attempt").filter((l) => l.run === runId && l.outcome === "pending")) {
+      expect(line.retry_in_s).toBe(Math.min(DEFAULTS.callbackBackoffMaxMs, DEFAULTS.callbackBackoffBaseMs * 2 ** (line.attempt - 1)) / 1000);
+    }
+    expect(run.state).toBe("failed");
+    expect(run.version).toBe(ended.version);
+    expect(run.last_error).toBe(ended.last_error);
+
+    // A stray delivery of the message after the round ended changes nothing.
+    const stray = createMessageBatch("docket-events", [
+      { id: "stray", timestamp: new Date(), attempts: 500, body: { kind: "callback", run_id: runId, org_id: orgId, seq: null } },
+    ]);
+    const ctx = createExecutionContext();
+    await worker.queue(stray as unknown as MessageBatch<OutboxMessage>, env);
+    expect((await getQueueResult(stray, ctx)).explicitAcks).toEqual(["stray"]);
+    expect(receiver.received).toHaveLength(DEFAULTS.callbackMaxAttempts);
+
+    // The real Queue's own message, due again after its backoff, is dropped as a duplicate.
+    await waitFor("the Queue's second delivery", async () =>
+      logLines(log.mock.calls, "callback.skipped").some((l) => l.run === runId && l.queue_attempt === 2) ? true : undefined,
+    );
+
+    // An operator redelivers the failed callback to a receiver that is back: a new round.
+    receiver.restore();
+    const back = stubReceiver(RECEIVER, () => new Response(null, { status: 204 }));
+    restore = back.restore;
+    const redelivery = await call("POST", `/v1/runs/${runId}/callback/redeliver`, { token: admin, body: {} });
+    expect(redelivery.status).toBe(202);
+    expect(redelivery.body.callback).toMatchObject({ status: "pending", attempts: 0 });
+    const delivered = await callbackReaches(admin, runId, "delivered", 1);
+    expect(delivered.callback.last_status_code).toBe(204);
+    expect(back.received).toHaveLength(1);
+    expect(JSON.parse(back.received[0].body).state).toBe("failed");
+    expect(delivered.state).toBe("failed");
+    await runAlarm(runId);
+  });
+
+  it("redelivery works after the run is terminal: the receiver gets the same completion again", async () => {
+    const receiver = stubReceiver(RECEIVER, () => new Response("ok"));
+    restore = receiver.restore;
+    const { admin, secret } = await createOrgWithSecret();
+    const runId = await dispatch(admin, { callback_url: RECEIVER });
+    await finishRun(admin, runId);
+    await callbackReaches(admin, runId, "delivered", 1);
+    expect(receiver.received).toHaveLength(1);
+
+    const res = await call("POST", `/v1/runs/${runId}/callback/redeliver`, { token: admin });
+    expect(res.status).toBe(202);
+    expect(res.body).toMatchObject({ run_id: runId, callback: { status: "pending", attempts: 0, url: RECEIVER } });
+    const run = await callbackReaches(admin, runId, "delivered", 1);
+    expect(receiver.received).toHaveLength(2);
+    expect(receiver.received[1].body).toBe(receiver.received[0].body);
+    expect(receiver.received[1].headers["docket-attempt"]).toBe("1");
+    expect(await verifySignature(secret, receiver.received[1].headers["docket-signature"], receiver.received[1].body)).toBe(true);
+    expect(run.state).toBe("completed");
+    await runAlarm(runId);
+  });
+
+  it("redelivery is refused for a run that has not ended or has no callback_url, and is an admin's call", async () => {
+    const { admin } = await createOrgWithSecret();
+    const other = await createOrgWithSecret("other");
+    const live = await dispatch(admin, { callback_url: RECEIVER });
+    const notEnded = await call("POST", `/v1/runs/${live}/callback/redeliver`, { token: admin, body: {} });
+    expect(notEnded.status).toBe(409);
+    expect(notEnded.body.error).toMatchObject({ code: "invalid_transition", state: "queued" });
+
+    const plain = await dispatch(admin);
+    expect((await getRun(admin, plain)).callback).toBeNull();
+    await call("POST", `/v1/runs/${plain}/cancel`, { token: admin, body: {} });
+    const noUrl = await call("POST", `/v1/runs/${plain}/callback/redeliver`, { token: admin, body: {} });
+    expect(noUrl.status).toBe(409);
+    expect(noUrl.body.error.message).toContain("callback_url");
+
+    const member = await call("POST", "/v1/tokens", { token: admin, body: { kind: "member", role: "member" } });
+    expect((await call("POST", `/v1/runs/${live}/callback/redeliver`, { token: member.body.token, body: {} })).status).toBe(403);
+    expect((await call("POST", `/v1/runs/${live}/callback/redeliver`, { token: other.admin, body: {} })).status).toBe(404);
+    await call("POST", `/v1/runs/${live}/cancel`, { token: admin, body: {} });
+    await runAlarm(live);
+    await runAlarm(plain);
+  });
+});
