@@ -6,8 +6,11 @@ import type { AppEnv } from "./app-types";
 import { loadConfig, type Config } from "./config";
 import { DocketError, errorResponse } from "./errors";
 import { log } from "./lib/log";
+import { buildJobRoutes } from "./routes/build-jobs";
+import { creditRoutes } from "./routes/credits";
 import { eventRoutes } from "./routes/events";
 import { orgRoutes } from "./routes/orgs";
+import { projectRoutes } from "./routes/projects";
 import { runRoutes } from "./routes/runs";
 import { runnerRoutes } from "./routes/runners";
 
@@ -28,7 +31,10 @@ export const app = new Hono<AppEnv>()
   .route("/v1", orgRoutes)
   .route("/v1", runnerRoutes)
   .route("/v1", runRoutes)
-  .route("/v1", eventRoutes);
+  .route("/v1", eventRoutes)
+  .route("/v1", creditRoutes)
+  .route("/v1", projectRoutes)
+  .route("/v1", buildJobRoutes);
 
 app.notFound((c) => errorResponse(new DocketError("not_found", `no route for ${c.req.method} ${c.req.path}`)));
 

@@ -53,6 +53,13 @@ export interface Config {
   callbackBackoffBaseMs: number;
   callbackBackoffMaxMs: number;
   callbackTimeoutMs: number;
+  /** Builds: the least available credit a dispatch needs, and the most it reserves (build-lifecycle.md). */
+  buildMinAvailableCents: number;
+  buildReservationCents: number;
+  /** Builds: a runner heard from within this window counts as connected for a dispatch. */
+  runnerConnectedWindowMs: number;
+  /** Builds: an unconfirmed dispatch not retried for this long may be released by reconciliation. */
+  buildDispatchTimeoutMs: number;
 }
 
 export const DEFAULTS: Config = {
@@ -86,6 +93,10 @@ export const DEFAULTS: Config = {
   callbackBackoffBaseMs: 1_000,
   callbackBackoffMaxMs: 3_600_000,
   callbackTimeoutMs: 10_000,
+  buildMinAvailableCents: 1_000,
+  buildReservationCents: 2_500,
+  runnerConnectedWindowMs: 90_000,
+  buildDispatchTimeoutMs: 60_000,
 };
 
 const VAR_NAMES: Record<keyof Config, string> = {
@@ -119,6 +130,10 @@ const VAR_NAMES: Record<keyof Config, string> = {
   callbackBackoffBaseMs: "CALLBACK_BACKOFF_BASE_MS",
   callbackBackoffMaxMs: "CALLBACK_BACKOFF_MAX_MS",
   callbackTimeoutMs: "CALLBACK_TIMEOUT_MS",
+  buildMinAvailableCents: "BUILD_MIN_AVAILABLE_CENTS",
+  buildReservationCents: "BUILD_RESERVATION_CENTS",
+  runnerConnectedWindowMs: "RUNNER_CONNECTED_WINDOW_MS",
+  buildDispatchTimeoutMs: "BUILD_DISPATCH_TIMEOUT_MS",
 };
 
 /** Reads the config from Worker vars; a malformed value is a deployment error and throws at once. */
@@ -143,6 +158,7 @@ export function loadConfig(vars: Record<string, unknown>): Config {
   if (config.callbackMaxAttempts < 1) throw new Error("CALLBACK_MAX_ATTEMPTS must be at least 1");
   if (config.streamsPerRunMax < 1) throw new Error("STREAMS_PER_RUN_MAX must be at least 1");
   if (config.streamKeepaliveMs < 1_000) throw new Error("STREAM_KEEPALIVE_MS must be at least 1000");
+  if (config.buildReservationCents < 1) throw new Error("BUILD_RESERVATION_CENTS must be at least 1");
   return config;
 }
 

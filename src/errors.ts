@@ -14,6 +14,16 @@ export const ERROR_STATUS = {
   idempotency_conflict: 409,
   task_gone: 410,
   listener_upgrade_required: 426,
+  // Builds and credit (../shared/spec/build-lifecycle.md; docs/protocol.md, "Builds and credit").
+  insufficient_credit: 402,
+  plan_required: 409,
+  license_required: 409,
+  no_connected_runner: 409,
+  job_already_queued: 409,
+  cost_review_pending: 409,
+  request_locked: 409,
+  job_not_held: 409,
+  dispatch_in_flight: 409,
   internal: 500,
 } as const;
 

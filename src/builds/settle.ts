@@ -1,0 +1,181 @@
+// Completion and settlement of build jobs. Settlement is driven by the run's terminal event (the
+// outbox consumer), by the completion callback, and by reconciliation; every path reads the run
+// object (the authority for state, cost and artifact) and settles with one compare-and-swap batch,
+// so a replayed or reordered completion changes nothing and a job settles at most once
+// (../shared/spec/build-lifecycle.md, "Events and completion retry independently").
+
+import { and, eq, isNull, or } from "drizzle-orm";
+import { drizzle } from "drizzle-orm/d1";
+import { buildJobs } from "../db/ledger-schema";
+import type { Env, OutboxMessage } from "../env";
+import { DocketError } from "../errors";
+import { newId } from "../lib/crypto";
+import { log } from "../lib/log";
+import { applyOp, insertJobEntry } from "../ledger/entries";
+import { decideSettlement, resolveCost } from "../ledger/settlement";
+import { isRunState, isTerminal } from "../run/states";
+import type { RunView } from "../run/view";
+import type { JobRow } from "./payload";
+import { runEngine } from "./run-engine";
+import { labelForOutcome, OPEN_JOB_STATUSES, REVIEW_JOB_STATUSES } from "./states";
+import { findJob, loadJob } from "./store";
+
+const OPEN_SQL = `status IN ('dispatch_unconfirmed', 'queued')`;
+const REVIEW_SQL = `status IN ('cost_review', 'reconcile')`;
+
+/** Moves the request's label when (and only when) operation `opId` won its job's compare-and-swap. */
+function labelStatement(db: D1Database, job: JobRow, label: string, opId: string, nowMs: number): D1PreparedStatement {
+  return db
+    .prepare(
+      `UPDATE build_requests SET label = ?, updated_at_ms = ?
+       WHERE org_id = ? AND id = ? AND EXISTS (SELECT 1 FROM build_jobs WHERE org_id = ? AND id = ? AND last_op_id = ?)`,
+    )
+    .bind(label, nowMs, job.orgId, job.requestId, job.orgId, job.id, opId);
+}
+
+/**
+ * Settles a job from its finished run: the cost within the reservation is settled and the rest
+ * released, exactly once; a cost above the reservation or unknown keeps everything held for review.
+ * A job that is not open (already settled, held or released) is left as it is.
+ */
+export async function settleFromRun(env: Env, job: JobRow, run: RunView): Promise<JobRow> {
+  if (!isTerminal(run.state) || !OPEN_JOB_STATUSES.includes(job.status as never)) return job;
+  const db = env.DB;
+  const decision = decideSettlement(job.reservedCents, {
+    state: run.state as "completed" | "failed" | "cancelled",
+    cost_cents: run.cost_cents,
+    launched: run.steps.some((s) => s.launched_at_ms !== null),
+  });
+  const opId = newId("op");
+  const nowMs = Date.now();
+  const artifactExists = run.artifact !== null ? 1 : 0;
+  const artifactEmpty = run.artifact === null ? null : run.artifact.empty ? 1 : 0;
+  const label = labelForOutcome(decision.outcome);
+  const statements: D1PreparedStatement[] = [];
+  if (decision.kind === "settle") {
+    statements.push(
+      db
+        .prepare(
+          `UPDATE build_jobs SET status = 'settled', outcome = ?, review_reason = NULL, cost_cents = ?, settled_cents = ?, released_cents = ?,
+             run_id = ?, artifact_exists = ?, artifact_empty = ?, last_op_id = ?,
+             dispatch_confirmed_at_ms = COALESCE(dispatch_confirmed_at_ms, ?), updated_at_ms = ?, ended_at_ms = ?
+           WHERE org_id = ? AND id = ? AND ${OPEN_SQL} AND reserved_cents = ?`,
+        )
+        .bind(decision.outcome, decision.costCents, decision.settleCents, decision.releaseCents, run.id, artifactExists, artifactEmpty, opId, nowMs, nowMs, nowMs, job.orgId, job.id, job.reservedCents),
+      insertJobEntry(db, { id: newId("led"), orgId: job.orgId, jobId: job.id, opId, kind: "settle", amountColumn: "settled_cents", actor: "system", note: `run ${run.id} ${run.state}`, nowMs }),
+      insertJobEntry(db, { id: newId("led"), orgId: job.orgId, jobId: job.id, opId, kind: "release", amountColumn: "released_cents", actor: "system", note: "unused reservation", nowMs }),
+      applyOp(db, job.orgId, opId, nowMs),
+    );
+  } else {
+    statements.push(
+      db
+        .prepare(
+          `UPDATE build_jobs SET status = ?, outcome = ?, review_reason = ?, cost_cents = ?, run_id = ?, artifact_exists = ?, artifact_empty = ?,
+             last_op_id = ?, dispatch_confirmed_at_ms = COALESCE(dispatch_confirmed_at_ms, ?), updated_at_ms = ?, ended_at_ms = ?
+           WHERE org_id = ? AND id = ? AND ${OPEN_SQL} AND reserved_cents = ?`,
+        )
+        .bind(decision.status, decision.outcome, decision.reason, decision.costCents, run.id, artifactExists, artifactEmpty, opId, nowMs, nowMs, nowMs, job.orgId, job.id, job.reservedCents),
+    );
+  }
+  statements.push(labelStatement(db, job, label, opId, nowMs));
+  const results = await db.batch(statements);
+  const after = await loadJob(db, job.orgId, job.id);
+  if (results[0].meta.changes === 1) {
+    log("ledger.job_finished", {
+      org: job.orgId,
+      job: job.id,
+      run: run.id,
+      status: after.status,
+      outcome: after.outcome,
+      reserved_cents: job.reservedCents,
+      cost_cents: after.costCents,
+      settled_cents: after.settledCents,
+      released_cents: after.releasedCents,
+      review_reason: after.reviewReason,
+    });
+  }
+  return after;
+}
+
+/** Finds the run a job became: by its recorded run id, or by the job id the run engine keyed it by. */
+export async function findJobRun(env: Env, job: JobRow, runIdFromKey: () => Promise<string | null>): Promise<RunView | null> {
+  const runId = job.runId ?? (await runIdFromKey());
+  if (!runId) return null;
+  const run = await runEngine.read(env, job.orgId, runId);
+  if (run && run.metadata?.docket_job_id !== job.id) {
+    log("ledger.run_mismatch", { org: job.orgId, job: job.id, run: runId });
+    return null;
+  }
+  return run;
+}
+
+/**
+ * The outbox consumer's handler: a run reached a terminal state, so its job (if it is a build job)
+ * settles. Idempotent and order-free: it reads the run object rather than the event's data.
+ */
+export async function settleBuildOnRunEvent(env: Env, event: OutboxMessage): Promise<void> {
+  if (event.type !== "run.state") return;
+  const to = event.data?.to;
+  if (typeof to !== "string" || !isRunState(to) || !isTerminal(to)) return;
+  // Most runs are not build jobs: ask the run object only when a job of this org is waiting on one.
+  const waiting = await drizzle(env.DB)
+    .select({ id: buildJobs.id })
+    .from(buildJobs)
+    .where(
+      and(
+        eq(buildJobs.orgId, event.org_id),
+        or(and(eq(buildJobs.status, "queued"), eq(buildJobs.runId, event.run_id)), and(eq(buildJobs.status, "dispatch_unconfirmed"), isNull(buildJobs.runId))),
+      ),
+    )
+    .limit(1)
+    .get();
+  if (!waiting) return;
+  const run = await runEngine.read(env, event.org_id, event.run_id);
+  const jobId = run?.metadata?.docket_job_id;
+  if (!run || !jobId) return;
+  const job = await findJob(env.DB, event.org_id, jobId);
+  if (!job || (job.runId !== null && job.runId !== run.id)) return;
+  await settleFromRun(env, job, run);
+}
+
+/**
+ * An admin resolves a job held for cost review or reconciliation with the reconciled cost
+ * (build-lifecycle.md, "Recover without duplicating spend": reconcile unknown costs before
+ * releasing credit). Within the reservation it settles and releases the rest; above it, the excess
+ * is charged to available credit, which must cover it: never silently capped.
+ */
+export async function resolveJob(env: Env, job: JobRow, input: { costCents: number; note: string; actor: string }): Promise<JobRow> {
+  if (!REVIEW_JOB_STATUSES.includes(job.status as never)) {
+    throw new DocketError("job_not_held", `job ${job.id} is ${job.status}, not held for cost review or reconciliation`, { status: job.status });
+  }
+  const db = env.DB;
+  const { settleCents, releaseCents, chargeCents } = resolveCost(job.reservedCents, input.costCents);
+  const opId = newId("op");
+  const nowMs = Date.now();
+  const note = `resolved: ${input.note}`;
+  const results = await db.batch([
+    db
+      .prepare(
+        `UPDATE build_jobs SET status = 'settled', cost_cents = ?, settled_cents = ?, released_cents = ?, charged_cents = ?,
+           resolution_note = ?, resolved_by = ?, resolved_at_ms = ?, last_op_id = ?, updated_at_ms = ?, ended_at_ms = COALESCE(ended_at_ms, ?)
+         WHERE org_id = ? AND id = ? AND ${REVIEW_SQL} AND reserved_cents = ?
+           AND (? = 0 OR (SELECT granted_cents - held_cents - spent_cents FROM credit_balances WHERE org_id = ?) >= ?)`,
+      )
+      .bind(input.costCents, settleCents, releaseCents, chargeCents, input.note, input.actor, nowMs, opId, nowMs, nowMs, job.orgId, job.id, job.reservedCents, chargeCents, job.orgId, chargeCents),
+    insertJobEntry(db, { id: newId("led"), orgId: job.orgId, jobId: job.id, opId, kind: "settle", amountColumn: "settled_cents", actor: input.actor, note, nowMs }),
+    insertJobEntry(db, { id: newId("led"), orgId: job.orgId, jobId: job.id, opId, kind: "release", amountColumn: "released_cents", actor: input.actor, note, nowMs }),
+    insertJobEntry(db, { id: newId("led"), orgId: job.orgId, jobId: job.id, opId, kind: "charge", amountColumn: "charged_cents", actor: input.actor, note: `${note} (above the reservation)`, nowMs }),
+    applyOp(db, job.orgId, opId, nowMs),
+  ]);
+  const after = await loadJob(db, job.orgId, job.id);
+  if (results[0].meta.changes !== 1) {
+    if (after.status !== job.status) {
+      throw new DocketError("job_not_held", `job ${job.id} is ${after.status}, not held for cost review or reconciliation`, { status: after.status });
+    }
+    throw new DocketError("insufficient_credit", `the cost above the reservation (${chargeCents} cents) exceeds the available credit; grant credit first`, {
+      needed_cents: chargeCents,
+    });
+  }
+  log("ledger.job_resolved", { org: job.orgId, job: job.id, cost_cents: input.costCents, settled_cents: settleCents, released_cents: releaseCents, charged_cents: chargeCents, actor: input.actor });
+  return after;
+}
