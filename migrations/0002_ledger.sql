@@ -44,6 +44,7 @@ CREATE UNIQUE INDEX `build_jobs_callback_token` ON `build_jobs` (`callback_token
 CREATE INDEX `build_jobs_org_status` ON `build_jobs` (`org_id`,`status`,`created_at_ms`);--> statement-breakpoint
 CREATE INDEX `build_jobs_request` ON `build_jobs` (`org_id`,`request_id`,`created_at_ms`);--> statement-breakpoint
 CREATE INDEX `build_jobs_run` ON `build_jobs` (`run_id`);--> statement-breakpoint
+CREATE INDEX `build_jobs_status` ON `build_jobs` (`status`,`dispatch_attempted_at_ms`);--> statement-breakpoint
 CREATE TABLE `build_requests` (
 	`id` text PRIMARY KEY NOT NULL,
 	`org_id` text NOT NULL,

@@ -2,7 +2,7 @@
 // id that is confirmed, or left held for reconciliation (../shared/spec/build-lifecycle.md, "From
 // request to reserved job" and "Dispatch uses a stable job identifier").
 
-import { and, eq, inArray } from "drizzle-orm";
+import { and, asc, eq, inArray, lte } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import type { Config } from "../config";
 import { buildJobs } from "../db/ledger-schema";
@@ -385,4 +385,33 @@ export async function completeByCallback(env: Env, callbackToken: string): Promi
   if (!run) return job;
   const confirmed = job.status === "dispatch_unconfirmed" ? await confirm(env, job, run.id) : job;
   return isTerminal(run.state) ? settleFromRun(env, confirmed, run) : confirmed;
+}
+
+/** Unconfirmed jobs one sweep looks at; the rest wait for the next tick (a bound on every loop). */
+export const RECONCILE_SWEEP_MAX = 25;
+
+/**
+ * The periodic reconciliation the 202 answer promises: every unconfirmed dispatch whose last
+ * attempt is older than the dispatch timeout is retried under its job id, which either finds or
+ * creates its one run (dispatched) or leaves it held. It never releases credit: that needs an
+ * admin who checked that no paid work happened (docs/runbook.md).
+ */
+export async function reconcileUnconfirmedJobs(env: Env, config: Config, nowMs = Date.now()) {
+  const due = await drizzle(env.DB)
+    .select()
+    .from(buildJobs)
+    .where(and(eq(buildJobs.status, "dispatch_unconfirmed"), lte(buildJobs.dispatchAttemptedAtMs, nowMs - config.buildDispatchTimeoutMs)))
+    .orderBy(asc(buildJobs.dispatchAttemptedAtMs))
+    .limit(RECONCILE_SWEEP_MAX);
+  const outcomes: Record<string, ReconcileOutcome | "error"> = {};
+  for (const job of due) {
+    try {
+      outcomes[`${job.orgId}/${job.id}`] = (await reconcileJob(env, config, job, { action: "dispatch", actor: "system:sweep" })).outcome;
+    } catch (err) {
+      outcomes[`${job.orgId}/${job.id}`] = "error";
+      log("ledger.reconcile_failed", { org: job.orgId, job: job.id, error: String(err) });
+    }
+  }
+  if (due.length > 0) log("ledger.reconcile_sweep", { checked: due.length, outcomes });
+  return { checked: due.length, outcomes };
 }

@@ -150,6 +150,8 @@ export const buildJobs = sqliteTable(
     index("build_jobs_org_status").on(t.orgId, t.status, t.createdAtMs),
     index("build_jobs_request").on(t.orgId, t.requestId, t.createdAtMs),
     index("build_jobs_run").on(t.runId),
+    // The reconciliation sweep reads unconfirmed dispatches across organizations, oldest attempt first.
+    index("build_jobs_status").on(t.status, t.dispatchAttemptedAtMs),
     check(
       "build_jobs_money",
       sql`${t.reservedCents} >= 0 AND ${t.settledCents} >= 0 AND ${t.releasedCents} >= 0 AND ${t.chargedCents} >= 0 AND ${t.settledCents} + ${t.releasedCents} <= ${t.reservedCents}`,

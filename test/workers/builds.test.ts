@@ -3,8 +3,11 @@
 // preconditions, idempotent replay and conflict, and the reconciliation of a dispatch that could
 // not be confirmed (../shared/spec/build-lifecycle.md). The ledger identity is checked after every test.
 
+import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
+import { reconcileUnconfirmedJobs } from "../../src/builds/dispatcher";
 import { runEngine } from "../../src/builds/run-engine";
+import { loadConfig } from "../../src/config";
 import {
   acceptLicense,
   ageDispatch,
@@ -372,6 +375,28 @@ describe("a dispatch that cannot be confirmed", () => {
     const reconcile = await call("POST", "/v1/build-jobs/fast/reconcile", { token: admin, body: {} });
     expect(reconcile.body.outcome).toBe("settled");
     expect((await credits(admin)).spent_cents).toBe(300);
+  });
+});
+
+describe("the reconciliation sweep", () => {
+  it("retries an unconfirmed dispatch once the dispatch timeout passed, keeps it held while it fails, and never releases", async () => {
+    const { admin, orgId, requestId } = await readyToBuild();
+    const config = loadConfig(env);
+    const unreachable = runObjectUnreachable();
+    expect((await dispatchBuild(admin, requestId, "swept")).status).toBe(202);
+    expect((await reconcileUnconfirmedJobs(env, config)).outcomes[`${orgId}/swept`]).toBeUndefined();
+
+    await ageDispatch(orgId, "swept", 60_000);
+    expect((await reconcileUnconfirmedJobs(env, config)).outcomes[`${orgId}/swept`]).toBe("unconfirmed");
+    expect((await getJob(admin, "swept")).dispatch.attempts).toBe(2);
+    expect((await credits(admin)).held_cents).toBe(2_500);
+
+    unreachable.mockRestore();
+    await ageDispatch(orgId, "swept", 60_000);
+    expect((await reconcileUnconfirmedJobs(env, config)).outcomes[`${orgId}/swept`]).toBe("dispatched");
+    expect(await getJob(admin, "swept")).toMatchObject({ status: "queued", recovery: { dispatch_accepted: true, reservation_held: true } });
+    expect(await runCount(admin)).toBe(1);
+    expect((await credits(admin)).held_cents).toBe(2_500);
   });
 });
 
