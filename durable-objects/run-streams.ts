@@ -38,7 +38,8 @@ interface LiveStream {
   pumping: boolean;
   /** New events arrived while the pump was writing: read again before stopping. */
   again: boolean;
-  writing: boolean;
+  /** Writes not yet taken by the client (the pump's and keepalives). */
+  pendingWrites: number;
   closed: boolean;
 }
 
@@ -88,7 +89,7 @@ export class RunStreams {
       writer: writable.getWriter(),
       pumping: false,
       again: false,
-      writing: false,
+      pendingWrites: 0,
       closed: false,
     };
     this.live.add(stream);
@@ -120,7 +121,7 @@ export class RunStreams {
       if (now - stream.openedAtMs >= this.config.streamMaxDurationMs) {
         // No `end` event: the client reconnects with Last-Event-ID and resumes where it stood.
         this.close(stream, "max_duration");
-      } else if (!stream.writing) {
+      } else if (stream.pendingWrites === 0) {
         this.write(stream, ": keepalive\n\n").catch(() => this.close(stream, "client_gone"));
       }
     }
@@ -163,11 +164,11 @@ export class RunStreams {
   }
 
   private async write(stream: LiveStream, text: string): Promise<void> {
-    stream.writing = true;
+    stream.pendingWrites += 1;
     try {
       await stream.writer.write(encoder.encode(text));
     } finally {
-      stream.writing = false;
+      stream.pendingWrites -= 1;
     }
   }
 
@@ -182,7 +183,7 @@ export class RunStreams {
     log("stream.closed", { run: this.runId, stream: stream.id, last_seq: stream.lastSeq, reason, open: this.live.size });
     if (reason === "closed" || reason === "client_gone") return;
     // A write still waiting on a slow client would hold a graceful close forever: abort instead.
-    (stream.writing ? stream.writer.abort(reason) : stream.writer.close()).catch(() => {});
+    (stream.pendingWrites > 0 ? stream.writer.abort(reason) : stream.writer.close()).catch(() => {});
   }
 
   private ensureTicker(): void {
