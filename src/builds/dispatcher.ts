@@ -235,26 +235,32 @@ export async function attemptDispatch(env: Env, job: JobRow, first: boolean): Pr
       return { job: now, confirmed: now.status !== "released" };
     }
   }
+  const unconfirmed = async (err: unknown) => {
+    await db
+      .update(buildJobs)
+      .set({ dispatchError: String(err).slice(0, 2_000), updatedAtMs: Date.now() })
+      .where(and(eq(buildJobs.orgId, job.orgId), eq(buildJobs.id, job.id), eq(buildJobs.status, "dispatch_unconfirmed")));
+    log("ledger.dispatch_unconfirmed", { org: job.orgId, job: job.id, reserved_cents: job.reservedCents, error: String(err) });
+    return { job: await loadJob(env.DB, job.orgId, job.id), confirmed: false };
+  };
   let runId: string;
   try {
     runId = (await runEngine.dispatch(env, job.orgId, runBodyFor(job), job.id)).id;
   } catch (err) {
-    const ours = err instanceof DocketError && err.code === "idempotency_conflict" ? await ownRun(env, job, err.details.run_id) : null;
-    if (ours) {
-      runId = ours;
-    } else if (err instanceof DocketError && err.code === "idempotency_conflict") {
+    if (!(err instanceof DocketError && err.code === "idempotency_conflict")) return unconfirmed(err);
+    let ours: string | null;
+    try {
+      ours = await ownRun(env, job, err.details.run_id);
+    } catch (readErr) {
+      return unconfirmed(readErr);
+    }
+    if (!ours) {
       // Definitive: the key belongs to another run, so this job's run can never exist.
       const released = await releaseUnconfirmed(env, job, "system", `dispatch refused: ${err.message}`, 0);
       log("ledger.dispatch_refused", { org: job.orgId, job: job.id, error: err.message, status: released.status });
       throw err;
-    } else {
-      await db
-        .update(buildJobs)
-        .set({ dispatchError: String(err).slice(0, 2_000), updatedAtMs: Date.now() })
-        .where(and(eq(buildJobs.orgId, job.orgId), eq(buildJobs.id, job.id), eq(buildJobs.status, "dispatch_unconfirmed")));
-      log("ledger.dispatch_unconfirmed", { org: job.orgId, job: job.id, reserved_cents: job.reservedCents, error: String(err) });
-      return { job: await loadJob(env.DB, job.orgId, job.id), confirmed: false };
     }
+    runId = ours;
   }
   return { job: await confirm(env, job, runId), confirmed: true };
 }

@@ -8,6 +8,7 @@ import { describe, expect, it, vi } from "vitest";
 import { reconcileUnconfirmedJobs } from "../../src/builds/dispatcher";
 import { runEngine } from "../../src/builds/run-engine";
 import { loadConfig } from "../../src/config";
+import { DocketError } from "../../src/errors";
 import {
   acceptLicense,
   ageDispatch,
@@ -246,6 +247,20 @@ describe("dispatch is keyed by the job id", () => {
     expect(res.status).toBe(409);
     expect(res.body.error.code).toBe("idempotency_conflict");
     expect((await credits(admin)).held_cents).toBe(0);
+  });
+
+  it("a dispatch the run engine refuses definitively (its key names another run) releases the reservation at once", async () => {
+    const { admin, requestId } = await readyToBuild();
+    const other = await call("POST", "/v1/runs", { token: admin, body: { brief: "x", launch: { command: ["true"] } } });
+    vi.spyOn(runEngine, "dispatch").mockRejectedValueOnce(
+      new DocketError("idempotency_conflict", "this Idempotency-Key was used with another payload", { run_id: other.body.id }),
+    );
+    const res = await dispatchBuild(admin, requestId, "raced-key");
+    expect(res.status).toBe(409);
+    expect(res.body.error.code).toBe("idempotency_conflict");
+    expect(await getJob(admin, "raced-key")).toMatchObject({ status: "released", released_cents: 2_500, recovery: { dispatch_accepted: false } });
+    expect(await credits(admin)).toMatchObject({ held_cents: 0, available_cents: 10_000 });
+    expect((await getRequest(admin, requestId)).label).toBe("source_review");
   });
 
   it("a malformed job id or body is 400 invalid_request naming the field", async () => {
