@@ -5,6 +5,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { DEFAULTS } from "../../src/config";
 import { allEvents, finishRun, storedSeqs, waitFor } from "./events-helpers";
 import { attemptCall, call, claim, createOrg, dispatch, getRun, registerRunner, report, runAlarm, runStub } from "./helpers";
 
@@ -106,6 +107,52 @@ describe("the transactional outbox", () => {
     const types = (await allEvents(admin, runId)).slice(eventsBefore.length).map((e) => e.type);
     expect(types.filter((t) => t === "run.artifact")).toHaveLength(1);
     expect(types.filter((t) => t === "run.state")).toHaveLength(1);
+    await runAlarm(runId);
+  });
+});
+
+describe("publishing the outbox", () => {
+  it("a publish that fails never holds up the run: it is retried from the alarm, a bounded number of times, then waits for an operator", async () => {
+    const { admin } = await createOrg();
+    const runId = await dispatch(admin);
+    type OutboxInternals = { env: unknown; status(): { unsent: number; exhausted: number; last_error: string | null } };
+    const outboxOf = (o: unknown) => (o as { outbox: OutboxInternals }).outbox;
+    // The Queue refuses every message, as during a Queues outage.
+    await runInDurableObject(runStub(runId), (instance) => {
+      const outbox = outboxOf(instance);
+      outbox.env = { ...(outbox.env as object), EVENTS: { sendBatch: async () => Promise.reject(new Error("queue unavailable")) } };
+    });
+
+    const cancelled = await call("POST", `/v1/runs/${runId}/cancel`, { token: admin, body: {} });
+    expect(cancelled.status).toBe(200);
+    expect((await getRun(admin, runId)).state).toBe("cancelled");
+    expect((await allEvents(admin, runId)).map((e) => e.type)).toEqual(["run.created", "run.state"]);
+
+    // Each alarm makes one more attempt once its backoff is due, until the attempts run out.
+    for (let i = 0; i < DEFAULTS.outboxMaxAttempts + 2; i++) {
+      await runInDurableObject(runStub(runId), (_o, state) => {
+        state.storage.sql.exec("UPDATE outbox SET next_attempt_at_ms = 0 WHERE sent_at_ms IS NULL");
+      });
+      await runAlarm(runId);
+    }
+    const status = await runInDurableObject(runStub(runId), (instance) => outboxOf(instance).status());
+    expect(status).toEqual({ unsent: 1, exhausted: 1, last_error: "Error: queue unavailable" });
+    const attempts = await runInDurableObject(runStub(runId), (_o, state) =>
+      state.storage.sql.exec<{ attempts: number }>("SELECT attempts FROM outbox WHERE seq = 2").one().attempts,
+    );
+    expect(attempts).toBe(DEFAULTS.outboxMaxAttempts);
+    // Only the event published before the outage reaches the consumer.
+    await waitFor("the first event to be stored", async () => ((await storedSeqs(runId)).length === 1 ? true : undefined));
+    expect(await storedSeqs(runId)).toEqual([1]);
+
+    // The Queue is back; an operator's redelivery publishes what was left.
+    await runInDurableObject(runStub(runId), (instance) => {
+      outboxOf(instance).env = env;
+    });
+    const res = await call("POST", `/v1/runs/${runId}/events/redeliver`, { token: admin, body: { after: 1 } });
+    expect(res.body).toMatchObject({ requeued: 1, outbox: { unsent: 0, exhausted: 0 } });
+    await waitFor("the event to be stored", async () => ((await storedSeqs(runId)).length === 2 ? true : undefined));
+    expect(await storedSeqs(runId)).toEqual([1, 2]);
     await runAlarm(runId);
   });
 });
