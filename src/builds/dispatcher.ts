@@ -101,7 +101,7 @@ function refuseCredit(config: Config, availableCents: number): never {
 async function reserve(
   env: Env,
   config: Config,
-  input: { project: ProjectRow; request: RequestRow; jobId: string; requestHash: string; actor: string; origin: string; nowMs: number },
+  input: { project: ProjectRow; request: RequestRow; jobId: string; requestHash: string; actor: string; createdBy: string; origin: string; nowMs: number },
 ): Promise<boolean> {
   const db = env.DB;
   const { project, request, jobId, nowMs } = input;
@@ -143,7 +143,7 @@ async function reserve(
         config.buildReservationCents,
         opId,
         nowMs,
-        input.actor,
+        input.createdBy,
         nowMs,
         nowMs,
         request.orgId,
@@ -169,7 +169,7 @@ async function reserve(
 export async function dispatchBuild(
   env: Env,
   config: Config,
-  input: { orgId: string; requestId: string; jobId: string; body: unknown; actor: string; origin: string },
+  input: { orgId: string; requestId: string; jobId: string; body: unknown; tokenId: string; origin: string },
 ): Promise<DispatchResult> {
   const request = await loadRequest(env.DB, input.orgId, input.requestId);
   const project = await loadProject(env.DB, input.orgId, request.projectId);
@@ -183,7 +183,8 @@ export async function dispatchBuild(
   const taken = await runIdForKey(env.DB, input.orgId, input.jobId);
   if (taken) throw new DocketError("idempotency_conflict", "this Idempotency-Key was already used for another run", { run_id: taken });
 
-  const won = await reserve(env, config, { project, request, jobId: input.jobId, requestHash: hash, actor: input.actor, origin: input.origin, nowMs });
+  const actor = `member:${input.tokenId}`;
+  const won = await reserve(env, config, { project, request, jobId: input.jobId, requestHash: hash, actor, createdBy: input.tokenId, origin: input.origin, nowMs });
   if (!won) {
     // The reservation statement refused; say why (the refusal itself was decided atomically).
     const raced = await findJob(env.DB, input.orgId, input.jobId);
@@ -197,7 +198,7 @@ export async function dispatchBuild(
     refuseCredit(config, (await readBalance(env.DB, input.orgId)).available_cents);
   }
   const job = await loadJob(env.DB, input.orgId, input.jobId);
-  log("ledger.reserved", { org: job.orgId, job: job.id, request: job.requestId, reserved_cents: job.reservedCents, actor: input.actor });
+  log("ledger.reserved", { org: job.orgId, job: job.id, request: job.requestId, reserved_cents: job.reservedCents, actor });
   const attempt = await attemptDispatch(env, job, true);
   return { job: attempt.job, status: attempt.confirmed ? 201 : 202, message: attempt.confirmed ? null : UNCONFIRMED_MESSAGE };
 }

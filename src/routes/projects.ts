@@ -246,7 +246,7 @@ export const projectRoutes = new Hono<AppEnv>()
       requestId: c.req.valid("param").id,
       jobId,
       body: parsedBody.data,
-      actor: `member:${caller.tokenId}`,
+      tokenId: caller.tokenId,
       origin: new URL(c.req.url).origin,
     });
     return c.json({ ...jobView(result.job), message: result.message }, result.status);
