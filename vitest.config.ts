@@ -1,6 +1,8 @@
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-pool-workers";
 import { defineConfig } from "vitest/config";
 
+declare const process: { env: Record<string, string | undefined> };
+
 // Tests run offline: local Workers started by tests neither send telemetry nor fetch `Request.cf`.
 process.env.WRANGLER_SEND_METRICS ??= "false";
 process.env.CLOUDFLARE_CF_FETCH_ENABLED ??= "false";

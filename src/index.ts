@@ -1,6 +1,8 @@
-// The Worker entry: HTTP app, outbox queue consumer and the cron sweep.
+// The Worker entry: HTTP app, outbox queue consumer and the cron sweep (the watermark tick and
+// the reconciliation of unconfirmed build dispatches).
 
 import { app } from "./app";
+import { reconcileUnconfirmedJobs } from "./builds/dispatcher";
 import { loadConfig } from "./config";
 import type { Env, OutboxMessage } from "./env";
 import { consumeEvents } from "./queue/consumer";
@@ -15,6 +17,9 @@ export default {
     await consumeEvents(batch, env);
   },
   async scheduled(controller: ScheduledController, env: Env): Promise<void> {
-    await tickSweep(env.DB, loadConfig(env), controller.scheduledTime);
+    const config = loadConfig(env);
+    await tickSweep(env.DB, config, controller.scheduledTime);
+    // Build jobs whose dispatch was never confirmed are retried here (docs/runbook.md).
+    await reconcileUnconfirmedJobs(env, config, controller.scheduledTime);
   },
 } satisfies ExportedHandler<Env, OutboxMessage>;
