@@ -52,15 +52,30 @@ export async function startDocket(vars = {}) {
     worker = await unstable_startWorker({
       config: join(ROOT, 'wrangler.toml'),
       bindings,
-      dev: { persist, server: { hostname: '127.0.0.1', port }, inspector: false, watch: false, logLevel: 'none' },
+      dev: { persist, server: { hostname: '127.0.0.1', port }, inspector: false, watch: false, logLevel: 'error' },
     });
     await worker.ready;
     const url = new URL(String(await worker.url));
     port = Number(url.port);
-    return `http://127.0.0.1:${port}`;
+    // A Worker that failed to build still listens but never answers: probe it, and fail fast.
+    const base = `http://127.0.0.1:${port}`;
+    try {
+      await fetch(`${base}/v1/runs`, { signal: AbortSignal.timeout(30_000) });
+    } catch (e) {
+      await worker.dispose();
+      throw new Error(`the local Worker does not answer (did it build? see the wrangler error above): ${e}`);
+    }
+    return base;
   };
+  let url;
+  try {
+    url = await boot(vars);
+  } catch (e) {
+    rmSync(persist, { recursive: true, force: true });
+    throw e;
+  }
   const docket = {
-    url: await boot(vars),
+    url,
     persist,
     /** @param {Record<string, string>} v */
     async restart(v = {}) {
@@ -74,6 +89,7 @@ export async function startDocket(vars = {}) {
     /** @param {string} method @param {string} path @param {{ token?: string, body?: any, headers?: Record<string, string> }} [o] */
     async api(method, path, { token, body, headers = {} } = {}) {
       const res = await fetch(docket.url + path, {
+        signal: AbortSignal.timeout(30_000),
         method,
         headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}), ...headers },
         body: body === undefined ? undefined : JSON.stringify(body),
