@@ -1,5 +1,5 @@
 // Process helpers for sandboxes that run as local process groups.
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 
 /** @param {number} pid */
 export function pidAlive(pid) {
@@ -11,14 +11,42 @@ export function pidAlive(pid) {
   }
 }
 
-/** Whether any process of the group is left. @param {number} pgid */
+/**
+ * Whether any process of the group still runs. A zombie does not count: a sandbox adopted after a
+ * restart is not our child, and its exited leader stays a zombie until init gets round to it.
+ * @param {number} pgid
+ */
 export function groupAlive(pgid) {
   try {
     process.kill(-pgid, 0);
-    return true;
   } catch (e) {
-    return /** @type {any} */ (e).code === 'EPERM';
+    if (/** @type {any} */ (e).code !== 'EPERM') return false;
   }
+  const live = liveGroupMembers(pgid);
+  return live === null ? true : live > 0;
+}
+
+/** Non-zombie members of a process group, from /proc; null where /proc is not there. @param {number} pgid */
+function liveGroupMembers(pgid) {
+  let entries;
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return null;
+  }
+  let live = 0;
+  for (const name of entries) {
+    if (name.charCodeAt(0) < 48 || name.charCodeAt(0) > 57) continue;
+    let stat;
+    try {
+      stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+    } catch {
+      continue; // it exited while we looked
+    }
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // state, ppid, pgrp, …
+    if (Number(fields[2]) === pgid && fields[0] !== 'Z' && fields[0] !== 'X') live += 1;
+  }
+  return live;
 }
 
 /** @param {number} pgid @param {NodeJS.Signals} signal @returns {boolean} whether the signal was sent */

@@ -54,14 +54,15 @@ describe('configuration precedence', () => {
 
 describe('the config file', () => {
   it('is written owner-only (dir 0700, file 0600) and read back', () => {
-    const dir = join(mkdtempSync(join(tmpdir(), 'docket-cfg-')), 'nested');
+    const parent = mkdtempSync(join(tmpdir(), 'docket-cfg-'));
+    const dir = join(parent, 'nested');
     try {
       const path = writeConfigFile(dir, { machine_id: 'mch_1', machine_token: 'dkt_s_x' });
       expect(statSync(dir).mode & 0o777).toBe(0o700);
       expect(statSync(path).mode & 0o777).toBe(0o600);
       expect(readConfigFile(dir)).toEqual({ machine_id: 'mch_1', machine_token: 'dkt_s_x' });
     } finally {
-      rmSync(dir, { recursive: true, force: true });
+      rmSync(parent, { recursive: true, force: true });
     }
   });
 

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
+import { groupAlive } from '../src/procs.mjs';
 import { fakeServer } from './helpers/fake-server.mjs';
 
 const CLI = fileURLToPath(new URL('../bin/docket-runner.mjs', import.meta.url));
@@ -13,15 +14,6 @@ const cleanups = [];
 afterEach(async () => {
   for (const f of cleanups.splice(0).reverse()) await f();
 });
-
-function groupAlive(pid) {
-  try {
-    process.kill(-pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** Start listen --json against `url`; resolves events as they come. */
 function listen(url, args = []) {

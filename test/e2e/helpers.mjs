@@ -24,9 +24,18 @@ export const FAST_VARS = {
   HEARTBEAT_INTERVAL_MS: '1000',
 };
 
-/** @param {string} prefix */
+/** @type {string[]} */
+const tempDirs = [];
+
+/** A temp directory, removed by removeTempDirs(). @param {string} prefix */
 export function tempDir(prefix) {
-  return mkdtempSync(join(tmpdir(), `docket-e2e-${prefix}-`));
+  const dir = mkdtempSync(join(tmpdir(), `docket-e2e-${prefix}-`));
+  tempDirs.push(dir);
+  return dir;
+}
+
+export function removeTempDirs() {
+  for (const dir of tempDirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 }
 
 /**
@@ -328,12 +337,5 @@ export function agentScript(dir, source) {
   return path;
 }
 
-/** @param {number} pid */
-export function groupAlive(pid) {
-  try {
-    process.kill(-pid, 0);
-    return true;
-  } catch (e) {
-    return /** @type {any} */ (e).code === 'EPERM';
-  }
-}
+/** Whether a sandbox's process group still runs (zombies awaiting their reaper do not count). */
+export { groupAlive } from '../../runner-cli/src/procs.mjs';

@@ -3,7 +3,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
-import { agentScript, createOrg, dispatch, groupAlive, RunnerHome, startDocket, tempDir, waitForRun } from './helpers.mjs';
+import { agentScript, createOrg, dispatch, groupAlive, RunnerHome, removeTempDirs, startDocket, tempDir, waitForRun } from './helpers.mjs';
 
 /** @type {Awaited<ReturnType<typeof startDocket>> | undefined} */
 let docket;
@@ -13,6 +13,7 @@ const scratch = tempDir('scratch');
 afterAll(async () => {
   await home.cleanup();
   await docket?.stop();
+  removeTempDirs();
 });
 
 it('a server that answers 426 makes the runner exit cleanly with the sandbox left, and a later start reconciles it', async () => {

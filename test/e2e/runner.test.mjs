@@ -4,7 +4,7 @@ import { existsSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
-  agentScript, allEvents, bareRepo, createOrg, dispatch, groupAlive, RunnerHome, sleep, startDocket, tempDir, waitForRun,
+  agentScript, allEvents, bareRepo, createOrg, dispatch, groupAlive, RunnerHome, removeTempDirs, sleep, startDocket, tempDir, waitForRun,
 } from './helpers.mjs';
 
 /** @type {Awaited<ReturnType<typeof startDocket>>} */
@@ -24,6 +24,7 @@ afterEach(async () => {
 
 afterAll(async () => {
   await docket?.stop();
+  removeTempDirs();
 });
 
 /** A registered runner home in a fresh organization. */
