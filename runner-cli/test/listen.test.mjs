@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { groupAlive } from '../src/procs.mjs';
 import { fakeServer } from './helpers/fake-server.mjs';
+import { Listener } from './helpers/listener.mjs';
 
 const CLI = fileURLToPath(new URL('../bin/docket-runner.mjs', import.meta.url));
 const cleanups = [];
@@ -15,7 +16,7 @@ afterEach(async () => {
   for (const f of cleanups.splice(0).reverse()) await f();
 });
 
-/** Start listen --json against `url`; resolves events as they come. */
+/** Start listen --json against `url`, registered by a hand-written config file. */
 function listen(url, args = []) {
   const home = mkdtempSync(join(tmpdir(), 'docket-listen-'));
   writeFileSync(join(home, 'config.json'), JSON.stringify({ server_url: url, machine_id: 'mch_1', machine_token: 'dkt_s_t' }));
@@ -23,35 +24,30 @@ function listen(url, args = []) {
     env: { PATH: process.env.PATH, HOME: home, DOCKET_RUNNER_HOME: home },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  const events = [];
-  let rest = '';
-  child.stdout.on('data', (d) => {
-    rest += d;
-    let i;
-    while ((i = rest.indexOf('\n')) >= 0) {
-      events.push(JSON.parse(rest.slice(0, i)));
-      rest = rest.slice(i + 1);
-    }
-  });
-  let stderr = '';
-  child.stderr.on('data', (d) => (stderr += d));
-  const exited = new Promise((r) => child.on('exit', (code) => r(code)));
+  const l = new Listener(child);
   cleanups.push(async () => {
     child.kill('SIGKILL');
-    await exited;
-    for (const e of events) if (e.sandbox_id?.startsWith('process-')) try { process.kill(-Number(e.sandbox_id.slice(8)), 'SIGKILL'); } catch {}
+    await l.exited;
+    for (const e of l.events) {
+      if (!e.sandbox_id?.startsWith('process-')) continue;
+      try {
+        process.kill(-Number(e.sandbox_id.slice('process-'.length)), 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
     rmSync(home, { recursive: true, force: true });
   });
-  const waitFor = async (pred, timeoutMs = 15_000) => {
-    const deadline = Date.now() + timeoutMs;
-    while (Date.now() < deadline) {
-      const e = events.find(pred);
-      if (e) return e;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    throw new Error(`no such event; got ${events.map((e) => e.message).join('\n')}\n${stderr}`);
-  };
-  return { child, events, waitFor, exited, home };
+  return Object.assign(l, { home });
+}
+
+/** Wait for a condition on the test server's side. */
+async function until(cond, timeoutMs = 15_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 50));
+  }
 }
 
 const ok = (body = {}) => ({ status: 200, body });
@@ -84,7 +80,7 @@ describe('listen in bad weather', () => {
     cleanups.push(server.close);
     const l = listen(server.url);
     await l.waitFor((e) => e.event === 'claim_failed' && e.status === 401);
-    await l.waitFor(() => claims >= 8);
+    await until(() => claims >= 8);
     const claimTimes = server.requests.filter((r) => r.path === '/v1/runners/claim').map((r) => r.at_ms);
     const gaps = claimTimes.slice(1, 5).map((t, i) => t - claimTimes[i]);
     for (const gap of gaps) {
@@ -98,8 +94,7 @@ describe('listen in bad weather', () => {
     expect(failures.map((e) => e.status)).toEqual([503, 503, 503, 401, 401, 0]);
     expect(failures.at(-1).code).toBe('network');
     expect(failures.find((e) => e.status === 401).message).toContain('docket-runner register');
-    l.child.kill('SIGTERM');
-    expect(await l.exited).toBe(0);
+    expect((await l.kill('SIGTERM')).code).toBe(0);
   });
 
   it('keeps the sandbox through 503s on the lease, and removes it only when the server says task_gone', async () => {
@@ -131,10 +126,10 @@ describe('listen in bad weather', () => {
     const l = listen(server.url);
     const launched = await l.waitFor((e) => e.event === 'launched');
     const pid = Number(launched.sandbox_id.slice('process-'.length));
-    await l.waitFor(() => leases >= 5);
+    await until(() => leases >= 5);
     expect(groupAlive(pid)).toBe(true); // 503 and 401 never destroy a workload
     expect(l.events.filter((e) => e.event === 'lease_retry')).toHaveLength(4);
-    const ended = await l.waitFor((e) => e.event === 'run_ended', 20_000);
+    const ended = await l.waitFor('run_ended', 20_000);
     expect(ended.outcome).toBe('gone');
     expect(l.events.some((e) => e.event === 'destroying' && e.code === 'task_gone')).toBe(true);
     expect(groupAlive(pid)).toBe(false);
