@@ -7,6 +7,7 @@ import { ApiError, classify } from '../src/api.mjs';
 import { effectiveLifetimeMs } from '../src/job.mjs';
 import { sandboxEnv } from '../src/launchers/common.mjs';
 import { acquireLock, LockedError, lockHolder } from '../src/lock.mjs';
+import { formatDuration, Output } from '../src/output.mjs';
 
 const dirs = [];
 afterEach(() => {
@@ -72,5 +73,34 @@ describe('the data directory lock', () => {
     const release = acquireLock(dir);
     expect(lockHolder(dir)?.pid).toBe(process.pid);
     release();
+  });
+});
+
+describe('output', () => {
+  const capture = (json) => {
+    const lines = [];
+    const out = new Output({ json, now: () => Date.UTC(2026, 0, 1, 12, 0, 5), stream: { write: (s) => lines.push(s) } });
+    return { out, lines };
+  };
+  const job = { run_id: 'run_1', attempt: 2, phase: 'implementing', started_at_ms: Date.UTC(2026, 0, 1, 11, 58, 0) };
+
+  it('a person reads the run, its phase, the elapsed time and the reason', () => {
+    const { out, lines } = capture(false);
+    out.run('run_ended', job, 'ended: failed (the agent exited with code 2)');
+    expect(lines).toEqual(['12:00:05 run_1#2 [implementing] ended: failed (the agent exited with code 2) (2m05s)\n']);
+  });
+
+  it('--json prints one JSON object per line with the same facts', () => {
+    const { out, lines } = capture(true);
+    out.run('run_ended', job, 'ended: failed', { outcome: 'failed', reason: 'exit 2' });
+    expect(lines).toHaveLength(1);
+    expect(lines[0].endsWith('\n')).toBe(true);
+    expect(JSON.parse(lines[0])).toMatchObject({
+      event: 'run_ended', run_id: 'run_1', attempt: 2, phase: 'implementing', elapsed_ms: 125_000, outcome: 'failed', reason: 'exit 2',
+    });
+  });
+
+  it('formats durations for people', () => {
+    expect([0, 59_999, 60_000, 3_599_000, 3_600_000].map(formatDuration)).toEqual(['0s', '59s', '1m00s', '59m59s', '1h00m']);
   });
 });
