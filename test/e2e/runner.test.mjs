@@ -109,6 +109,28 @@ describe('docket-runner against a local Docket', () => {
     expect(stop.code).toBe(0);
   });
 
+  it('runs one job at a time by default, and two at once with --concurrency 2', async () => {
+    const { org, home } = await registeredRunner();
+    const go = join(scratch, `go-${Math.random()}`);
+    const agent = waitingAgent(go);
+    const runs = [];
+    for (let i = 0; i < 3; i++) runs.push(await dispatch(docket, org.admin, { launch: { command: [process.execPath, agent] } }));
+    const one = home.listen();
+    await one.waitFor('launched');
+    await sleep(2_500); // a claim long-poll and more: nothing else is taken while one job runs
+    expect(one.events.filter((e) => e.event === 'claimed')).toHaveLength(1);
+    await one.kill('SIGTERM'); // leaves the sandbox; the next start resumes it
+
+    const two = home.listen(['--concurrency', '2']);
+    await two.waitFor((e) => e.event === 'resumed');
+    await two.waitFor((e) => e.event === 'launched');
+    await sleep(2_500);
+    expect(two.events.filter((e) => e.event === 'launched')).toHaveLength(1); // resumed one + one new = two at once
+    writeFileSync(go, 'go');
+    for (const run of runs) await waitForRun(docket, org.admin, run.id, (r) => r.state === 'completed', 60_000);
+    await two.kill('SIGTERM');
+  });
+
   it('a cancel during the run ends it cancelled and the sandbox process is gone', async () => {
     const { org, home } = await registeredRunner();
     const agent = waitingAgent(join(scratch, 'never'), { ignoreTerm: true });
