@@ -1,3 +1,4 @@
+import { DocketError, errorResponse } from "../src/errors";
 // Live event streams of one run, served by its RunObject as server-sent events. Each stream reads
 // the run's outbox from where its client stands, so a client that resumes from sequence N (the
 // Last-Event-ID header, or ?after=N) gets exactly the events after N: no gap, no duplicate. New
@@ -209,13 +210,11 @@ export function streamAfter(request: Request): number {
   return Number.isSafeInteger(after) && after >= 0 ? after : 0;
 }
 
-/**
- * The answer when a run already serves its maximum of streams. The code `too_many_streams` (429) is
- * not yet in src/errors.ts's table, so the answer is built here in the same shape.
- */
+/** The answer when a run already serves its maximum of streams. */
 export function tooManyStreams(limit: number, retryMs: number): Response {
-  return Response.json(
-    { error: { code: "too_many_streams", message: `this run already serves ${limit} live streams; try again later`, limit } },
-    { status: 429, headers: { "Retry-After": String(Math.max(1, Math.ceil(retryMs / 1_000))) } },
+  const response = errorResponse(
+    new DocketError("too_many_streams", `this run already serves ${limit} live streams; try again later`, { limit }),
   );
+  response.headers.set("Retry-After", String(Math.max(1, Math.ceil(retryMs / 1_000))));
+  return response;
 }

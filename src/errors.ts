@@ -14,6 +14,7 @@ export const ERROR_STATUS = {
   idempotency_conflict: 409,
   task_gone: 410,
   listener_upgrade_required: 426,
+  too_many_streams: 429,
   // Builds and credit (../shared/spec/build-lifecycle.md; docs/protocol.md, "Builds and credit").
   insufficient_credit: 402,
   plan_required: 409,

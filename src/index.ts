@@ -4,7 +4,8 @@
 import { app } from "./app";
 import { reconcileUnconfirmedJobs } from "./builds/dispatcher";
 import { loadConfig } from "./config";
-import type { Env, OutboxMessage } from "./env";
+import type { Env } from "./env";
+import type { QueueMessage } from "./queue/messages";
 import { consumeEvents } from "./queue/consumer";
 import { tickSweep } from "./sweep";
 
@@ -13,7 +14,7 @@ export { SchedulerObject } from "../durable-objects/scheduler-object";
 
 export default {
   fetch: app.fetch,
-  async queue(batch: MessageBatch<OutboxMessage>, env: Env): Promise<void> {
+  async queue(batch: MessageBatch<QueueMessage>, env: Env): Promise<void> {
     await consumeEvents(batch, env);
   },
   async scheduled(controller: ScheduledController, env: Env): Promise<void> {
@@ -22,4 +23,4 @@ export default {
     // Build jobs whose dispatch was never confirmed are retried here (docs/runbook.md).
     await reconcileUnconfirmedJobs(env, config, controller.scheduledTime);
   },
-} satisfies ExportedHandler<Env, OutboxMessage>;
+} satisfies ExportedHandler<Env, QueueMessage>;

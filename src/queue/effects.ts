@@ -7,7 +7,11 @@ import type { Env, OutboxMessage } from "../env";
 
 export type EventHandler = (env: Env, event: OutboxMessage) => Promise<void>;
 
-/** Every side effect of a stored event, in order. A handler that throws makes the message retry. */
+/**
+ * Every side effect of a stored event. Each runs even when another failed, so one stuck side
+ * effect never holds back the others; any failure makes the message retry, and the handlers that
+ * already succeeded do nothing the second time.
+ */
 export const EVENT_HANDLERS: EventHandler[] = [
   // A build job settles when its run ends (src/builds/settle.ts).
   settleBuildOnRunEvent,
@@ -16,5 +20,14 @@ export const EVENT_HANDLERS: EventHandler[] = [
 ];
 
 export async function performEffects(env: Env, event: OutboxMessage): Promise<void> {
-  for (const handler of EVENT_HANDLERS) await handler(env, event);
+  const failures: unknown[] = [];
+  for (const handler of EVENT_HANDLERS) {
+    try {
+      await handler(env, event);
+    } catch (err) {
+      failures.push(err);
+    }
+  }
+  if (failures.length === 1) throw failures[0];
+  if (failures.length > 1) throw new AggregateError(failures, `${failures.length} side effects failed`);
 }
