@@ -43,7 +43,7 @@ export class Outbox {
       last_error TEXT)`);
   }
 
-  // ---- live streams hook (issue 5) ----------------------------------------------------------------
+  // ---- live streams hook -------------------------------------------------------------------------
   private appended: (() => void) | null = null;
 
   /** Called after every append, inside its transaction; the listener defers its reads (RunStreams.wake). */
@@ -99,7 +99,7 @@ export class Outbox {
         now,
         ...due.map((r) => r.seq),
       );
-      // One line per publish attempt (issue 5, "Logs for wrangler tail").
+      // One line per publish attempt, for `wrangler tail`.
       log("outbox.published", {
         run: run.id,
         seq: due[0].seq,

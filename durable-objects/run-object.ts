@@ -76,7 +76,7 @@ export class RunObject extends DurableObject<Env> {
     this.sql.exec(`CREATE TABLE IF NOT EXISTS attempt_tokens (
       attempt INTEGER PRIMARY KEY, machine_id TEXT NOT NULL, token_hash TEXT NOT NULL UNIQUE)`);
     this.outbox = new Outbox(ctx.storage, env, this.config);
-    // Live event streams (issue 5): every append wakes this run's open streams.
+    // Live event streams: every append wakes this run's open streams.
     this.streams = new RunStreams({ after: (seq, limit) => this.outbox.after(seq, limit), endedState: () => this.endedState() }, this.config);
     this.outbox.onAppend(() => this.streams.wake());
   }
@@ -250,7 +250,7 @@ export class RunObject extends DurableObject<Env> {
     return runView(result.run);
   }
 
-  // ---- events: live streams and operator redelivery (issue 5) ----------------------------------------
+  // ---- events: live streams and operator redelivery -------------------------------------------------
 
   /**
    * The live event stream (GET /v1/runs/:id/events/stream): server-sent events from the outbox,

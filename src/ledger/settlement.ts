@@ -28,7 +28,7 @@ export function outcomeOf(state: FinishedRun["state"]): JobOutcome {
  * reservation. An accepted completion releases unused reserved credit … ambiguous failures remain
  * held for reconciliation" (build-lifecycle.md, "Events and completion retry independently").
  * A cost above the reservation, or an unknown cost, is never capped silently: it goes to cost
- * review (issue 4, item 5). A run that never launched did no paid work: its cost is zero.
+ * review. A run that never launched did no paid work: its cost is zero.
  */
 export function decideSettlement(reservedCents: number, run: FinishedRun): SettlementDecision {
   if (!Number.isSafeInteger(reservedCents) || reservedCents < 0) throw new Error(`bad reservation ${reservedCents}`);
