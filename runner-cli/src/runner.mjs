@@ -212,8 +212,10 @@ export class Runner {
   }
 
   /**
-   * Startup reconciliation (issue: "asks the server, resumes the lease where the attempt is still
-   * its own, removes the sandbox only on a definitive code, otherwise marks the job reconcile").
+   * Startup reconciliation (shared/spec/build-lifecycle.md, "Recover without duplicating spend";
+   * DESIGN.md, "Protocol essentials"): ask the server about each job that is not done, resume the
+   * lease where the attempt is still ours, remove a sandbox only on a definitive code, and
+   * otherwise mark the job `reconcile`.
    */
   async reconcileAll() {
     const rows = this.db.unfinished();

@@ -1,5 +1,5 @@
 // The runner CLI end to end: the real `docket-runner` as child processes against a real local
-// Worker on loopback (issue 3, "How it will be checked").
+// Worker on loopback (shared/spec/dispatch-lifecycle.md, "How to test it", and its decisions).
 import { existsSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
