@@ -4,15 +4,17 @@
 
 import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { createRequire } from "node:module";
 
 const port = process.env.PORT ?? "8787";
 const adminSecret = process.env.ADMIN_SECRET ?? `local-${randomBytes(12).toString("hex")}`;
-const wrangler = ["exec", "--", "wrangler"];
+// Wrangler runs as a direct child, so a SIGTERM to this process reaches it (npm exec would keep it).
+const wrangler = [createRequire(import.meta.url).resolve("wrangler/bin/wrangler.js")];
 process.env.WRANGLER_SEND_METRICS ??= "false";
 process.env.CLOUDFLARE_CF_FETCH_ENABLED ??= "false";
 
 console.log("Applying D1 migrations to the local database…");
-const migrate = spawnSync("npm", [...wrangler, "d1", "migrations", "apply", "DB", "--local"], {
+const migrate = spawnSync(process.execPath, [...wrangler, "d1", "migrations", "apply", "DB", "--local"], {
   stdio: "inherit",
   env: { ...process.env, CI: "true" },
 });
@@ -37,7 +39,7 @@ Docket is starting at http://127.0.0.1:${port}
 `);
 
 const dev = spawn(
-  "npm",
+  process.execPath,
   [...wrangler, "dev", "--local", "--ip", "127.0.0.1", "--port", port, "--var", `ADMIN_SECRET:${adminSecret}`, "--test-scheduled"],
   { stdio: "inherit" },
 );

@@ -180,6 +180,14 @@ export function decide(input: RunRecord, command: RunCommand, now: number, confi
       if (bad) return bad;
       if (run.state !== "claimed") {
         if (run.sandboxId === command.sandboxId) return d.done(); // a replayed launched call
+        if (run.sandboxId === null) {
+          // The daemon's first report proved the launch before this call arrived: record the sandbox.
+          run.sandboxId = command.sandboxId;
+          const step = currentStep(run);
+          if (step) step.sandboxId = command.sandboxId;
+          d.touch();
+          return d.done();
+        }
         return refuse("invalid_transition", `attempt ${run.attempt} was already launched`, { state: run.state });
       }
       run.sandboxId = command.sandboxId;

@@ -122,8 +122,14 @@ describe("attempt binding", () => {
     const run = await getRun(admin, runId);
     expect(run.state).toBe("implementing");
     expect(run.phase).toBe("planning");
-    // The runner's launched call, arriving late, is refused without changing the run.
+    // The runner's launched call, arriving late, records the sandbox without another transition.
     const late = await attemptCall(runner.token, runId, 1, "launched", { sandbox_id: "s" });
-    expect(late.body.error.code).toBe("invalid_transition");
+    expect(late.status).toBe(200);
+    expect(late.body.state).toBe("implementing");
+    expect((await getRun(admin, runId)).sandbox_id).toBe("s");
+    // A second launched call naming another sandbox is refused.
+    const other = await attemptCall(runner.token, runId, 1, "launched", { sandbox_id: "t" });
+    expect(other.body.error.code).toBe("invalid_transition");
+    expect((await getRun(admin, runId)).sandbox_id).toBe("s");
   });
 });
