@@ -2,7 +2,7 @@
 // completion callback (../shared/spec/build-lifecycle.md, "Completion means an artifact is ready for
 // review" and "Recover without duplicating spend"; docs/runbook.md).
 
-import { and, desc, eq, lt, or } from "drizzle-orm";
+import { and, desc, eq } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import { Hono } from "hono";
 import { z } from "zod";
@@ -20,6 +20,7 @@ import { listEntries } from "../ledger/ledger";
 import type { RunView } from "../run/view";
 import { validate } from "../validate";
 import { jobIdSchema, requestIdParam } from "./projects";
+import { afterCursor, pageOf } from "../lib/pagination";
 
 const jobParam = z.object({ id: jobIdSchema });
 
@@ -84,21 +85,15 @@ export const buildJobRoutes = new Hono<AppEnv>()
     const conditions = [eq(buildJobs.orgId, c.get("caller").orgId)];
     if (q.status) conditions.push(eq(buildJobs.status, q.status));
     if (q.request_id) conditions.push(eq(buildJobs.requestId, q.request_id));
-    if (q.cursor) {
-      const dot = q.cursor.indexOf(".");
-      const at = Number(q.cursor.slice(0, dot));
-      const id = q.cursor.slice(dot + 1);
-      conditions.push(or(lt(buildJobs.createdAtMs, at), and(eq(buildJobs.createdAtMs, at), lt(buildJobs.id, id)))!);
-    }
+    if (q.cursor) conditions.push(afterCursor(buildJobs.createdAtMs, buildJobs.id, q.cursor));
     const rows = await drizzle(c.env.DB)
       .select()
       .from(buildJobs)
       .where(and(...conditions))
       .orderBy(desc(buildJobs.createdAtMs), desc(buildJobs.id))
       .limit(limit + 1);
-    const kept = rows.slice(0, limit);
-    const last = kept[kept.length - 1];
-    return c.json({ jobs: kept.map(jobView), next_cursor: rows.length > limit && last ? `${last.createdAtMs}.${last.id}` : null });
+    const { kept, next } = pageOf(rows, limit);
+    return c.json({ jobs: kept.map(jobView), next_cursor: next });
   })
   .get("/build-jobs/:id", requireMember, validate("param", jobParam), async (c) => {
     const orgId = c.get("caller").orgId;

@@ -1,7 +1,7 @@
 // Projects and their build requests: the saved project, the license, the owner's source plan and
 // the paid dispatch of a build (../shared/spec/build-lifecycle.md, "From request to reserved job").
 
-import { and, desc, eq, lt, or } from "drizzle-orm";
+import { and, desc, eq } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import { Hono } from "hono";
 import { z } from "zod";
@@ -17,6 +17,7 @@ import { newId } from "../lib/crypto";
 import { log } from "../lib/log";
 import { normalizeLabels } from "../run/labels";
 import { labelList, validate } from "../validate";
+import { afterCursor, pageOf } from "../lib/pagination";
 
 export const projectIdParam = z.string().regex(/^prj_[0-9a-f]{24}$/, "must be a project id like prj_<24 hex digits>");
 export const requestIdParam = z.string().regex(/^req_[0-9a-f]{24}$/, "must be a build request id like req_<24 hex digits>");
@@ -83,12 +84,6 @@ function requireOwner(caller: Caller, createdBy: string, what: string): void {
   }
 }
 
-function page<T extends { createdAtMs: number; id: string }>(rows: T[], limit: number) {
-  const kept = rows.slice(0, limit);
-  const last = kept[kept.length - 1];
-  return { kept, next: rows.length > limit && last ? `${last.createdAtMs}.${last.id}` : null };
-}
-
 export const projectRoutes = new Hono<AppEnv>()
   .post("/projects", requireMember, validate("json", createProject), async (c) => {
     const body = c.req.valid("json");
@@ -115,12 +110,9 @@ export const projectRoutes = new Hono<AppEnv>()
     const q = c.req.valid("query");
     const limit = Math.min(q.limit ?? 50, c.get("config").pageSizeMax);
     const conditions = [eq(projects.orgId, c.get("caller").orgId)];
-    if (q.cursor) {
-      const [at, id] = q.cursor.split(".");
-      conditions.push(or(lt(projects.createdAtMs, Number(at)), and(eq(projects.createdAtMs, Number(at)), lt(projects.id, id)))!);
-    }
+    if (q.cursor) conditions.push(afterCursor(projects.createdAtMs, projects.id, q.cursor));
     const rows = await drizzle(c.env.DB).select().from(projects).where(and(...conditions)).orderBy(desc(projects.createdAtMs), desc(projects.id)).limit(limit + 1);
-    const { kept, next } = page(rows, limit);
+    const { kept, next } = pageOf(rows, limit);
     return c.json({ projects: kept.map(projectView), next_cursor: next });
   })
   .get("/projects/:id", requireMember, validate("param", z.object({ id: projectIdParam })), async (c) => {
@@ -166,17 +158,14 @@ export const projectRoutes = new Hono<AppEnv>()
     const conditions = [eq(buildRequests.orgId, c.get("caller").orgId)];
     if (q.project_id) conditions.push(eq(buildRequests.projectId, q.project_id));
     if (q.label) conditions.push(eq(buildRequests.label, q.label));
-    if (q.cursor) {
-      const [at, id] = q.cursor.split(".");
-      conditions.push(or(lt(buildRequests.createdAtMs, Number(at)), and(eq(buildRequests.createdAtMs, Number(at)), lt(buildRequests.id, id)))!);
-    }
+    if (q.cursor) conditions.push(afterCursor(buildRequests.createdAtMs, buildRequests.id, q.cursor));
     const rows = await drizzle(c.env.DB)
       .select()
       .from(buildRequests)
       .where(and(...conditions))
       .orderBy(desc(buildRequests.createdAtMs), desc(buildRequests.id))
       .limit(limit + 1);
-    const { kept, next } = page(rows, limit);
+    const { kept, next } = pageOf(rows, limit);
     return c.json({ requests: kept.map(requestView), next_cursor: next });
   })
   .get("/build-requests/:id", requireMember, validate("param", z.object({ id: requestIdParam })), async (c) => {

@@ -1,6 +1,6 @@
 // The member API for runs: dispatch with an Idempotency-Key, list, read, cancel, events.
 
-import { and, desc, eq, lt, or } from "drizzle-orm";
+import { and, desc, eq } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import { Hono } from "hono";
 import { z } from "zod";
@@ -15,6 +15,7 @@ import { labelsKey, normalizeLabels } from "../run/labels";
 import { RUN_STATES } from "../run/states";
 import { labelList, runIdParam, validate } from "../validate";
 import { runStub } from "./stubs";
+import { afterCursor, pageOf } from "../lib/pagination";
 
 export const dispatchBody = z
   .object({
@@ -136,21 +137,16 @@ export const runRoutes = new Hono<AppEnv>()
     const orgId = c.get("caller").orgId;
     const conditions = [eq(runs.orgId, orgId)];
     if (q.state) conditions.push(eq(runs.state, q.state));
-    if (q.cursor) {
-      const [at, id] = q.cursor.split(".");
-      const atMs = Number(at);
-      conditions.push(or(lt(runs.createdAtMs, atMs), and(eq(runs.createdAtMs, atMs), lt(runs.id, id)))!);
-    }
+    if (q.cursor) conditions.push(afterCursor(runs.createdAtMs, runs.id, q.cursor));
     const rows = await drizzle(c.env.DB)
       .select()
       .from(runs)
       .where(and(...conditions))
       .orderBy(desc(runs.createdAtMs), desc(runs.id))
       .limit(limit + 1);
-    const page = rows.slice(0, limit);
-    const last = page[page.length - 1];
+    const { kept, next } = pageOf(rows, limit);
     return c.json({
-      runs: page.map((r) => ({
+      runs: kept.map((r) => ({
         id: r.id,
         state: r.state,
         attempt: r.attempt,
@@ -161,7 +157,7 @@ export const runRoutes = new Hono<AppEnv>()
         created_at_ms: r.createdAtMs,
         updated_at_ms: r.updatedAtMs,
       })),
-      next_cursor: rows.length > limit && last ? `${last.createdAtMs}.${last.id}` : null,
+      next_cursor: next,
     });
   })
   .get("/runs/:id", requireMember, validate("param", idParam), async (c) => {
