@@ -84,6 +84,32 @@ export async function checkoutRepository(repository, workDir, opts) {
 }
 
 /**
+ * What every launcher does first: fresh job directories, the repository checked out at the pinned
+ * commit when the run names one, the launch command checked, and the sandbox's environment with
+ * the daemon's variables (its state directory as the sandbox sees it).
+ * @param {LaunchRequest} req
+ * @param {string} stateDirInSandbox
+ * @returns {Promise<{ command: string[], env: Record<string, string> }>}
+ */
+export async function prepareSandbox(req, stateDirInSandbox) {
+  const { paths, claim, signal } = req;
+  freshJobDirs(paths);
+  let sourceRevision = null;
+  if (claim.repository) {
+    sourceRevision = await checkoutRepository(claim.repository, paths.workDir, { timeoutMs: req.checkoutTimeoutMs, signal });
+  }
+  const command = claim.launch?.command;
+  if (!Array.isArray(command) || command.length === 0) throw new LaunchError('the run has no launch command');
+  const env = sandboxEnv(process.env, req.passEnv, claim.launch?.env, {
+    ...req.docketEnv,
+    DOCKET_STATE_DIR: stateDirInSandbox,
+    DOCKET_RESULT_FILE: `${stateDirInSandbox}/result.json`,
+    ...(sourceRevision ? { DOCKET_SOURCE_REVISION: sourceRevision } : {}),
+  });
+  return { command: command.map(String), env };
+}
+
+/**
  * The sandbox's environment: a small allow-list of the runner's own variables (never a DOCKET_*
  * one, so the machine token cannot leak), the run's launch.env, then the daemon's variables.
  * @param {Record<string, string | undefined>} runnerEnv

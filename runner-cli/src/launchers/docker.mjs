@@ -8,7 +8,7 @@ import { rmSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { sleep } from '../procs.mjs';
-import { checkoutRepository, freshJobDirs, LaunchError, sandboxEnv, waitForHandshake } from './common.mjs';
+import { LaunchError, prepareSandbox, waitForHandshake } from './common.mjs';
 
 export const RUNNER_PACKAGE_DIR = dirname(dirname(dirname(fileURLToPath(import.meta.url))));
 
@@ -64,20 +64,8 @@ function docker(dockerPath, args, { env, timeoutMs = 120_000, signal } = {}) {
  * @returns {Promise<import('./process.mjs').Sandbox>}
  */
 export async function launchDocker(req) {
-  const { paths, claim, signal, dockerPath } = req;
-  freshJobDirs(paths);
-  let sourceRevision = null;
-  if (claim.repository) {
-    sourceRevision = await checkoutRepository(claim.repository, paths.workDir, { timeoutMs: req.checkoutTimeoutMs, signal });
-  }
-  const command = claim.launch?.command;
-  if (!Array.isArray(command) || command.length === 0) throw new LaunchError('the run has no launch command');
-  const env = sandboxEnv(process.env, req.passEnv, claim.launch?.env, {
-    ...req.docketEnv,
-    DOCKET_STATE_DIR: '/docket',
-    DOCKET_RESULT_FILE: '/docket/result.json',
-    ...(sourceRevision ? { DOCKET_SOURCE_REVISION: sourceRevision } : {}),
-  });
+  const { paths, claim, dockerPath } = req;
+  const { command, env } = await prepareSandbox(req, '/docket');
   // The image's PATH and HOME, not the host's (the docker CLI itself keeps the host's, for its config).
   delete env.PATH;
   delete env.HOME;
@@ -85,7 +73,7 @@ export async function launchDocker(req) {
     runId: claim.run_id,
     attempt: claim.attempt,
     image: claim.launch?.image || req.dockerImage,
-    command: command.map(String),
+    command,
     workDir: paths.workDir,
     stateDir: paths.stateDir,
     runnerDir: RUNNER_PACKAGE_DIR,
@@ -93,7 +81,7 @@ export async function launchDocker(req) {
     network: req.dockerNetwork,
     user: typeof process.getuid === 'function' ? `${process.getuid()}:${process.getgid?.()}` : null,
   });
-  const id = await docker(dockerPath, argv, { env: { ...process.env, ...env }, timeoutMs: req.checkoutTimeoutMs, signal });
+  const id = await docker(dockerPath, argv, { env: { ...process.env, ...env }, timeoutMs: req.checkoutTimeoutMs, signal: req.signal });
   const sandbox = dockerSandbox(dockerPath, id, paths);
   try {
     await waitForHandshake(paths.stateDir, { exited: () => !sandbox.running(), timeoutMs: req.handshakeTimeoutMs });

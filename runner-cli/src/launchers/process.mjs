@@ -5,7 +5,7 @@ import { spawn } from 'node:child_process';
 import { closeSync, openSync, rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { groupAlive, processStartTicks, signalGroup, sleep } from '../procs.mjs';
-import { checkoutRepository, freshJobDirs, LaunchError, sandboxEnv, waitForHandshake } from './common.mjs';
+import { LaunchError, prepareSandbox, waitForHandshake } from './common.mjs';
 
 export const RUNNER_BIN = fileURLToPath(new URL('../../bin/docket-runner.mjs', import.meta.url));
 
@@ -26,24 +26,12 @@ export const RUNNER_BIN = fileURLToPath(new URL('../../bin/docket-runner.mjs', i
  * @returns {Promise<Sandbox>}
  */
 export async function launchProcess(req) {
-  const { paths, claim, signal } = req;
-  freshJobDirs(paths);
-  let sourceRevision = null;
-  if (claim.repository) {
-    sourceRevision = await checkoutRepository(claim.repository, paths.workDir, { timeoutMs: req.checkoutTimeoutMs, signal });
-  }
-  const command = claim.launch?.command;
-  if (!Array.isArray(command) || command.length === 0) throw new LaunchError('the run has no launch command');
-  const env = sandboxEnv(process.env, req.passEnv, claim.launch?.env, {
-    ...req.docketEnv,
-    DOCKET_STATE_DIR: paths.stateDir,
-    DOCKET_RESULT_FILE: `${paths.stateDir}/result.json`,
-    ...(sourceRevision ? { DOCKET_SOURCE_REVISION: sourceRevision } : {}),
-  });
+  const { paths } = req;
+  const { command, env } = await prepareSandbox(req, paths.stateDir);
   const log = openSync(paths.logFile, 'a', 0o600);
   let child;
   try {
-    child = spawn(process.execPath, [RUNNER_BIN, 'daemon', '--', ...command.map(String)], {
+    child = spawn(process.execPath, [RUNNER_BIN, 'daemon', '--', ...command], {
       cwd: paths.workDir,
       env,
       detached: true, // its own process group, and it survives the runner
