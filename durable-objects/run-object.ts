@@ -7,6 +7,7 @@ import { DurableObject } from "cloudflare:workers";
 import { loadConfig, type Config } from "../src/config";
 import type { Env } from "../src/env";
 import { DocketError, errorResponse, isRefusal, refusal, type Refusal } from "../src/errors";
+import { addCost, addD1, noCost, type Cost } from "../src/lib/cost";
 import { newToken, sha256Hex } from "../src/lib/crypto";
 import { log } from "../src/lib/log";
 import { decide, reapDeadline } from "../src/run/decide";
@@ -14,6 +15,7 @@ import { projectRun, readRecoveredAtMs } from "../src/run/projection";
 import type { RunCommand, RunRecord } from "../src/run/types";
 import { attemptView, runView, type RunView } from "../src/run/view";
 import { labelsKey } from "../src/run/labels";
+import { ArtifactStore } from "./artifact-store";
 import { Outbox, type StoredEvent } from "./outbox";
 import { RunStreams, STREAM_ORG_HEADER, streamAfter, tooManyStreams } from "./run-streams";
 
@@ -64,6 +66,7 @@ export class RunObject extends DurableObject<Env> {
   private readonly sql: SqlStorage;
   private readonly config: Config;
   private readonly outbox: Outbox;
+  private readonly artifacts: ArtifactStore;
   private readonly streams: RunStreams;
 
   constructor(ctx: DurableObjectState, env: Env) {
@@ -76,6 +79,7 @@ export class RunObject extends DurableObject<Env> {
     this.sql.exec(`CREATE TABLE IF NOT EXISTS attempt_tokens (
       attempt INTEGER PRIMARY KEY, machine_id TEXT NOT NULL, token_hash TEXT NOT NULL UNIQUE)`);
     this.outbox = new Outbox(ctx.storage, env, this.config);
+    this.artifacts = new ArtifactStore(this.sql);
     // Live event streams: every append wakes this run's open streams.
     this.streams = new RunStreams({ after: (seq, limit) => this.outbox.after(seq, limit), endedState: () => this.endedState() }, this.config);
     this.outbox.onAppend(() => this.streams.wake());
@@ -99,9 +103,14 @@ export class RunObject extends DurableObject<Env> {
     return refusal("not_found", "no such run");
   }
 
+  /** The run as the API shows it, its patch read back from its chunks. */
+  private view(run: RunRecord): RunView {
+    return runView(this.artifacts.restore(run));
+  }
+
   async read(orgId: string): Promise<RunView | Refusal> {
     const run = this.owned(orgId, false);
-    return isRefusal(run) ? run : runView(run);
+    return isRefusal(run) ? run : this.view(run);
   }
 
   async readEvents(
@@ -119,7 +128,7 @@ export class RunObject extends DurableObject<Env> {
   /** Creates the run; calling it again for an existing run returns the run unchanged. */
   async create(input: NewRun): Promise<RunView> {
     const existing = this.load();
-    if (existing) return runView(existing);
+    if (existing) return this.view(existing);
     const now = Date.now();
     const run: RunRecord = {
       ...input,
@@ -160,13 +169,19 @@ export class RunObject extends DurableObject<Env> {
     });
     log("run.transition", { run: run.id, attempt: 0, from: null, to: "queued", reason: "dispatched", version: 1 });
     await this.afterChange(run, true);
-    return runView(run);
+    return this.view(run);
   }
 
   // ---- the runner protocol ---------------------------------------------------------------------
 
-  /** Called by the organization's scheduler only: hands attempt N+1 to a machine. */
+  /** Hands attempt N+1 to a machine; the organization's scheduler calls claimCounted(). */
   async claim(machineId: string): Promise<ClaimGrant | Refusal> {
+    return (await this.claimCounted(machineId)).answer;
+  }
+
+  /** claim(), with the D1 rows it read and wrote and the Durable Object requests it made. */
+  async claimCounted(machineId: string): Promise<{ answer: ClaimGrant | Refusal; cost: Cost }> {
+    const cost = noCost();
     const token = newToken("attempt");
     const tokenHash = await sha256Hex(token);
     const result = this.apply({ type: "claim", machineId }, (run) => {
@@ -180,12 +195,12 @@ export class RunObject extends DurableObject<Env> {
     if ("error" in result) {
       // A claim that found a stale queue row: the row is repaired before the refusal goes back.
       const run = this.load();
-      if (run) await this.repairProjection(run, true);
-      return result;
+      if (run) addCost(cost, await this.repairProjection(run, true));
+      return { answer: result, cost };
     }
     const run = result.run;
-    await this.afterChange(run, false);
-    return {
+    addCost(cost, await this.afterChange(run, false));
+    const answer: ClaimGrant = {
       run_id: run.id,
       attempt: run.attempt,
       attempt_token: token,
@@ -198,6 +213,7 @@ export class RunObject extends DurableObject<Env> {
       repository: run.repository,
       launch: run.launch,
     };
+    return { answer, cost };
   }
 
   /** launched, lease, launch-failed and stopped: calls a machine makes about its attempt. */
@@ -231,7 +247,7 @@ export class RunObject extends DurableObject<Env> {
     const result = this.apply({ type: "cancel", by, reason });
     if ("error" in result) return result;
     await this.afterChange(result.run, false);
-    return { run: runView(result.run), immediate: result.run.state === "cancelled" };
+    return { run: this.view(result.run), immediate: result.run.state === "cancelled" };
   }
 
   /** Pause, resume, block, authorize and publication steps: the transitions no route drives yet. */
@@ -247,7 +263,7 @@ export class RunObject extends DurableObject<Env> {
     const result = this.apply(command);
     if ("error" in result) return result;
     await this.afterChange(result.run, false);
-    return runView(result.run);
+    return this.view(result.run);
   }
 
   // ---- events: live streams and operator redelivery -------------------------------------------------
@@ -309,7 +325,8 @@ export class RunObject extends DurableObject<Env> {
 
   /**
    * Decides and applies one command in a single transaction: the run row (a compare-and-swap on
-   * state, attempt and version), its outbox events and any extra rows written by `alsoWrite`.
+   * state, attempt and version), its outbox events, a new patch's chunks and any extra rows written
+   * by `alsoWrite`.
    */
   private apply(command: RunCommand, alsoWrite?: (run: RunRecord) => void): { run: RunRecord } | Refusal {
     const current = this.load();
@@ -318,8 +335,9 @@ export class RunObject extends DurableObject<Env> {
     const decision = decide(current, command, now, this.config);
     if (!decision.ok) return { error: decision.error };
     if (!decision.changed) return { run: current };
-    const next = decision.run;
+    let next = decision.run;
     this.ctx.storage.transactionSync(() => {
+      next = this.artifacts.stash(next);
       const cursor = this.sql.exec(
         "UPDATE run SET state = ?, attempt = ?, version = ?, doc = ? WHERE id = ? AND state = ? AND attempt = ? AND version = ?",
         next.state,
@@ -341,12 +359,19 @@ export class RunObject extends DurableObject<Env> {
     return { run: next };
   }
 
-  /** Side effects after a committed change: the queue row, the scheduler, the outbox, the alarm. */
-  private async afterChange(run: RunRecord, created: boolean): Promise<void> {
-    await this.repairProjection(run);
-    if (run.state === "queued" && (created || run.notBeforeMs <= Date.now())) await this.notifyScheduler(run);
+  /**
+   * Side effects after a committed change: the queue row, the scheduler, the outbox, the alarm.
+   * Answers with their D1 rows and Durable Object requests.
+   */
+  private async afterChange(run: RunRecord, created: boolean): Promise<Cost> {
+    const cost = await this.repairProjection(run);
+    if (run.state === "queued" && (created || run.notBeforeMs <= Date.now())) {
+      await this.notifyScheduler(run);
+      cost.doRequests += 1;
+    }
     await this.outbox.publish(run);
     await this.armAlarm(run, 0);
+    return cost;
   }
 
   private projectedVersion(): number {
@@ -357,14 +382,16 @@ export class RunObject extends DurableObject<Env> {
    * Writes the D1 queue row when it is behind this object (or, forced, when a claim found the row
    * lying); the write only lands over an older version. A failure is retried from the alarm.
    */
-  private async repairProjection(run: RunRecord, force = false): Promise<void> {
-    if (!force && this.projectedVersion() >= run.version) return;
+  private async repairProjection(run: RunRecord, force = false): Promise<Cost> {
+    const cost = noCost();
+    if (!force && this.projectedVersion() >= run.version) return cost;
     try {
-      await projectRun(this.env.DB, run);
+      addD1(cost, await projectRun(this.env.DB, run));
       this.sql.exec("UPDATE run SET projected_version = ? WHERE projected_version < ?", run.version, run.version);
     } catch (err) {
       log("run.projection_failed", { run: run.id, version: run.version, error: String(err) });
     }
+    return cost;
   }
 
   private async notifyScheduler(run: RunRecord): Promise<void> {

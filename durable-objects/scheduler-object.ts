@@ -4,12 +4,10 @@
 // "Queue and dispatch": claiming a slot and recording dispatch must be serialized).
 
 import { DurableObject } from "cloudflare:workers";
-import { and, asc, eq, lte } from "drizzle-orm";
-import { drizzle } from "drizzle-orm/d1";
 import { loadConfig, type Config } from "../src/config";
-import { labelSets, runs } from "../src/db/schema";
 import type { Env } from "../src/env";
 import { isRefusal, type Refusal } from "../src/errors";
+import { addCost, countedAll, countedBatch, noCost, type Cost } from "../src/lib/cost";
 import { log } from "../src/lib/log";
 import { covers } from "../src/run/labels";
 import type { ClaimGrant } from "./run-object";
@@ -28,12 +26,23 @@ interface Waiter {
   wake: () => void;
 }
 
+/** A claim's answer and what it cost: every round's D1 rows and Durable Object requests. */
+export interface ClaimAnswer {
+  grant: ClaimGrant | null;
+  cost: Cost;
+}
+
 interface Candidate {
   id: string;
-  orderGroup: number;
-  orderPriority: number;
-  queuedAtMs: number;
+  order_group: number;
+  order_priority: number;
+  queued_at_ms: number;
 }
+
+/** The head of one label set's queue, in queue order (the runs_queue index serves it). */
+const QUEUE_HEAD_SQL = `SELECT id, order_group, order_priority, queued_at_ms FROM runs
+  WHERE org_id = ? AND labels_key = ? AND state = 'queued' AND not_before_ms <= ?
+  ORDER BY order_group, order_priority, queued_at_ms, id LIMIT ?`;
 
 /** How long the known label sets are trusted before they are read again from D1. */
 const LABEL_SETS_TTL_MS = 5_000;
@@ -43,8 +52,8 @@ export class SchedulerObject extends DurableObject<Env> {
   private readonly waiters = new Set<Waiter>();
   private tail: Promise<unknown> = Promise.resolve();
   private labelSetCache: { orgId: string; keys: Set<string>; readAtMs: number } | null = null;
-  /** Claims and their D1 reads, counted for benchmarks (GET /v1/admin/stats). */
-  private stats = { claims: 0, granted: 0, d1Queries: 0, runObjectCalls: 0 };
+  /** Claims and what they cost since this object started (readStats). */
+  private stats = { claims: 0, granted: 0, cost: noCost() };
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -52,25 +61,30 @@ export class SchedulerObject extends DurableObject<Env> {
   }
 
   /** A long-poll claim: a grant as soon as matching work exists, or null after `waitMs`. */
-  async claim(req: ClaimRequest): Promise<ClaimGrant | null> {
+  async claim(req: ClaimRequest): Promise<ClaimAnswer> {
     const deadline = Date.now() + Math.min(req.waitMs, this.config.claimWaitMs);
-    this.stats.claims += 1;
+    const cost = noCost();
+    const answer = (grant: ClaimGrant | null): ClaimAnswer => {
+      this.stats.claims += 1;
+      if (grant) this.stats.granted += 1;
+      addCost(this.stats.cost, cost);
+      return { grant, cost };
+    };
     // Each round is bounded by claimCandidatesMax; rounds are bounded by the deadline.
     for (;;) {
       let woken = false;
       const waiter: Waiter = { labels: req.labels, protocols: req.protocols, wake: () => (woken = true) };
       // Register before looking, so work that arrives during the look still wakes this claim.
       this.waiters.add(waiter);
-      const grant = await this.serialized(() => this.tryClaim(req));
+      const grant = await this.serialized(() => this.tryClaim(req, cost));
       if (grant) {
         this.waiters.delete(waiter);
-        this.stats.granted += 1;
-        return grant;
+        return answer(grant);
       }
       const remaining = deadline - Date.now();
       if (remaining <= 0 || this.waiters.size > this.config.claimWaitersMax) {
         this.waiters.delete(waiter);
-        return null;
+        return answer(null);
       }
       if (!woken) {
         await new Promise<void>((resolve) => {
@@ -82,7 +96,7 @@ export class SchedulerObject extends DurableObject<Env> {
         });
       }
       this.waiters.delete(waiter);
-      if (Date.now() >= deadline) return null;
+      if (Date.now() >= deadline) return answer(null);
     }
   }
 
@@ -95,7 +109,7 @@ export class SchedulerObject extends DurableObject<Env> {
   }
 
   async readStats() {
-    return { ...this.stats, waiters: this.waiters.size };
+    return { ...this.stats, cost: { ...this.stats.cost }, waiters: this.waiters.size };
   }
 
   private serialized<T>(fn: () => Promise<T>): Promise<T> {
@@ -104,51 +118,42 @@ export class SchedulerObject extends DurableObject<Env> {
     return next;
   }
 
-  private async knownLabelSets(orgId: string): Promise<Set<string>> {
+  private async knownLabelSets(orgId: string, cost: Cost): Promise<Set<string>> {
     const now = Date.now();
     const cache = this.labelSetCache;
     if (cache && cache.orgId === orgId && now - cache.readAtMs < LABEL_SETS_TTL_MS) return cache.keys;
-    this.stats.d1Queries += 1;
-    const rows = await drizzle(this.env.DB).select({ key: labelSets.labelsKey }).from(labelSets).where(eq(labelSets.orgId, orgId));
-    const keys = new Set(rows.map((r) => r.key));
+    const statement = this.env.DB.prepare("SELECT labels_key FROM label_sets WHERE org_id = ?").bind(orgId);
+    const rows = await countedAll<{ labels_key: string }>(cost, statement);
+    const keys = new Set(rows.map((r) => r.labels_key));
     this.labelSetCache = { orgId, keys, readAtMs: now };
     return keys;
   }
 
   /**
    * Reads the head of each queue the machine can serve (one batch, a few rows each, whatever the
-   * queue depth) and asks the best candidates' run objects for the claim.
+   * queue depth) and asks the best candidates' run objects for the claim. Adds what it cost to `cost`.
    */
-  private async tryClaim(req: ClaimRequest): Promise<ClaimGrant | null> {
-    const keys = [...(await this.knownLabelSets(req.orgId))].filter((k) => covers(k, req.labels, req.protocols));
+  private async tryClaim(req: ClaimRequest, cost: Cost): Promise<ClaimGrant | null> {
+    const keys = [...(await this.knownLabelSets(req.orgId, cost))].filter((k) => covers(k, req.labels, req.protocols));
     if (keys.length === 0) return null;
-    const db = drizzle(this.env.DB);
     const now = Date.now();
     const perKey = this.config.claimCandidatesMax;
-    const queries = keys.map((key) =>
-      db
-        .select({ id: runs.id, orderGroup: runs.orderGroup, orderPriority: runs.orderPriority, queuedAtMs: runs.queuedAtMs })
-        .from(runs)
-        .where(and(eq(runs.orgId, req.orgId), eq(runs.labelsKey, key), eq(runs.state, "queued"), lte(runs.notBeforeMs, now)))
-        .orderBy(asc(runs.orderGroup), asc(runs.orderPriority), asc(runs.queuedAtMs), asc(runs.id))
-        .limit(perKey),
-    );
-    this.stats.d1Queries += 1;
-    const results = (await db.batch(queries as [(typeof queries)[0], ...typeof queries])) as Candidate[][];
-    const candidates = results
+    const heads = keys.map((key) => this.env.DB.prepare(QUEUE_HEAD_SQL).bind(req.orgId, key, now, perKey));
+    const candidates = (await countedBatch<Candidate>(cost, this.env.DB, heads))
       .flat()
       .sort(
         (a, b) =>
-          a.orderGroup - b.orderGroup ||
-          a.orderPriority - b.orderPriority ||
-          a.queuedAtMs - b.queuedAtMs ||
+          a.order_group - b.order_group ||
+          a.order_priority - b.order_priority ||
+          a.queued_at_ms - b.queued_at_ms ||
           (a.id < b.id ? -1 : a.id > b.id ? 1 : 0),
       )
       .slice(0, this.config.claimCandidatesMax);
     for (const candidate of candidates) {
-      this.stats.runObjectCalls += 1;
       const stub = this.env.RUN.get(this.env.RUN.idFromName(candidate.id));
-      const answer: ClaimGrant | Refusal = await stub.claim(req.machineId);
+      cost.doRequests += 1;
+      const { answer, cost: runCost }: { answer: ClaimGrant | Refusal; cost: Cost } = await stub.claimCounted(req.machineId);
+      addCost(cost, runCost);
       if (!isRefusal(answer)) return answer;
       log("scheduler.stale_row", { run: candidate.id, code: answer.error.code, message: answer.error.message });
     }

@@ -1,5 +1,6 @@
 import type { Config } from "./config";
 import type { Env } from "./env";
+import type { Cost } from "./lib/cost";
 
 export interface Caller {
   orgId: string;
@@ -11,5 +12,6 @@ export interface Caller {
 
 export interface AppEnv {
   Bindings: Env;
-  Variables: { config: Config; caller: Caller };
+  /** `cost` is what the request has cost so far (src/lib/cost.ts), started by the auth middleware. */
+  Variables: { config: Config; caller: Caller; cost: Cost };
 }

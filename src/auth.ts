@@ -1,12 +1,10 @@
 // Authentication middleware: member, machine and registration tokens are looked up by their
 // SHA-256 hash in D1; run-attempt tokens are checked by the run object itself (docs/protocol.md).
 
-import { and, eq, isNull } from "drizzle-orm";
-import { drizzle } from "drizzle-orm/d1";
 import { createMiddleware } from "hono/factory";
 import type { AppEnv, Caller } from "./app-types";
-import { tokens } from "./db/schema";
 import { DocketError } from "./errors";
+import { countedAll, noCost, type Cost } from "./lib/cost";
 import { sha256Hex, timingSafeEqual, TOKEN_PREFIX } from "./lib/crypto";
 
 export function bearer(header: string | undefined): string {
@@ -15,21 +13,24 @@ export function bearer(header: string | undefined): string {
   return match[1];
 }
 
-async function lookup(db: D1Database, token: string): Promise<Caller | null> {
+async function lookup(db: D1Database, token: string, cost: Cost): Promise<Caller | null> {
   if (!/^dkt_[mrs]_[0-9a-f]{64}$/.test(token)) return null;
-  const row = await drizzle(db)
-    .select()
-    .from(tokens)
-    .where(and(eq(tokens.tokenHash, await sha256Hex(token)), isNull(tokens.revokedAtMs)))
-    .get();
+  const [row] = await countedAll<{ id: string; org_id: string; kind: Caller["kind"]; role: Caller["role"]; machine_id: string | null }>(
+    cost,
+    db
+      .prepare("SELECT id, org_id, kind, role, machine_id FROM tokens WHERE token_hash = ? AND revoked_at_ms IS NULL")
+      .bind(await sha256Hex(token)),
+  );
   if (!row) return null;
-  return { orgId: row.orgId, tokenId: row.id, kind: row.kind, role: row.role, machineId: row.machineId };
+  return { orgId: row.org_id, tokenId: row.id, kind: row.kind, role: row.role, machineId: row.machine_id };
 }
 
 function requireKind(kind: Caller["kind"], what: string) {
   return createMiddleware<AppEnv>(async (c, next) => {
     const token = bearer(c.req.header("Authorization"));
-    const caller = await lookup(c.env.DB, token);
+    const cost = noCost();
+    const caller = await lookup(c.env.DB, token, cost);
+    c.set("cost", cost);
     if (!caller || caller.kind !== kind) {
       throw new DocketError("unauthorized", `this call needs ${what} (a token starting ${TOKEN_PREFIX[kind]})`);
     }

@@ -1,7 +1,7 @@
 // The runner protocol: register, heartbeat, claim, the attempt calls and daemon reports
 // (../shared/spec/dispatch-lifecycle.md; docs/protocol.md, "Runner protocol").
 
-import { and, desc, eq, lt } from "drizzle-orm";
+import { desc, eq } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import { Hono } from "hono";
 import { z } from "zod";
@@ -10,6 +10,7 @@ import { bearer, requireAttemptToken, requireMachine, requireMember, requireRegi
 import { runnerConfig, versionAtLeast, type Config } from "../config";
 import { machines, tokens } from "../db/schema";
 import { DocketError, unwrap } from "../errors";
+import { addCost, COST_HEADER, countedBatch, formatCost } from "../lib/cost";
 import { newId, newToken, sha256Hex } from "../lib/crypto";
 import { normalizeLabels } from "../run/labels";
 import { attemptParam, cliVersion, labelList, protocolList, runIdParam, validate } from "../validate";
@@ -86,11 +87,19 @@ export function checkRunnerVersion(config: Config, version: string, protocols: s
   }
 }
 
-/** Report output is bounded: long lines are cut, and lines past the total are dropped with a note. */
+/**
+ * Report output is bounded: long lines are cut, and lines past the count or the total are dropped
+ * with a note, so each output event fits one Queue message.
+ */
 function boundLines(lines: string[], config: Config): string[] {
-  const kept = lines.slice(0, config.reportLinesMax).map((l) =>
-    l.length > config.reportLineMaxChars ? `${l.slice(0, config.reportLineMaxChars)}… [cut]` : l,
-  );
+  const kept: string[] = [];
+  let total = 0;
+  for (const line of lines.slice(0, config.reportLinesMax)) {
+    const cut = line.length > config.reportLineMaxChars ? `${line.slice(0, config.reportLineMaxChars)}… [cut]` : line;
+    if (total + cut.length > config.reportOutputMaxChars) break;
+    kept.push(cut);
+    total += cut.length;
+  }
   if (lines.length > kept.length) kept.push(`[${lines.length - kept.length} more lines dropped]`);
   return kept;
 }
@@ -165,23 +174,30 @@ export const runnerRoutes = new Hono<AppEnv>()
     const config = c.get("config");
     checkRunnerVersion(config, body.cli_version, body.protocols);
     const caller = c.get("caller");
+    const cost = c.get("cost");
     const now = Date.now();
-    const db = drizzle(c.env.DB);
-    const machine = await db.select({ labels: machines.labels }).from(machines).where(eq(machines.id, caller.machineId!)).get();
+    // The machine's labels, and its last seen time, which claims move at most once per heartbeat
+    // interval to keep claims cheap: one D1 round trip, its rows counted for Docket-Cost.
+    const [[machine]] = await countedBatch<{ labels: string }>(cost, c.env.DB, [
+      c.env.DB.prepare("SELECT labels FROM machines WHERE id = ?").bind(caller.machineId),
+      c.env.DB.prepare("UPDATE machines SET last_seen_at_ms = ? WHERE id = ? AND last_seen_at_ms < ?").bind(
+        now,
+        caller.machineId,
+        now - config.heartbeatIntervalMs,
+      ),
+    ]);
     if (!machine) throw new DocketError("unauthorized", "this machine is no longer registered");
-    // Last seen moves at most once per heartbeat interval from claims, to keep claims cheap.
-    await db
-      .update(machines)
-      .set({ lastSeenAtMs: now })
-      .where(and(eq(machines.id, caller.machineId!), lt(machines.lastSeenAtMs, now - config.heartbeatIntervalMs)));
     const protocols = body.protocols.filter((p) => config.launchProtocols.includes(p));
-    const grant = await schedulerStub(c.env, caller.orgId).claim({
+    const { grant, cost: schedulerCost } = await schedulerStub(c.env, caller.orgId).claim({
       orgId: caller.orgId,
       machineId: caller.machineId!,
       labels: JSON.parse(machine.labels),
       protocols,
       waitMs: body.wait_ms ?? config.claimWaitMs,
     });
+    cost.doRequests += 1;
+    addCost(cost, schedulerCost);
+    c.header(COST_HEADER, formatCost(cost));
     if (!grant) return c.body(null, 204);
     return c.json(grant, 200);
   })

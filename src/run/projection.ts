@@ -7,7 +7,8 @@ import { runs, sweep } from "../db/schema";
 import { labelsKey } from "./labels";
 import type { RunRecord } from "./types";
 
-export async function projectRun(db: D1Database, run: RunRecord): Promise<void> {
+/** Writes the run's queue row; answers with the rows D1 read and wrote (src/lib/cost.ts). */
+export async function projectRun(db: D1Database, run: RunRecord): Promise<D1Meta> {
   const row = {
     id: run.id,
     orgId: run.orgId,
@@ -24,10 +25,11 @@ export async function projectRun(db: D1Database, run: RunRecord): Promise<void> 
     updatedAtMs: run.updatedAtMs,
   };
   const { id: _id, orgId: _org, createdAtMs: _created, ...changing } = row;
-  await drizzle(db)
+  const result = await drizzle(db)
     .insert(runs)
     .values(row)
     .onConflictDoUpdate({ target: runs.id, set: changing, setWhere: sql`excluded.version > ${runs.version}` });
+  return result.meta;
 }
 
 /** When the API last came back from an outage (0 when it never had one). */
