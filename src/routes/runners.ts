@@ -10,7 +10,7 @@ import { bearer, requireAttemptToken, requireMachine, requireMember, requireRegi
 import { runnerConfig, versionAtLeast, type Config } from "../config";
 import { machines, tokens } from "../db/schema";
 import { DocketError, unwrap } from "../errors";
-import { addCost, COST_HEADER, countedBatch, formatCost } from "../lib/cost";
+import { addCost, addD1, COST_HEADER, countedBatch, formatCost } from "../lib/cost";
 import { newId, newToken, sha256Hex } from "../lib/crypto";
 import { normalizeLabels } from "../run/labels";
 import { attemptParam, cliVersion, labelList, protocolList, runIdParam, validate } from "../validate";
@@ -162,11 +162,13 @@ export const runnerRoutes = new Hono<AppEnv>()
     const config = c.get("config");
     const machineId = c.get("caller").machineId!;
     // The version is recorded even when it is refused, so operators see who needs the upgrade.
-    await drizzle(c.env.DB)
+    const updated = await drizzle(c.env.DB)
       .update(machines)
       .set({ cliVersion: body.cli_version, protocols: JSON.stringify(body.protocols), lastSeenAtMs: Date.now() })
       .where(eq(machines.id, machineId));
+    addD1(c.get("cost"), updated.meta);
     checkRunnerVersion(config, body.cli_version, body.protocols);
+    c.header(COST_HEADER, formatCost(c.get("cost")));
     return c.json({ machine_id: machineId, server_time_ms: Date.now(), config: runnerConfig(config) });
   })
   .post("/runners/claim", requireMachine, validate("json", claimBody), async (c) => {

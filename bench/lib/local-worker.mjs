@@ -1,0 +1,100 @@
+// Local Workers for the benchmarks, started the way the end-to-end tests start Docket
+// (test/e2e/helpers.mjs): wrangler's unstable_startWorker on 127.0.0.1, D1 migrations applied
+// with `wrangler d1 migrations apply --local` to a fresh persist directory; D1, Durable Objects
+// and Queues all local. Nothing here reaches the internet.
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { atExit } from './cleanup.mjs';
+
+export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const WRANGLER = join(ROOT, 'node_modules', 'wrangler', 'bin', 'wrangler.js');
+
+// Set before wrangler is loaded: no telemetry, no fetch of `Request.cf` from Cloudflare.
+process.env.WRANGLER_SEND_METRICS = 'false';
+process.env.CLOUDFLARE_CF_FETCH_ENABLED = 'false';
+process.env.WRANGLER_LOG ??= 'warn'; // no line per Queue batch
+// A config file edited during a run must not rebuild a Worker in the middle of a measurement.
+process.env.WRANGLER_CI_DISABLE_CONFIG_WATCHING = 'true';
+const { getPlatformProxy, unstable_startWorker } = await import('wrangler');
+
+/** A temp directory for local state; `remove()` deletes it, and so does an exit before that. */
+export function stateDir(prefix) {
+  const dir = mkdtempSync(join(tmpdir(), `docket-bench-${prefix}-`));
+  const removeDir = () => rmSync(dir, { recursive: true, force: true });
+  const forget = atExit(removeDir);
+  return {
+    dir,
+    remove: () => {
+      forget();
+      removeDir();
+    },
+  };
+}
+
+/** Applies a config's D1 migrations to the local database under `persist`. */
+export function applyMigrations(configPath, persist) {
+  const r = spawnSync(process.execPath, [WRANGLER, 'd1', 'migrations', 'apply', 'DB', '--local', '--config', configPath, '--persist-to', persist], {
+    cwd: dirname(configPath),
+    env: { ...process.env, CI: 'true' },
+    encoding: 'utf8',
+    timeout: 120_000,
+  });
+  if (r.status !== 0) throw new Error(`migrations of ${configPath} failed: ${r.stdout}\n${r.stderr}`);
+}
+
+/**
+ * Starts a Worker from its wrangler config on 127.0.0.1 with extra plain-text variables.
+ * @param {{ config: string, persist: string, vars?: Record<string, string> }} o
+ * @returns {Promise<{ url: string, stop: () => Promise<void> }>}
+ */
+export async function startWorker({ config, persist, vars = {} }) {
+  /** @type {Record<string, { type: 'plain_text', value: string }>} */
+  const bindings = {};
+  for (const [k, v] of Object.entries(vars)) bindings[k] = { type: 'plain_text', value: String(v) };
+  const worker = await unstable_startWorker({
+    config,
+    bindings,
+    dev: { persist, server: { hostname: '127.0.0.1', port: 0 }, inspector: false, watch: false, logLevel: 'error' },
+  });
+  await worker.ready;
+  const url = `http://127.0.0.1:${new URL(String(await worker.url)).port}`;
+  // A Worker that failed to build still listens but never answers: probe it and fail fast.
+  try {
+    await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(60_000) });
+  } catch (e) {
+    await worker.dispose();
+    throw new Error(`the local Worker of ${config} does not answer (did it build?): ${e}`);
+  }
+  return { url, stop: () => worker.dispose() };
+}
+
+/**
+ * Runs `fn` with the local D1 database of a persist directory, while no Worker uses it. Only the
+ * database binding is loaded (a config of its own), so no Durable Object or Queue starts.
+ * @template T
+ * @param {{ persist: string, databaseId: string }} o
+ * @param {(db: D1Database) => Promise<T>} fn
+ * @returns {Promise<T>}
+ */
+export async function withLocalD1({ persist, databaseId }, fn) {
+  const configPath = join(persist, 'd1-only.wrangler.json');
+  writeFileSync(
+    configPath,
+    JSON.stringify({
+      name: 'docket-bench-seed',
+      compatibility_date: '2026-04-20',
+      d1_databases: [{ binding: 'DB', database_name: 'bench', database_id: databaseId }],
+    }),
+  );
+  // getPlatformProxy takes the state directory itself (`--persist-to` adds the v3 level).
+  const proxy = await getPlatformProxy({ configPath, persist: { path: join(persist, 'v3') }, remoteBindings: false, envFiles: [] });
+  try {
+    return await fn(/** @type {any} */ (proxy.env).DB);
+  } finally {
+    await proxy.dispose();
+    rmSync(configPath, { force: true });
+  }
+}

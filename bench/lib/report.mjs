@@ -1,0 +1,155 @@
+// The benchmark's results as markdown tables (bench/results/*.md and docs/BENCHMARKS.md).
+
+/** @param {number | null | undefined} v @param {number} [digits] */
+function n(v, digits = 1) {
+  if (v === null || v === undefined || !Number.isFinite(v)) return '–';
+  return v.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+}
+
+/** @param {string[]} head @param {(string | number)[][]} rows */
+function table(head, rows) {
+  const line = (/** @type {(string | number)[]} */ cells) => `| ${cells.join(' | ')} |`;
+  return [line(head), line(head.map(() => '---')), ...rows.map(line)].join('\n');
+}
+
+/** The tables of one run's results. @param {any} r */
+export function resultTables(r) {
+  const out = [];
+  const c = r.sections.claims;
+  if (c) {
+    out.push(
+      `### Claim cost against queue depth\n\n` +
+        `Per successful claim, from its \`Docket-Cost\` header: mean (largest) over ${2 * c.claims_per_depth} claims per depth. ` +
+        `"Queued runs" is the bulk behind the head: 3/8 in label sets the runner (labels \`${c.runner.labels.join(',')}\`, protocol \`process\`) covers, ` +
+        `5/8 in sets it cannot serve; the ${2 * c.claims_per_depth} real runs the claims take are at the head. ` +
+        `The floor's figures are its one statement's.\n`,
+    );
+    out.push(
+      table(
+        ['queued runs', 'D1 rows read', 'D1 rows written', 'DO requests', 'floor: D1 rows read', 'floor: D1 rows written', 'floor: DO requests'],
+        c.rows.map((/** @type {any} */ row) => [
+          row.depth.toLocaleString('en-US'),
+          `${n(row.docket.cost.d1_rows_read.mean)} (${row.docket.cost.d1_rows_read.max})`,
+          `${n(row.docket.cost.d1_rows_written.mean)} (${row.docket.cost.d1_rows_written.max})`,
+          `${n(row.docket.cost.do_requests.mean)} (${row.docket.cost.do_requests.max})`,
+          n(row.floor.cost.d1_rows_read.mean),
+          n(row.floor.cost.d1_rows_written.mean),
+          n(row.floor.cost.do_requests.mean),
+        ]),
+      ),
+    );
+    out.push(
+      `\n### Claims against the platform floor\n\n` +
+        `The same claims against the floor Worker (one Durable Object RPC, one indexed D1 select-and-update) at the same depth. ` +
+        `Latency: ${c.claims_per_depth} claims one at a time, ms at the client (p50 / p99). ` +
+        `Throughput: ${c.claims_per_depth} claims by ${c.concurrency} runners at once, claims per second. ` +
+        `Ratio = Docket ÷ floor (latency at p50).\n`,
+    );
+    out.push(
+      table(
+        ['queued runs', 'Docket latency p50 / p99', 'floor latency p50 / p99', 'latency ratio', 'Docket claims/s', 'floor claims/s', 'throughput ratio'],
+        c.rows.map((/** @type {any} */ row) => [
+          row.depth.toLocaleString('en-US'),
+          `${n(row.docket.latency_ms.p50)} / ${n(row.docket.latency_ms.p99)}`,
+          `${n(row.floor.latency_ms.p50)} / ${n(row.floor.latency_ms.p99)}`,
+          `${n(row.docket.latency_ms.p50 / row.floor.latency_ms.p50, 2)}×`,
+          n(row.docket.claims_per_s, 0),
+          n(row.floor.claims_per_s, 0),
+          `${n(row.docket.claims_per_s / row.floor.claims_per_s, 2)}×`,
+        ]),
+      ),
+    );
+  }
+  const l = r.sections.latency;
+  if (l) {
+    out.push(
+      `\n### Dispatch-to-claim latency\n\n` +
+        `From just before \`POST /v1/runs\` is sent to the claim's answer at the runner, ms; ${l.long_poll_ms.n} samples each, ` +
+        `both runners measured on the same dispatches. The dispatch request itself took ${n(l.dispatch_request_ms.p50)} ms (p50).\n`,
+    );
+    out.push(
+      table(
+        ['runner', 'p50', 'p99', 'mean', 'max'],
+        [
+          [`${l.waiting_runners} idle runners waiting on the long-poll`, n(l.long_poll_ms.p50), n(l.long_poll_ms.p99), n(l.long_poll_ms.mean), n(l.long_poll_ms.max)],
+          [`1 runner polling every ${l.poll_interval_ms / 1000} s`, n(l.polling_ms.p50), n(l.polling_ms.p99), n(l.polling_ms.mean), n(l.polling_ms.max)],
+        ],
+      ),
+    );
+  }
+  const lc = r.sections.lifecycle;
+  if (lc) {
+    out.push(
+      `\n### Lifecycle throughput\n\n` +
+        `Runs from dispatch to completed (claim, launched, one phase report, the final report), ` +
+        `dispatched ${lc.dispatch_concurrency} at a time; requests are every HTTP request of the dispatcher and the runners.\n`,
+    );
+    out.push(
+      table(
+        ['runners', 'runs', 'runs/s', 'HTTP requests per run', 'dispatch→completed p50 / p99 ms'],
+        lc.rows.map((/** @type {any} */ row) => [
+          row.runners,
+          row.runs,
+          n(row.runs_per_s),
+          n(row.requests_per_run, 2),
+          `${n(row.dispatch_to_completed_ms.p50, 0)} / ${n(row.dispatch_to_completed_ms.p99, 0)}`,
+        ]),
+      ),
+    );
+  }
+  const i = r.sections.idle;
+  if (i) {
+    out.push(
+      `\n### Idle cost\n\n` +
+        `${i.runners} real \`docket-runner listen\` processes with nothing to do, counted for ${i.window_ms / 1000} s through a proxy. ` +
+        `Per idle runner and minute: expected = 60,000 / claim_wait_ms + 60,000 / heartbeat_interval_ms.\n`,
+    );
+    out.push(
+      table(
+        ['per idle runner', 'claims/min', 'heartbeats/min', 'requests/min', 'expected requests/min', 'D1 rows read/min', 'D1 rows written/min'],
+        [
+          [
+            `measured: claim_wait_ms ${i.claim_wait_ms}, heartbeat ${i.heartbeat_interval_ms} ms`,
+            n(i.claims_per_min),
+            n(i.heartbeats_per_min),
+            n(i.requests_per_min),
+            n(i.expected_per_min),
+            n(i.d1_rows_read_per_min),
+            n(i.d1_rows_written_per_min),
+          ],
+          [
+            `defaults: claim_wait_ms ${i.defaults.claim_wait_ms}, heartbeat ${i.defaults.heartbeat_interval_ms} ms`,
+            n(60_000 / i.defaults.claim_wait_ms, 2),
+            n(60_000 / i.defaults.heartbeat_interval_ms, 2),
+            `${n(i.defaults.scaled_from_measured, 2)} (measured, scaled)`,
+            n(i.defaults.requests_per_min, 2),
+            n(i.defaults.d1_rows_read_per_min),
+            n(i.defaults.d1_rows_written_per_min),
+          ],
+        ],
+      ),
+    );
+    out.push(
+      `\nAn idle claim (204) cost ${n(i.idle_claim_cost.d1_rows_read)} D1 rows read and ${n(i.idle_claim_cost.d1_rows_written)} written; ` +
+        `a heartbeat ${n(i.heartbeat_cost.d1_rows_read)} read and ${n(i.heartbeat_cost.d1_rows_written)} written (means from \`Docket-Cost\`).`,
+    );
+  }
+  return out.join('\n');
+}
+
+/** The whole results page. @param {any} r */
+export function resultsPage(r) {
+  return [
+    `# Docket benchmark results`,
+    '',
+    `${r.finished_at} · ${r.quick ? 'quick run (BENCH_QUICK=1)' : 'full run'} · ${r.duration_s.toFixed(0)} s · ` +
+      `${r.machine.cpus}× ${r.machine.cpu_model} (load ${n(r.machine.load_average_1min.at_start, 2)} at start, ${n(r.machine.load_average_1min.at_end, 2)} at end) · ` +
+      `Node ${r.machine.node} · wrangler ${r.machine.wrangler} · ` +
+      `Docket ${r.git.commit}${r.git.dirty ? ' (with uncommitted changes)' : ''}`,
+    '',
+    'Local Worker on 127.0.0.1 (wrangler unstable_startWorker: local D1, Durable Objects and Queues); method in docs/BENCHMARKS.md.',
+    '',
+    resultTables(r),
+    '',
+  ].join('\n');
+}

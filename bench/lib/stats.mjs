@@ -1,0 +1,24 @@
+// Summaries of measured samples. Percentiles are nearest-rank: p99 of fewer than 100 samples is
+// the largest sample, and the reports say how many samples each figure has.
+
+/** @param {number[]} sorted ascending @param {number} p 0..100 */
+export function percentile(sorted, p) {
+  if (sorted.length === 0) return null;
+  const rank = Math.ceil((p / 100) * sorted.length);
+  return sorted[Math.min(sorted.length, Math.max(1, rank)) - 1];
+}
+
+/** @param {number[]} values */
+export function summarize(values) {
+  const sorted = [...values].sort((a, b) => a - b);
+  const n = sorted.length;
+  const mean = n ? sorted.reduce((s, v) => s + v, 0) / n : null;
+  return { n, mean, min: sorted[0] ?? null, p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted[n - 1] ?? null };
+}
+
+/** Rounds for the reports: integers stay, others keep `digits` decimals. */
+export function round(value, digits = 2) {
+  if (value === null || value === undefined || !Number.isFinite(value)) return null;
+  const f = 10 ** digits;
+  return Math.round(value * f) / f;
+}

@@ -1,0 +1,125 @@
+// npm run bench: Docket's benchmarks against local Workers on 127.0.0.1 (docs/BENCHMARKS.md).
+// Sections: claim cost against queue depth beside the platform floor, dispatch-to-claim latency,
+// lifecycle throughput and idle cost. Results go to bench/results/ as JSON and markdown.
+// Settings are environment variables (bench/lib/config.mjs); BENCH_QUICK=1 is a short run.
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
+import { join } from 'node:path';
+import { claimCost } from './claim-cost.mjs';
+import { idleCost } from './idle.mjs';
+import { dispatchToClaim } from './latency.mjs';
+import { lifecycle } from './lifecycle.mjs';
+import { limitRunTime } from './lib/cleanup.mjs';
+import { readConfig } from './lib/config.mjs';
+import { ADMIN_SECRET } from './lib/docket.mjs';
+import { applyMigrations, ROOT, startWorker, stateDir } from './lib/local-worker.mjs';
+import { resultsPage, resultTables } from './lib/report.mjs';
+
+const cfg = readConfig();
+limitRunTime(cfg.timeoutMs);
+const startedAt = Date.now();
+const loadAtStart = loadavg()[0];
+const say = (/** @type {string} */ line) => console.log(`[${((Date.now() - startedAt) / 1000).toFixed(1).padStart(6)} s] ${line}`);
+
+/**
+ * Docket's variables for the benchmark: its defaults, except that a run claimed and never launched
+ * keeps its claim for the whole benchmark (a launch deadline or lease of an hour), so no run comes
+ * back to the queue in the middle of a measurement.
+ */
+const DOCKET_VARS = { ADMIN_SECRET, LEASE_TTL_MS: '3600000', LAUNCH_DEADLINE_MS: '3600000' };
+
+/** @type {Record<string, any>} */
+const sections = {};
+say(`Docket benchmarks${cfg.quick ? ' (quick)' : ''}: ${cfg.sections.join(', ')}`);
+
+if (cfg.sections.includes('claims')) {
+  say(`claim cost against queue depth (${cfg.claims.depths.map((d) => d.toLocaleString('en-US')).join(', ')}) and the platform floor`);
+  sections.claims = await claimCost({ ...cfg.claims, docketVars: DOCKET_VARS }, say);
+}
+
+const live = cfg.sections.filter((s) => s !== 'claims');
+if (live.length > 0) {
+  const state = stateDir('docket-live');
+  /** @type {{ url: string, stop: () => Promise<void> } | null} */
+  let docket = null;
+  try {
+    applyMigrations(join(ROOT, 'wrangler.toml'), state.dir);
+    if (cfg.sections.includes('latency') || cfg.sections.includes('lifecycle')) {
+      docket = await startWorker({ config: join(ROOT, 'wrangler.toml'), persist: state.dir, vars: DOCKET_VARS });
+      if (cfg.sections.includes('latency')) {
+        say(`dispatch-to-claim latency: ${cfg.latency.waitingRunners} runners waiting on the long-poll beside one polling every ${cfg.latency.pollIntervalMs} ms`);
+        sections.latency = await dispatchToClaim(docket.url, cfg.latency, say);
+      }
+      if (cfg.sections.includes('lifecycle')) {
+        say(`lifecycle throughput: ${cfg.lifecycle.runs} runs with ${cfg.lifecycle.runnerCounts.join(', ')} runners`);
+        sections.lifecycle = await lifecycle(docket.url, cfg.lifecycle, say);
+      }
+      await docket.stop();
+      docket = null;
+    }
+    if (cfg.sections.includes('idle')) {
+      say(`idle cost: claim wait ${cfg.idle.claimWaitMs} ms, heartbeat every ${cfg.idle.heartbeatIntervalMs} ms`);
+      docket = await startWorker({
+        config: join(ROOT, 'wrangler.toml'),
+        persist: state.dir,
+        vars: { ...DOCKET_VARS, CLAIM_WAIT_MS: String(cfg.idle.claimWaitMs), HEARTBEAT_INTERVAL_MS: String(cfg.idle.heartbeatIntervalMs) },
+      });
+      sections.idle = await idleCost(docket.url, cfg.idle, say);
+      say(`  ${sections.idle.requests_per_min.toFixed(1)} requests per idle runner per minute (expected ${sections.idle.expected_per_min.toFixed(1)}); at the defaults ${sections.idle.defaults.requests_per_min.toFixed(1)}`);
+    }
+  } finally {
+    await docket?.stop();
+    state.remove();
+  }
+}
+
+const results = {
+  finished_at: new Date().toISOString(),
+  duration_s: (Date.now() - startedAt) / 1000,
+  quick: cfg.quick,
+  machine: {
+    cpus: cpus().length,
+    cpu_model: cpus()[0]?.model?.trim() ?? 'unknown',
+    node: process.versions.node,
+    wrangler: wranglerVersion(),
+    platform: process.platform,
+    // Other work on the machine skews latency and throughput (not the D1 and request counts).
+    load_average_1min: { at_start: loadAtStart, at_end: loadavg()[0] },
+  },
+  git: gitState(),
+  config: cfg,
+  sections,
+};
+
+const outDir = cfg.out || join(ROOT, 'bench', 'results');
+const name = cfg.quick ? 'quick' : 'latest';
+mkdirSync(outDir, { recursive: true });
+writeFileSync(join(outDir, `${name}.json`), `${JSON.stringify(results, null, 2)}\n`);
+writeFileSync(join(outDir, `${name}.md`), resultsPage(results));
+if (cfg.updateDocs) updateDocs(results);
+console.log(`\n${resultTables(results)}\n`);
+say(`results written to ${join(outDir, `${name}.md`)} and ${name}.json`);
+
+function wranglerVersion() {
+  return JSON.parse(readFileSync(join(ROOT, 'node_modules', 'wrangler', 'package.json'), 'utf8')).version;
+}
+
+function gitState() {
+  const git = (/** @type {string[]} */ args) => spawnSync('git', args, { cwd: ROOT, encoding: 'utf8' }).stdout?.trim() ?? '';
+  return { commit: git(['rev-parse', '--short', 'HEAD']) || 'unknown', dirty: git(['status', '--porcelain', '--', 'src', 'durable-objects', 'migrations', 'wrangler.toml']) !== '' };
+}
+
+/** Replaces the latest-results block of docs/BENCHMARKS.md (BENCH_UPDATE_DOCS=1). @param {any} r */
+function updateDocs(r) {
+  const path = join(ROOT, 'docs', 'BENCHMARKS.md');
+  const begin = '<!-- latest results: begin -->';
+  const end = '<!-- latest results: end -->';
+  const doc = readFileSync(path, 'utf8');
+  const from = doc.indexOf(begin);
+  const to = doc.indexOf(end);
+  if (from < 0 || to < from) throw new Error(`docs/BENCHMARKS.md has no ${begin} … ${end} block`);
+  const block = `${begin}\n\n${resultsPage(r).replace(/^# .*\n\n/, '')}\n${end}`;
+  writeFileSync(path, doc.slice(0, from) + block + doc.slice(to + end.length));
+  say('docs/BENCHMARKS.md updated');
+}
