@@ -36,9 +36,10 @@ export interface Config {
   /** Outbox publishing: attempts before an event batch waits for an operator, and backoff between. */
   outboxMaxAttempts: number;
   outboxBackoffMs: number;
-  /** Longest output line kept from a daemon report, and most lines per report. */
+  /** Longest output line kept from a daemon report, most lines, and most characters in all (an event must fit a Queue message). */
   reportLineMaxChars: number;
   reportLinesMax: number;
+  reportOutputMaxChars: number;
   /** Queue consumer: delay before a message it could not handle is delivered again (doubling, capped). */
   queueRetryBaseMs: number;
   queueRetryMaxMs: number;
@@ -83,6 +84,7 @@ export const DEFAULTS: Config = {
   outboxBackoffMs: 1_000,
   reportLineMaxChars: 4_000,
   reportLinesMax: 500,
+  reportOutputMaxChars: 48_000,
   queueRetryBaseMs: 5_000,
   queueRetryMaxMs: 300_000,
   streamsPerRunMax: 16,
@@ -120,6 +122,7 @@ const VAR_NAMES: Record<keyof Config, string> = {
   outboxBackoffMs: "OUTBOX_BACKOFF_MS",
   reportLineMaxChars: "REPORT_LINE_MAX_CHARS",
   reportLinesMax: "REPORT_LINES_MAX",
+  reportOutputMaxChars: "REPORT_OUTPUT_MAX_CHARS",
   queueRetryBaseMs: "QUEUE_RETRY_BASE_MS",
   queueRetryMaxMs: "QUEUE_RETRY_MAX_MS",
   streamsPerRunMax: "STREAMS_PER_RUN_MAX",

@@ -26,6 +26,8 @@ export interface Artifact {
   exitCodes: Record<string, number>;
   /** True when the daemon reported no patch content at all. */
   empty: boolean;
+  /** Set in storage only: the patch is kept in chunks under this attempt (durable-objects/artifact-store.ts). */
+  patchAttempt?: number;
 }
 
 /** One claim of the run: exactly one attempt (DESIGN.md, invariant 2). */
