@@ -16,6 +16,7 @@ const DOCKET_DB_ID = '00000000-0000-0000-0000-000000000000'; // wrangler.toml's 
 const FLOOR_CONFIG = join(ROOT, 'bench', 'floor', 'wrangler.toml');
 const FLOOR_DB_ID = '00000000-0000-0000-0000-00000000f100';
 const FLOOR_ORG = 'org_floor';
+const OUTSIDER = { labels: ['gpu'], protocols: ['docker'], claims: 20 };
 
 /**
  * @param {{ depths: number[], claims: number, concurrency: number, seedBatch: number, docketVars: Record<string, string> }} cfg
@@ -44,6 +45,8 @@ export async function claimCost(cfg, say) {
     const setup = client(docket.url);
     const org = await createOrg(setup, 'bench-claims');
     const machines = await registerMachines(setup, org.admin, cfg.concurrency, RUNNER_LABELS);
+    // A runner that can serve none of the queued work: label gpu alone, protocol docker alone.
+    const [outsider] = await registerMachines(setup, org.admin, 1, OUTSIDER.labels, OUTSIDER.protocols);
     await stop();
 
     const rows = [];
@@ -72,6 +75,12 @@ export async function claimCost(cfg, say) {
       for (const m of machines) await heartbeat(api, m.token);
       await sleep(1_500); // let the outbox consumer store the dispatch events before measuring
       const docketRun = await measure(cfg, (lane) => claim(api, machines[lane].token, 0), parseCost);
+      const outsiderClaims = [];
+      for (let i = 0; i < OUTSIDER.claims; i++) {
+        const res = await claim(api, outsider.token, 0, undefined, OUTSIDER.protocols);
+        if (res.status !== 204) throw new Error(`depth ${depth}: a runner that serves none of the queue got HTTP ${res.status}`);
+        outsiderClaims.push(parseCost(res.headers));
+      }
       await stop();
       const claimed = docketRun.granted.map((s) => s.runId);
       const wrong = claimed.filter((id) => !heads.has(id));
@@ -90,7 +99,16 @@ export async function claimCost(cfg, say) {
       await stop();
       if (floorRun.granted.length !== 2 * cfg.claims) throw new Error(`depth ${depth}: the floor granted ${floorRun.granted.length} of ${2 * cfg.claims} claims`);
 
-      const row = { depth, queued_at_start: depth + 2 * cfg.claims, seed_ms: seedMs, docket: docketRun.summary, floor: floorRun.summary };
+      const outsiderCost = (/** @type {string} */ k) => summarize(outsiderClaims.map((c) => /** @type {any} */ (c)[k]));
+      const row = {
+        depth,
+        queued_at_start: depth + 2 * cfg.claims,
+        seed_ms: seedMs,
+        docket: docketRun.summary,
+        // Empty claims (204) by the runner that serves none of the queue: what unservable work costs it.
+        unservable: { claims: OUTSIDER.claims, d1_rows_read: outsiderCost('d1_rows_read'), d1_rows_written: outsiderCost('d1_rows_written'), do_requests: outsiderCost('do_requests') },
+        floor: floorRun.summary,
+      };
       const d = docketRun.summary;
       const f = floorRun.summary;
       say(
@@ -99,7 +117,13 @@ export async function claimCost(cfg, say) {
       );
       rows.push(row);
     }
-    return { runner: { labels: RUNNER_LABELS, protocols: ['process'] }, claims_per_depth: cfg.claims, concurrency: cfg.concurrency, rows };
+    return {
+      runner: { labels: RUNNER_LABELS, protocols: ['process'] },
+      unservable_runner: { labels: OUTSIDER.labels, protocols: OUTSIDER.protocols },
+      claims_per_depth: cfg.claims,
+      concurrency: cfg.concurrency,
+      rows,
+    };
   } finally {
     await stop();
     docketState.remove();

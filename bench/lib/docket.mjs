@@ -20,23 +20,23 @@ export async function createOrg(api, name) {
 }
 
 /**
- * Registers `count` runner machines with these labels.
+ * Registers `count` runner machines with these labels and launch protocols.
  * @param {Client} api @param {string} admin @param {number} count @param {string[]} labels
- * @returns {Promise<{ machineId: string, token: string }[]>}
+ * @returns {Promise<{ machineId: string, token: string, protocols: string[] }[]>}
  */
-export async function registerMachines(api, admin, count, labels) {
+export async function registerMachines(api, admin, count, labels, protocols = PROTOCOLS) {
   const machines = [];
   for (let i = 0; i < count; i++) {
     const reg = expectStatus(await api.call('POST', '/v1/tokens', { token: admin, body: { kind: 'registration' } }), [201], 'POST /v1/tokens');
     const res = expectStatus(
       await api.call('POST', '/v1/runners/register', {
         token: reg.body.token,
-        body: { name: `bench-${i}`, labels, protocols: PROTOCOLS, cli_version: CLI_VERSION },
+        body: { name: `bench-${i}`, labels, protocols, cli_version: CLI_VERSION },
       }),
       [201],
       'POST /v1/runners/register',
     );
-    machines.push({ machineId: res.body.machine_id, token: res.body.machine_token });
+    machines.push({ machineId: res.body.machine_id, token: res.body.machine_token, protocols });
   }
   return machines;
 }
@@ -65,10 +65,10 @@ export async function heartbeat(api, token) {
  * One claim: 200 with a grant or 204 after `waitMs`.
  * @param {Client} api @param {string} token @param {number} waitMs @param {AbortSignal} [signal]
  */
-export async function claim(api, token, waitMs, signal) {
+export async function claim(api, token, waitMs, signal, protocols = PROTOCOLS) {
   const res = await api.call('POST', '/v1/runners/claim', {
     token,
-    body: { cli_version: CLI_VERSION, protocols: PROTOCOLS, wait_ms: waitMs },
+    body: { cli_version: CLI_VERSION, protocols, wait_ms: waitMs },
     timeoutMs: waitMs + 60_000,
     signal,
   });

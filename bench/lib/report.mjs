@@ -22,16 +22,19 @@ export function resultTables(r) {
         `Per successful claim, from its \`Docket-Cost\` header: mean (largest) over ${2 * c.claims_per_depth} claims per depth. ` +
         `"Queued runs" is the bulk behind the head: 3/8 in label sets the runner (labels \`${c.runner.labels.join(',')}\`, protocol \`process\`) covers, ` +
         `5/8 in sets it cannot serve; the ${2 * c.claims_per_depth} real runs the claims take are at the head. ` +
+        `"Empty claim": ${c.rows[0].unservable.claims} claims (204) by a runner that can serve none of the queue ` +
+        `(labels \`${c.unservable_runner.labels.join(',')}\`, protocol \`${c.unservable_runner.protocols.join(',')}\`), means. ` +
         `The floor's figures are its one statement's.\n`,
     );
     out.push(
       table(
-        ['queued runs', 'D1 rows read', 'D1 rows written', 'DO requests', 'floor: D1 rows read', 'floor: D1 rows written', 'floor: DO requests'],
+        ['queued runs', 'D1 rows read', 'D1 rows written', 'DO requests', 'empty claim, nothing servable: rows read / written / DO', 'floor: D1 rows read', 'floor: D1 rows written', 'floor: DO requests'],
         c.rows.map((/** @type {any} */ row) => [
           row.depth.toLocaleString('en-US'),
           `${n(row.docket.cost.d1_rows_read.mean)} (${row.docket.cost.d1_rows_read.max})`,
           `${n(row.docket.cost.d1_rows_written.mean)} (${row.docket.cost.d1_rows_written.max})`,
           `${n(row.docket.cost.do_requests.mean)} (${row.docket.cost.do_requests.max})`,
+          `${n(row.unservable.d1_rows_read.mean)} / ${n(row.unservable.d1_rows_written.mean)} / ${n(row.unservable.do_requests.mean)}`,
           n(row.floor.cost.d1_rows_read.mean),
           n(row.floor.cost.d1_rows_written.mean),
           n(row.floor.cost.do_requests.mean),
