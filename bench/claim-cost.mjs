@@ -72,7 +72,7 @@ export async function claimCost(cfg, say) {
       say(`  Docket: dispatching ${2 * cfg.claims} runs at the head; ${cfg.claims} claims one at a time, ${cfg.claims} by ${cfg.concurrency} runners at once`);
       const heads = new Set(await pool(2 * cfg.claims, 4, () => dispatch(api, org.admin, { labels: RUNNER_LABELS, priority: HEAD_PRIORITY })));
       // Runners heartbeat every 30 s, so a claim does not also move their last-seen time.
-      for (const m of machines) await heartbeat(api, m.token);
+      for (const m of [...machines, outsider]) await heartbeat(api, m.token, m.protocols);
       await sleep(1_500); // let the outbox consumer store the dispatch events before measuring
       const docketRun = await measure(cfg, (lane) => claim(api, machines[lane].token, 0), parseCost);
       const outsiderClaims = [];

@@ -14,7 +14,7 @@ import { limitRunTime } from './lib/cleanup.mjs';
 import { readConfig } from './lib/config.mjs';
 import { ADMIN_SECRET } from './lib/docket.mjs';
 import { applyMigrations, ROOT, startWorker, stateDir } from './lib/local-worker.mjs';
-import { resultsPage, resultTables } from './lib/report.mjs';
+import { resultsPage, resultTables, runLine } from './lib/report.mjs';
 
 const cfg = readConfig();
 limitRunTime(cfg.timeoutMs);
@@ -119,7 +119,7 @@ function updateDocs(r) {
   const from = doc.indexOf(begin);
   const to = doc.indexOf(end);
   if (from < 0 || to < from) throw new Error(`docs/BENCHMARKS.md has no ${begin} … ${end} block`);
-  const block = `${begin}\n\n${resultsPage(r).replace(/^# .*\n\n/, '')}\n${end}`;
+  const block = `${begin}\n\n${runLine(r)}\n\n${resultTables(r)}\n\n${end}`;
   writeFileSync(path, doc.slice(0, from) + block + doc.slice(to + end.length));
   say('docs/BENCHMARKS.md updated');
 }

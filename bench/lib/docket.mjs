@@ -57,8 +57,8 @@ export async function dispatch(api, admin, { labels = ['linux'], priority = 0 } 
 }
 
 /** @param {Client} api @param {string} token */
-export async function heartbeat(api, token) {
-  expectStatus(await api.call('POST', '/v1/runners/heartbeat', { token, body: { cli_version: CLI_VERSION, protocols: PROTOCOLS } }), [200], 'heartbeat');
+export async function heartbeat(api, token, protocols = PROTOCOLS) {
+  expectStatus(await api.call('POST', '/v1/runners/heartbeat', { token, body: { cli_version: CLI_VERSION, protocols } }), [200], 'heartbeat');
 }
 
 /**

@@ -140,17 +140,24 @@ export function resultTables(r) {
   return out.join('\n');
 }
 
+/** When, where and on what a run was made, in one line. @param {any} r */
+export function runLine(r) {
+  return (
+    `${r.finished_at} · ${r.quick ? 'quick run (BENCH_QUICK=1)' : 'full run'} · ${r.duration_s.toFixed(0)} s · ` +
+    `${r.machine.cpus}× ${r.machine.cpu_model} (load ${n(r.machine.load_average_1min.at_start, 2)} at start, ${n(r.machine.load_average_1min.at_end, 2)} at end) · ` +
+    `Node ${r.machine.node} · wrangler ${r.machine.wrangler} · ` +
+    `Docket ${r.git.commit}${r.git.dirty ? ' (with uncommitted changes)' : ''}`
+  );
+}
+
 /** The whole results page. @param {any} r */
 export function resultsPage(r) {
   return [
     `# Docket benchmark results`,
     '',
-    `${r.finished_at} · ${r.quick ? 'quick run (BENCH_QUICK=1)' : 'full run'} · ${r.duration_s.toFixed(0)} s · ` +
-      `${r.machine.cpus}× ${r.machine.cpu_model} (load ${n(r.machine.load_average_1min.at_start, 2)} at start, ${n(r.machine.load_average_1min.at_end, 2)} at end) · ` +
-      `Node ${r.machine.node} · wrangler ${r.machine.wrangler} · ` +
-      `Docket ${r.git.commit}${r.git.dirty ? ' (with uncommitted changes)' : ''}`,
+    runLine(r),
     '',
-    'Local Worker on 127.0.0.1 (wrangler unstable_startWorker: local D1, Durable Objects and Queues); method in docs/BENCHMARKS.md.',
+    'Local Workers on 127.0.0.1 (wrangler unstable_startWorker: local D1, Durable Objects and Queues); method in docs/BENCHMARKS.md.',
     '',
     resultTables(r),
     '',
