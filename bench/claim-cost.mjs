@@ -1,4 +1,4 @@
-// Claim cost against queue depth, beside the platform floor (docs/BENCHMARKS.md, "Claim cost").
+// Claim cost against queue depth, beside the platform floor (docs/BENCHMARKS.md, "Method").
 // For each depth: bulk rows are seeded straight into the stopped Worker's local D1, then Docket
 // starts and 2 × `claims` real runs are dispatched at the head of the runner's queue. Two passes
 // of `claims` claims take them: one claim at a time (latency), then `concurrency` runner machines
@@ -8,13 +8,11 @@ import { join } from 'node:path';
 import { claim, createOrg, dispatch, heartbeat, parseCost, registerMachines } from './lib/docket.mjs';
 import { client, pool, sleep } from './lib/http.mjs';
 import { applyMigrations, ROOT, startWorker, stateDir, withLocalD1 } from './lib/local-worker.mjs';
-import { HEAD_PRIORITY, HEAD_SET, RUNNER_LABELS, seedBulk, seedFloorHead } from './lib/seed.mjs';
+import { countQueued, HEAD_PRIORITY, HEAD_SET, RUNNER_LABELS, seedBulk, seedFloorHead } from './lib/seed.mjs';
 import { summarize } from './lib/stats.mjs';
 
 const DOCKET_CONFIG = join(ROOT, 'wrangler.toml');
-const DOCKET_DB_ID = '00000000-0000-0000-0000-000000000000'; // wrangler.toml's local database
 const FLOOR_CONFIG = join(ROOT, 'bench', 'floor', 'wrangler.toml');
-const FLOOR_DB_ID = '00000000-0000-0000-0000-00000000f100';
 const FLOOR_ORG = 'org_floor';
 const OUTSIDER = { labels: ['gpu'], protocols: ['docker'], claims: 20 };
 
@@ -57,13 +55,19 @@ export async function claimCost(cfg, say) {
         if (done === depth || (done - seeded) % (cfg.seedBatch * 5) === 0) say(`  ${who}: ${done.toLocaleString('en-US')} of ${depth.toLocaleString('en-US')} rows`);
       };
       say(`depth ${depth.toLocaleString('en-US')}: seeding ${(depth - seeded).toLocaleString('en-US')} more queued rows`);
-      await withLocalD1({ persist: docketState.dir, databaseId: DOCKET_DB_ID }, (db) =>
-        seedBulk(db, 'docket', { orgId: org.orgId, from: seeded, to: depth, batch: cfg.seedBatch, onProgress: progress('Docket') }),
-      );
-      await withLocalD1({ persist: floorState.dir, databaseId: FLOOR_DB_ID }, async (db) => {
+      const docketQueued = await withLocalD1({ config: DOCKET_CONFIG, persist: docketState.dir }, async (db) => {
+        await seedBulk(db, 'docket', { orgId: org.orgId, from: seeded, to: depth, batch: cfg.seedBatch, onProgress: progress('Docket') });
+        return countQueued(db, 'docket', org.orgId);
+      });
+      const floorQueued = await withLocalD1({ config: FLOOR_CONFIG, persist: floorState.dir }, async (db) => {
         await seedBulk(db, 'floor', { orgId: FLOOR_ORG, from: seeded, to: depth, batch: cfg.seedBatch, onProgress: progress('floor') });
         await seedFloorHead(db, { orgId: FLOOR_ORG, round: String(depth), count: 2 * cfg.claims });
+        return countQueued(db, 'floor', FLOOR_ORG);
       });
+      // Earlier heads were all claimed: what is queued now is the bulk (and the floor's new head).
+      if (docketQueued !== depth || floorQueued !== depth + 2 * cfg.claims) {
+        throw new Error(`depth ${depth}: ${docketQueued} runs queued in Docket and ${floorQueued} in the floor after seeding`);
+      }
       seeded = depth;
       const seedMs = Date.now() - t0;
 

@@ -93,11 +93,12 @@ const results = {
 };
 
 const outDir = cfg.out || join(ROOT, 'bench', 'results');
-const name = cfg.quick ? 'quick' : 'latest';
+const name = cfg.name;
 mkdirSync(outDir, { recursive: true });
 writeFileSync(join(outDir, `${name}.json`), `${JSON.stringify(results, null, 2)}\n`);
 writeFileSync(join(outDir, `${name}.md`), resultsPage(results));
-if (cfg.updateDocs) updateDocs(results);
+if (cfg.updateDocs && name === 'latest') updateDocs(results);
+else if (cfg.updateDocs) say(`docs/BENCHMARKS.md not updated: it shows full runs with the default settings, this is a ${name} run`);
 console.log(`\n${resultTables(results)}\n`);
 say(`results written to ${join(outDir, `${name}.md`)} and ${name}.json`);
 

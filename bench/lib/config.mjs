@@ -29,6 +29,11 @@ function ints(name, full, quick = full) {
 
 const SECTIONS = ['claims', 'latency', 'lifecycle', 'idle'];
 
+/** Settings that change what is measured (not where results go or how long a run may take). */
+const MEASURING = Object.keys(process.env).filter(
+  (k) => k.startsWith('BENCH_') && !['BENCH_QUICK', 'BENCH_OUT', 'BENCH_UPDATE_DOCS', 'BENCH_TIMEOUT_MS'].includes(k),
+);
+
 export function readConfig() {
   const sections = (process.env.BENCH_SECTIONS ?? SECTIONS.join(',')).split(',').map((s) => s.trim()).filter(Boolean);
   const unknown = sections.filter((s) => !SECTIONS.includes(s));
@@ -37,6 +42,8 @@ export function readConfig() {
   for (let i = 1; i < depths.length; i++) if (depths[i] <= depths[i - 1]) throw new Error('BENCH_DEPTHS must grow from one depth to the next');
   return {
     quick: QUICK,
+    // Results are named for the run: latest (the defaults), quick, or custom (other settings).
+    name: QUICK ? 'quick' : MEASURING.length > 0 ? 'custom' : 'latest',
     sections,
     claims: {
       depths,

@@ -18,7 +18,7 @@ process.env.CLOUDFLARE_CF_FETCH_ENABLED = 'false';
 process.env.WRANGLER_LOG ??= 'warn'; // no line per Queue batch
 // A config file edited during a run must not rebuild a Worker in the middle of a measurement.
 process.env.WRANGLER_CI_DISABLE_CONFIG_WATCHING = 'true';
-const { getPlatformProxy, unstable_startWorker } = await import('wrangler');
+const { getPlatformProxy, unstable_readConfig, unstable_startWorker } = await import('wrangler');
 
 /** A temp directory for local state; `remove()` deletes it, and so does an exit before that. */
 export function stateDir(prefix) {
@@ -72,14 +72,18 @@ export async function startWorker({ config, persist, vars = {} }) {
 }
 
 /**
- * Runs `fn` with the local D1 database of a persist directory, while no Worker uses it. Only the
- * database binding is loaded (a config of its own), so no Durable Object or Queue starts.
+ * Runs `fn` with the local D1 database (binding DB) of a Worker's config and persist directory,
+ * while no Worker uses it. Only that binding is loaded (from a config of its own, with the same
+ * database id, so the same local file), so no Durable Object or Queue starts.
  * @template T
- * @param {{ persist: string, databaseId: string }} o
+ * @param {{ config: string, persist: string }} o
  * @param {(db: D1Database) => Promise<T>} fn
  * @returns {Promise<T>}
  */
-export async function withLocalD1({ persist, databaseId }, fn) {
+export async function withLocalD1({ config, persist }, fn) {
+  const database = unstable_readConfig({ config }).d1_databases.find((d) => d.binding === 'DB');
+  if (!database?.database_id) throw new Error(`${config} has no D1 database bound as DB`);
+  const databaseId = database.database_id;
   const configPath = join(persist, 'd1-only.wrangler.json');
   writeFileSync(
     configPath,

@@ -73,3 +73,13 @@ export async function seedBulk(db, kind, { orgId, from, to, batch, onProgress })
 export async function seedFloorHead(db, { orgId, round, count }) {
   await db.prepare(FLOOR_HEAD_SQL).bind(count, round, orgId, HEAD_SET, -HEAD_PRIORITY, Date.now()).run();
 }
+
+/**
+ * Queued rows of an organization, as the Worker will see them.
+ * @param {D1Database} db @param {'docket' | 'floor'} kind @param {string} orgId
+ */
+export async function countQueued(db, kind, orgId) {
+  const sql = kind === 'docket' ? "SELECT COUNT(*) AS n FROM runs WHERE org_id = ? AND state = 'queued'" : "SELECT COUNT(*) AS n FROM queue WHERE org_id = ? AND state = 'queued'";
+  const row = await db.prepare(sql).bind(orgId).first();
+  return Number(row?.n ?? 0);
+}
