@@ -26,6 +26,11 @@ export default defineConfig(async () => {
                   CLAIM_WAIT_MS: "1000",
                   BACKOFF_BASE_MS: "1000",
                   BACKOFF_MAX_MS: "8000",
+                  // Model-based tests (test/workers/model-harness.ts): how many sequences, their length, and one
+                  // seed for every lane of this run, printed so that MODEL_SEED=<seed> replays them.
+                  MODEL_RUNS: process.env.MODEL_RUNS ?? "",
+                  MODEL_SEED: process.env.MODEL_SEED ?? String(Math.floor(Math.random() * 2 ** 31)),
+                  MODEL_STEPS: process.env.MODEL_STEPS ?? "",
                 },
               },
             }),

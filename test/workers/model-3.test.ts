@@ -1,0 +1,4 @@
+// Lane 3 of the model-based tests of the run objects (model-harness.ts).
+import { modelLane } from "./model-harness";
+
+modelLane(3);

@@ -1,0 +1,603 @@
+// Model-based tests of the run objects through the HTTP API: random sequences of dispatch, claims
+// by several machines, launched, lease refreshes, reports from the current and from older attempts,
+// launch failures, stopped, cancels, alarms at random times and duplicate deliveries, each checked
+// against a simple model (run-model.ts) and against DESIGN.md's invariants after every step.
+//
+// The sequences are shared out over the files model-1.test.ts … model-5.test.ts (lanes): every
+// sequence makes a new run object, and the test pool makes each new Durable Object of a file slower
+// to create than the last (cloudflare/workers-sdk#15092), so a file keeps to a few hundred.
+//
+// MODEL_RUNS=<n> runs n sequences in all (default 1,000), MODEL_SEED=<n> replays the sequences of a
+// printed seed, MODEL_STEPS=<n> allows longer sequences (vitest.config.ts passes them to the Workers
+// runtime). For a long run, repeat the lanes with new seeds rather than one huge MODEL_RUNS:
+//   for s in $(seq 1 20); do MODEL_SEED=$s npx vitest run --project workers model-; done
+
+import fc from "fast-check";
+import { env } from "cloudflare:workers";
+import { beforeAll, describe, expect, it } from "vitest";
+import { loadConfig } from "../../src/config";
+import type { RunView } from "../../src/run/view";
+import { callDirect as call } from "./direct";
+import { ageRun, CLI_VERSION, createOrg, registerRunner, runAlarm, runBody, runStub } from "./helpers";
+import { muteTransitionLogs } from "./quiet";
+import {
+  backoffRange,
+  describeRun,
+  isTerminal,
+  newRun,
+  permitted,
+  predict,
+  reapAt,
+  withBackground,
+  type Call,
+  type ModelRun,
+  type Outcome,
+  type ReportKind,
+  type Timing,
+} from "./run-model";
+
+/** How often each call got each answer: which paths the random sequences reached. */
+const answers = new Map<string, number>();
+/** The files that share the sequences out. */
+export const LANES = 5;
+const RUNS = Number(env.MODEL_RUNS || 1_000);
+const SEED = Number(env.MODEL_SEED || 1);
+const MAX_STEPS = Number(env.MODEL_STEPS || 10);
+/** A deadline closer than this to now may pass between two steps: the harness lets it pass first. */
+const GUARD_MS = 5_000;
+
+const config = loadConfig(env);
+const timing: Timing = config;
+
+type Json = Record<string, any>;
+type StoredEvent = { seq: number; type: string; at_ms: number; data: Json };
+
+// ---- generated steps ----------------------------------------------------------------------------
+
+type MachinePick = "holder" | 0 | 1 | 2;
+type Step =
+  | { kind: "claim"; machine: 0 | 1 | 2 }
+  | { kind: "launched"; machine: MachinePick; attempt: -1 | 0 | 1; sandbox: 0 | 1 }
+  | { kind: "lease" | "launch_failed" | "stopped"; machine: MachinePick; attempt: -1 | 0 | 1 }
+  | { kind: "report"; token: "current" | "older" | "made_up" | "foreign"; report: ReportKind; phase: string }
+  | { kind: "cancel" }
+  | { kind: "alarm"; ageMs: number }
+  /** The alarm fires just after the run's next deadline (its backoff, lease, launch or silence deadline). */
+  | { kind: "alarm_due" }
+  | { kind: "repeat" }
+  | { kind: "dispatch_again"; samePayload: boolean }
+  | { kind: "redeliver" };
+
+const machineIndex = fc.constantFrom<0 | 1 | 2>(0, 1, 2);
+const machinePick: fc.Arbitrary<MachinePick> = fc.constantFrom<MachinePick>("holder", "holder", "holder", 0, 1, 2);
+const attemptPick = fc.constantFrom<-1 | 0 | 1>(0, 0, 0, 0, 0, -1, 1);
+/** Alarms at random times, with extra weight just around the lease, launch and silence deadlines. */
+const ageMs = fc.oneof(
+  fc.integer({ min: 0, max: 10_000 }),
+  fc.constantFrom(55_000, 65_000, 115_000, 125_000, 595_000, 605_000, 700_000),
+  fc.integer({ min: 0, max: 700_000 }),
+);
+
+const stepArb: fc.Arbitrary<Step> = fc.oneof(
+  { weight: 6, arbitrary: fc.record({ kind: fc.constant("claim" as const), machine: machineIndex }) },
+  { weight: 5, arbitrary: fc.record({ kind: fc.constant("launched" as const), machine: machinePick, attempt: attemptPick, sandbox: fc.constantFrom<0 | 1>(0, 0, 1) }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant("lease" as const), machine: machinePick, attempt: attemptPick }) },
+  { weight: 3, arbitrary: fc.record({ kind: fc.constant("launch_failed" as const), machine: machinePick, attempt: attemptPick }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant("stopped" as const), machine: machinePick, attempt: attemptPick }) },
+  {
+    weight: 6,
+    arbitrary: fc.record({
+      kind: fc.constant("report" as const),
+      token: fc.constantFrom("current", "current", "current", "current", "older", "older", "made_up", "foreign") as fc.Arbitrary<"current" | "older" | "made_up" | "foreign">,
+      report: fc.constantFrom<ReportKind>("phase", "lines", "empty", "completed", "failed"),
+      phase: fc.constantFrom("planning", "implementing", "verifying"),
+    }),
+  },
+  { weight: 1, arbitrary: fc.constant({ kind: "cancel" as const }) },
+  { weight: 3, arbitrary: fc.record({ kind: fc.constant("alarm" as const), ageMs }) },
+  { weight: 2, arbitrary: fc.constant({ kind: "alarm_due" as const }) },
+  { weight: 3, arbitrary: fc.constant({ kind: "repeat" as const }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant("dispatch_again" as const), samePayload: fc.boolean() }) },
+  { weight: 1, arbitrary: fc.constant({ kind: "redeliver" as const }) },
+);
+
+let orgId = "";
+let admin = "";
+let machines: { machineId: string; token: string }[] = [];
+/** A valid run-attempt token of an earlier sequence's run: never valid for this one. */
+let foreignToken: string | null = null;
+
+async function setUp(): Promise<void> {
+  muteTransitionLogs();
+  ({ orgId, admin } = await createOrg("model"));
+  machines = [];
+  for (const name of ["box-a", "box-b", "box-c"]) machines.push(await registerRunner(admin, { name }));
+}
+
+const claimArb = fc.record({ kind: fc.constant("claim" as const), machine: machineIndex });
+
+/**
+ * Most sequences start with a claim, so that the rest has an attempt to work on; a third start
+ * from a second attempt (the first one failed to launch or lapsed), so that older attempts and
+ * their machines and tokens are around to call in.
+ */
+const planArb: fc.Arbitrary<Step[]> = fc.oneof(
+  {
+    weight: 2,
+    arbitrary: fc
+      .tuple(fc.option(claimArb, { freq: 5 }), fc.array(stepArb, { minLength: 1, maxLength: MAX_STEPS - 1 }))
+      .map(([first, rest]) => (first ? [first, ...rest] : rest)),
+  },
+  {
+    weight: 1,
+    arbitrary: fc
+      .tuple(
+        claimArb,
+        fc.constantFrom<Step>({ kind: "launch_failed", machine: "holder", attempt: 0 }, { kind: "alarm_due" }),
+        claimArb,
+        fc.array(stepArb, { minLength: 1, maxLength: Math.max(1, MAX_STEPS - 4) }),
+      )
+      .map(([first, end, again, rest]) => [first, end, { kind: "alarm_due" } as Step, again, ...rest]),
+  },
+);
+
+// ---- one sequence against one new run -----------------------------------------------------------
+
+class Sequence {
+  model!: ModelRun;
+  view!: RunView;
+  events: StoredEvent[] = [];
+  /** The machine granted each attempt, in order: two machines never hold the same attempt. */
+  grants: string[] = [];
+  /** The run-attempt token of each attempt. */
+  tokens: string[] = [];
+  cancelAccepted = false;
+  last: Call | null = null;
+  readonly history: string[] = [];
+  runId = "";
+  readonly key = `model-${crypto.randomUUID()}`;
+  readonly body = runBody({ brief: `model run ${this.key}` });
+
+  async dispatch(): Promise<void> {
+    const t0 = Date.now();
+    const res = await call("POST", "/v1/runs", { token: admin, body: this.body, headers: { "Idempotency-Key": this.key } });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    this.runId = res.body.id;
+    this.model = newRun(res.body.not_before_ms);
+    this.view = await this.read();
+    this.events = await this.readEvents(0);
+    this.history.push(`dispatch → 201 ${this.runId}`);
+    this.ensure(this.view.state === "queued" && this.view.attempt === 0 && this.view.steps.length === 0, "a new run is queued at attempt 0");
+    this.ensure(this.view.not_before_ms >= t0 && this.view.not_before_ms <= Date.now(), "a new run is claimable at once");
+    this.ensure(this.events.length === 1 && this.events[0].seq === 1 && this.events[0].type === "run.created", "the first event is run.created with seq 1");
+  }
+
+  resolve(step: Step): Call {
+    const m = this.model;
+    const machineOf = (pick: MachinePick) =>
+      pick === "holder" ? (m.holder ?? this.grants[this.grants.length - 1] ?? machines[0].machineId) : machines[pick].machineId;
+    const attemptOf = (rel: -1 | 0 | 1) => Math.max(1, m.attempt + rel);
+    switch (step.kind) {
+      case "claim":
+        return { kind: "claim", machine: machines[step.machine].machineId };
+      case "launched": {
+        const attempt = attemptOf(step.attempt);
+        return { kind: "launched", machine: machineOf(step.machine), attempt, sandbox: step.sandbox === 0 ? `sbx-${attempt}` : "sbx-other" };
+      }
+      case "lease":
+      case "launch_failed":
+      case "stopped":
+        return { kind: step.kind, machine: machineOf(step.machine), attempt: attemptOf(step.attempt) };
+      case "report": {
+        let tokenAttempt: number | null = null;
+        if (step.token === "current" && m.attempt >= 1) tokenAttempt = m.attempt;
+        if (step.token === "older" && m.attempt >= 2) tokenAttempt = m.attempt - 1;
+        if (step.token === "older" && m.attempt === 1) tokenAttempt = 1;
+        let token = tokenAttempt === null ? `dkt_a_${"0".repeat(56)}${String(this.history.length).padStart(8, "0")}` : this.tokens[tokenAttempt - 1];
+        if (step.token === "foreign" && foreignToken) token = foreignToken;
+        const phase = step.report === "phase" ? step.phase : step.report === "completed" ? "verifying" : null;
+        return { kind: "report", tokenAttempt, token, report: step.report, phase };
+      }
+      case "alarm_due": {
+        const next = m.state === "queued" ? m.notBefore : (reapAt(m, timing) ?? Date.now());
+        return { kind: "alarm", ageMs: Math.max(0, next - Date.now()) + 1_000 };
+      }
+      case "repeat":
+        // The previous call delivered again; an alarm fires again without time moving on.
+        if (!this.last) return { kind: "cancel" };
+        return this.last.kind === "alarm" ? { kind: "alarm", ageMs: 0 } : this.last;
+      default:
+        return step;
+    }
+  }
+
+  async send(c: Call): Promise<{ status: number; body: Json; t0: number }> {
+    const attemptPath = (what: string, attempt: number) => `/v1/runs/${this.runId}/attempts/${attempt}/${what}`;
+    const machineToken = (id: string) => machines.find((x) => x.machineId === id)!.token;
+    const t0 = Date.now();
+    switch (c.kind) {
+      case "claim": {
+        const res = await call("POST", "/v1/runners/claim", { token: machineToken(c.machine), body: { cli_version: CLI_VERSION, protocols: ["process"], wait_ms: 0 } });
+        return { ...res, t0 };
+      }
+      case "launched":
+        return { ...(await call("POST", attemptPath("launched", c.attempt), { token: machineToken(c.machine), body: { sandbox_id: c.sandbox } })), t0 };
+      case "lease":
+        return { ...(await call("POST", attemptPath("lease", c.attempt), { token: machineToken(c.machine), body: {} })), t0 };
+      case "launch_failed":
+        return { ...(await call("POST", attemptPath("launch-failed", c.attempt), { token: machineToken(c.machine), body: { error: "image pull failed" } })), t0 };
+      case "stopped":
+        return { ...(await call("POST", attemptPath("stopped", c.attempt), { token: machineToken(c.machine), body: { sandbox_id: `sbx-${c.attempt}`, reason: "sandbox gone" } })), t0 };
+      case "report":
+        return { ...(await call("POST", `/v1/runs/${this.runId}/reports`, { token: c.token, body: reportBody(c.report, c.phase, this.history.length) })), t0 };
+      case "cancel":
+        return { ...(await call("POST", `/v1/runs/${this.runId}/cancel`, { token: admin, body: { reason: "model" } })), t0 };
+      case "alarm": {
+        if (c.ageMs > 0) await ageRun(this.runId, c.ageMs);
+        const at = Date.now();
+        await runAlarm(this.runId);
+        return { status: 200, body: {}, t0: at };
+      }
+      case "dispatch_again": {
+        const body = c.samePayload ? this.body : { ...this.body, brief: `${this.body.brief} (changed)` };
+        return { ...(await call("POST", "/v1/runs", { token: admin, body, headers: { "Idempotency-Key": this.key } })), t0 };
+      }
+      case "redeliver":
+        return { ...(await call("POST", `/v1/runs/${this.runId}/events/redeliver`, { token: admin, body: { after: 0 } })), t0 };
+    }
+  }
+
+  /** The run and its new events as of one moment: the alarm may change the run between two reads. */
+  async snapshot(): Promise<{ view: RunView; fresh: StoredEvent[] }> {
+    let fresh = await this.readEvents(this.events.length);
+    for (let i = 0; i < 5; i++) {
+      const view = await this.read();
+      // Events of a change are written with it: the events read first cover the run read after,
+      // unless the run changed in between; then the events are read again.
+      const changes = fresh.filter((e) => e.type === "run.state");
+      const stateOfEvents = changes.length > 0 ? changes[changes.length - 1].data.to : this.view.state;
+      if (stateOfEvents === view.state) return { view, fresh };
+      fresh = await this.readEvents(this.events.length);
+    }
+    throw new Error(`run ${this.runId} kept changing while it was read`);
+  }
+
+  async read(): Promise<RunView> {
+    const view = await runStub(this.runId).read(orgId);
+    if ("error" in view) throw new Error(`read: ${JSON.stringify(view.error)}`);
+    return view as RunView;
+  }
+
+  async readEvents(after: number): Promise<StoredEvent[]> {
+    const res = await runStub(this.runId).readEvents(orgId, after, 1_000);
+    if ("error" in res) throw new Error(`events: ${JSON.stringify(res.error)}`);
+    return res.events.map((e) => ({ ...e, data: JSON.parse(e.data) }));
+  }
+
+  ensure(ok: boolean, what: string, detail: unknown = ""): void {
+    if (ok) return;
+    const lines = [`invariant broken: ${what}`, detail === "" ? "" : `detail: ${typeof detail === "string" ? detail : JSON.stringify(detail)}`];
+    lines.push(`run ${this.runId}: ${describeRun(this.model)}`, "history:", ...this.history.map((h, i) => `  ${i}. ${h}`));
+    throw new Error(lines.filter(Boolean).join("\n"));
+  }
+
+  /** One call, its answer matched against the model, then every invariant. */
+  async step(c: Call): Promise<void> {
+    await within(STEP_LIMIT_MS, this.stepUnbounded(c), () => `step ${JSON.stringify(c)} did not finish; history:\n${this.history.join("\n")}`);
+  }
+
+  async stepUnbounded(c: Call): Promise<void> {
+    // An alarm's ageRun moves the run's clock: the times it keeps are that much earlier now.
+    const prev = c.kind === "alarm" ? shifted(this.view, c.ageMs) : this.view;
+    const res = await this.send(c);
+    const t1 = Date.now();
+    const outcomes = withBackground(predict(this.model, c, res.t0, t1, timing), timing, res.t0, t1 + GUARD_MS);
+    const { view, fresh } = await this.snapshot();
+    const t2 = Date.now();
+    const code: string | null = res.status >= 400 ? (res.body?.error?.code ?? "<no code>") : null;
+    const summary = `${JSON.stringify(c)} → ${res.status}${code ? ` ${code}` : ""}; run ${view.state} attempt ${view.attempt}${view.stop_request ? " stop" : ""}`;
+    this.history.push(summary);
+    this.last = c;
+    const tally = `${c.kind} ${res.status}${code ? ` ${code}` : ""}`;
+    answers.set(tally, (answers.get(tally) ?? 0) + 1);
+
+    if (res.status >= 400) {
+      this.ensure(typeof res.body?.error?.code === "string" && typeof res.body.error.message === "string", "a refusal is a structured error", res.body);
+    }
+    const o = outcomes.find((x) => matches(x, res.status, code, view));
+    this.ensure(
+      o !== undefined,
+      "the answer and the run are one of those the model allows",
+      `allowed: ${outcomes.map((x) => `${x.status}${x.code ? ` ${x.code}` : ""} → ${describeRun(x.next)} (${x.why})`).join(" | ")}; got ${res.status} ${JSON.stringify(res.body).slice(0, 300)} with run ${view.state} attempt=${view.attempt} holder=${view.machine_id} sandbox=${view.sandbox_id} stop=${view.stop_request !== null}`,
+    );
+    const outcome = o!;
+
+    this.checkAnswer(c, res, outcome);
+    this.checkRun(prev, view, c, res.status, outcome);
+    this.checkEvents(prev, view, fresh, c, res.status, outcome);
+    this.checkTimes(view, outcome, res.t0, t2);
+
+    // The model takes the run's clock from the run itself: ageRun moved it, calls set it.
+    const stepIndex = view.attempt - 1;
+    this.model = {
+      ...outcome.next,
+      leaseAt: view.lease_expires_at_ms,
+      launchDeadlineAt: view.launch_deadline_at_ms,
+      lastReportAt: view.last_report_at_ms,
+      notBefore: view.not_before_ms,
+      launchedAt: outcome.launches ? view.steps[stepIndex].launched_at_ms : outcome.next.launchedAt,
+    };
+    if ((c.kind === "cancel" && (res.status === 200 || res.status === 202)) || view.stop_request !== null) this.cancelAccepted = true;
+    this.view = view;
+    this.events.push(...fresh);
+  }
+
+  checkAnswer(c: Call, res: { status: number; body: Json }, o: Outcome): void {
+    const shown = o.answer ?? o.next;
+    if (c.kind === "claim" && res.status === 200) {
+      this.ensure(res.body.run_id === this.runId, "a claim hands out only this sequence's run (every other run ended)", res.body.run_id);
+      this.ensure(res.body.attempt === this.grants.length + 1, "each claim is exactly the next attempt", res.body.attempt);
+      this.ensure(/^dkt_a_[0-9a-f]{64}$/.test(res.body.attempt_token), "a claim carries a run-attempt token");
+      this.ensure(!this.tokens.includes(res.body.attempt_token), "each attempt gets its own token");
+      this.grants.push(c.machine);
+      this.tokens.push(res.body.attempt_token);
+    }
+    const attemptCalls = ["launched", "lease", "launch_failed", "stopped", "report"];
+    if (attemptCalls.includes(c.kind) && res.status === 200) {
+      this.ensure(res.body.run_id === this.runId && res.body.attempt === shown.attempt && res.body.state === shown.state, "an attempt call answers the run as it left it", res.body);
+      this.ensure(res.body.stop_requested === shown.stop, "the answer carries stop_requested", res.body);
+    }
+    if (c.kind === "cancel" && res.status < 300) this.ensure(res.body.state === shown.state, "a cancel answers the run", res.body.state);
+    if (c.kind === "dispatch_again" && res.status === 200) this.ensure(res.body.id === this.runId, "a replayed dispatch answers the same run", res.body.id);
+    if (res.status === 409 && res.body.error.code === "stale_attempt") {
+      this.ensure(res.body.error.current_attempt === this.model.attempt, "stale_attempt names the current attempt", res.body.error);
+    }
+  }
+
+  checkRun(prev: RunView, view: RunView, c: Call, status: number, o: Outcome): void {
+    if (isTerminal(prev.state)) this.ensure(deepEqual(view, prev), "a terminal run never changes", diff(prev, view));
+    if (o.effect === "none" && !o.background) this.ensure(deepEqual(view, prev), `${status >= 400 ? "a refused call" : "this call"} changes nothing`, diff(prev, view));
+    if (o.effect === "lease" && !o.background) {
+      this.ensure(deepEqual({ ...view, lease_expires_at_ms: 0, updated_at_ms: 0 }, { ...prev, lease_expires_at_ms: 0, updated_at_ms: 0 }), "a lease refresh changes only the lease", diff(prev, view));
+    }
+    // Attempts: one per claim, in order, each held by the one machine that was granted it.
+    const claimed = c.kind === "claim" && status === 200;
+    this.ensure(view.attempt === prev.attempt + (claimed ? 1 : 0), "the attempt grows by one per claim and only then", { before: prev.attempt, after: view.attempt });
+    this.ensure(view.steps.length === view.attempt, "one step per attempt", view.steps.length);
+    view.steps.forEach((s, i) => {
+      this.ensure(s.attempt === i + 1 && s.machine_id === this.grants[i], "each step is held by the machine granted that attempt", s);
+      if (i < view.attempt - 1) this.ensure(s.ended_at_ms !== null && s.outcome === "requeued", "an attempt before the current one ended requeued", s);
+      if (i < prev.steps.length && prev.steps[i].ended_at_ms !== null) this.ensure(deepEqual(s, prev.steps[i]), "an ended attempt never changes", diff(prev.steps[i], s));
+    });
+    this.ensure(view.version >= prev.version && (view.state === prev.state || view.version > prev.version), "the version only grows, with every change of state", { before: prev.version, after: view.version });
+    // A cancel outranks every requeue and failure path.
+    if (this.cancelAccepted || view.stop_request !== null) {
+      this.ensure(view.stop_request !== null, "an accepted cancel stays recorded");
+      this.ensure(!["queued", "failed", "completed"].includes(view.state), "once a cancel was accepted the run is never requeued, failed or completed", view.state);
+    }
+    if (view.state === "cancelled") this.ensure(view.stop_request !== null, "a cancelled run carries its stop request");
+    this.ensure(view.phase === o.next.phase, "the phase is the last one reported", view.phase);
+  }
+
+  checkEvents(prev: RunView, view: RunView, fresh: StoredEvent[], c: Call, status: number, o: Outcome): void {
+    const first = this.events.length + 1;
+    fresh.forEach((e, i) => {
+      this.ensure(e.seq === first + i, "events are numbered from 1 without gaps or duplicates", fresh.map((x) => x.seq));
+      this.ensure(e.data.run_id === this.runId, "every event names its run", e);
+    });
+    if (status >= 400 || (o.effect !== "change" && !o.background)) this.ensure(fresh.length === 0, "a call that changed nothing wrote no event", fresh);
+    // The run.state events chain the previous observed state to this one, each hop one the table permits.
+    let state = prev.state;
+    for (const e of fresh.filter((x) => x.type === "run.state")) {
+      this.ensure(e.data.from === state && permitted(e.data.from, e.data.to), "every state change is one DESIGN.md's table permits, in order", { from: state, event: e.data });
+      this.ensure(e.data.attempt === view.attempt, "a state change names the attempt it belongs to", e.data);
+      state = e.data.to;
+    }
+    this.ensure(state === view.state, "a change of state is never visible without its event", { events_end_at: state, run: view.state });
+    const stops = fresh.filter((x) => x.type === "run.stop_requested").length;
+    const stopsBefore = this.events.filter((x) => x.type === "run.stop_requested").length;
+    this.ensure(stopsBefore + stops <= 1, "a stop request is announced at most once", fresh);
+    if (prev.stop_request === null && view.stop_request !== null && prev.state !== "queued") {
+      this.ensure(stops === 1, "a stop request recorded on a held run is announced", fresh);
+    }
+    if (c.kind === "report" && status === 200) {
+      const outputs = fresh.filter((x) => x.type === "run.output");
+      this.ensure(outputs.length === (c.report === "lines" ? 1 : 0), "a report's lines are one run.output event", outputs);
+      if (outputs.length === 1) this.ensure(outputs[0].data.attempt === c.tokenAttempt, "output names the attempt that sent it", outputs[0].data);
+    }
+  }
+
+  checkTimes(view: RunView, o: Outcome, t0: number, t2: number): void {
+    const ttl = timing.leaseTtlMs;
+    if (o.setsLease && !o.background) {
+      const at = view.lease_expires_at_ms ?? -1;
+      this.ensure(at >= t0 + ttl && at <= t2 + ttl, "a claim, launch or refresh sets the lease to now + TTL", { t0, t2, at });
+    }
+    if (o.backoffFor !== undefined) {
+      const [lo, hi] = backoffRange(timing, o.backoffFor);
+      this.ensure(view.not_before_ms >= t0 + lo - 1 && view.not_before_ms <= t2 + hi + 1, "a requeue backs off within [d/2, d]", { t0, t2, not_before: view.not_before_ms, lo, hi });
+    }
+  }
+
+  /** When a deadline is due or about to be, the alarm fires now (moving the clock past it if needed). */
+  async settle(): Promise<void> {
+    for (let i = 0; i < 3; i++) {
+      const at = reapAt(this.model, timing);
+      const now = Date.now();
+      if (at === null || at > now + GUARD_MS) return;
+      await this.step({ kind: "alarm", ageMs: Math.max(0, at - now) + GUARD_MS });
+    }
+  }
+
+  /** The end of a sequence: the HTTP API agrees with the run object, and a cancel always ends cancelled. */
+  async finish(): Promise<void> {
+    const http = await call("GET", `/v1/runs/${this.runId}`, { token: admin });
+    this.ensure(http.status === 200, "GET /v1/runs/:id answers", http.body);
+    const { callback: _callback, ...shown } = http.body;
+    this.ensure(deepEqual(shown, this.view), "GET /v1/runs/:id shows the run object's run", diff(this.view, shown));
+    const listed = await call("GET", `/v1/runs/${this.runId}/events?after=0&limit=1000`, { token: admin });
+    this.ensure(listed.status === 200 && deepEqual(listed.body.events, this.events), "GET /v1/runs/:id/events shows every event once, in order, unchanged", listed.body);
+    this.ensure(listed.body.terminal === isTerminal(this.view.state), "events say whether the run ended", listed.body.terminal);
+
+    if (!isTerminal(this.model.state)) {
+      await this.step({ kind: "cancel" });
+      await this.settle();
+      if (!isTerminal(this.model.state)) {
+        // No runner carries the stop: once the lease is gone the reaper does.
+        await this.step({ kind: "alarm", ageMs: timing.daemonSilenceMs + timing.launchDeadlineMs + GUARD_MS });
+      }
+    }
+    if (this.cancelAccepted) this.ensure(this.view.state === "cancelled", "once a cancel was accepted the run ends cancelled", this.view.state);
+    // The D1 queue row is a projection of the run object: it catches up with the run's version.
+    const row = await waitUntil(async () => {
+      const r = await env.DB.prepare("SELECT state, attempt, version FROM runs WHERE id = ?").bind(this.runId).first<{ state: string; attempt: number; version: number }>();
+      return r && r.version === this.view.version ? r : undefined;
+    });
+    this.ensure(row !== undefined && row.state === this.view.state && row.attempt === this.view.attempt, "the queue row shows the run's state, attempt and version", row);
+    this.ensure(isTerminal(this.view.state), "the run ended");
+    if (this.tokens.length > 0) foreignToken = this.tokens[this.tokens.length - 1];
+  }
+
+  /** After a failure: keep the run from being claimed by later sequences. */
+  async abandon(): Promise<void> {
+    if (this.runId) await call("POST", `/v1/runs/${this.runId}/cancel`, { token: admin, body: {} }).catch(() => undefined);
+  }
+}
+
+function reportBody(kind: ReportKind, phase: string | null, n: number): Json {
+  switch (kind) {
+    case "phase":
+      return { phase };
+    case "lines":
+      return { lines: [`line ${n}`, "more output"] };
+    case "empty":
+      return {};
+    case "completed":
+      return { phase, final: { outcome: "completed", exit_codes: { agent: 0 }, artifact: { patch: "diff --git a/x b/x\n+y\n", source_revision: "abc1234" }, cost_cents: 12 } };
+    case "failed":
+      return { final: { outcome: "failed", error: "tests failed", exit_codes: { agent: 1 } } };
+  }
+}
+
+function matches(o: Outcome, status: number, code: string | null, view: RunView): boolean {
+  const n = o.next;
+  return (
+    o.status === status &&
+    o.code === code &&
+    view.state === n.state &&
+    view.attempt === n.attempt &&
+    view.machine_id === n.holder &&
+    view.sandbox_id === n.sandbox &&
+    (view.stop_request !== null) === n.stop
+  );
+}
+
+/** Polls `probe` until it gives a value, for at most `limitMs`; undefined when it never did. */
+async function waitUntil<T>(probe: () => Promise<T | undefined>, limitMs = 10_000): Promise<T | undefined> {
+  const deadline = Date.now() + limitMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined || Date.now() > deadline) return value;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Every event of every run reached D1 through the Queue exactly once: seq 1..n, none missing. */
+async function expectEventsStored(lastSeqs: Map<string, number>): Promise<void> {
+  const missing = await waitUntil(async () => {
+    const rows = await env.DB.prepare("SELECT run_id, COUNT(*) AS n, MIN(seq) AS lo, MAX(seq) AS hi FROM events GROUP BY run_id").all<{ run_id: string; n: number; lo: number; hi: number }>();
+    const stored = new Map(rows.results.map((r) => [r.run_id, r]));
+    const wrong = [...lastSeqs].filter(([id, last]) => {
+      const r = stored.get(id);
+      return !r || r.n !== last || r.lo !== 1 || r.hi !== last;
+    });
+    return wrong.length === 0 ? null : undefined;
+  }, 60_000);
+  expect(missing, "every outbox event stored once in D1").toBe(null);
+}
+
+/** A step that does not answer within the limit fails with what it was doing (no step waits on time). */
+const STEP_LIMIT_MS = 20_000;
+
+async function within<T>(ms: number, work: Promise<T>, what: () => string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const limit = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(what())), ms);
+  });
+  try {
+    return await Promise.race([work, limit]);
+  } finally {
+    if (timer !== undefined) clearTimeout(timer);
+  }
+}
+
+function shifted(view: RunView, ms: number): RunView {
+  const back = (v: number | null) => (v === null ? null : v - ms);
+  return {
+    ...view,
+    lease_expires_at_ms: back(view.lease_expires_at_ms),
+    launch_deadline_at_ms: back(view.launch_deadline_at_ms),
+    last_report_at_ms: back(view.last_report_at_ms),
+    not_before_ms: view.not_before_ms - ms,
+  };
+}
+
+function deepEqual(a: unknown, b: unknown): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+function diff(a: Json, b: Json): Json {
+  const out: Json = {};
+  for (const k of new Set([...Object.keys(a ?? {}), ...Object.keys(b ?? {})])) {
+    if (JSON.stringify(a?.[k]) !== JSON.stringify(b?.[k])) out[k] = { before: a?.[k], after: b?.[k] };
+  }
+  return out;
+}
+
+/** One lane: its share of the sequences, with its own seed derived from the printed one. */
+export function modelLane(lane: number): void {
+  const runs = Math.ceil(RUNS / LANES);
+  const seed = SEED + lane;
+  describe(`the run objects against the model, through the HTTP API (lane ${lane} of ${LANES})`, () => {
+    beforeAll(setUp);
+
+    it(
+      `keeps every invariant over ${runs} random sequences (seed ${SEED}, lane seed ${seed})`,
+      async () => {
+        console.log(`model lane ${lane}: ${runs} sequences of up to ${MAX_STEPS} steps, seed ${SEED} (replay with MODEL_SEED=${SEED})`);
+        let sequences = 0;
+        let steps = 0;
+        const reached = new Set<string>();
+        const lastSeqs = new Map<string, number>();
+        answers.clear();
+        await fc.assert(
+          fc.asyncProperty(planArb, async (plan) => {
+            const seq = new Sequence();
+            try {
+              await seq.dispatch();
+              for (const s of plan) {
+                await seq.step(seq.resolve(s));
+                await seq.settle();
+                reached.add(seq.model.state);
+              }
+              await seq.finish();
+              lastSeqs.set(seq.runId, seq.events.length);
+            } catch (err) {
+              await seq.abandon();
+              throw err;
+            }
+            sequences += 1;
+            steps += plan.length;
+          }),
+          { numRuns: runs, seed },
+        );
+        console.log(`model lane ${lane}: ${sequences} sequences, ${steps} generated steps, states reached: ${[...reached].sort().join(", ")}`);
+        console.log(`model lane ${lane} answers: ${[...answers.entries()].sort().map(([k, n]) => `${k} ×${n}`).join(", ")}`);
+        expect(sequences).toBeGreaterThanOrEqual(runs);
+        // Invariant 6: the consumer stored every event of every run once, duplicate deliveries included.
+        await expectEventsStored(lastSeqs);
+      },
+      Math.max(600_000, runs * 1_000),
+    );
+  });
+}

@@ -1,0 +1,266 @@
+// A simple, independent model of one run as a user and a runner see it through the HTTP API
+// (../shared/DESIGN.md, "The run state machine" and "Invariants"; docs/protocol.md). Given the
+// model's state and a call, it predicts every answer Docket may give (status, code) and the run
+// each answer leaves behind. Time only matters near a deadline: a call made in [t0, t1] may see
+// the deadline passed or not, so both answers are allowed there. No I/O: model.test.ts drives it.
+
+/** DESIGN.md's state table, restated here as the specification the run objects are checked against. */
+export const DESIGN_TABLE: Readonly<Record<string, readonly string[]>> = {
+  queued: ["claimed", "publishing", "paused", "blocked", "cancelled"],
+  claimed: ["implementing", "queued", "failed", "cancelled"],
+  implementing: ["pausing", "blocked", "publishing", "completed", "failed", "cancelled"],
+  pausing: ["paused", "blocked", "failed", "cancelled"],
+  paused: ["queued", "blocked", "cancelled"],
+  blocked: ["queued", "cancelled"],
+  publishing: ["completed", "paused", "failed"],
+  completed: [],
+  failed: [],
+  cancelled: [],
+};
+
+export const TERMINAL = ["completed", "failed", "cancelled"];
+export const isTerminal = (state: string) => TERMINAL.includes(state);
+export const permitted = (from: string, to: string) => (DESIGN_TABLE[from] ?? []).includes(to);
+
+export interface Timing {
+  leaseTtlMs: number;
+  launchDeadlineMs: number;
+  daemonSilenceMs: number;
+  backoffBaseMs: number;
+  backoffMaxMs: number;
+  attemptBudget: number;
+}
+
+/** What the model knows of a run. Times are the run's own clock (ageRun moves them back). */
+export interface ModelRun {
+  state: string;
+  attempt: number;
+  /** The machine holding the current attempt; null once a lapsed or failed claim was requeued. */
+  holder: string | null;
+  sandbox: string | null;
+  phase: string | null;
+  stop: boolean;
+  leaseAt: number | null;
+  launchDeadlineAt: number | null;
+  launchedAt: number | null;
+  lastReportAt: number | null;
+  notBefore: number;
+}
+
+export type ReportKind = "phase" | "lines" | "completed" | "failed" | "empty";
+
+/** A call with every choice resolved: which machine, which attempt, which token. */
+export type Call =
+  | { kind: "claim"; machine: string }
+  | { kind: "launched"; machine: string; attempt: number; sandbox: string }
+  | { kind: "lease"; machine: string; attempt: number }
+  | { kind: "launch_failed"; machine: string; attempt: number }
+  | { kind: "stopped"; machine: string; attempt: number }
+  /** `tokenAttempt` null: a token this run never issued (a made-up one, or another run's). */
+  | { kind: "report"; tokenAttempt: number | null; token: string; report: ReportKind; phase: string | null }
+  | { kind: "cancel" }
+  /** The run's clock moves `ageMs` forward, then its alarm fires. */
+  | { kind: "alarm"; ageMs: number }
+  | { kind: "dispatch_again"; samePayload: boolean }
+  | { kind: "redeliver" };
+
+/** How much of the run view an answer may change: nothing, the lease only, or anything. */
+export type Effect = "none" | "lease" | "change";
+
+export interface Outcome {
+  status: number;
+  code: string | null;
+  next: ModelRun;
+  effect: Effect;
+  /** The answer set the lease to now + TTL. */
+  setsLease?: boolean;
+  /** The answer requeued attempt N with backoff: not-before in now + [d/2, d]. */
+  backoffFor?: number;
+  /** The attempt went from claimed to implementing (launched, or proved by a report). */
+  launches?: boolean;
+  /** The reaper acted in the background right after the answer (a deadline had passed). */
+  background?: boolean;
+  /** The run as the answer itself shows it (before a background reap). */
+  answer?: ModelRun;
+  why: string;
+}
+
+const HELD = ["claimed", "implementing"];
+
+export function newRun(createdAtMs: number): ModelRun {
+  return {
+    state: "queued",
+    attempt: 0,
+    holder: null,
+    sandbox: null,
+    phase: null,
+    stop: false,
+    leaseAt: null,
+    launchDeadlineAt: null,
+    launchedAt: null,
+    lastReportAt: null,
+    notBefore: createdAtMs,
+  };
+}
+
+/** The backoff before attempt N+1 after attempt N ended without launching: [d/2, d]. */
+export function backoffRange(t: Timing, attempt: number): [number, number] {
+  const d = Math.min(t.backoffMaxMs, t.backoffBaseMs * 2 ** Math.max(0, attempt - 1));
+  return [Math.floor(d / 2), Math.ceil(d)];
+}
+
+/** When the reaper may end the current attempt, or null when it never acts in this state. */
+export function reapAt(m: ModelRun, t: Timing): number | null {
+  if (m.state === "claimed") return Math.min(m.leaseAt ?? Infinity, m.launchDeadlineAt ?? Infinity);
+  if (m.state === "implementing") {
+    const leaseGone = m.leaseAt ?? 0;
+    if (m.stop) return leaseGone;
+    const lastHeard = Math.max(m.launchedAt ?? 0, m.lastReportAt ?? 0);
+    return Math.max(leaseGone, lastHeard + t.daemonSilenceMs);
+  }
+  return null;
+}
+
+/** The run after the reaper acted: a pending stop always ends it cancelled (DESIGN.md, invariant 3). */
+export function reaped(m: ModelRun, t: Timing, now: number): Outcome["next"] & { backoffFor?: number } {
+  const next = { ...m };
+  if (m.stop) return { ...next, state: "cancelled", leaseAt: null, launchDeadlineAt: null };
+  if (m.state === "claimed" && m.attempt < t.attemptBudget) {
+    return { ...next, state: "queued", holder: null, sandbox: null, leaseAt: null, launchDeadlineAt: null, notBefore: now, backoffFor: m.attempt };
+  }
+  return { ...next, state: "failed", leaseAt: null, launchDeadlineAt: null };
+}
+
+function moved(m: ModelRun, ms: number): ModelRun {
+  const shift = (v: number | null) => (v === null ? null : v - ms);
+  return {
+    ...m,
+    leaseAt: shift(m.leaseAt),
+    launchDeadlineAt: shift(m.launchDeadlineAt),
+    launchedAt: shift(m.launchedAt),
+    lastReportAt: shift(m.lastReportAt),
+    notBefore: m.notBefore - ms,
+  };
+}
+
+function refused(m: ModelRun, status: number, code: string, why: string): Outcome {
+  return { status, code, next: m, effect: "none", why };
+}
+
+/** The checks every attempt call passes first (docs/protocol.md, "Runner protocol"). */
+function attemptRefusal(m: ModelRun, attempt: number, machine: string | null): Outcome | null {
+  if (isTerminal(m.state)) return refused(m, 410, "task_gone", `the run is ${m.state}`);
+  if (attempt < m.attempt) return refused(m, 409, "stale_attempt", `attempt ${attempt} < current ${m.attempt}`);
+  if (attempt > m.attempt || m.attempt === 0) return refused(m, 400, "invalid_request", `attempt ${attempt} does not exist`);
+  if (machine !== null && m.holder !== null && m.holder !== machine) return refused(m, 409, "other_machine", "another machine holds it");
+  if (m.state === "queued") return refused(m, 409, "lease_expired", "the attempt lapsed and the run was requeued");
+  if (!HELD.includes(m.state)) return refused(m, 409, "invalid_transition", `the run is ${m.state}`);
+  return null;
+}
+
+const ended = (m: ModelRun, state: string): ModelRun => ({ ...m, state, leaseAt: null, launchDeadlineAt: null });
+
+/**
+ * Every answer Docket may give to `call` on a run in state `m`, when the call is served at some
+ * moment in [t0, t1] (milliseconds, the run's clock). `ageMs` of an alarm is applied first.
+ */
+export function predict(m0: ModelRun, call: Call, t0: number, t1: number, t: Timing): Outcome[] {
+  const m = call.kind === "alarm" ? moved(m0, call.ageMs) : m0;
+  switch (call.kind) {
+    case "claim": {
+      if (m.state !== "queued") return [{ status: 204, code: null, next: m, effect: "none", why: `a ${m.state} run is not claimable` }];
+      const granted: Outcome = {
+        status: 200,
+        code: null,
+        next: { ...m, state: "claimed", attempt: m.attempt + 1, holder: call.machine, sandbox: null, launchedAt: null, lastReportAt: null, launchDeadlineAt: t0 + t.launchDeadlineMs, leaseAt: t0 + t.leaseTtlMs },
+        effect: "change",
+        setsLease: true,
+        why: "a queued run past its backoff goes to the first claim",
+      };
+      const none: Outcome = { status: 204, code: null, next: m, effect: "none", why: "the run is backing off" };
+      if (m.notBefore <= t0) return [granted];
+      if (m.notBefore > t1) return [none];
+      return [granted, none];
+    }
+    case "launched": {
+      const bad = attemptRefusal(m, call.attempt, call.machine);
+      if (bad) return [bad];
+      if (m.state === "claimed") {
+        return [{ status: 200, code: null, next: { ...m, state: "implementing", sandbox: call.sandbox, launchedAt: t0, launchDeadlineAt: null, leaseAt: t0 + t.leaseTtlMs }, effect: "change", setsLease: true, launches: true, why: "launched" }];
+      }
+      if (m.sandbox === call.sandbox) return [{ status: 200, code: null, next: m, effect: "none", why: "a replayed launched call" }];
+      if (m.sandbox === null) return [{ status: 200, code: null, next: { ...m, sandbox: call.sandbox }, effect: "change", why: "a late launched call records the sandbox" }];
+      return [refused(m, 409, "invalid_transition", "launched twice with another sandbox")];
+    }
+    case "lease": {
+      const bad = attemptRefusal(m, call.attempt, call.machine);
+      if (bad) return [bad];
+      return [{ status: 200, code: null, next: { ...m, leaseAt: t0 + t.leaseTtlMs }, effect: "lease", setsLease: true, why: "lease refreshed" }];
+    }
+    case "launch_failed": {
+      const bad = attemptRefusal(m, call.attempt, call.machine);
+      if (bad) return [bad];
+      if (m.state !== "claimed") return [refused(m, 409, "invalid_transition", "a launched attempt cannot fail to launch")];
+      const r = reaped(m, t, t0);
+      const { backoffFor, ...next } = r;
+      return [{ status: 200, code: null, next, effect: "change", backoffFor, why: "launch failed" }];
+    }
+    case "stopped": {
+      const bad = attemptRefusal(m, call.attempt, call.machine);
+      if (bad) return [bad];
+      return [{ status: 200, code: null, next: ended(m, m.stop ? "cancelled" : "failed"), effect: "change", why: "the sandbox stopped" }];
+    }
+    case "report": {
+      if (call.tokenAttempt === null) return [refused(m, 401, "unauthorized", "a token this run never issued")];
+      const bad = attemptRefusal(m, call.tokenAttempt, null);
+      if (bad) return [bad];
+      let next: ModelRun = { ...m, lastReportAt: t0 };
+      const launches = m.state === "claimed";
+      if (launches) next = { ...next, state: "implementing", launchedAt: t0, launchDeadlineAt: null };
+      if (call.phase !== null) next = { ...next, phase: call.phase };
+      if (call.report === "completed") next = ended(next, m.stop ? "cancelled" : "completed");
+      if (call.report === "failed") next = ended(next, m.stop ? "cancelled" : "failed");
+      return [{ status: 200, code: null, next, effect: "change", launches, why: `a ${call.report} report` }];
+    }
+    case "cancel": {
+      if (m.state === "cancelled") return [{ status: 200, code: null, next: m, effect: "none", why: "cancelled already" }];
+      if (isTerminal(m.state)) return [refused(m, 410, "task_gone", `the run is ${m.state}`)];
+      if (m.state === "queued") return [{ status: 200, code: null, next: { ...ended(m, "cancelled"), stop: true }, effect: "change", why: "cancelled at once" }];
+      if (m.stop) return [{ status: 202, code: null, next: m, effect: "none", why: "the stop request stands" }];
+      return [{ status: 202, code: null, next: { ...m, stop: true }, effect: "change", why: "stop request recorded" }];
+    }
+    case "alarm": {
+      const at = reapAt(m, t);
+      const stays: Outcome = { status: 200, code: null, next: m, effect: "none", why: "no deadline passed" };
+      if (at === null || at > t1) return [stays];
+      const { backoffFor, ...next } = reaped(m, t, t0);
+      const reap: Outcome = { status: 200, code: null, next, effect: "change", backoffFor, why: "the reaper acted" };
+      return at <= t0 ? [reap] : [reap, stays];
+    }
+    case "dispatch_again":
+      return call.samePayload
+        ? [{ status: 200, code: null, next: m, effect: "none", why: "the same key and payload replays" }]
+        : [refused(m, 409, "idempotency_conflict", "the same key with another payload")];
+    case "redeliver":
+      return [{ status: 202, code: null, next: m, effect: "none", why: "events published again" }];
+  }
+}
+
+/**
+ * The same answers, plus the reaper acting in the background right after, where the answer left
+ * a deadline that is due by `horizon` (the alarm is armed at the earliest deadline, at once if past).
+ */
+export function withBackground(outcomes: Outcome[], t: Timing, t0: number, horizon: number): Outcome[] {
+  const all = [...outcomes];
+  for (const o of outcomes) {
+    const at = reapAt(o.next, t);
+    if (at === null || at > horizon) continue;
+    const { backoffFor, ...next } = reaped(o.next, t, t0);
+    all.push({ ...o, next, answer: o.next, effect: "change", backoffFor, background: true, why: `${o.why}, then the reaper` });
+  }
+  return all;
+}
+
+export function describeRun(m: ModelRun): string {
+  return `${m.state} attempt=${m.attempt} holder=${m.holder} sandbox=${m.sandbox} stop=${m.stop}`;
+}
