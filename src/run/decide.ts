@@ -290,6 +290,10 @@ export function decide(input: RunRecord, command: RunCommand, now: number, confi
         d.to("cancelled", command.reason ? `cancelled: ${command.reason}` : "cancelled");
         return d.done();
       }
+      if (run.state === "publishing") {
+        // The table has no publishing -> cancelled: an accepted stop could not always end cancelled.
+        return refuse("invalid_transition", `run ${run.id} is publishing: cancel it once it is paused or has ended`, { state: run.state });
+      }
       if (!run.stopRequest) {
         run.stopRequest = { requestedAtMs: now, reason: command.reason, by: command.by };
         run.version += 1;
@@ -337,6 +341,11 @@ export function decide(input: RunRecord, command: RunCommand, now: number, confi
       if (!canTransition(run.state, "blocked")) {
         return refuse("invalid_transition", `a ${run.state} run cannot be blocked`, { state: run.state });
       }
+      if (run.stopRequest) {
+        // A pending stop outranks the blocker: the run ends cancelled, never waits for a human.
+        d.to("cancelled", `stop request carried out instead of blocking: ${command.reason}`);
+        return d.done();
+      }
       if (HELD_STATES.includes(run.state)) d.endStep("blocked", command.reason);
       run.blocker = command.reason;
       d.to("blocked", command.reason);
@@ -354,7 +363,9 @@ export function decide(input: RunRecord, command: RunCommand, now: number, confi
     }
 
     case "publish": {
-      if (run.state === "implementing") {
+      if (run.state === "implementing" && run.stopRequest) {
+        d.to("cancelled", "stop request carried out before publication");
+      } else if (run.state === "implementing") {
         d.to("publishing", "verified outcome accepted");
       } else if (run.state === "queued" && run.continuation === "publishing") {
         d.to("publishing", "publication continuation reconciled");
