@@ -11,16 +11,16 @@ import { applyMigrations, ROOT, startWorker, stateDir, withLocalD1 } from './lib
 import { countQueued, HEAD_PRIORITY, HEAD_SET, RUNNER_LABELS, seedBulk, seedFloorHead } from './lib/seed.mjs';
 import { summarize } from './lib/stats.mjs';
 
-const DOCKET_CONFIG = join(ROOT, 'wrangler.toml');
 const FLOOR_CONFIG = join(ROOT, 'bench', 'floor', 'wrangler.toml');
 const FLOOR_ORG = 'org_floor';
 const OUTSIDER = { labels: ['gpu'], protocols: ['docker'], claims: 20 };
 
 /**
+ * @param {string} docketConfig the wrangler.toml of the Docket to measure
  * @param {{ depths: number[], claims: number, concurrency: number, seedBatch: number, docketVars: Record<string, string> }} cfg
  * @param {(line: string) => void} say
  */
-export async function claimCost(cfg, say) {
+export async function claimCost(docketConfig, cfg, say) {
   const docketState = stateDir('docket');
   const floorState = stateDir('floor');
   /** @type {{ url: string, stop: () => Promise<void> } | null} */
@@ -35,11 +35,11 @@ export async function claimCost(cfg, say) {
   };
   try {
     say('applying D1 migrations (Docket and the floor)');
-    applyMigrations(DOCKET_CONFIG, docketState.dir);
+    applyMigrations(docketConfig, docketState.dir);
     applyMigrations(FLOOR_CONFIG, floorState.dir);
 
     // An organization and its runner machines, made once; they live on in the persisted state.
-    let docket = await start(DOCKET_CONFIG, docketState.dir, cfg.docketVars);
+    let docket = await start(docketConfig, docketState.dir, cfg.docketVars);
     const setup = client(docket.url);
     const org = await createOrg(setup, 'bench-claims');
     const machines = await registerMachines(setup, org.admin, cfg.concurrency, RUNNER_LABELS);
@@ -55,7 +55,7 @@ export async function claimCost(cfg, say) {
         if (done === depth || (done - seeded) % (cfg.seedBatch * 5) === 0) say(`  ${who}: ${done.toLocaleString('en-US')} of ${depth.toLocaleString('en-US')} rows`);
       };
       say(`depth ${depth.toLocaleString('en-US')}: seeding ${(depth - seeded).toLocaleString('en-US')} more queued rows`);
-      const docketQueued = await withLocalD1({ config: DOCKET_CONFIG, persist: docketState.dir }, async (db) => {
+      const docketQueued = await withLocalD1({ config: docketConfig, persist: docketState.dir }, async (db) => {
         await seedBulk(db, 'docket', { orgId: org.orgId, from: seeded, to: depth, batch: cfg.seedBatch, onProgress: progress('Docket') });
         return countQueued(db, 'docket', org.orgId);
       });
@@ -71,7 +71,7 @@ export async function claimCost(cfg, say) {
       seeded = depth;
       const seedMs = Date.now() - t0;
 
-      docket = await start(DOCKET_CONFIG, docketState.dir, cfg.docketVars);
+      docket = await start(docketConfig, docketState.dir, cfg.docketVars);
       const api = client(docket.url);
       say(`  Docket: dispatching ${2 * cfg.claims} runs at the head; ${cfg.claims} claims one at a time, ${cfg.claims} by ${cfg.concurrency} runners at once`);
       const heads = new Set(await pool(2 * cfg.claims, 4, () => dispatch(api, org.admin, { labels: RUNNER_LABELS, priority: HEAD_PRIORITY })));

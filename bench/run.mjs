@@ -13,13 +13,15 @@ import { lifecycle } from './lifecycle.mjs';
 import { limitRunTime } from './lib/cleanup.mjs';
 import { readConfig } from './lib/config.mjs';
 import { ADMIN_SECRET } from './lib/docket.mjs';
-import { applyMigrations, ROOT, startWorker, stateDir } from './lib/local-worker.mjs';
+import { applyMigrations, ROOT, snapshotDocket, startWorker, stateDir } from './lib/local-worker.mjs';
 import { resultsPage, resultTables, runLine } from './lib/report.mjs';
 
 const cfg = readConfig();
 limitRunTime(cfg.timeoutMs);
 const startedAt = Date.now();
 const loadAtStart = loadavg()[0];
+const git = gitState();
+const docketConfig = snapshotDocket(cfg.source);
 const say = (/** @type {string} */ line) => console.log(`[${((Date.now() - startedAt) / 1000).toFixed(1).padStart(6)} s] ${line}`);
 
 /**
@@ -31,11 +33,11 @@ const DOCKET_VARS = { ADMIN_SECRET, LEASE_TTL_MS: '3600000', LAUNCH_DEADLINE_MS:
 
 /** @type {Record<string, any>} */
 const sections = {};
-say(`Docket benchmarks${cfg.quick ? ' (quick)' : ''}: ${cfg.sections.join(', ')}`);
+say(`Docket benchmarks${cfg.quick ? ' (quick)' : ''}: ${cfg.sections.join(', ')}; Docket ${git.commit}${cfg.source === 'head' ? ' as committed' : git.dirty ? ' with the uncommitted changes of the working tree' : ''}`);
 
 if (cfg.sections.includes('claims')) {
   say(`claim cost against queue depth (${cfg.claims.depths.map((d) => d.toLocaleString('en-US')).join(', ')}) and the platform floor`);
-  sections.claims = await claimCost({ ...cfg.claims, docketVars: DOCKET_VARS }, say);
+  sections.claims = await claimCost(docketConfig, { ...cfg.claims, docketVars: DOCKET_VARS }, say);
 }
 
 const live = cfg.sections.filter((s) => s !== 'claims');
@@ -44,9 +46,9 @@ if (live.length > 0) {
   /** @type {{ url: string, stop: () => Promise<void> } | null} */
   let docket = null;
   try {
-    applyMigrations(join(ROOT, 'wrangler.toml'), state.dir);
+    applyMigrations(docketConfig, state.dir);
     if (cfg.sections.includes('latency') || cfg.sections.includes('lifecycle')) {
-      docket = await startWorker({ config: join(ROOT, 'wrangler.toml'), persist: state.dir, vars: DOCKET_VARS });
+      docket = await startWorker({ config: docketConfig, persist: state.dir, vars: DOCKET_VARS });
       if (cfg.sections.includes('latency')) {
         say(`dispatch-to-claim latency: ${cfg.latency.waitingRunners} runners waiting on the long-poll beside one polling every ${cfg.latency.pollIntervalMs} ms`);
         sections.latency = await dispatchToClaim(docket.url, cfg.latency, say);
@@ -61,7 +63,7 @@ if (live.length > 0) {
     if (cfg.sections.includes('idle')) {
       say(`idle cost: claim wait ${cfg.idle.claimWaitMs} ms, heartbeat every ${cfg.idle.heartbeatIntervalMs} ms`);
       docket = await startWorker({
-        config: join(ROOT, 'wrangler.toml'),
+        config: docketConfig,
         persist: state.dir,
         vars: { ...DOCKET_VARS, CLAIM_WAIT_MS: String(cfg.idle.claimWaitMs), HEARTBEAT_INTERVAL_MS: String(cfg.idle.heartbeatIntervalMs) },
       });
@@ -87,7 +89,7 @@ const results = {
     // Other work on the machine skews latency and throughput (not the D1 and request counts).
     load_average_1min: { at_start: loadAtStart, at_end: loadavg()[0] },
   },
-  git: gitState(),
+  git,
   config: cfg,
   sections,
 };
@@ -106,9 +108,11 @@ function wranglerVersion() {
   return JSON.parse(readFileSync(join(ROOT, 'node_modules', 'wrangler', 'package.json'), 'utf8')).version;
 }
 
+/** The commit measured, and whether the measured source had uncommitted changes. */
 function gitState() {
-  const git = (/** @type {string[]} */ args) => spawnSync('git', args, { cwd: ROOT, encoding: 'utf8' }).stdout?.trim() ?? '';
-  return { commit: git(['rev-parse', '--short', 'HEAD']) || 'unknown', dirty: git(['status', '--porcelain', '--', 'src', 'durable-objects', 'migrations', 'wrangler.toml']) !== '' };
+  const run = (/** @type {string[]} */ args) => spawnSync('git', args, { cwd: ROOT, encoding: 'utf8' }).stdout?.trim() ?? '';
+  const changed = run(['status', '--porcelain', '--', 'src', 'durable-objects', 'migrations', 'wrangler.toml', 'package.json', 'tsconfig.json']) !== '';
+  return { commit: run(['rev-parse', '--short', 'HEAD']) || 'unknown', source: cfg.source, dirty: cfg.source === 'worktree' && changed };
 }
 
 /** Replaces the latest-results block of docs/BENCHMARKS.md (BENCH_UPDATE_DOCS=1). @param {any} r */

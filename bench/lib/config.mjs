@@ -31,13 +31,15 @@ const SECTIONS = ['claims', 'latency', 'lifecycle', 'idle'];
 
 /** Settings that change what is measured (not where results go or how long a run may take). */
 const MEASURING = Object.keys(process.env).filter(
-  (k) => k.startsWith('BENCH_') && !['BENCH_QUICK', 'BENCH_OUT', 'BENCH_UPDATE_DOCS', 'BENCH_TIMEOUT_MS'].includes(k),
+  (k) => k.startsWith('BENCH_') && !['BENCH_QUICK', 'BENCH_OUT', 'BENCH_UPDATE_DOCS', 'BENCH_TIMEOUT_MS', 'BENCH_SOURCE'].includes(k),
 );
 
 export function readConfig() {
   const sections = (process.env.BENCH_SECTIONS ?? SECTIONS.join(',')).split(',').map((s) => s.trim()).filter(Boolean);
   const unknown = sections.filter((s) => !SECTIONS.includes(s));
   if (unknown.length) throw new Error(`BENCH_SECTIONS: unknown ${unknown.join(', ')} (choose from ${SECTIONS.join(', ')})`);
+  const source = process.env.BENCH_SOURCE || 'worktree';
+  if (source !== 'worktree' && source !== 'head') throw new Error(`BENCH_SOURCE must be worktree or head, got ${JSON.stringify(source)}`);
   const depths = ints('BENCH_DEPTHS', [10, 1_000, 10_000, 100_000], [10, 1_000, 10_000]);
   for (let i = 1; i < depths.length; i++) if (depths[i] <= depths[i - 1]) throw new Error('BENCH_DEPTHS must grow from one depth to the next');
   return {
@@ -45,6 +47,7 @@ export function readConfig() {
     // Results are named for the run: latest (the defaults), quick, or custom (other settings).
     name: QUICK ? 'quick' : MEASURING.length > 0 ? 'custom' : 'latest',
     sections,
+    source,
     claims: {
       depths,
       claims: int('BENCH_CLAIMS', 200, 40),

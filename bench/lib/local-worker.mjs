@@ -3,7 +3,7 @@
 // with `wrangler d1 migrations apply --local` to a fresh persist directory; D1, Durable Objects
 // and Queues all local. Nothing here reaches the internet.
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -32,6 +32,30 @@ export function stateDir(prefix) {
       removeDir();
     },
   };
+}
+
+/** What a Worker is built from: the files wrangler.toml, its `main` and its migrations need. */
+const DOCKET_SOURCES = ['wrangler.toml', 'package.json', 'tsconfig.json', 'src', 'durable-objects', 'migrations'];
+
+/**
+ * A copy of Docket's source to run the benchmark on, made once at the start: wrangler rebuilds and
+ * restarts a local Worker when its files change, so an edit during a run would cut requests and
+ * measure other code. `head` takes the files of the last commit (git archive), `worktree` the files
+ * as they are. Answers the copy's wrangler.toml.
+ * @param {'head' | 'worktree'} from
+ */
+export function snapshotDocket(from) {
+  const { dir } = stateDir('source');
+  if (from === 'head') {
+    const archive = spawnSync('git', ['archive', '--format=tar', 'HEAD', ...DOCKET_SOURCES], { cwd: ROOT, maxBuffer: 256 * 1024 * 1024 });
+    if (archive.status !== 0) throw new Error(`git archive HEAD: ${archive.stderr}`);
+    const untar = spawnSync('tar', ['-x', '-C', dir], { input: archive.stdout });
+    if (untar.status !== 0) throw new Error(`tar: ${untar.stderr}`);
+  } else {
+    for (const path of DOCKET_SOURCES) cpSync(join(ROOT, path), join(dir, path), { recursive: true });
+  }
+  symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'), 'dir'); // the bundler resolves packages here
+  return join(dir, 'wrangler.toml');
 }
 
 /** Applies a config's D1 migrations to the local database under `persist`. */

@@ -146,7 +146,7 @@ export function runLine(r) {
     `${r.finished_at} · ${r.quick ? 'quick run (BENCH_QUICK=1)' : 'full run'} · ${r.duration_s.toFixed(0)} s · ` +
     `${r.machine.cpus}× ${r.machine.cpu_model} (load ${n(r.machine.load_average_1min.at_start, 2)} at start, ${n(r.machine.load_average_1min.at_end, 2)} at end) · ` +
     `Node ${r.machine.node} · wrangler ${r.machine.wrangler} · ` +
-    `Docket ${r.git.commit}${r.git.dirty ? ' (with uncommitted changes)' : ''}`
+    `Docket ${r.git.commit}${r.git.source === 'head' ? ' (as committed)' : r.git.dirty ? ' (with uncommitted changes)' : ''}`
   );
 }
 
