@@ -44,9 +44,6 @@ const QUEUE_HEAD_SQL = `SELECT id, order_group, order_priority, queued_at_ms FRO
   WHERE org_id = ? AND labels_key = ? AND state = 'queued' AND not_before_ms <= ?
   ORDER BY order_group, order_priority, queued_at_ms, id LIMIT ?`;
 
-/** How long the known label sets are trusted before they are read again from D1. */
-const LABEL_SETS_TTL_MS = 5_000;
-
 export class SchedulerObject extends DurableObject<Env> {
   private readonly config: Config;
   private readonly waiters = new Set<Waiter>();
@@ -121,7 +118,7 @@ export class SchedulerObject extends DurableObject<Env> {
   private async knownLabelSets(orgId: string, cost: Cost): Promise<Set<string>> {
     const now = Date.now();
     const cache = this.labelSetCache;
-    if (cache && cache.orgId === orgId && now - cache.readAtMs < LABEL_SETS_TTL_MS) return cache.keys;
+    if (cache && cache.orgId === orgId && now - cache.readAtMs < this.config.labelSetsTtlMs) return cache.keys;
     const statement = this.env.DB.prepare("SELECT labels_key FROM label_sets WHERE org_id = ?").bind(orgId);
     const rows = await countedAll<{ labels_key: string }>(cost, statement);
     const keys = new Set(rows.map((r) => r.labels_key));

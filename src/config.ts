@@ -29,6 +29,8 @@ export interface Config {
   sweepOutageThresholdMs: number;
   /** Queue heads a claim asks run objects about before it gives up for this round. */
   claimCandidatesMax: number;
+  /** How long a scheduler trusts its list of label sets with queued work before reading it again. */
+  labelSetsTtlMs: number;
   /** Waiting long-polls a scheduler keeps at once; more get an immediate 204. */
   claimWaitersMax: number;
   /** Page size limits for list endpoints. */
@@ -78,6 +80,7 @@ export const DEFAULTS: Config = {
   launchProtocols: ["process", "docker"],
   sweepOutageThresholdMs: 180_000,
   claimCandidatesMax: 8,
+  labelSetsTtlMs: 5_000,
   claimWaitersMax: 1_000,
   pageSizeMax: 200,
   outboxMaxAttempts: 8,
@@ -116,6 +119,7 @@ const VAR_NAMES: Record<keyof Config, string> = {
   launchProtocols: "LAUNCH_PROTOCOLS",
   sweepOutageThresholdMs: "SWEEP_OUTAGE_THRESHOLD_MS",
   claimCandidatesMax: "CLAIM_CANDIDATES_MAX",
+  labelSetsTtlMs: "LABEL_SETS_TTL_MS",
   claimWaitersMax: "CLAIM_WAITERS_MAX",
   pageSizeMax: "PAGE_SIZE_MAX",
   outboxMaxAttempts: "OUTBOX_MAX_ATTEMPTS",

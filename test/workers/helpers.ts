@@ -13,7 +13,7 @@ export async function call(
   method: string,
   path: string,
   opts: { token?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> } = {},
-): Promise<{ status: number; body: Json }> {
+): Promise<{ status: number; body: Json; headers: Headers }> {
   const headers: Record<string, string> = { ...(opts.headers ?? {}) };
   if (opts.token) headers.Authorization = `Bearer ${opts.token}`;
   let body: string | undefined;
@@ -22,7 +22,7 @@ export async function call(
   if (body !== undefined) headers["Content-Type"] = "application/json";
   const res = await exports.default.fetch(new Request(`http://docket.test${path}`, { method, headers, body }));
   const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : {} };
+  return { status: res.status, body: text ? JSON.parse(text) : {}, headers: res.headers };
 }
 
 export async function createOrg(name = "acme") {

@@ -1,0 +1,40 @@
+// A claim's cost must not grow with work the runner cannot serve (../shared/DESIGN.md, "Claims are
+// serialized per organization"); claims and heartbeats say what they cost in Docket-Cost.
+
+import { describe, expect, it } from "vitest";
+import { call, claim, CLI_VERSION, createOrg, dispatch, registerRunner } from "./helpers";
+
+function parseCost(header: string | null) {
+  expect(header).not.toBeNull();
+  return Object.fromEntries(header!.split(",").map((part) => part.trim().split("=")).map(([k, v]) => [k, Number(v)]));
+}
+
+describe("Docket-Cost", () => {
+  it("claims (200 and 204) and heartbeats carry their D1 rows and Durable Object requests", async () => {
+    const { admin } = await createOrg();
+    const runner = await registerRunner(admin);
+    const empty = await claim(runner.token, 0);
+    expect(empty.status).toBe(204);
+    expect(parseCost(empty.headers.get("Docket-Cost"))).toMatchObject({ d1_rows_written: 0 });
+    await dispatch(admin);
+    const granted = await claim(runner.token, 0);
+    expect(granted.status).toBe(200);
+    const cost = parseCost(granted.headers.get("Docket-Cost"));
+    expect(cost.do_requests).toBeGreaterThanOrEqual(2); // the scheduler and the run object
+    expect(cost.d1_rows_written).toBeGreaterThan(0); // the queue row moved to claimed
+    const beat = await call("POST", "/v1/runners/heartbeat", { token: runner.token, body: { cli_version: CLI_VERSION, protocols: ["process"] } });
+    expect(parseCost(beat.headers.get("Docket-Cost")).d1_rows_written).toBe(1);
+  });
+
+  it("an empty claim reads the same rows whether 0 or 60 runs it cannot serve are queued", async () => {
+    const { admin } = await createOrg();
+    const runner = await registerRunner(admin, { labels: ["linux"] });
+    await claim(runner.token, 0); // warm the scheduler's label sets
+    const before = parseCost((await claim(runner.token, 0)).headers.get("Docket-Cost"));
+    for (let i = 0; i < 60; i++) await dispatch(admin, { labels: ["gpu"] });
+    await new Promise((r) => setTimeout(r, 5_100)); // past the label-set cache, so the new set is known
+    await claim(runner.token, 0);
+    const after = parseCost((await claim(runner.token, 0)).headers.get("Docket-Cost"));
+    expect(after).toEqual(before);
+  });
+});
