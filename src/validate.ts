@@ -2,26 +2,48 @@
 // invalid_request naming the field, never a 500 (../shared/DESIGN.md, "Protocol essentials").
 
 import { zValidator } from "@hono/zod-validator";
-import type { ValidationTargets } from "hono";
+import type { HonoRequest, ValidationTargets } from "hono";
 import { z } from "zod";
 import { DocketError } from "./errors";
 
-export function fieldOf(issue: z.core.$ZodIssue | undefined): string {
-  if (!issue || issue.path.length === 0) return "body";
+/** The field an issue names; one about the whole input (an unknown key, say) names the input itself. */
+export function fieldOf(issue: z.core.$ZodIssue | undefined, whole = "body"): string {
+  if (!issue || issue.path.length === 0) return whole;
   return issue.path.map(String).join(".");
 }
 
 export function invalid(error: z.ZodError, where: string): DocketError {
   const issue = error.issues[0];
-  const field = fieldOf(issue);
-  return new DocketError("invalid_request", `${where} ${field}: ${issue?.message ?? "is invalid"}`, { field });
+  const field = fieldOf(issue, where);
+  const what = field === where ? where : `${where} ${field}`;
+  return new DocketError("invalid_request", `${what}: ${issue?.message ?? "is invalid"}`, { field });
 }
 
-/** zValidator whose failures throw invalid_request instead of answering in its own format. */
+const JSON_MEDIA_TYPE = /^application\/([\w.-]+\+)?json$/i;
+
+/**
+ * zValidator whose failures throw invalid_request instead of answering in its own format. A JSON
+ * body must say so: the validator would read a body under another Content-Type as {}, so such a
+ * body is refused here instead of being ignored (an empty body still counts as {}).
+ */
 export function validate<T extends z.ZodType, Target extends keyof ValidationTargets>(target: Target, schema: T) {
-  return zValidator(target, schema, (result) => {
+  const check = zValidator(target, schema, (result) => {
     if (!result.success) throw invalid(result.error as unknown as z.ZodError, target === "json" ? "body" : target);
   });
+  if (target !== "json") return check;
+  const jsonOnly: typeof check = async (c, next) => {
+    await refuseBodyThatIsNotJson(c.req);
+    return check(c, next);
+  };
+  return jsonOnly;
+}
+
+/** Refuses a non-empty body sent under another Content-Type than JSON (the text stays readable). */
+export async function refuseBodyThatIsNotJson(req: HonoRequest): Promise<void> {
+  const mediaType = (req.header("Content-Type") ?? "").split(";")[0].trim();
+  if (!JSON_MEDIA_TYPE.test(mediaType) && (await req.text()).trim() !== "") {
+    throw new DocketError("invalid_request", "body: send JSON with Content-Type: application/json", { field: "Content-Type" });
+  }
 }
 
 /** Reusable field schemas. */

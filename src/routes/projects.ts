@@ -16,7 +16,7 @@ import { DocketError } from "../errors";
 import { newId } from "../lib/crypto";
 import { log } from "../lib/log";
 import { normalizeLabels } from "../run/labels";
-import { labelList, validate } from "../validate";
+import { labelList, refuseBodyThatIsNotJson, validate } from "../validate";
 import { afterCursor, pageOf } from "../lib/pagination";
 
 export const projectIdParam = z.string().regex(/^prj_[0-9a-f]{24}$/, "must be a project id like prj_<24 hex digits>");
@@ -214,6 +214,7 @@ export const projectRoutes = new Hono<AppEnv>()
       jobId = parsed.data;
     }
     // The body is optional; when present it must be an empty JSON object.
+    await refuseBodyThatIsNotJson(c.req);
     const text = await c.req.text();
     let body: unknown = {};
     if (text.trim() !== "") {
