@@ -9,8 +9,8 @@
 //
 // MODEL_RUNS=<n> runs n sequences in all (default 1,000), MODEL_SEED=<n> replays the sequences of a
 // printed seed, MODEL_STEPS=<n> allows longer sequences (vitest.config.ts passes them to the Workers
-// runtime). For a long run, repeat the lanes with new seeds rather than one huge MODEL_RUNS:
-//   for s in $(seq 1 20); do MODEL_SEED=$s npx vitest run --project workers model-; done
+// runtime). A long run goes in rounds of 1,000 with a new seed each: MODEL_RUNS=20000 node
+// scripts/model-soak.mjs.
 
 import fc from "fast-check";
 import { env } from "cloudflare:workers";
