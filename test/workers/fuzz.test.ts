@@ -497,6 +497,34 @@ describe("odd headers", () => {
     });
   }
 
+  it("an Authorization header that carries no issued token is 401 on every kind of endpoint", async () => {
+    const printable = fc.string({ unit: fc.integer({ min: 0x20, max: 0x7e }).map((c) => String.fromCharCode(c)), maxLength: 120 });
+    const header = fc.oneof(
+      printable,
+      printable.map((t) => `Bearer ${t}`),
+      fc.constantFrom("dkt_m_", "dkt_s_", "dkt_a_", "dkt_r_").chain((p) => fc.stringMatching(/^[0-9a-f]{0,70}$/).map((h) => `Bearer ${p}${h}`)),
+      fc.integer({ min: 1_000, max: 60_000 }).map((n) => `Bearer ${"a".repeat(n)}`),
+    );
+    const targets = [
+      { method: "GET", path: () => "/v1/runs" },
+      { method: "POST", path: () => "/v1/runners/claim" },
+      { method: "POST", path: () => `/v1/runs/${S.run}/reports` },
+      { method: "POST", path: () => "/v1/runners/register" },
+      { method: "POST", path: () => "/v1/orgs" },
+    ];
+    const before = await state();
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom(...targets), header, async (target, auth) => {
+        fc.pre(auth.trim() !== ADMIN_SECRET && auth.trim() !== `Bearer ${ADMIN_SECRET}`);
+        const res = await request(target, null, target.method === "GET" ? undefined : "{}", { Authorization: auth, "Content-Type": "application/json" });
+        expectStructured4xx(res, `${target.method} ${target.path()} with Authorization ${JSON.stringify(auth.slice(0, 80))}`);
+        expect(res.status).toBe(401);
+      }),
+      { numRuns: RUNS * 3, seed: SEED },
+    );
+    expect(await state()).toEqual(before);
+  });
+
   it("GET /v1/runs/:id/events/stream: a Last-Event-ID that is not a sequence number is 400 naming the header", async () => {
     await fc.assert(
       fc.asyncProperty(
