@@ -101,19 +101,6 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
   { weight: 1, arbitrary: fc.constant({ kind: "redeliver" as const }) },
 );
 
-let orgId = "";
-let admin = "";
-let machines: { machineId: string; token: string }[] = [];
-/** A valid run-attempt token of an earlier sequence's run: never valid for this one. */
-let foreignToken: string | null = null;
-
-async function setUp(): Promise<void> {
-  muteTransitionLogs();
-  ({ orgId, admin } = await createOrg("model"));
-  machines = [];
-  for (const name of ["box-a", "box-b", "box-c"]) machines.push(await registerRunner(admin, { name }));
-}
-
 const claimArb = fc.record({ kind: fc.constant("claim" as const), machine: machineIndex });
 
 /**
@@ -140,6 +127,21 @@ const planArb: fc.Arbitrary<Step[]> = fc.oneof(
       .map(([first, end, again, rest]) => [first, end, { kind: "alarm_due" } as Step, again, ...rest]),
   },
 );
+
+// ---- the organization every sequence runs in ----------------------------------------------------
+
+let orgId = "";
+let admin = "";
+let machines: { machineId: string; token: string }[] = [];
+/** A valid run-attempt token of an earlier sequence's run: never valid for this one. */
+let foreignToken: string | null = null;
+
+async function setUp(): Promise<void> {
+  muteTransitionLogs();
+  ({ orgId, admin } = await createOrg("model"));
+  machines = [];
+  for (const name of ["box-a", "box-b", "box-c"]) machines.push(await registerRunner(admin, { name }));
+}
 
 // ---- one sequence against one new run -----------------------------------------------------------
 
