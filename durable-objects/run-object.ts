@@ -12,6 +12,7 @@ import { newToken, sha256Hex } from "../src/lib/crypto";
 import { log } from "../src/lib/log";
 import { decide, reapDeadline } from "../src/run/decide";
 import { projectRun, readRecoveredAtMs } from "../src/run/projection";
+import { newQueuedRun, type NewRun } from "../src/run/new-run";
 import type { RunCommand, RunRecord } from "../src/run/types";
 import { attemptView, runView, type RunView } from "../src/run/view";
 import { labelsKey } from "../src/run/labels";
@@ -19,32 +20,7 @@ import { ArtifactStore } from "./artifact-store";
 import { Outbox, type StoredEvent } from "./outbox";
 import { RunStreams, STREAM_ORG_HEADER, streamAfter, tooManyStreams } from "./run-streams";
 
-export type NewRun = Omit<
-  RunRecord,
-  | "state"
-  | "attempt"
-  | "version"
-  | "continuation"
-  | "hold"
-  | "machineId"
-  | "sandboxId"
-  | "phase"
-  | "claimedAtMs"
-  | "launchedAtMs"
-  | "leaseExpiresAtMs"
-  | "launchDeadlineAtMs"
-  | "lastReportAtMs"
-  | "queuedAtMs"
-  | "notBeforeMs"
-  | "stopRequest"
-  | "lastError"
-  | "blocker"
-  | "artifact"
-  | "costCents"
-  | "steps"
-  | "updatedAtMs"
-  | "endedAtMs"
->;
+export type { NewRun } from "../src/run/new-run";
 
 export interface ClaimGrant {
   run_id: string;
@@ -130,32 +106,7 @@ export class RunObject extends DurableObject<Env> {
     const existing = this.load();
     if (existing) return this.view(existing);
     const now = Date.now();
-    const run: RunRecord = {
-      ...input,
-      state: "queued",
-      attempt: 0,
-      version: 1,
-      continuation: null,
-      hold: false,
-      machineId: null,
-      sandboxId: null,
-      phase: null,
-      claimedAtMs: null,
-      launchedAtMs: null,
-      leaseExpiresAtMs: null,
-      launchDeadlineAtMs: null,
-      lastReportAtMs: null,
-      queuedAtMs: now,
-      notBeforeMs: now,
-      stopRequest: null,
-      lastError: null,
-      blocker: null,
-      artifact: null,
-      costCents: null,
-      steps: [],
-      updatedAtMs: now,
-      endedAtMs: null,
-    };
+    const run = newQueuedRun(input, now);
     this.ctx.storage.transactionSync(() => {
       this.sql.exec(
         "INSERT INTO run (id, state, attempt, version, doc) VALUES (?, ?, ?, ?, ?)",

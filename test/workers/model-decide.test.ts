@@ -10,6 +10,7 @@ import { decide, type DecideConfig } from "../../src/run/decide";
 import type { RunCommand, RunRecord } from "../../src/run/types";
 import { ERROR_STATUS } from "../../src/errors";
 import { isTerminal, permitted, predict, type Call, type ModelRun } from "./run-model";
+import { newQueuedRun } from "../../src/run/new-run";
 
 const RUNS = Number(env.MODEL_RUNS || 1_000) * 10;
 const SEED = Number(env.MODEL_SEED || 1);
@@ -87,41 +88,21 @@ const configArb: fc.Arbitrary<DecideConfig> = fc.record({
 });
 
 function newRecord(): RunRecord {
-  return {
-    id: "run_000000000000000000000001",
-    orgId: "org_a",
-    state: "queued",
-    attempt: 0,
-    version: 1,
-    brief: "b",
-    repository: null,
-    labels: [],
-    priority: 0,
-    launch: { protocol: "process", command: ["true"], image: null, env: {} },
-    callbackUrl: null,
-    metadata: {},
-    continuation: null,
-    hold: false,
-    machineId: null,
-    sandboxId: null,
-    phase: null,
-    claimedAtMs: null,
-    launchedAtMs: null,
-    leaseExpiresAtMs: null,
-    launchDeadlineAtMs: null,
-    lastReportAtMs: null,
-    queuedAtMs: START_MS,
-    notBeforeMs: START_MS,
-    stopRequest: null,
-    lastError: null,
-    blocker: null,
-    artifact: null,
-    costCents: null,
-    steps: [],
-    createdAtMs: START_MS,
-    updatedAtMs: START_MS,
-    endedAtMs: null,
-  };
+  return newQueuedRun(
+    {
+      id: "run_000000000000000000000001",
+      orgId: "org_a",
+      brief: "b",
+      repository: null,
+      labels: [],
+      priority: 0,
+      launch: { protocol: "process", command: ["true"], image: null, env: {} },
+      callbackUrl: null,
+      metadata: {},
+      createdAtMs: START_MS,
+    },
+    START_MS,
+  );
 }
 
 /** The HTTP model's view of a run record, for the states it covers. */
