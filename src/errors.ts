@@ -10,6 +10,7 @@ export const ERROR_STATUS = {
   other_machine: 409,
   stale_attempt: 409,
   lease_expired: 409,
+  stale_report: 409,
   invalid_transition: 409,
   idempotency_conflict: 409,
   task_gone: 410,

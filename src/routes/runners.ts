@@ -40,6 +40,8 @@ const stoppedBody = z.object({ sandbox_id: z.string().max(200).optional(), reaso
 
 const reportBody = z
   .object({
+    // The report's sequence number within its attempt (1, 2, …): a retry sends the same seq again.
+    seq: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).optional(),
     phase: z.string().min(1).max(64).nullable().optional(),
     lines: z.array(z.string().max(100_000)).max(10_000).optional(),
     final: z
@@ -249,6 +251,7 @@ export const runnerRoutes = new Hono<AppEnv>()
       : null;
     const token = bearer(c.req.header("Authorization"));
     const answer = await runStub(c.env, id).report(token, {
+      seq: body.seq ?? null,
       phase: body.phase ?? null,
       lines: boundLines(body.lines ?? [], config),
       final,

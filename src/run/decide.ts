@@ -136,6 +136,24 @@ function checkAttempt(run: RunRecord, attempt: number, machineId: string | null)
   return null;
 }
 
+/**
+ * A daemon report whose seq was accepted before: the same seq is a retry after a lost answer and
+ * answers the same success with nothing changed, even once that report ended the run; an older seq
+ * is stale and refused. A report without a seq (an older daemon) is never a replay.
+ */
+function replayedReport(run: RunRecord, command: Extract<RunCommand, { type: "report" }>): Decision | null {
+  const last = run.lastReportSeq;
+  if (command.seq == null || !last || last.attempt !== command.attempt || command.attempt !== run.attempt) return null;
+  if (command.seq === last.seq) return { ok: true, run, hops: [], events: [], changed: false };
+  if (command.seq < last.seq) {
+    return refuse("stale_report", `report ${command.seq} of attempt ${command.attempt} is older than the accepted report ${last.seq}`, {
+      state: run.state,
+      last_report_seq: last.seq,
+    });
+  }
+  return null;
+}
+
 export function decide(input: RunRecord, command: RunCommand, now: number, config: DecideConfig): Decision {
   const run: RunRecord = structuredClone(input);
   const d = new Draft(run, now);
@@ -240,9 +258,12 @@ export function decide(input: RunRecord, command: RunCommand, now: number, confi
     }
 
     case "report": {
+      const replayed = replayedReport(run, command);
+      if (replayed) return replayed;
       const bad = checkAttempt(run, command.attempt, null);
       if (bad) return bad;
       run.lastReportAtMs = now;
+      if (command.seq != null) run.lastReportSeq = { attempt: run.attempt, seq: command.seq };
       d.touch();
       if (run.state === "claimed") {
         // The daemon can speak before the runner's launched call arrives; its report proves the launch.

@@ -69,6 +69,12 @@ export interface RunRecord {
   leaseExpiresAtMs: number | null;
   launchDeadlineAtMs: number | null;
   lastReportAtMs: number | null;
+  /**
+   * The last daemon report accepted with a sequence number, and its attempt: a report carrying this
+   * seq again is a retry whose answer was lost (docs/protocol.md, "Daemon reports"). Absent on runs
+   * stored before reports carried a seq.
+   */
+  lastReportSeq?: { attempt: number; seq: number } | null;
   queuedAtMs: number;
   notBeforeMs: number;
   stopRequest: StopRequest | null;
@@ -102,7 +108,7 @@ export type RunCommand =
   | { type: "lease"; attempt: number; machineId: string }
   | { type: "launch_failed"; attempt: number; machineId: string; error: string; jitter: number }
   | { type: "stopped"; attempt: number; machineId: string; reason: string | null }
-  | { type: "report"; attempt: number; phase: string | null; lines: string[]; final: FinalReport | null }
+  | { type: "report"; attempt: number; seq?: number | null; phase: string | null; lines: string[]; final: FinalReport | null }
   | { type: "cancel"; by: string; reason: string | null }
   | { type: "deadline"; recoveredAtMs: number; jitter: number }
   | { type: "pause"; hold: boolean; reason: string | null }
