@@ -118,6 +118,54 @@ export class ReportBuffer {
 }
 
 /**
+ * Numbers the attempt's reports 1, 2, … and holds the one in flight: until it is answered, every
+ * retry sends the same body with the same seq, so a report whose answer was lost is applied once
+ * and a final report accepted before its answer was lost is answered as a success again
+ * (docs/protocol.md, "Daemon reports").
+ */
+export class ReportSequence {
+  constructor() {
+    this.nextSeq = 1;
+    /** @type {({ seq: number, lines: string[], phase?: string, final?: any }) | null} */
+    this.pending = null;
+  }
+  get inFlight() {
+    return this.pending !== null;
+  }
+  /**
+   * The report to send now: the one in flight, or the buffer's next batch under the next seq.
+   * @param {ReportBuffer} buffer @param {{ final?: any }} [extra] added to a new report only
+   */
+  current(buffer, extra = {}) {
+    if (!this.pending) this.pending = { seq: this.nextSeq, ...buffer.take().body, ...extra };
+    return this.pending;
+  }
+  /** The server took it: the next report gets the next seq. */
+  answered() {
+    this.pending = null;
+    this.nextSeq += 1;
+  }
+  /**
+   * A refusal no retry can change (a bad body, or a seq the server is already past): the report
+   * is dropped so the next one can go. Returns whether it was dropped.
+   * @param {unknown} err
+   */
+  refused(err) {
+    if (!(err instanceof ApiError)) return false;
+    if (err.code === 'stale_report' && Number.isSafeInteger(err.body?.last_report_seq)) {
+      this.pending = null;
+      this.nextSeq = Math.max(this.nextSeq, err.body.last_report_seq) + 1;
+      return true;
+    }
+    if (err.status === 400 || err.status === 413) {
+      this.answered();
+      return true;
+    }
+    return false;
+  }
+}
+
+/**
  * Read the agent's result file (DOCKET_RESULT_FILE). Missing is fine; a broken one is reported.
  * @param {string | undefined} path
  * @returns {{ model: string | null, limitations: string[], cost_cents: number | null, cost_uncertain: boolean,
@@ -289,18 +337,22 @@ export async function runDaemon(command, { env = process.env, cwd = process.cwd(
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
 
-  /** One report; returns false when it must be retried later. */
-  const sendBatch = async (/** @type {any} */ extra = {}) => {
-    const { body, batch } = buffer.take();
+  const reports = new ReportSequence();
+  /** The report in flight, or the next batch; returns false when it must be retried later. */
+  const sendBatch = async () => {
+    const body = reports.current(buffer);
     try {
-      await client.report(runId, { ...body, ...extra });
+      await client.report(runId, body);
+      reports.answered();
       linesSent += body.lines.length;
       return true;
     } catch (e) {
-      buffer.giveBack(batch);
       const kind = classify(e);
       if (kind === 'definitive' || kind === 'attempt_over') attemptOver = /** @type {ApiError} */ (e).code;
-      else log(`docket-runner daemon: report failed (${errorText(e)}); will retry`);
+      else if (reports.refused(e)) {
+        log(`docket-runner daemon: report ${body.seq} dropped: ${errorText(e)}`);
+        return true;
+      } else log(`docket-runner daemon: report ${body.seq} failed (${errorText(e)}); will retry it`);
       return false;
     }
   };
@@ -313,7 +365,7 @@ export async function runDaemon(command, { env = process.env, cwd = process.cwd(
   const reportLoop = (async () => {
     let lastSentAt = 0;
     while (!agentExited && !attemptOver) {
-      const due = buffer.hasNews || Date.now() - lastSentAt >= limits.heartbeatMs;
+      const due = reports.inFlight || buffer.hasNews || Date.now() - lastSentAt >= limits.heartbeatMs;
       if (due) {
         const ok = await sendBatch();
         if (ok) {
@@ -351,7 +403,7 @@ export async function runDaemon(command, { env = process.env, cwd = process.cwd(
   }
   if (stopping) {
     // A stop came from outside (the runner's stop request or lifetime): the runner reports it.
-    for (let i = 0; i < 3 && buffer.hasNews && !attemptOver; i++) if (!(await sendBatch())) break;
+    for (let i = 0; i < 3 && (reports.inFlight || buffer.hasNews) && !attemptOver; i++) if (!(await sendBatch())) break;
     writeState(stateDir, 'final.json', { delivered: false, stopped: true, exit_codes: { agent: agentCode }, at_ms: Date.now() });
     return DAEMON_EXIT.stopped;
   }
@@ -378,7 +430,7 @@ export async function runDaemon(command, { env = process.env, cwd = process.cwd(
 
   // Remaining output first (bounded), then the final report with the last batch.
   const flushBackoff = new Backoff({ baseMs: limits.backoffBaseMs, maxMs: limits.backoffMaxMs });
-  for (let i = 0, failures = 0; i < 1_000 && buffer.hasNews && !attemptOver && failures < limits.finalTries; i++) {
+  for (let i = 0, failures = 0; i < 1_000 && (reports.inFlight || buffer.hasNews) && !attemptOver && failures < limits.finalTries; i++) {
     if (!(await sendBatch())) {
       failures += 1;
       await sleep(flushBackoff.fail());
@@ -389,27 +441,32 @@ export async function runDaemon(command, { env = process.env, cwd = process.cwd(
   let answerState = null;
   let lastError = '';
   const finalBackoff = new Backoff({ baseMs: limits.backoffBaseMs, maxMs: limits.backoffMaxMs });
-  for (let tryNo = 1; tryNo <= limits.finalTries && !delivered; tryNo++) {
-    const { body, batch } = buffer.take();
+  // A progress report still in flight goes first, with its own seq; the final report follows it.
+  for (let tryNo = 1; tryNo <= limits.finalTries && !delivered && !attemptOver; ) {
+    const body = reports.current(buffer, { final });
     try {
-      const res = await client.report(runId, { ...body, final });
-      delivered = true;
-      answerState = res.body?.state ?? null;
+      const res = await client.report(runId, body);
+      reports.answered();
+      if (body.final) {
+        delivered = true;
+        answerState = res.body?.state ?? null;
+      }
     } catch (e) {
-      buffer.giveBack(batch);
       lastError = errorText(e);
       const kind = classify(e);
       if (kind === 'definitive' || kind === 'attempt_over') {
         attemptOver = /** @type {ApiError} */ (e).code;
         break;
       }
-      if (e instanceof ApiError && (e.status === 400 || e.status === 413) && final.artifact.patch) {
-        // The server refused the body: keep the result, leave the patch out and say so.
+      if (body.final && e instanceof ApiError && (e.status === 400 || e.status === 413) && final.artifact.patch) {
+        // The server refused the body (so the seq is still free): keep the result, leave the patch out and say so.
         final.artifact = { ...final.artifact, patch: '', limitations: [...limitations, `the server refused the patch: ${e.message}`] };
         continue;
       }
+      reports.refused(e);
       log(`docket-runner daemon: final report failed (${lastError}); try ${tryNo} of ${limits.finalTries}`);
       if (tryNo < limits.finalTries) await sleep(finalBackoff.fail());
+      tryNo += 1;
     }
   }
   writeState(stateDir, 'final.json', {

@@ -147,6 +147,56 @@ describe('the daemon against a flaky server', () => {
     }
   });
 
+  it('numbers its reports and retries one whose answer was lost with the same seq and body, the final one too', async () => {
+    // A server that keeps each accepted seq once, as Docket does, and loses the answer of the first
+    // progress report and of the final report after accepting them.
+    const accepted = new Map();
+    const lose = new Set();
+    const server = await fakeServer(({ path, body }) => {
+      if (!path.endsWith('/reports')) return { status: 404, body: { error: { code: 'not_found', message: '' } } };
+      const answer = { status: 200, body: { run_id: 'run_1', attempt: 1, state: body.final ? 'completed' : 'implementing', stop_requested: false } };
+      if (accepted.has(body.seq)) return answer;
+      accepted.set(body.seq, body);
+      if ((body.seq === 1 || body.final) && !lose.has(body.seq)) {
+        lose.add(body.seq);
+        return { status: 0 };
+      }
+      return answer;
+    });
+    const state = tmp();
+    const agent = join(state, 'agent.mjs');
+    writeFileSync(agent, `console.log('first'); setTimeout(() => console.log('second'), 300); setTimeout(() => {}, 600);`);
+    try {
+      const code = await runDaemon([process.execPath, agent], {
+        cwd: state,
+        log: () => {},
+        echo: () => {},
+        env: {
+          ...process.env,
+          DOCKET_URL: server.url, DOCKET_RUN_ID: 'run_1', DOCKET_ATTEMPT: '1', DOCKET_ATTEMPT_TOKEN: 'dkt_a_t', DOCKET_STATE_DIR: state,
+          DOCKET_DAEMON_BACKOFF_BASE_MS: '20', DOCKET_DAEMON_BACKOFF_MAX_MS: '40', DOCKET_DAEMON_FLUSH_MS: '20',
+        },
+      });
+      expect(code).toBe(0);
+      const sent = server.requests.filter((r) => r.path === '/v1/runs/run_1/reports').map((r) => r.body);
+      // Every try of a seq carries the same body; a new seq only follows an answered one.
+      const seqs = sent.map((b) => b.seq);
+      expect(seqs[0]).toBe(1);
+      for (let i = 1; i < seqs.length; i++) expect([seqs[i - 1], seqs[i - 1] + 1]).toContain(seqs[i]);
+      for (const b of sent) expect(b).toEqual(accepted.get(b.seq));
+      expect(sent.filter((b) => b.seq === 1)).toHaveLength(2);
+      const finalSeq = sent.find((b) => b.final).seq;
+      expect(sent.filter((b) => b.seq === finalSeq)).toHaveLength(2);
+      // The agent's output reached the server once each.
+      const lines = [...accepted.values()].flatMap((b) => b.lines);
+      expect(lines.filter((l) => l === 'first')).toHaveLength(1);
+      expect(lines.filter((l) => l === 'second')).toHaveLength(1);
+      expect(JSON.parse(readFileSync(join(state, 'final.json'), 'utf8'))).toMatchObject({ delivered: true, answer_state: 'completed' });
+    } finally {
+      await server.close();
+    }
+  });
+
   it('stops the agent and gives up when the server says the attempt is over', async () => {
     const server = await fakeServer(() => ({ status: 410, body: { error: { code: 'task_gone', message: 'run is cancelled' } } }));
     const state = tmp();
