@@ -25,6 +25,8 @@ export interface Config {
   minCliVersion: string;
   /** Launch protocols this deployment can hand out. */
   launchProtocols: string[];
+  /** How this deployment's operators get a current runner: sent with every 426 as `upgrade`. */
+  runnerUpgradeHint: string;
   /** A gap this long between cron ticks is an outage; every run then gets one full staleness window. */
   sweepOutageThresholdMs: number;
   /** Queue heads a claim asks run objects about before it gives up for this round. */
@@ -78,6 +80,8 @@ export const DEFAULTS: Config = {
   heartbeatIntervalMs: 30_000,
   minCliVersion: "0.1.0",
   launchProtocols: ["process", "docker"],
+  runnerUpgradeHint:
+    "install the runner from the Docket repository this deployment runs: in a checkout of it, `npm ci && npm install -g ./runner-cli` (runner-cli/README.md, \"Install\")",
   sweepOutageThresholdMs: 180_000,
   claimCandidatesMax: 8,
   labelSetsTtlMs: 5_000,
@@ -117,6 +121,7 @@ const VAR_NAMES: Record<keyof Config, string> = {
   heartbeatIntervalMs: "HEARTBEAT_INTERVAL_MS",
   minCliVersion: "MIN_CLI_VERSION",
   launchProtocols: "LAUNCH_PROTOCOLS",
+  runnerUpgradeHint: "RUNNER_UPGRADE_HINT",
   sweepOutageThresholdMs: "SWEEP_OUTAGE_THRESHOLD_MS",
   claimCandidatesMax: "CLAIM_CANDIDATES_MAX",
   labelSetsTtlMs: "LABEL_SETS_TTL_MS",
@@ -153,6 +158,8 @@ export function loadConfig(vars: Record<string, unknown>): Config {
     if (key === "minCliVersion") {
       if (!parseVersion(text)) throw new Error(`MIN_CLI_VERSION must be a version like 1.2.3, got ${text}`);
       config.minCliVersion = text;
+    } else if (key === "runnerUpgradeHint") {
+      config.runnerUpgradeHint = text;
     } else if (key === "launchProtocols") {
       config.launchProtocols = text.split(",").map((p) => p.trim()).filter(Boolean);
     } else {
@@ -169,9 +176,33 @@ export function loadConfig(vars: Record<string, unknown>): Config {
   return config;
 }
 
-export function parseVersion(v: string): [number, number, number] | null {
-  const m = /^v?(\d+)\.(\d+)\.(\d+)(?:[-+].*)?$/.exec(v.trim());
-  return m ? [Number(m[1]), Number(m[2]), Number(m[3])] : null;
+/** A semantic version: major, minor, patch and its prerelease identifiers (build metadata is ignored). */
+export interface Version {
+  core: [number, number, number];
+  prerelease: string[];
+}
+
+export function parseVersion(v: string): Version | null {
+  const m = /^v?(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?(?:\+[0-9A-Za-z.-]*)?$/.exec(v.trim());
+  return m ? { core: [Number(m[1]), Number(m[2]), Number(m[3])], prerelease: m[4] ? m[4].split(".") : [] } : null;
+}
+
+/** Semver precedence (semver.org, item 11): negative when a < b, 0 when equal, positive when a > b. */
+export function compareVersions(a: Version, b: Version): number {
+  for (let i = 0; i < 3; i++) if (a.core[i] !== b.core[i]) return a.core[i] - b.core[i];
+  // A prerelease is below its release: 0.2.0-rc.1 < 0.2.0.
+  if (a.prerelease.length === 0 || b.prerelease.length === 0) return b.prerelease.length - a.prerelease.length;
+  for (let i = 0; i < Math.min(a.prerelease.length, b.prerelease.length); i++) {
+    const x = a.prerelease[i];
+    const y = b.prerelease[i];
+    if (x === y) continue;
+    const xNum = /^\d+$/.test(x);
+    const yNum = /^\d+$/.test(y);
+    if (xNum && yNum) return Number(x) - Number(y);
+    if (xNum !== yNum) return xNum ? -1 : 1; // numeric identifiers sort below alphanumeric ones
+    return x < y ? -1 : 1;
+  }
+  return a.prerelease.length - b.prerelease.length;
 }
 
 /** True when `version` is at least `minimum`; an unparsable version is never enough. */
@@ -179,8 +210,7 @@ export function versionAtLeast(version: string, minimum: string): boolean {
   const a = parseVersion(version);
   const b = parseVersion(minimum);
   if (!a || !b) return false;
-  for (let i = 0; i < 3; i++) if (a[i] !== b[i]) return a[i] > b[i];
-  return true;
+  return compareVersions(a, b) >= 0;
 }
 
 /** What a runner is told at register and heartbeat. */

@@ -137,6 +137,18 @@ export class DocketClient {
   }
 }
 
+/** What a runner says when the server's 426 carries no `upgrade` hint of its own. */
+export const DEFAULT_UPGRADE_HINT = 'install a current runner the way this deployment distributes it (runner-cli/README.md, "Install")';
+
+/**
+ * How to upgrade, as the server that refused this runner says (its 426 `upgrade` field).
+ * @param {unknown} err
+ */
+export function upgradeHint(err) {
+  const hint = err instanceof ApiError ? err.body?.upgrade : undefined;
+  return typeof hint === 'string' && hint.trim() ? hint.trim().slice(0, 1_000) : DEFAULT_UPGRADE_HINT;
+}
+
 /** @param {unknown} e */
 export function errorText(e) {
   if (e instanceof Error) {

@@ -6,7 +6,7 @@ import { CLI_VERSION } from './version.mjs';
 
 const COMMON = ['config_dir', 'data_dir', 'json'];
 const LISTEN_KEYS = [
-  ...COMMON, 'server_url', 'machine_id', 'machine_token', 'launchers', 'concurrency', 'sandbox_lifetime_ms', 'stop_grace_ms',
+  ...COMMON, 'server_url', 'machine_id', 'machine_token', 'labels', 'launchers', 'concurrency', 'sandbox_lifetime_ms', 'stop_grace_ms',
   'claim_wait_ms', 'backoff_base_ms', 'backoff_max_ms', 'request_timeout_ms', 'pass_env', 'cost_review_above_cents',
   'docker_path', 'docker_image', 'docker_network',
 ];
@@ -17,7 +17,7 @@ const USAGE = `docket-runner ${CLI_VERSION}: runs Docket agent runs on this mach
 
 Usage:
   docket-runner register --server <url> --token <registration token> [--name n] [--label l]...
-  docket-runner listen [--concurrency n] [--launcher process,docker] [--json]
+  docket-runner listen [--label l]... [--concurrency n] [--launcher process,docker] [--json]
   docket-runner status [--json]
   docket-runner daemon -- <agent command...>      (inside a sandbox; started by listen)
 
@@ -65,8 +65,20 @@ file the agent may write at $DOCKET_RESULT_FILE.`,
   },
 };
 
+/**
+ * `docket-runner status | head -1`: a reader that stopped reading is not an error. Node reports the
+ * closed pipe as an 'error' event on stdout, which would otherwise end the process with a stack trace.
+ */
+export function exitQuietlyOnClosedStdout(stream = process.stdout) {
+  stream.on('error', (/** @type {NodeJS.ErrnoException} */ e) => {
+    if (e.code === 'EPIPE') process.exit(0);
+    throw e;
+  });
+}
+
 /** @param {string[]} argv @returns {Promise<number>} */
 export async function main(argv) {
+  exitQuietlyOnClosedStdout();
   const [command, ...rest] = argv;
   if (!command || command === '--help' || command === '-h' || command === 'help') {
     process.stdout.write(USAGE + '\n');

@@ -1,5 +1,5 @@
 // register, status and listen: the commands that talk to the user.
-import { classify, DocketClient, errorText } from './api.mjs';
+import { classify, DocketClient, errorText, upgradeHint } from './api.mjs';
 import { configFilePath, ensurePrivateDir, writeConfigFile } from './config.mjs';
 import { formatDuration } from './output.mjs';
 import { CLI_VERSION } from './version.mjs';
@@ -21,7 +21,8 @@ export async function register(cfg, file, out) {
     const err = /** @type {any} */ (e);
     if (classify(e) === 'upgrade') {
       out.emit('upgrade_required', `the server needs a newer runner (${err.body?.min_cli_version ?? '?'}; this is ${CLI_VERSION}) or other launch protocols ` +
-        `(it launches ${(err.body?.protocols ?? []).join(', ') || '?'}): npm install -g docket-runner@latest`, { min_cli_version: err.body?.min_cli_version ?? null });
+        `(it launches ${(err.body?.protocols ?? []).join(', ') || '?'}); to upgrade, ${upgradeHint(e)}`,
+        { min_cli_version: err.body?.min_cli_version ?? null, upgrade: upgradeHint(e) });
       return 3;
     }
     out.emit('register_failed', `registration failed: ${errorText(e)}${err?.status === 401 ? ' (is the token a registration token, dkt_r_…?)' : ''}`, {
@@ -113,7 +114,9 @@ export async function listen(cfg, file, out) {
     release = acquireLock(cfg.data_dir);
   } catch (e) {
     if (e instanceof LockedError) {
-      out.emit('locked', `refusing to start: ${e.message}`, { pid: e.pid, data_dir: cfg.data_dir });
+      // A refusal is an error: stderr, so `listen > log` or a pipe does not swallow it.
+      const { Output } = await import('./output.mjs');
+      new Output({ json: cfg.json, stream: process.stderr }).emit('locked', `refusing to start: ${e.message}`, { pid: e.pid, data_dir: cfg.data_dir });
       return EXIT.locked;
     }
     throw e;

@@ -1,7 +1,7 @@
 // `docket-runner listen`: heartbeats, the claim long-poll, one supervisor per job, and startup
 // reconciliation of every job that is not done.
 import { rmSync } from 'node:fs';
-import { classify, DocketClient, errorText } from './api.mjs';
+import { classify, DocketClient, errorText, upgradeHint } from './api.mjs';
 import { Backoff } from './backoff.mjs';
 import { JobSupervisor } from './job.mjs';
 import { jobPaths } from './launchers/common.mjs';
@@ -72,10 +72,9 @@ export class Runner {
     this.out.emit(
       'upgrade_required',
       `the server refused this runner (426 listener_upgrade_required): ${why || err?.message}. ` +
-        'Upgrade with `npm install -g docket-runner@latest` (or pull your checkout and run `npm install`), ' +
-        'or change --launcher, then start `docket-runner listen` again; running sandboxes are left as they are ' +
-        'and the next start reconciles them.',
-      { min_cli_version: min ?? null, server_protocols: protocols ?? null, cli_version: CLI_VERSION, protocols: this.protocols },
+        `To upgrade, ${upgradeHint(err)}; or change --launcher. Then start \`docket-runner listen\` again; running sandboxes are ` +
+        'left as they are and the next start reconciles them.',
+      { min_cli_version: min ?? null, server_protocols: protocols ?? null, cli_version: CLI_VERSION, protocols: this.protocols, upgrade: upgradeHint(err) },
     );
     this.stop('upgrade required');
   }
@@ -84,7 +83,7 @@ export class Runner {
   async run() {
     this.out.emit('started', `docket-runner ${CLI_VERSION} listening to ${this.cfg.server_url} as ${this.cfg.machine_id ?? 'this machine'} ` +
       `(launchers ${this.protocols.join(', ')}; concurrency ${this.cfg.concurrency}; data ${this.cfg.data_dir})`,
-      { cli_version: CLI_VERSION, server_url: this.cfg.server_url, machine_id: this.cfg.machine_id ?? null, protocols: this.protocols,
+      { cli_version: CLI_VERSION, server_url: this.cfg.server_url, machine_id: this.cfg.machine_id ?? null, protocols: this.protocols, labels: this.cfg.labels,
         concurrency: this.cfg.concurrency, data_dir: this.cfg.data_dir });
     await this.firstHeartbeat();
     if (!this.stopping) await this.reconcileAll();
@@ -101,12 +100,21 @@ export class Runner {
     return { cli_version: CLI_VERSION, protocols: this.protocols };
   }
 
+  /**
+   * The heartbeat also carries the labels this listener serves when they were configured (flag,
+   * environment or config file), so `listen --label gpu` changes what the machine is handed.
+   */
+  heartbeatWithLabels() {
+    const configured = this.cfg.sources?.labels && this.cfg.sources.labels !== 'default';
+    return configured ? { ...this.heartbeatBody(), labels: this.cfg.labels } : this.heartbeatBody();
+  }
+
   /** Check the credentials and the version before touching any job; retry transient failures. */
   async firstHeartbeat() {
     const backoff = this.backoff();
     while (!this.stopping) {
       try {
-        const res = await this.client.heartbeat(this.heartbeatBody(), { signal: this.stopSignal });
+        const res = await this.client.heartbeat(this.heartbeatWithLabels(), { signal: this.stopSignal });
         this.takeServerConfig(res.body?.config);
         return;
       } catch (e) {
@@ -122,7 +130,7 @@ export class Runner {
       await sleep(this.serverConfig.heartbeat_interval_ms ?? 30_000, this.stopSignal);
       if (this.stopping) return;
       try {
-        const res = await this.client.heartbeat(this.heartbeatBody(), { signal: this.stopSignal });
+        const res = await this.client.heartbeat(this.heartbeatWithLabels(), { signal: this.stopSignal });
         backoff.succeed();
         this.takeServerConfig(res.body?.config);
       } catch (e) {

@@ -25,7 +25,8 @@ const registerBody = z
   })
   .strict();
 
-const heartbeatBody = z.object({ cli_version: cliVersion, protocols: protocolList }).strict();
+// `labels`, when sent, replaces the machine's labels: `docket-runner listen --label` serves other labels than it registered with.
+const heartbeatBody = z.object({ cli_version: cliVersion, protocols: protocolList, labels: labelList.optional() }).strict();
 
 const claimBody = z
   .object({ cli_version: cliVersion, protocols: protocolList, wait_ms: z.number().int().min(0).max(600_000).optional() })
@@ -72,11 +73,11 @@ const reportBody = z
  * gets 426 before any work is handed out (dispatch-lifecycle.md, "The API enforces the minimum CLI version").
  */
 export function checkRunnerVersion(config: Config, version: string, protocols: string[]): void {
-  const details = { min_cli_version: config.minCliVersion, protocols: config.launchProtocols };
+  const details = { min_cli_version: config.minCliVersion, protocols: config.launchProtocols, upgrade: config.runnerUpgradeHint };
   if (!versionAtLeast(version, config.minCliVersion)) {
     throw new DocketError(
       "listener_upgrade_required",
-      `runner CLI ${version} is older than the minimum ${config.minCliVersion}; upgrade docket-runner`,
+      `runner CLI ${version} is older than the minimum ${config.minCliVersion}; to upgrade, ${config.runnerUpgradeHint}`,
       details,
     );
   }
@@ -166,7 +167,12 @@ export const runnerRoutes = new Hono<AppEnv>()
     // The version is recorded even when it is refused, so operators see who needs the upgrade.
     const updated = await drizzle(c.env.DB)
       .update(machines)
-      .set({ cliVersion: body.cli_version, protocols: JSON.stringify(body.protocols), lastSeenAtMs: Date.now() })
+      .set({
+        cliVersion: body.cli_version,
+        protocols: JSON.stringify(body.protocols),
+        lastSeenAtMs: Date.now(),
+        ...(body.labels ? { labels: JSON.stringify(normalizeLabels(body.labels)) } : {}),
+      })
       .where(eq(machines.id, machineId));
     addD1(c.get("cost"), updated.meta);
     checkRunnerVersion(config, body.cli_version, body.protocols);

@@ -250,7 +250,8 @@ describe('docket-runner against a local Docket', () => {
     await first.waitFor('started');
     const second = home.run(['listen', '--json']);
     expect(second.code).toBe(4);
-    const line = JSON.parse(second.stdout.trim().split('\n')[0]);
+    expect(second.stdout).toBe(''); // the refusal is an error: stderr
+    const line = JSON.parse(second.stderr.trim().split('\n')[0]);
     expect(line.event).toBe('locked');
     expect(line.pid).toBe(first.child.pid);
     expect(first.done).toBe(false);

@@ -2,6 +2,8 @@
 // (../shared/spec/dispatch-lifecycle.md, "The API enforces the minimum CLI version with HTTP 426").
 
 import { describe, expect, it } from "vitest";
+import { DEFAULTS, loadConfig, versionAtLeast } from "../../src/config";
+import { checkRunnerVersion } from "../../src/routes/runners";
 import { call, claim, createOrg, dispatch, getRun, registerRunner } from "./helpers";
 
 describe("the version gate", () => {
@@ -46,5 +48,49 @@ describe("the version gate", () => {
     expect(old.status).toBe(426);
     runners = (await call("GET", "/v1/runners", { token: admin })).body.runners;
     expect(runners[0].cli_version).toBe("0.0.5");
+  });
+});
+
+describe("version precedence", () => {
+  it("a prerelease is below its release, as semver orders them", () => {
+    expect(versionAtLeast("0.2.0-rc.1", "0.2.0")).toBe(false);
+    expect(versionAtLeast("0.2.0", "0.2.0-rc.1")).toBe(true);
+    expect(versionAtLeast("0.2.0-rc.1", "0.2.0-rc.1")).toBe(true);
+    expect(versionAtLeast("0.2.0-rc.2", "0.2.0-rc.10")).toBe(false); // numeric identifiers compare as numbers
+    expect(versionAtLeast("0.2.0-alpha", "0.2.0-alpha.1")).toBe(false); // fewer identifiers sort first
+    expect(versionAtLeast("0.2.0-alpha.beta", "0.2.0-alpha.1")).toBe(true); // alphanumeric above numeric
+    expect(versionAtLeast("0.2.0-beta", "0.2.0-alpha")).toBe(true);
+    expect(versionAtLeast("0.1.9", "0.2.0-rc.1")).toBe(false);
+    expect(versionAtLeast("0.2.1-rc.1", "0.2.0")).toBe(true);
+    expect(versionAtLeast("0.2.0+build.7", "0.2.0")).toBe(true); // build metadata does not count
+    expect(versionAtLeast("0.2", "0.1.0")).toBe(false);
+  });
+
+  it("a runner at 0.2.0-rc.1 is refused when the minimum is 0.2.0", async () => {
+    const { admin } = await createOrg();
+    const runner = await registerRunner(admin);
+    // The gate the register, heartbeat and claim routes call, with a minimum of 0.2.0.
+    const config = { ...DEFAULTS, minCliVersion: "0.2.0" };
+    expect(() => checkRunnerVersion(config, "0.2.0-rc.1", ["process"])).toThrow(/older than the minimum 0.2.0/);
+    expect(() => checkRunnerVersion(config, "0.2.0", ["process"])).not.toThrow();
+    const res = await call("POST", "/v1/runners/heartbeat", { token: runner.token, body: { cli_version: "0.1.0-rc.1", protocols: ["process"] } });
+    expect(res.status).toBe(426); // the deployed minimum is 0.1.0
+  });
+});
+
+describe("the upgrade hint", () => {
+  it("a 426 says how this deployment distributes its runner, and names no npm package", async () => {
+    const { admin } = await createOrg();
+    const runner = await registerRunner(admin);
+    const res = await call("POST", "/v1/runners/heartbeat", { token: runner.token, body: { cli_version: "0.0.1", protocols: ["process"] } });
+    expect(res.status).toBe(426);
+    expect(res.body.error.upgrade).toBe(DEFAULTS.runnerUpgradeHint);
+    expect(res.body.error.upgrade).toContain("npm install -g ./runner-cli");
+    expect(res.body.error.message).toContain(DEFAULTS.runnerUpgradeHint);
+    expect(JSON.stringify(res.body)).not.toContain("docket-runner@latest");
+  });
+
+  it("RUNNER_UPGRADE_HINT replaces it", () => {
+    expect(loadConfig({ RUNNER_UPGRADE_HINT: "download https://example.com/runner.tgz" }).runnerUpgradeHint).toBe("download https://example.com/runner.tgz");
   });
 });

@@ -1,0 +1,38 @@
+// `docket-runner listen --label` (runner-cli/README.md, "Configuration"): the heartbeat's labels
+// replace the machine's, and claims are matched against the new ones.
+
+import { describe, expect, it } from "vitest";
+import { call, claim, CLI_VERSION, createOrg, dispatch, getRun, registerRunner } from "./helpers";
+
+describe("labels sent with a heartbeat", () => {
+  it("replace the machine's labels: a run needing the new label is handed to it", async () => {
+    const { admin } = await createOrg();
+    const runner = await registerRunner(admin, { labels: ["linux"] });
+    const runId = await dispatch(admin, { labels: ["gpu"] });
+    expect((await claim(runner.token, 0)).status).toBe(204);
+    const hb = await call("POST", "/v1/runners/heartbeat", {
+      token: runner.token,
+      body: { cli_version: CLI_VERSION, protocols: ["process"], labels: ["linux", "gpu"] },
+    });
+    expect(hb.status).toBe(200);
+    const runners = (await call("GET", "/v1/runners", { token: admin })).body.runners;
+    expect(runners[0].labels).toEqual(["gpu", "linux"]);
+    const granted = await claim(runner.token, 0);
+    expect(granted.status).toBe(200);
+    expect(granted.body.run_id).toBe(runId);
+    expect((await getRun(admin, runId)).state).toBe("claimed");
+  });
+
+  it("a heartbeat without labels keeps them, and bad labels are 400 and change nothing", async () => {
+    const { admin } = await createOrg();
+    const runner = await registerRunner(admin, { labels: ["linux"] });
+    await call("POST", "/v1/runners/heartbeat", { token: runner.token, body: { cli_version: CLI_VERSION, protocols: ["process"] } });
+    const bad = await call("POST", "/v1/runners/heartbeat", {
+      token: runner.token,
+      body: { cli_version: CLI_VERSION, protocols: ["process"], labels: ["no spaces"] },
+    });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.code).toBe("invalid_request");
+    expect((await call("GET", "/v1/runners", { token: admin })).body.runners[0].labels).toEqual(["linux"]);
+  });
+});
