@@ -46,6 +46,8 @@ export const OPTIONS = {
     default: 30_000, help: 'timeout of one HTTP call (a claim adds its long-poll wait); default 30000' },
   cost_review_above_cents: { key: 'cost_review_above_cents', flag: 'cost-review-above-cents', env: 'DOCKET_COST_REVIEW_ABOVE_CENTS',
     file: true, type: 'int', help: 'a run that reports a higher cost ends in the local cost-review state; default no threshold' },
+  log_retention_ms: { key: 'log_retention_ms', flag: 'log-retention-ms', env: 'DOCKET_LOG_RETENTION_MS', file: true, type: 'int',
+    default: 604_800_000, help: "how long an ended job's sandbox.log and state files are kept before they are removed; default 604800000 (7 days)" },
   pass_env: { key: 'pass_env', flag: 'pass-env', env: 'DOCKET_PASS_ENV', file: true, type: 'list', default: [],
     help: 'extra environment variables handed to the agent (repeatable, or comma-separated)' },
   docker_path: { key: 'docker_path', flag: 'docker-path', env: 'DOCKET_DOCKER_PATH', file: true, type: 'string', default: 'docker',

@@ -1,11 +1,10 @@
 // One job (run attempt) on this machine: launch, hold the lease, honour stop requests and the
 // sandbox lifetime, and say how it ended. shared/spec/dispatch-lifecycle.md is the behaviour; every
 // server answer goes through api.mjs classify(), so only definitive codes destroy a workload.
-import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { classify, errorText } from './api.mjs';
 import { Backoff } from './backoff.mjs';
-import { jobPaths, LaunchError, readJson } from './launchers/common.mjs';
+import { jobPaths, LaunchError, readJson, removeWorkDir } from './launchers/common.mjs';
 import { sleep } from './procs.mjs';
 
 /** How many times a closing call (launch-failed, stopped) is tried before the job goes to `reconcile`. */
@@ -251,7 +250,7 @@ export class JobSupervisor {
         return;
       }
       this.finish(outcome, reason, { cost_cents: final.cost_cents ?? null });
-      rmSync(this.paths.workDir, { recursive: true, force: true }); // the patch is on the server; logs stay
+      removeWorkDir(this.paths); // the patch is on the server; logs stay
       return;
     }
     if (final?.attempt_over) {
@@ -336,8 +335,10 @@ export class JobSupervisor {
     if (r.kind === 'definitive') {
       this.out.run('destroying', this.view, `the server answered ${code}: removing the sandbox`, { code });
       if (this.sandbox) await this.sandbox.remove(this.runner.cfg.stop_grace_ms);
-      else rmSync(this.paths.jobDir, { recursive: true, force: true });
-      return this.finish(code === 'task_gone' ? 'gone' : code, `${code}: ${err?.message ?? ''}`.trim());
+      else removeWorkDir(this.paths);
+      // task_gone names how the run ended (completed, failed, cancelled): that is the job's outcome.
+      const ended = code === 'task_gone' ? serverEnd(err) : null;
+      return this.finish(ended ?? (code === 'task_gone' ? 'gone' : code), `${code}: ${err?.message ?? ''}`.trim());
     }
     if (r.kind === 'attempt_over') {
       if (this.sandbox && !alreadyStopped) {
@@ -372,6 +373,15 @@ export class JobSupervisor {
   backoff() {
     return new Backoff({ baseMs: this.runner.cfg.backoff_base_ms, maxMs: this.runner.cfg.backoff_max_ms });
   }
+}
+
+/**
+ * The run's end as a task_gone refusal states it (its `state`), or null when it names none.
+ * @param {any} err an ApiError
+ */
+export function serverEnd(err) {
+  const state = err?.body?.state;
+  return state === 'completed' || state === 'failed' || state === 'cancelled' ? state : null;
 }
 
 /**

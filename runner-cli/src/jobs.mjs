@@ -176,6 +176,17 @@ export class JobDb {
     return this.db.prepare('SELECT * FROM jobs ORDER BY claimed_at_ms DESC LIMIT ?').all(limit);
   }
 
+  /**
+   * Done jobs that ended before `beforeMs` and still have files, oldest first.
+   * @param {number} beforeMs @param {number} limit
+   */
+  expiredJobDirs(beforeMs, limit) {
+    if (!this.db) return [];
+    return this.db
+      .prepare(`SELECT * FROM jobs WHERE state = 'done' AND ended_at_ms < ? AND job_dir IS NOT NULL ORDER BY ended_at_ms LIMIT ?`)
+      .all(beforeMs, limit);
+  }
+
   /** @param {string} runId */
   events(runId) {
     if (!this.db) return [];

@@ -1,11 +1,13 @@
 // `docket-runner listen`: heartbeats, the claim long-poll, one supervisor per job, and startup
 // reconciliation of every job that is not done.
 import { rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { classify, DocketClient, errorText, upgradeHint } from './api.mjs';
 import { Backoff } from './backoff.mjs';
 import { JobSupervisor } from './job.mjs';
-import { jobPaths } from './launchers/common.mjs';
+import { jobPaths, readJson, removeWorkDir } from './launchers/common.mjs';
 import { launchers } from './launchers/index.mjs';
+import { formatDuration } from './output.mjs';
 import { sleep } from './procs.mjs';
 import { CLI_VERSION } from './version.mjs';
 
@@ -20,6 +22,9 @@ export const EXIT = {
 };
 
 const RECONCILE_TRIES = 3;
+/** Job directories past the log retention removed in one pass, and how often a pass runs. */
+const LOG_PRUNE_BATCH = 100;
+const LOG_PRUNE_EVERY_MS = 3_600_000;
 
 export class Runner {
   /**
@@ -39,6 +44,7 @@ export class Runner {
     this.jobs = new Map();
     /** @type {(() => void) | null} */
     this.wake = null;
+    this.lastPruneAtMs = 0;
   }
 
   get stopping() {
@@ -87,6 +93,7 @@ export class Runner {
         concurrency: this.cfg.concurrency, data_dir: this.cfg.data_dir });
     await this.firstHeartbeat();
     if (!this.stopping) await this.reconcileAll();
+    if (!this.stopping) this.pruneLogs();
     const heartbeats = this.heartbeatLoop();
     await this.claimLoop();
     await Promise.allSettled([...this.jobs.values()]);
@@ -129,6 +136,7 @@ export class Runner {
     while (!this.stopping) {
       await sleep(this.serverConfig.heartbeat_interval_ms ?? 30_000, this.stopSignal);
       if (this.stopping) return;
+      if (Date.now() - this.lastPruneAtMs >= LOG_PRUNE_EVERY_MS) this.pruneLogs();
       try {
         const res = await this.client.heartbeat(this.heartbeatWithLabels(), { signal: this.stopSignal });
         backoff.succeed();
@@ -264,6 +272,10 @@ export class Runner {
       r = await sup.call('lease');
     }
     if (r.kind === 'upgrade') return;
+    if (r.kind === 'definitive' && (await this.endedWhileAway(sup, sandbox))) {
+      // The run ended by its own daemon's final report while no listener watched: record that end.
+      return sup.finishExited(sandbox ? await sandbox.exited : { code: null, signal: null });
+    }
     if (r.kind !== 'ok') {
       if (r.kind === 'transient') {
         return sup.park('reconcile', `the server could not be asked (${errorText(r.error)}); the sandbox was left as it is`);
@@ -273,7 +285,7 @@ export class Runner {
     const state = r.body?.state;
     if (state === 'claimed') {
       if (sandbox) return this.track(sup, sup.resume(sandbox, { launchedAccepted: false }));
-      rmSync(paths.jobDir, { recursive: true, force: true });
+      removeWorkDir(paths);
       return sup.launchFailed('the runner restarted before the sandbox was launched');
     }
     if (r.body?.stop_requested) {
@@ -284,6 +296,35 @@ export class Runner {
     if (sandbox) return this.track(sup, sup.resume(sandbox, { launchedAccepted: true }));
     // The sandbox ended while no listener watched it: the daemon's final.json says how.
     return sup.finishExited({ code: null, signal: null });
+  }
+
+  /**
+   * Whether the daemon delivered its final report (final.json says so) and its sandbox is gone or
+   * going: then a task_gone at startup is the run's own end, not a workload to destroy.
+   * @param {JobSupervisor} sup @param {import('./launchers/process.mjs').Sandbox | null} sandbox
+   */
+  async endedWhileAway(sup, sandbox) {
+    if (sandbox) return sup.endedByItsDaemon(sandbox);
+    return readJson(join(sup.paths.stateDir, 'final.json'))?.delivered === true;
+  }
+
+  /**
+   * Removes the files of jobs that ended more than `log_retention_ms` ago (their sandbox.log and
+   * the daemon's state files; the job's row stays for `status`), at most LOG_PRUNE_BATCH per pass.
+   */
+  pruneLogs() {
+    const beforeMs = Date.now() - this.cfg.log_retention_ms;
+    const rows = this.db.expiredJobDirs(beforeMs, LOG_PRUNE_BATCH);
+    for (const row of rows) {
+      try {
+        rmSync(row.job_dir, { recursive: true, force: true });
+        this.db.update(row.run_id, row.attempt, { job_dir: null, work_dir: null });
+      } catch (e) {
+        this.out.run('prune_failed', { run_id: row.run_id, attempt: row.attempt }, `could not remove ${row.job_dir}: ${errorText(e)}`, { error: errorText(e) });
+      }
+    }
+    if (rows.length > 0) this.out.emit('logs_pruned', `removed the files of ${rows.length} job(s) that ended over ${formatDuration(this.cfg.log_retention_ms)} ago`, { jobs: rows.length });
+    this.lastPruneAtMs = Date.now();
   }
 
   backoff() {

@@ -133,7 +133,8 @@ describe('listen in bad weather', () => {
     expect(ended.outcome).toBe('gone');
     expect(l.events.some((e) => e.event === 'destroying' && e.code === 'task_gone')).toBe(true);
     expect(groupAlive(pid)).toBe(false);
-    expect(existsSync(join(l.home, 'data', 'jobs', 'run_t1', '1'))).toBe(false);
+    expect(existsSync(join(l.home, 'data', 'jobs', 'run_t1', '1', 'work'))).toBe(false);
+    expect(existsSync(join(l.home, 'data', 'jobs', 'run_t1', '1', 'sandbox.log'))).toBe(true); // kept for the log retention period
     expect(server.requests.some((r) => r.path.endsWith('/stopped'))).toBe(false); // nothing to report on a gone run
   });
 

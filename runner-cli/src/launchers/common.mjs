@@ -34,6 +34,15 @@ export function jobPaths(dataDir, runId, attempt) {
   };
 }
 
+/**
+ * A removed sandbox's files: the work directory goes at once; sandbox.log and the daemon's state
+ * files stay until the log retention period has passed (runner-cli/README.md, "Logs").
+ * @param {{ workDir: string }} paths
+ */
+export function removeWorkDir(paths) {
+  rmSync(paths.workDir, { recursive: true, force: true });
+}
+
 /** @param {{ jobDir: string, workDir: string, stateDir: string }} paths */
 export function freshJobDirs(paths) {
   rmSync(paths.jobDir, { recursive: true, force: true });

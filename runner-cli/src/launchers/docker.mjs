@@ -4,11 +4,10 @@
 // Credentials go to `docker run` as `--env NAME` with the value in the docker CLI's environment,
 // so they never appear in a process listing.
 import { execFile, spawn } from 'node:child_process';
-import { rmSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { sleep } from '../procs.mjs';
-import { LaunchError, prepareSandbox, waitForHandshake } from './common.mjs';
+import { LaunchError, prepareSandbox, removeWorkDir, waitForHandshake } from './common.mjs';
 
 export const RUNNER_PACKAGE_DIR = dirname(dirname(dirname(fileURLToPath(import.meta.url))));
 
@@ -145,7 +144,7 @@ function dockerSandbox(dockerPath, id, paths) {
     remove: async (graceMs) => {
       await stop(graceMs);
       await docker(dockerPath, ['rm', '--force', id], { timeoutMs: 30_000 }).catch(() => {});
-      rmSync(paths.jobDir, { recursive: true, force: true });
+      removeWorkDir(paths);
     },
   };
 }

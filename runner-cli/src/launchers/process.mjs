@@ -2,10 +2,10 @@
 // work directory as the leader of its own process group, detached from the runner, so it outlives a
 // runner restart and can be stopped as a whole (SIGTERM to the group, a grace period, SIGKILL).
 import { spawn } from 'node:child_process';
-import { closeSync, openSync, rmSync } from 'node:fs';
+import { closeSync, openSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { groupAlive, processStartTicks, signalGroup, sleep } from '../procs.mjs';
-import { LaunchError, prepareSandbox, waitForHandshake } from './common.mjs';
+import { LaunchError, prepareSandbox, removeWorkDir, waitForHandshake } from './common.mjs';
 
 export const RUNNER_BIN = fileURLToPath(new URL('../../bin/docket-runner.mjs', import.meta.url));
 
@@ -18,7 +18,7 @@ export const RUNNER_BIN = fileURLToPath(new URL('../../bin/docket-runner.mjs', i
  * @property {() => boolean} running
  * @property {Promise<ExitInfo>} exited resolves once nothing of the sandbox runs any more
  * @property {(graceMs: number) => Promise<void>} stop SIGTERM, grace, SIGKILL; keeps the files
- * @property {(graceMs: number) => Promise<void>} remove stop, then delete the run's directories
+ * @property {(graceMs: number) => Promise<void>} remove stop, then delete the work directory (the log stays for the retention period)
  */
 
 /**
@@ -122,7 +122,7 @@ function processSandbox(pid, startTicks, paths, leaderGone) {
     stop,
     remove: async (graceMs) => {
       await stop(graceMs);
-      rmSync(paths.jobDir, { recursive: true, force: true });
+      removeWorkDir(paths);
     },
   };
 }
