@@ -50,11 +50,18 @@ const commandArb: fc.Arbitrary<(run: RunRecord) => RunCommand> = fc.oneof(
   {
     weight: 6,
     arbitrary: fc
-      .tuple(attemptRel, fc.constantFrom(null, "planning", "verifying"), fc.array(fc.constantFrom("a", "b"), { maxLength: 2 }), fc.constantFrom(null, "completed", "failed"))
-      .map(([rel, phase, lines, outcome]) => (run: RunRecord) =>
+      .tuple(
+        attemptRel,
+        fc.constantFrom(null, "planning", "verifying"),
+        fc.array(fc.constantFrom("a", "b"), { maxLength: 2 }),
+        fc.constantFrom(null, "completed", "failed"),
+        fc.constantFrom<SeqPick>("none", "next", "next", "same", "older"),
+      )
+      .map(([rel, phase, lines, outcome, seq]) => (run: RunRecord) =>
         ({
           type: "report",
           attempt: at(run, rel),
+          seq: reportSeq(run, at(run, rel), seq),
           phase,
           lines,
           final: outcome === null ? null : { outcome, error: outcome === "failed" ? "tests failed" : null, exitCodes: {}, artifact: outcome === "completed" ? { patch: "diff", sourceRevision: null, model: null, limitations: [] } : null, costCents: 3 },
@@ -105,6 +112,16 @@ function newRecord(): RunRecord {
   );
 }
 
+type SeqPick = "none" | "next" | "same" | "older";
+
+/** A report's seq relative to the last one the attempt accepted: a new one, a retry, a stale one, or none (an older daemon). */
+function reportSeq(run: RunRecord, attempt: number, pick: SeqPick): number | undefined {
+  if (pick === "none") return undefined;
+  const last = run.lastReportSeq?.attempt === attempt ? run.lastReportSeq.seq : 0;
+  if (pick === "next") return last + 1;
+  return Math.max(1, pick === "same" ? last : last - 1);
+}
+
 /** The HTTP model's view of a run record, for the states it covers. */
 function asModel(run: RunRecord): ModelRun | null {
   if (!["queued", "claimed", "implementing", "completed", "failed", "cancelled"].includes(run.state)) return null;
@@ -121,6 +138,7 @@ function asModel(run: RunRecord): ModelRun | null {
     launchedAt: run.launchedAtMs,
     lastReportAt: run.lastReportAtMs,
     notBefore: run.notBeforeMs,
+    lastReportSeq: run.lastReportSeq ?? null,
   };
 }
 
@@ -139,7 +157,7 @@ function asCall(command: RunCommand, run: RunRecord): Call | null {
       // Over HTTP a report names its attempt by its token; an attempt that never was has no token.
       if (command.attempt < 1 || command.attempt > run.attempt) return null;
       const report = command.final ? command.final.outcome : command.lines.length > 0 ? "lines" : command.phase ? "phase" : "empty";
-      return { kind: "report", tokenAttempt: command.attempt, token: "", report, phase: command.phase };
+      return { kind: "report", tokenAttempt: command.attempt, token: "", report, phase: command.phase, ...(command.seq != null ? { seq: command.seq } : {}) };
     }
     case "cancel":
       return { kind: "cancel" };

@@ -155,6 +155,8 @@ class Sequence {
   tokens: string[] = [];
   cancelAccepted = false;
   last: Call | null = null;
+  /** The seq of the last report materialized: increasing across the run, so within each attempt too. */
+  reportSeq = 0;
   readonly history: string[] = [];
   runId = "";
   readonly key = `model-${crypto.randomUUID()}`;
@@ -198,7 +200,9 @@ class Sequence {
         let token = tokenAttempt === null ? `dkt_a_${"0".repeat(56)}${String(this.history.length).padStart(8, "0")}` : this.tokens[tokenAttempt - 1];
         if (step.token === "foreign" && foreignToken) token = foreignToken;
         const phase = step.report === "phase" ? step.phase : step.report === "completed" ? "verifying" : null;
-        return { kind: "report", tokenAttempt, token, report: step.report, phase };
+        // Reports are numbered as a daemon numbers them; a `repeat` step sends one again with its seq.
+        this.reportSeq += 1;
+        return { kind: "report", tokenAttempt, token, report: step.report, phase, seq: this.reportSeq };
       }
       case "alarm_due": {
         const next = m.state === "queued" ? m.notBefore : (reapAt(m, timing) ?? Date.now());
@@ -231,7 +235,7 @@ class Sequence {
       case "stopped":
         return { ...(await call("POST", attemptPath("stopped", c.attempt), { token: machineToken(c.machine), body: { sandbox_id: `sbx-${c.attempt}`, reason: "sandbox gone" } })), t0 };
       case "report":
-        return { ...(await call("POST", `/v1/runs/${this.runId}/reports`, { token: c.token, body: reportBody(c.report, c.phase, this.history.length) })), t0 };
+        return { ...(await call("POST", `/v1/runs/${this.runId}/reports`, { token: c.token, body: { seq: c.seq, ...reportBody(c.report, c.phase, this.history.length) } })), t0 };
       case "cancel":
         return { ...(await call("POST", `/v1/runs/${this.runId}/cancel`, { token: admin, body: { reason: "model" } })), t0 };
       case "alarm": {
@@ -404,7 +408,7 @@ class Sequence {
     }
     if (c.kind === "report" && status === 200) {
       const outputs = fresh.filter((x) => x.type === "run.output");
-      this.ensure(outputs.length === (c.report === "lines" ? 1 : 0), "a report's lines are one run.output event", outputs);
+      this.ensure(outputs.length === (c.report === "lines" && o.effect === "change" ? 1 : 0), "a report's lines are one run.output event, and a report sent again adds none", outputs);
       if (outputs.length === 1) this.ensure(outputs[0].data.attempt === c.tokenAttempt, "output names the attempt that sent it", outputs[0].data);
     }
   }

@@ -45,6 +45,8 @@ export interface ModelRun {
   launchedAt: number | null;
   lastReportAt: number | null;
   notBefore: number;
+  /** The last report accepted with a seq, and its attempt (absent: none yet, or reports without seq). */
+  lastReportSeq?: { attempt: number; seq: number } | null;
 }
 
 export type ReportKind = "phase" | "lines" | "completed" | "failed" | "empty";
@@ -57,7 +59,7 @@ export type Call =
   | { kind: "launch_failed"; machine: string; attempt: number }
   | { kind: "stopped"; machine: string; attempt: number }
   /** `tokenAttempt` null: a token this run never issued (a made-up one, or another run's). */
-  | { kind: "report"; tokenAttempt: number | null; token: string; report: ReportKind; phase: string | null }
+  | { kind: "report"; tokenAttempt: number | null; token: string; report: ReportKind; phase: string | null; seq?: number }
   | { kind: "cancel" }
   /** The run's clock moves `ageMs` forward, then its alarm fires. */
   | { kind: "alarm"; ageMs: number }
@@ -212,9 +214,16 @@ export function predict(m0: ModelRun, call: Call, t0: number, t1: number, t: Tim
     }
     case "report": {
       if (call.tokenAttempt === null) return [refused(m, 401, "unauthorized", "a token this run never issued")];
+      const last = m.lastReportSeq;
+      if (call.seq !== undefined && last && last.attempt === call.tokenAttempt && call.tokenAttempt === m.attempt) {
+        // A report sent again after a lost answer: the same success, nothing changes (docs/protocol.md, "Daemon reports").
+        if (call.seq === last.seq) return [{ status: 200, code: null, next: m, effect: "none", why: "the same report again" }];
+        if (call.seq < last.seq) return [refused(m, 409, "stale_report", "an older report than the last accepted one")];
+      }
       const bad = attemptRefusal(m, call.tokenAttempt, null);
       if (bad) return [bad];
       let next: ModelRun = { ...m, lastReportAt: t0 };
+      if (call.seq !== undefined) next = { ...next, lastReportSeq: { attempt: call.tokenAttempt, seq: call.seq } };
       const launches = m.state === "claimed";
       if (launches) next = { ...next, state: "implementing", launchedAt: t0, launchDeadlineAt: null };
       if (call.phase !== null) next = { ...next, phase: call.phase };
