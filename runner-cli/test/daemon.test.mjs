@@ -3,7 +3,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { computePatch, daemonLimits, PHASE_LINE, readResultFile, ReportBuffer, runDaemon } from '../src/daemon.mjs';
+import { ApiError } from '../src/api.mjs';
+import { computePatch, daemonLimits, PHASE_LINE, readResultFile, ReportBuffer, ReportSequence, runDaemon } from '../src/daemon.mjs';
 import { fakeServer } from './helpers/fake-server.mjs';
 
 const limits = { maxBatchLines: 3, maxLineChars: 10, maxBufferedLines: 5 };
@@ -48,6 +49,26 @@ describe('report batching', () => {
     expect(PHASE_LINE.exec('::phase verifying')?.[1]).toBe('verifying');
     expect(PHASE_LINE.exec('  ::phase verifying')).toBeNull();
     expect(PHASE_LINE.exec('::phase two words')).toBeNull();
+  });
+});
+
+describe('report sequence numbers', () => {
+  it('a report keeps its seq and body until answered; a 5xx keeps it, a refusal no retry can change drops it', () => {
+    const b = new ReportBuffer(limits);
+    const seqs = new ReportSequence();
+    b.push('one');
+    const first = seqs.current(b);
+    expect(first).toEqual({ seq: 1, lines: ['one'] });
+    b.push('two'); // arrives while seq 1 is in flight: it waits for the next report
+    expect(seqs.refused(new ApiError(503, 'internal', 'try later'))).toBe(false);
+    expect(seqs.current(b)).toBe(first);
+    seqs.answered();
+    expect(seqs.current(b)).toEqual({ seq: 2, lines: ['two'] });
+    expect(seqs.refused(new ApiError(400, 'invalid_request', 'bad'))).toBe(true);
+    expect(seqs.current(b, { final: { outcome: 'completed' } })).toEqual({ seq: 3, lines: [], final: { outcome: 'completed' } });
+    // The server already holds a later report (a daemon started over): continue after it.
+    expect(seqs.refused(new ApiError(409, 'stale_report', 'older', { code: 'stale_report', last_report_seq: 9 }))).toBe(true);
+    expect(seqs.current(b).seq).toBe(10);
   });
 });
 
