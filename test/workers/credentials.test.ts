@@ -5,6 +5,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { DEFAULTS } from "../../src/config";
+import { revokeStatement } from "../../src/credentials/tokens";
 import { dispatchBuild, readyToBuild } from "./builds-helpers";
 import { ageRun, attemptCall, call, claim, CLI_VERSION, createOrg, dispatch, getRun, registerRunner, runAlarm, sleep } from "./helpers";
 
@@ -141,8 +142,23 @@ describe("revoking tokens", () => {
     const other = await mint(admin, { kind: "member", role: "admin" });
     const firstId = (await call("GET", "/v1/tokens", { token: admin })).body.tokens.find((t: { id: string }) => t.id !== other.id).id;
     const answers = await Promise.all([revoke(admin, other.id), revoke(other.token, firstId)]);
-    expect(answers.map((a) => a.status).sort()).toEqual([200, 409]);
+    // The loser is refused either as the last admin (409) or, when the winner came first, as a revoked token (401).
+    const [won, lost] = [...answers].sort((a, b) => a.status - b.status);
+    expect(won.status).toBe(200);
+    expect([409, 401]).toContain(lost.status);
+    expect(lost.body.error.code).toBe(lost.status === 409 ? "last_admin_token" : "unauthorized");
     const active = (await env.DB.prepare("SELECT count(*) AS n FROM tokens WHERE id IN (?, ?) AND revoked_at_ms IS NULL").bind(other.id, firstId).first<{ n: number }>())!;
+    expect(active.n).toBe(1);
+  });
+
+  it("the revocation's last-admin check holds for two revocations that both passed authentication", async () => {
+    const { admin, orgId } = await createOrg();
+    const other = await mint(admin, { kind: "member", role: "admin" });
+    const firstId = (await call("GET", "/v1/tokens", { token: admin })).body.tokens.find((t: { id: string }) => t.id !== other.id).id;
+    const now = Date.now();
+    const results = await Promise.all([revokeStatement(env.DB, orgId, other.id, now).run(), revokeStatement(env.DB, orgId, firstId, now).run()]);
+    expect(results.map((r) => r.meta.changes).sort()).toEqual([0, 1]);
+    const active = (await env.DB.prepare("SELECT count(*) AS n FROM tokens WHERE org_id = ? AND role = 'admin' AND revoked_at_ms IS NULL").bind(orgId).first<{ n: number }>())!;
     expect(active.n).toBe(1);
   });
 
@@ -216,6 +232,31 @@ describe("registration tokens that expire and count their uses", () => {
       expect(refused.body.error.reason).toBe("used_up");
     }
     expect(await runnerIds(admin)).toHaveLength(3);
+  });
+
+  it("registration tokens made before expiry existed expire 7 days after they were made (migration 0003)", async () => {
+    const { admin, orgId } = await createOrg();
+    const DAY = 24 * 60 * MIN;
+    const legacy = async (ageMs: number) => {
+      const token = `dkt_r_${[...crypto.getRandomValues(new Uint8Array(32))].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
+      const hash = [...new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(token)))].map((b) => b.toString(16).padStart(2, "0")).join("");
+      const id = `tok_${crypto.randomUUID().replace(/-/g, "").slice(0, 24)}`;
+      await env.DB.prepare("INSERT INTO tokens (id, org_id, kind, token_hash, created_at_ms) VALUES (?, ?, 'registration', ?, ?)")
+        .bind(id, orgId, hash, Date.now() - ageMs)
+        .run();
+      return token;
+    };
+    const old = await legacy(8 * DAY);
+    const recent = await legacy(DAY);
+    const migration = env.TEST_MIGRATIONS.find((m) => m.name.startsWith("0003_"))!;
+    const backfill = migration.queries.filter((q) => q.includes("UPDATE"));
+    expect(backfill).toHaveLength(1);
+    await env.DB.prepare(backfill[0]).run();
+    const refused = await register(old);
+    expect(refused.status).toBe(401);
+    expect(refused.body.error.reason).toBe("expired");
+    expect((await register(recent)).status).toBe(201);
+    expect(await runnerIds(admin)).toHaveLength(1);
   });
 
   it("a registration refused by the version gate takes no use", async () => {
