@@ -86,9 +86,10 @@ export function revokeStatement(db: D1Database, orgId: string, tokenId: string, 
 
 /**
  * Takes one registration from a registration token: one conditional UPDATE, so concurrent
- * registrations never take more than `max_uses`. False when the token no longer works.
+ * registrations never take more than `max_uses`. When the token no longer works, throws the 401
+ * that says why (it may have expired or been used up since the caller was authenticated).
  */
-export async function takeRegistrationUse(db: D1Database, tokenId: string, nowMs: number): Promise<boolean> {
+export async function takeRegistrationUse(db: D1Database, tokenId: string, nowMs: number): Promise<void> {
   const result = await db
     .prepare(
       `UPDATE tokens SET uses = uses + 1
@@ -97,7 +98,9 @@ export async function takeRegistrationUse(db: D1Database, tokenId: string, nowMs
     )
     .bind(tokenId, nowMs)
     .run();
-  return result.meta.changes === 1;
+  if (result.meta.changes === 1) return;
+  const row = await db.prepare(`SELECT ${TOKEN_COLUMNS} FROM tokens WHERE id = ?`).bind(tokenId).first<StoredToken>();
+  throw (row && refusalOf(row, nowMs)) || new DocketError("unauthorized", "this registration token no longer works");
 }
 
 /** Gives back a use taken by a registration that then failed to be stored. */

@@ -9,7 +9,7 @@ import type { AppEnv } from "../app-types";
 import { bearer, requireAdmin, requireAttemptToken, requireMachine, requireMember, requireRegistration } from "../auth";
 import { runnerConfig, versionAtLeast, type Config } from "../config";
 import { deregisterMachine, machineView } from "../credentials/machines";
-import { refusalOf, returnRegistrationUse, takeRegistrationUse, TOKEN_COLUMNS, type StoredToken } from "../credentials/tokens";
+import { returnRegistrationUse, takeRegistrationUse } from "../credentials/tokens";
 import { machines, tokens } from "../db/schema";
 import { DocketError, unwrap } from "../errors";
 import { addCost, addD1, COST_HEADER, countedBatch, formatCost } from "../lib/cost";
@@ -148,11 +148,8 @@ export const runnerRoutes = new Hono<AppEnv>()
     const { orgId, tokenId } = c.get("caller");
     const now = Date.now();
     // The registration token's use is taken first, atomically, so concurrent registrations never
-    // exceed its max_uses; the 401 then says why it no longer works.
-    if (!(await takeRegistrationUse(c.env.DB, tokenId, now))) {
-      const [row] = (await c.env.DB.prepare(`SELECT ${TOKEN_COLUMNS} FROM tokens WHERE id = ?`).bind(tokenId).all<StoredToken>()).results;
-      throw (row && refusalOf(row, now)) || new DocketError("unauthorized", "this registration token no longer works");
-    }
+    // exceed its max_uses; a token that no longer works is a 401 that says why.
+    await takeRegistrationUse(c.env.DB, tokenId, now);
     const machineId = newId("mch");
     const token = newToken("machine");
     const tokenHash = await sha256Hex(token);
