@@ -13,6 +13,7 @@ import { orgRoutes } from "./routes/orgs";
 import { projectRoutes } from "./routes/projects";
 import { runRoutes } from "./routes/runs";
 import { runnerRoutes } from "./routes/runners";
+import { tokenRoutes } from "./routes/tokens";
 
 let cachedConfig: { vars: unknown; config: Config } | null = null;
 
@@ -29,6 +30,7 @@ export const app = new Hono<AppEnv>()
   .get("/", (c) => c.json({ service: "docket", api: "/v1", docs: "docs/protocol.md" }))
   .get("/healthz", (c) => c.json({ ok: true }))
   .route("/v1", orgRoutes)
+  .route("/v1", tokenRoutes)
   .route("/v1", runnerRoutes)
   .route("/v1", runRoutes)
   .route("/v1", eventRoutes)

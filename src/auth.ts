@@ -1,10 +1,12 @@
 // Authentication middleware: member, machine and registration tokens are looked up by their
 // SHA-256 hash in D1; run-attempt tokens are checked by the run object itself (docs/protocol.md).
+// A revoked, expired or used-up token is refused with its reason (src/credentials/tokens.ts).
 
 import { createMiddleware } from "hono/factory";
 import type { AppEnv, Caller } from "./app-types";
 import { DocketError } from "./errors";
 import { countedAll, noCost, type Cost } from "./lib/cost";
+import { refusalOf, TOKEN_COLUMNS, type StoredToken } from "./credentials/tokens";
 import { sha256Hex, timingSafeEqual, TOKEN_PREFIX } from "./lib/crypto";
 
 export function bearer(header: string | undefined): string {
@@ -13,15 +15,19 @@ export function bearer(header: string | undefined): string {
   return match[1];
 }
 
+/**
+ * The caller a token stands for. A token that was issued but no longer works (revoked, its machine
+ * deregistered, expired, used up) is a 401 that names why; an unknown one is null.
+ */
 async function lookup(db: D1Database, token: string, cost: Cost): Promise<Caller | null> {
   if (!/^dkt_[mrs]_[0-9a-f]{64}$/.test(token)) return null;
-  const [row] = await countedAll<{ id: string; org_id: string; kind: Caller["kind"]; role: Caller["role"]; machine_id: string | null }>(
+  const [row] = await countedAll<StoredToken>(
     cost,
-    db
-      .prepare("SELECT id, org_id, kind, role, machine_id FROM tokens WHERE token_hash = ? AND revoked_at_ms IS NULL")
-      .bind(await sha256Hex(token)),
+    db.prepare(`SELECT ${TOKEN_COLUMNS} FROM tokens WHERE token_hash = ?`).bind(await sha256Hex(token)),
   );
   if (!row) return null;
+  const refused = refusalOf(row, Date.now());
+  if (refused) throw refused;
   return { orgId: row.org_id, tokenId: row.id, kind: row.kind, role: row.role, machineId: row.machine_id };
 }
 

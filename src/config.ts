@@ -65,6 +65,11 @@ export interface Config {
   runnerConnectedWindowMs: number;
   /** Builds: an unconfirmed dispatch not retried for this long may be released by reconciliation. */
   buildDispatchTimeoutMs: number;
+  /** Registration tokens: how long one works when its creator names no expiry, and the longest expiry allowed. */
+  registrationTokenTtlMs: number;
+  registrationTokenTtlMaxMs: number;
+  /** After a callback secret rotation, how long callbacks are signed with the old secret too. */
+  callbackSecretOverlapMs: number;
 }
 
 export const DEFAULTS: Config = {
@@ -106,6 +111,9 @@ export const DEFAULTS: Config = {
   buildReservationCents: 2_500,
   runnerConnectedWindowMs: 90_000,
   buildDispatchTimeoutMs: 60_000,
+  registrationTokenTtlMs: 604_800_000,
+  registrationTokenTtlMaxMs: 2_592_000_000,
+  callbackSecretOverlapMs: 86_400_000,
 };
 
 const VAR_NAMES: Record<keyof Config, string> = {
@@ -146,6 +154,9 @@ const VAR_NAMES: Record<keyof Config, string> = {
   buildReservationCents: "BUILD_RESERVATION_CENTS",
   runnerConnectedWindowMs: "RUNNER_CONNECTED_WINDOW_MS",
   buildDispatchTimeoutMs: "BUILD_DISPATCH_TIMEOUT_MS",
+  registrationTokenTtlMs: "REGISTRATION_TOKEN_TTL_MS",
+  registrationTokenTtlMaxMs: "REGISTRATION_TOKEN_TTL_MAX_MS",
+  callbackSecretOverlapMs: "CALLBACK_SECRET_OVERLAP_MS",
 };
 
 /** Reads the config from Worker vars; a malformed value is a deployment error and throws at once. */
@@ -173,6 +184,9 @@ export function loadConfig(vars: Record<string, unknown>): Config {
   if (config.streamsPerRunMax < 1) throw new Error("STREAMS_PER_RUN_MAX must be at least 1");
   if (config.streamKeepaliveMs < 1_000) throw new Error("STREAM_KEEPALIVE_MS must be at least 1000");
   if (config.buildReservationCents < 1) throw new Error("BUILD_RESERVATION_CENTS must be at least 1");
+  if (config.registrationTokenTtlMs < 1 || config.registrationTokenTtlMs > config.registrationTokenTtlMaxMs) {
+    throw new Error("REGISTRATION_TOKEN_TTL_MS must be at least 1 and at most REGISTRATION_TOKEN_TTL_MAX_MS");
+  }
   return config;
 }
 

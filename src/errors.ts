@@ -13,6 +13,7 @@ export const ERROR_STATUS = {
   stale_report: 409,
   invalid_transition: 409,
   idempotency_conflict: 409,
+  last_admin_token: 409,
   task_gone: 410,
   listener_upgrade_required: 426,
   too_many_streams: 429,

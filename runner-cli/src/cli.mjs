@@ -44,7 +44,7 @@ Only one listen may use a data directory at a time.
 
 Exit codes: 0 stopped by SIGINT/SIGTERM (sandboxes left for the next start), 1 unexpected error,
 2 bad configuration, 3 the server requires an upgrade (426), 4 another listen uses the data
-directory, 5 not registered.`,
+directory, 5 not registered, 6 an admin deregistered this machine (register it again).`,
   },
   status: {
     keys: STATUS_KEYS,

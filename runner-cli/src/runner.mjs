@@ -19,6 +19,7 @@ export const EXIT = {
   upgrade: 3, // the server answered 426 listener_upgrade_required
   locked: 4, // another listen uses this data directory
   notRegistered: 5, // no server URL or machine token: run `docket-runner register`
+  deregistered: 6, // an admin deregistered this machine: its machine token no longer works
 };
 
 const RECONCILE_TRIES = 3;
@@ -83,6 +84,20 @@ export class Runner {
       { min_cli_version: min ?? null, server_protocols: protocols ?? null, cli_version: CLI_VERSION, protocols: this.protocols, upgrade: upgradeHint(err) },
     );
     this.stop('upgrade required');
+  }
+
+  /** The server answered 401 machine_deregistered: the token never works again, so say so and stop. @param {any} err */
+  deregistered(err) {
+    if (this.exitCode === EXIT.deregistered) return;
+    this.exitCode = EXIT.deregistered;
+    this.out.emit(
+      'deregistered',
+      `this machine (${this.cfg.machine_id ?? 'unknown id'}) was deregistered by an admin of its organization: ${err?.message}. ` +
+        'Ask an admin for a new registration token, run `docket-runner register --server <url> --token <token>`, ' +
+        'then start `docket-runner listen` again; running sandboxes are left as they are and the next start reconciles them.',
+      { machine_id: this.cfg.machine_id ?? null, reason: 'machine_deregistered' },
+    );
+    this.stop('machine deregistered');
   }
 
   /** @returns {Promise<number>} the exit code */
@@ -164,6 +179,10 @@ export class Runner {
       return 'stop';
     }
     const err = /** @type {any} */ (e);
+    if (err?.status === 401 && err?.body?.reason === 'machine_deregistered') {
+      this.deregistered(err);
+      return 'stop';
+    }
     const hint = err?.status === 401 ? ' (the machine token was refused; if this lasts, run `docket-runner register` again)' : '';
     this.out.emit(`${what}_failed`, `${what} failed: ${errorText(e)}${hint}; backing off`, {
       status: err?.status ?? 0, code: err?.code ?? 'error', failures: backoff.failures + 1,

@@ -97,6 +97,23 @@ describe('listen in bad weather', () => {
     expect((await l.kill('SIGTERM')).code).toBe(0);
   });
 
+  it('a machine deregistered by an admin (401 machine_deregistered) says how to register again and exits 6', async () => {
+    const server = await fakeServer(({ path }) => {
+      if (path === '/v1/runners/heartbeat') return ok({ machine_id: 'mch_1', config: runnerConfig });
+      if (path === '/v1/runners/claim') {
+        return { status: 401, body: { error: { code: 'unauthorized', reason: 'machine_deregistered', message: 'this machine was deregistered' } } };
+      }
+      return err(404, 'not_found');
+    });
+    cleanups.push(server.close);
+    const l = listen(server.url);
+    const gone = await l.waitFor('deregistered');
+    expect(gone.message).toContain('mch_1');
+    expect(gone.message).toContain('docket-runner register');
+    expect((await l.exited).code).toBe(6);
+    expect(server.requests.filter((r) => r.path === '/v1/runners/claim')).toHaveLength(1);
+  });
+
   it('keeps the sandbox through 503s on the lease, and removes it only when the server says task_gone', async () => {
     let leases = 0;
     const agentDir = mkdtempSync(join(tmpdir(), 'docket-agent-'));

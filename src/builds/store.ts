@@ -1,6 +1,6 @@
 // Reads of projects, build requests and jobs, always scoped to the caller's organization.
 
-import { and, eq, gte } from "drizzle-orm";
+import { and, eq, gte, isNull } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import { buildJobs, buildRequests, projects } from "../db/ledger-schema";
 import { idempotencyKeys, machines } from "../db/schema";
@@ -44,7 +44,7 @@ export async function runIdForKey(db: D1Database, orgId: string, key: string): P
 const RUNNERS_CHECKED_MAX = 200;
 
 /**
- * "A connected HTTPS runner": a registered runner of the organization, heard from (register,
+ * "A connected HTTPS runner": a registered (not deregistered) runner of the organization, heard from (register,
  * heartbeat or claim) within the heartbeat window, whose labels and protocols can serve the job.
  */
 export async function hasConnectedRunner(
@@ -57,7 +57,7 @@ export async function hasConnectedRunner(
   const rows = await drizzle(db)
     .select({ labels: machines.labels, protocols: machines.protocols })
     .from(machines)
-    .where(and(eq(machines.orgId, orgId), gte(machines.lastSeenAtMs, nowMs - windowMs)))
+    .where(and(eq(machines.orgId, orgId), gte(machines.lastSeenAtMs, nowMs - windowMs), isNull(machines.deregisteredAtMs)))
     .limit(RUNNERS_CHECKED_MAX);
   const key = labelsKey(need.protocol, need.labels);
   return rows.some((m) => covers(key, JSON.parse(m.labels) as string[], JSON.parse(m.protocols) as string[]));

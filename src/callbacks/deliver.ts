@@ -15,6 +15,7 @@ import { QUEUE_DELAY_MAX_S, type CallbackMessage } from "../queue/messages";
 import { runStub } from "../routes/stubs";
 import type { RunView } from "../run/view";
 import { callbackBackoffMs, claimAttempt, markFailed, readDelivery, recordAttempt, type DeliveryRow } from "./deliveries";
+import { signingSecrets } from "./secret";
 import { SIGNATURE_HEADER, signatureHeader } from "./signature";
 
 export const CALLBACK_EVENT = "run.ended";
@@ -88,9 +89,14 @@ async function attemptOnce(env: Env, config: Config, row: DeliveryRow, attempt: 
   try {
     const run = await runStub(env, row.runId).read(row.orgId);
     if (isRefusal(run)) return { ok: false, statusCode: null, error: `the run could not be read: ${run.error.code}` };
-    const org = await drizzle(env.DB).select({ secret: orgs.callbackSecret }).from(orgs).where(eq(orgs.id, row.orgId)).get();
+    const org = await drizzle(env.DB)
+      .select({ callbackSecret: orgs.callbackSecret, previousCallbackSecret: orgs.previousCallbackSecret, callbackSecretRotatedAtMs: orgs.callbackSecretRotatedAtMs })
+      .from(orgs)
+      .where(eq(orgs.id, row.orgId))
+      .get();
     if (!org) return { ok: false, statusCode: null, error: "the organization no longer exists" };
     const body = JSON.stringify(completionPayload(run));
+    const now = Date.now();
     const res = await fetch(row.url, {
       method: "POST",
       body,
@@ -102,7 +108,7 @@ async function attemptOnce(env: Env, config: Config, row: DeliveryRow, attempt: 
         "Docket-Event": CALLBACK_EVENT,
         "Docket-Run": row.runId,
         "Docket-Attempt": String(attempt),
-        [SIGNATURE_HEADER]: await signatureHeader(org.secret, body, Date.now()),
+        [SIGNATURE_HEADER]: await signatureHeader(signingSecrets(org, config.callbackSecretOverlapMs, now), body, now),
       },
     });
     const snippet = await readSnippet(res, 200);

@@ -8,6 +8,9 @@ export const orgs = sqliteTable("orgs", {
   name: text("name").notNull(),
   callbackSecret: text("callback_secret").notNull(),
   createdAtMs: integer("created_at_ms").notNull(),
+  // The secret a rotation replaced: callbacks are signed with both until the overlap window ends.
+  previousCallbackSecret: text("previous_callback_secret"),
+  callbackSecretRotatedAtMs: integer("callback_secret_rotated_at_ms"),
 });
 
 export const tokens = sqliteTable(
@@ -22,8 +25,12 @@ export const tokens = sqliteTable(
     machineId: text("machine_id"),
     createdAtMs: integer("created_at_ms").notNull(),
     revokedAtMs: integer("revoked_at_ms"),
+    // Registration tokens expire, and may be limited to a number of registrations.
+    expiresAtMs: integer("expires_at_ms"),
+    maxUses: integer("max_uses"),
+    uses: integer("uses").notNull().default(0),
   },
-  (t) => [uniqueIndex("tokens_hash").on(t.tokenHash)],
+  (t) => [uniqueIndex("tokens_hash").on(t.tokenHash), index("tokens_org").on(t.orgId, t.createdAtMs, t.id)],
 );
 
 export const machines = sqliteTable(
@@ -37,6 +44,8 @@ export const machines = sqliteTable(
     cliVersion: text("cli_version").notNull(),
     registeredAtMs: integer("registered_at_ms").notNull(),
     lastSeenAtMs: integer("last_seen_at_ms").notNull(),
+    // Set when an admin deregisters the machine; its machine token is revoked with it.
+    deregisteredAtMs: integer("deregistered_at_ms"),
   },
   (t) => [index("machines_org").on(t.orgId, t.registeredAtMs)],
 );

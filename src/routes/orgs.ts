@@ -3,8 +3,12 @@ import { drizzle } from "drizzle-orm/d1";
 import { z } from "zod";
 import type { AppEnv } from "../app-types";
 import { requireAdmin, requireMember, requireOperator } from "../auth";
+import { rotateCallbackSecret } from "../callbacks/secret";
+import type { Config } from "../config";
 import { orgs, tokens } from "../db/schema";
+import { DocketError } from "../errors";
 import { newId, newToken, randomHex, sha256Hex } from "../lib/crypto";
+import { log } from "../lib/log";
 import { validate } from "../validate";
 
 const createOrg = z.object({ name: z.string().trim().min(1).max(100) }).strict();
@@ -14,8 +18,26 @@ const createToken = z
     kind: z.enum(["member", "registration"]),
     role: z.enum(["admin", "member"]).optional(),
     name: z.string().trim().min(1).max(100).optional(),
+    // Registration tokens only: the expiry (at most REGISTRATION_TOKEN_TTL_MAX_MS) and how many registrations it allows.
+    expires_in_ms: z.number().int().min(1).optional(),
+    max_uses: z.number().int().min(1).max(1_000_000).optional(),
   })
   .strict();
+
+/** When a new registration token expires: its creator's choice within the maximum, else the default. */
+function registrationExpiry(body: z.infer<typeof createToken>, config: Config, nowMs: number): number | null {
+  if (body.kind !== "registration") {
+    for (const field of ["expires_in_ms", "max_uses"] as const) {
+      if (body[field] !== undefined) throw new DocketError("invalid_request", `body ${field}: only registration tokens expire or count their uses`, { field });
+    }
+    return null;
+  }
+  const ttlMs = body.expires_in_ms ?? config.registrationTokenTtlMs;
+  if (ttlMs > config.registrationTokenTtlMaxMs) {
+    throw new DocketError("invalid_request", `body expires_in_ms: must be at most ${config.registrationTokenTtlMaxMs}`, { field: "expires_in_ms" });
+  }
+  return nowMs + ttlMs;
+}
 
 /** Creates a token row and answers the token itself, which is never shown again. */
 async function mintToken(
@@ -24,10 +46,12 @@ async function mintToken(
   kind: "member" | "registration",
   role: "admin" | "member" | null,
   name: string | null,
+  limits: { createdAtMs: number; expiresAtMs: number | null; maxUses: number | null } = { createdAtMs: Date.now(), expiresAtMs: null, maxUses: null },
 ) {
   const token = newToken(kind);
-  const row = { id: newId("tok"), orgId, kind, role, name, tokenHash: await sha256Hex(token), machineId: null, createdAtMs: Date.now() };
-  return { row, answer: { id: row.id, token, kind, role, name, created_at_ms: row.createdAtMs } };
+  const row = { id: newId("tok"), orgId, kind, role, name, tokenHash: await sha256Hex(token), machineId: null, ...limits };
+  const answer = { id: row.id, token, kind, role, name, created_at_ms: row.createdAtMs, expires_at_ms: row.expiresAtMs, max_uses: row.maxUses };
+  return { row, answer };
 }
 
 export const orgRoutes = new Hono<AppEnv>()
@@ -48,7 +72,18 @@ export const orgRoutes = new Hono<AppEnv>()
   .post("/tokens", requireMember, requireAdmin, validate("json", createToken), async (c) => {
     const body = c.req.valid("json");
     const role = body.kind === "member" ? (body.role ?? "member") : null;
-    const { row, answer } = await mintToken(c.env.DB, c.get("caller").orgId, body.kind, role, body.name ?? null);
+    const now = Date.now();
+    const limits = { createdAtMs: now, expiresAtMs: registrationExpiry(body, c.get("config"), now), maxUses: body.max_uses ?? null };
+    const { row, answer } = await mintToken(c.env.DB, c.get("caller").orgId, body.kind, role, body.name ?? null, limits);
     await drizzle(c.env.DB).insert(tokens).values(row);
     return c.json(answer, 201);
+  })
+  .post("/orgs/current/callback-secret/rotate", requireMember, requireAdmin, validate("json", z.object({}).strict()), async (c) => {
+    const caller = c.get("caller");
+    const now = Date.now();
+    const secret = await rotateCallbackSecret(c.env.DB, caller.orgId, now);
+    if (secret === null) throw new DocketError("not_found", "this organization no longer exists");
+    log("org.callback_secret_rotated", { org: caller.orgId, by: caller.tokenId, reason: "an admin rotated the callback secret" });
+    const previousValidUntilMs = now + c.get("config").callbackSecretOverlapMs;
+    return c.json({ callback_secret: secret, rotated_at_ms: now, previous_secret_valid_until_ms: previousValidUntilMs });
   });

@@ -1,17 +1,20 @@
 // The runner protocol: register, heartbeat, claim, the attempt calls and daemon reports
 // (../shared/spec/dispatch-lifecycle.md; docs/protocol.md, "Runner protocol").
 
-import { desc, eq } from "drizzle-orm";
+import { and, desc, eq, isNull } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import { Hono } from "hono";
 import { z } from "zod";
 import type { AppEnv } from "../app-types";
-import { bearer, requireAttemptToken, requireMachine, requireMember, requireRegistration } from "../auth";
+import { bearer, requireAdmin, requireAttemptToken, requireMachine, requireMember, requireRegistration } from "../auth";
 import { runnerConfig, versionAtLeast, type Config } from "../config";
+import { deregisterMachine, machineView } from "../credentials/machines";
+import { returnRegistrationUse, takeRegistrationUse } from "../credentials/tokens";
 import { machines, tokens } from "../db/schema";
 import { DocketError, unwrap } from "../errors";
 import { addCost, addD1, COST_HEADER, countedBatch, formatCost } from "../lib/cost";
 import { newId, newToken, sha256Hex } from "../lib/crypto";
+import { log } from "../lib/log";
 import { normalizeLabels } from "../run/labels";
 import { attemptParam, cliVersion, labelList, protocolList, runIdParam, validate } from "../validate";
 import { runStub, schedulerStub } from "./stubs";
@@ -33,6 +36,7 @@ const claimBody = z
   .strict();
 
 const attemptPath = z.object({ id: runIdParam, n: attemptParam });
+const machinePath = z.object({ id: z.string().regex(/^mch_[0-9a-f]{24}$/, "must be a machine id like mch_<24 hex digits>") });
 
 const launchedBody = z.object({ sandbox_id: z.string().min(1).max(200) }).strict();
 const leaseBody = z.object({}).strict();
@@ -67,6 +71,16 @@ const reportBody = z
       .optional(),
   })
   .strict();
+
+/** Stores a registration; when that fails, the registration token's use is given back. */
+async function storeRegistration<T>(db: D1Database, tokenId: string, write: () => Promise<T>): Promise<T> {
+  try {
+    return await write();
+  } catch (err) {
+    await returnRegistrationUse(db, tokenId).catch(() => {});
+    throw err;
+  }
+}
 
 /**
  * The version gate: below the minimum CLI version, or with no launch protocol in common, a runner
@@ -112,31 +126,38 @@ export const runnerRoutes = new Hono<AppEnv>()
     const rows = await drizzle(c.env.DB)
       .select()
       .from(machines)
-      .where(eq(machines.orgId, c.get("caller").orgId))
+      .where(and(eq(machines.orgId, c.get("caller").orgId), isNull(machines.deregisteredAtMs)))
       .orderBy(desc(machines.registeredAtMs))
       .limit(c.get("config").pageSizeMax);
-    return c.json({
-      runners: rows.map((m) => ({
-        id: m.id,
-        name: m.name,
-        labels: JSON.parse(m.labels),
-        protocols: JSON.parse(m.protocols),
-        cli_version: m.cliVersion,
-        registered_at_ms: m.registeredAtMs,
-        last_seen_at_ms: m.lastSeenAtMs,
-      })),
-    });
+    return c.json({ runners: rows.map(machineView) });
+  })
+  .delete("/runners/:id", requireMember, requireAdmin, validate("param", machinePath), async (c) => {
+    const { id } = c.req.valid("param");
+    const caller = c.get("caller");
+    const changed = await deregisterMachine(c.env.DB, caller.orgId, id, Date.now());
+    const row = await drizzle(c.env.DB)
+      .select()
+      .from(machines)
+      .where(and(eq(machines.orgId, caller.orgId), eq(machines.id, id)))
+      .get();
+    if (!row) throw new DocketError("not_found", `no runner ${id} in this organization`);
+    if (changed) log("runner.deregistered", { org: caller.orgId, machine: id, by: caller.tokenId, reason: "an admin deregistered it" });
+    return c.json(machineView(row));
   })
   .post("/runners/register", requireRegistration, validate("json", registerBody), async (c) => {
     const body = c.req.valid("json");
     const config = c.get("config");
     checkRunnerVersion(config, body.cli_version, body.protocols);
-    const orgId = c.get("caller").orgId;
+    const { orgId, tokenId } = c.get("caller");
     const now = Date.now();
+    // The registration token's use is taken first, atomically, so concurrent registrations never
+    // exceed its max_uses; a token that no longer works is a 401 that says why.
+    await takeRegistrationUse(c.env.DB, tokenId, now);
     const machineId = newId("mch");
     const token = newToken("machine");
+    const tokenHash = await sha256Hex(token);
     const db = drizzle(c.env.DB);
-    await db.batch([
+    await storeRegistration(c.env.DB, tokenId, () => db.batch([
       db.insert(machines).values({
         id: machineId,
         orgId,
@@ -153,11 +174,11 @@ export const runnerRoutes = new Hono<AppEnv>()
         kind: "machine",
         role: null,
         name: body.name,
-        tokenHash: await sha256Hex(token),
+        tokenHash,
         machineId,
         createdAtMs: now,
       }),
-    ]);
+    ]));
     return c.json({ machine_id: machineId, machine_token: token, org_id: orgId, config: runnerConfig(config) }, 201);
   })
   .post("/runners/heartbeat", requireMachine, validate("json", heartbeatBody), async (c) => {
@@ -189,14 +210,14 @@ export const runnerRoutes = new Hono<AppEnv>()
     // The machine's labels, and its last seen time, which claims move at most once per heartbeat
     // interval to keep claims cheap: one D1 round trip, its rows counted for Docket-Cost.
     const [[machine]] = await countedBatch<{ labels: string }>(cost, c.env.DB, [
-      c.env.DB.prepare("SELECT labels FROM machines WHERE id = ?").bind(caller.machineId),
+      c.env.DB.prepare("SELECT labels FROM machines WHERE id = ? AND deregistered_at_ms IS NULL").bind(caller.machineId),
       c.env.DB.prepare("UPDATE machines SET last_seen_at_ms = ? WHERE id = ? AND last_seen_at_ms < ?").bind(
         now,
         caller.machineId,
         now - config.heartbeatIntervalMs,
       ),
     ]);
-    if (!machine) throw new DocketError("unauthorized", "this machine is no longer registered");
+    if (!machine) throw new DocketError("unauthorized", "this machine is no longer registered", { reason: "machine_deregistered" });
     const protocols = body.protocols.filter((p) => config.launchProtocols.includes(p));
     const { grant, cost: schedulerCost } = await schedulerStub(c.env, caller.orgId).claim({
       orgId: caller.orgId,

@@ -11,7 +11,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { DEFAULTS } from "../../src/config";
 import type { OutboxMessage } from "../../src/env";
 import worker from "../../src/index";
-import { allEvents, createOrgWithSecret, finishRun, logLines, stubReceiver, verifySignature, waitFor } from "./events-helpers";
+import { allEvents, createOrgWithSecret, finishRun, logLines, signaturesOf, signWith, stubReceiver, verifySignature, waitFor } from "./events-helpers";
 import { call, dispatch, getRun, runAlarm } from "./helpers";
 
 const RECEIVER = "https://receiver.example/docket-callback";
@@ -209,5 +209,54 @@ describe("completion callbacks", () => {
     await call("POST", `/v1/runs/${live}/cancel`, { token: admin, body: {} });
     await runAlarm(live);
     await runAlarm(plain);
+  });
+
+  it("a rotated secret: during the overlap window callbacks carry both signatures (new first), after it only the new one", async () => {
+    // A receiver URL of its own: no other test's callback reaches it.
+    const url = "https://rotation.example/docket-callback";
+    const receiver = stubReceiver(url, () => new Response("ok"));
+    restore = receiver.restore;
+    const { admin, orgId, secret: oldSecret } = await createOrgWithSecret();
+    const member = await call("POST", "/v1/tokens", { token: admin, body: { kind: "member", role: "member" } });
+    const refused = await call("POST", "/v1/orgs/current/callback-secret/rotate", { token: member.body.token, body: {} });
+    expect(refused.status).toBe(403);
+
+    const rotated = await call("POST", "/v1/orgs/current/callback-secret/rotate", { token: admin, body: {} });
+    expect(rotated.status).toBe(200);
+    const newSecret = rotated.body.callback_secret as string;
+    expect(newSecret).toMatch(/^[0-9a-f]{64}$/);
+    expect(newSecret).not.toBe(oldSecret);
+    expect(rotated.body.previous_secret_valid_until_ms).toBe(rotated.body.rotated_at_ms + DEFAULTS.callbackSecretOverlapMs);
+
+    // Inside the window: one header, two signatures, each verifiable with its own secret.
+    const runId = await dispatch(admin, { callback_url: url });
+    await finishRun(admin, runId);
+    await callbackReaches(admin, runId, "delivered", 1);
+    const during = receiver.received[0];
+    const header = during.headers["docket-signature"];
+    expect(header).toMatch(/^t=\d+,v1=[0-9a-f]{64},v1=[0-9a-f]{64}$/);
+    const { t, v1 } = signaturesOf(header);
+    expect(v1).toEqual([await signWith(newSecret, t!, during.body), await signWith(oldSecret, t!, during.body)]);
+    expect(await verifySignature(newSecret, header, during.body)).toBe(true);
+    expect(await verifySignature(oldSecret, header, during.body)).toBe(true);
+    expect(await verifySignature("another-secret", header, during.body)).toBe(false);
+
+    // The window has passed: only the new secret signs.
+    await env.DB.prepare("UPDATE orgs SET callback_secret_rotated_at_ms = callback_secret_rotated_at_ms - ? WHERE id = ?")
+      .bind(DEFAULTS.callbackSecretOverlapMs, orgId)
+      .run();
+    expect((await call("POST", `/v1/runs/${runId}/callback/redeliver`, { token: admin, body: {} })).status).toBe(202);
+    await waitFor("the redelivery", async () => (receiver.received.length === 2 ? true : undefined));
+    await callbackReaches(admin, runId, "delivered", 1);
+    const after = receiver.received[1];
+    expect(after.headers["docket-signature"]).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
+    expect(await verifySignature(newSecret, after.headers["docket-signature"], after.body)).toBe(true);
+    expect(await verifySignature(oldSecret, after.headers["docket-signature"], after.body)).toBe(false);
+
+    // A second rotation keeps only the secret it replaced in the window, never the one before.
+    const again = await call("POST", "/v1/orgs/current/callback-secret/rotate", { token: admin, body: {} });
+    const stored = await env.DB.prepare("SELECT callback_secret, previous_callback_secret FROM orgs WHERE id = ?").bind(orgId).first();
+    expect(stored).toEqual({ callback_secret: again.body.callback_secret, previous_callback_secret: newSecret });
+    await runAlarm(runId);
   });
 });

@@ -150,14 +150,24 @@ export const seqsOf = (frames: Frame[]) => frames.filter((f) => f.event === "mes
 
 // ---- completion callbacks ---------------------------------------------------------------------
 
-/** Verifies a Docket-Signature header as docs/callbacks.md tells a receiver to. */
-export async function verifySignature(secret: string, header: string, rawBody: string): Promise<boolean> {
-  const parts = Object.fromEntries(header.split(",").map((p) => p.split("=", 2) as [string, string]));
-  if (!parts.t || !parts.v1) return false;
+/** The timestamp and every `v1` signature of a Docket-Signature header (two during a secret rotation). */
+export function signaturesOf(header: string): { t: string | undefined; v1: string[] } {
+  const pairs = header.split(",").map((p) => p.split("=", 2) as [string, string]);
+  return { t: pairs.find(([k]) => k === "t")?.[1], v1: pairs.filter(([k]) => k === "v1").map(([, v]) => v) };
+}
+
+/** HMAC-SHA256 of `<t>.<raw body>` with `secret`, in lowercase hex. */
+export async function signWith(secret: string, t: string, rawBody: string): Promise<string> {
   const key = await crypto.subtle.importKey("raw", new TextEncoder().encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
-  const mac = await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(`${parts.t}.${rawBody}`));
-  const expected = [...new Uint8Array(mac)].map((b) => b.toString(16).padStart(2, "0")).join("");
-  return expected === parts.v1;
+  const mac = await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(`${t}.${rawBody}`));
+  return [...new Uint8Array(mac)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** Verifies a Docket-Signature header as docs/callbacks.md tells a receiver to: any `v1` may match. */
+export async function verifySignature(secret: string, header: string, rawBody: string): Promise<boolean> {
+  const { t, v1 } = signaturesOf(header);
+  if (!t || v1.length === 0) return false;
+  return v1.includes(await signWith(secret, t, rawBody));
 }
 
 export interface Received {

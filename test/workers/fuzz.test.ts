@@ -109,8 +109,9 @@ const endpoints: JsonEndpoint[] = [
     path: () => "/v1/tokens",
     token: () => S.admin,
     valid: () => ({ kind: "member", role: "member", name: "x" }),
-    fields: [f("kind", "enum", { required: true }), f("role", "enum"), f("name", "string", { max: 100 })],
+    fields: [f("kind", "enum", { required: true }), f("role", "enum"), f("name", "string", { max: 100 }), f("expires_in_ms", "int"), f("max_uses", "int", { max: 1_000_000 })],
   },
+  { method: "POST", route: "/v1/orgs/current/callback-secret/rotate", path: () => "/v1/orgs/current/callback-secret/rotate", token: () => S.admin, valid: () => ({}), fields: [] },
   {
     method: "POST",
     route: "/v1/runs",
@@ -546,6 +547,7 @@ describe("odd headers", () => {
 function tokenFor(route: string): string | null {
   if (route === "/v1/orgs") return ADMIN_SECRET;
   if (route === "/v1/runners/register") return S.registration;
+  if (route === "/v1/runners/:id") return S.admin;
   if (route === "/v1/runs/:id/reports") return S.attemptToken;
   if (route.startsWith("/v1/runners/") || route.includes("/attempts/")) return S.machine.token;
   if (route.startsWith("/v1/build-callbacks/")) return null;
@@ -611,6 +613,7 @@ describe("odd query parameters", () => {
 
   const lists: { path: string; keys: string[] }[] = [
     { path: "/v1/runs", keys: ["state", "limit", "cursor"] },
+    { path: "/v1/tokens", keys: ["kind", "limit", "cursor"] },
     { path: `/v1/runs/{run}/events`, keys: ["after", "limit"] },
     { path: "/v1/credits", keys: ["limit", "before", "job_id"] },
     { path: "/v1/projects", keys: ["limit", "cursor"] },

@@ -20,6 +20,12 @@ const A = {} as {
   admin: string;
   member: string;
   registration: string;
+  registrationId: string;
+  /** Credentials that were issued but no longer work: a revoked admin token, an expired and a used-up registration token, a deregistered machine. */
+  revokedAdmin: string;
+  expiredRegistration: string;
+  usedUpRegistration: string;
+  deregistered: { machineId: string; token: string };
   m1: { machineId: string; token: string };
   m2: { machineId: string; token: string };
   run: string;
@@ -38,7 +44,10 @@ beforeAll(async () => {
   A.orgId = a.orgId;
   A.admin = a.admin;
   A.member = (await call("POST", "/v1/tokens", { token: A.admin, body: { kind: "member", role: "member" } })).body.token;
-  A.registration = (await call("POST", "/v1/tokens", { token: A.admin, body: { kind: "registration" } })).body.token;
+  const registration = (await call("POST", "/v1/tokens", { token: A.admin, body: { kind: "registration" } })).body;
+  A.registration = registration.token;
+  A.registrationId = registration.id;
+  await issueDeadCredentials();
   A.m1 = await registerRunner(A.admin, { name: "a-1" });
   A.m2 = await registerRunner(A.admin, { name: "a-2" });
   // The run is at its second attempt, held and launched by m2; m1 held the first.
@@ -74,6 +83,19 @@ beforeAll(async () => {
   B.attemptToken = claimedB.body.attempt_token;
 });
 
+/** A's credentials that no longer work, each refused with 401 wherever it is sent. */
+async function issueDeadCredentials() {
+  const revoked = (await call("POST", "/v1/tokens", { token: A.admin, body: { kind: "member", role: "admin" } })).body;
+  expect((await call("DELETE", `/v1/tokens/${revoked.id}`, { token: A.admin })).status).toBe(200);
+  A.revokedAdmin = revoked.token;
+  A.expiredRegistration = (await call("POST", "/v1/tokens", { token: A.admin, body: { kind: "registration", expires_in_ms: 1 } })).body.token;
+  A.usedUpRegistration = (await call("POST", "/v1/tokens", { token: A.admin, body: { kind: "registration", max_uses: 1 } })).body.token;
+  const register = { name: "a-used", labels: [], protocols: ["process"], cli_version: CLI_VERSION };
+  expect((await call("POST", "/v1/runners/register", { token: A.usedUpRegistration, body: register })).status).toBe(201);
+  A.deregistered = await registerRunner(A.admin, { name: "a-gone" });
+  expect((await call("DELETE", `/v1/runners/${A.deregistered.machineId}`, { token: A.admin })).status).toBe(200);
+}
+
 function claimAs(token: string) {
   return call("POST", "/v1/runners/claim", { token, body: { cli_version: CLI_VERSION, protocols: ["process"], wait_ms: 0 } });
 }
@@ -97,6 +119,13 @@ const malformed: Credential[] = [
   { name: "the operator secret", header: () => `Bearer ${ADMIN_SECRET}` },
 ];
 const bearer = (name: string, token: () => string): Credential => ({ name, header: () => `Bearer ${token()}` });
+/** Every issued credential that no longer works: whatever the endpoint, each one is a 401. */
+const dead = (): Credential[] => [
+  bearer("a revoked admin token", () => A.revokedAdmin),
+  bearer("an expired registration token", () => A.expiredRegistration),
+  bearer("a used-up registration token", () => A.usedUpRegistration),
+  bearer("a deregistered machine's token", () => A.deregistered.token),
+];
 
 const unauthorized = { status: 401, code: "unauthorized" } as const;
 const notFound = { status: 404, code: "not_found" } as const;
@@ -121,6 +150,7 @@ function memberOfA(role: "member" | "admin" | "owner"): [Credential, Expect][] {
     [bearer("a machine token", () => A.m2.token), unauthorized],
     [bearer("a registration token", () => A.registration), unauthorized],
     [bearer("a run-attempt token", () => A.token2), unauthorized],
+    ...dead().map((c): [Credential, Expect] => [c, unauthorized]),
     [bearer("another organization's admin token", () => B.admin), notFound],
   ];
   if (role !== "member") cases.push([bearer("a member without the role", () => A.member), forbidden]);
@@ -135,6 +165,7 @@ function memberOwn(role: "member" | "admin"): [Credential, Expect][] {
     [bearer("a machine token", () => A.m2.token), unauthorized],
     [bearer("a registration token", () => A.registration), unauthorized],
     [bearer("a run-attempt token", () => A.token2), unauthorized],
+    ...dead().map((c): [Credential, Expect] => [c, unauthorized]),
     [bearer("another organization's admin token", () => B.admin), "own"],
   ];
   if (role === "admin") cases.push([bearer("a member without the role", () => A.member), forbidden]);
@@ -158,6 +189,7 @@ function attemptCall(what: string, body: () => unknown): Endpoint[] {
         [bearer("a member token", () => A.admin), unauthorized],
         [bearer("a registration token", () => A.registration), unauthorized],
         [bearer("the attempt's own run-attempt token", () => A.token2), unauthorized],
+        ...dead().map((c): [Credential, Expect] => [c, unauthorized]),
         [bearer("another organization's machine token", () => B.machine.token), { status: 403, code: "other_organization" }],
         [bearer("another machine's token", () => A.m1.token), { status: 409, code: "other_machine" }],
       ],
@@ -186,6 +218,9 @@ const endpoints: Endpoint[] = [
     cases: () => [[none, unauthorized], ...malformed.slice(0, 3).map((c): [Credential, Expect] => [c, unauthorized]), [bearer("an admin member token", () => A.admin), unauthorized]],
   },
   { method: "POST", route: "/v1/tokens", path: () => "/v1/tokens", body: () => ({ kind: "member", role: "admin" }), cases: () => memberOwn("admin") },
+  { method: "GET", route: "/v1/tokens", path: () => "/v1/tokens", cases: () => memberOwn("admin") },
+  { method: "DELETE", route: "/v1/tokens/:id", path: () => `/v1/tokens/${A.registrationId}`, cases: () => memberOfA("admin") },
+  { method: "POST", route: "/v1/orgs/current/callback-secret/rotate", path: () => "/v1/orgs/current/callback-secret/rotate", body: () => ({}), cases: () => memberOwn("admin") },
   { method: "POST", route: "/v1/runs", path: () => "/v1/runs", body: () => runBody(), cases: () => memberOwn("member") },
   { method: "GET", route: "/v1/runs", path: () => "/v1/runs", cases: () => memberOwn("member") },
   { method: "GET", route: "/v1/runs/:id", path: () => `/v1/runs/${runId()}`, cases: () => memberOfA("member") },
@@ -195,6 +230,7 @@ const endpoints: Endpoint[] = [
   { method: "POST", route: "/v1/runs/:id/events/redeliver", path: () => `/v1/runs/${runId()}/events/redeliver`, body: () => ({}), cases: () => memberOfA("admin") },
   { method: "POST", route: "/v1/runs/:id/callback/redeliver", path: () => `/v1/runs/${runId()}/callback/redeliver`, body: () => ({}), cases: () => memberOfA("admin") },
   { method: "GET", route: "/v1/runners", path: () => "/v1/runners", cases: () => memberOwn("member") },
+  { method: "DELETE", route: "/v1/runners/:id", path: () => `/v1/runners/${A.m1.machineId}`, cases: () => memberOfA("admin") },
   {
     method: "POST",
     route: "/v1/runners/register",
@@ -205,6 +241,7 @@ const endpoints: Endpoint[] = [
       ...malformed.map((c): [Credential, Expect] => [c, unauthorized]),
       [bearer("a member token", () => A.admin), unauthorized],
       [bearer("a machine token", () => A.m1.token), unauthorized],
+      ...dead().map((c): [Credential, Expect] => [c, unauthorized]),
       [bearer("another organization's registration token", () => B.registration), "own"],
     ],
   },
@@ -220,6 +257,7 @@ const endpoints: Endpoint[] = [
         [bearer("a member token", () => A.admin), unauthorized],
         [bearer("a registration token", () => A.registration), unauthorized],
         [bearer("a run-attempt token", () => A.token2), unauthorized],
+        ...dead().map((c): [Credential, Expect] => [c, unauthorized]),
         [bearer("another organization's machine token", () => B.machine.token), "own"],
       ],
     }),
@@ -239,6 +277,7 @@ const endpoints: Endpoint[] = [
       [bearer("a run-attempt token that was never issued", () => `dkt_a_${"cd".repeat(32)}`), unauthorized],
       [bearer("the holder's machine token", () => A.m2.token), unauthorized],
       [bearer("a member token", () => A.admin), unauthorized],
+      ...dead().map((c): [Credential, Expect] => [c, unauthorized]),
       [bearer("another organization's run-attempt token", () => B.attemptToken), unauthorized],
       [bearer("the old attempt's token", () => A.token1), { status: 409, code: "stale_attempt" }],
     ],
@@ -292,7 +331,7 @@ const endpoints: Endpoint[] = [
 
 /** What A's ids look like in an answer: another organization's answer contains none of them. */
 function victimIds(): string[] {
-  return [A.orgId, A.run, A.jobRun, A.projectId, A.requestId, A.jobId, A.m1.machineId, A.m2.machineId];
+  return [A.orgId, A.run, A.jobRun, A.projectId, A.requestId, A.jobId, A.m1.machineId, A.m2.machineId, A.registrationId];
 }
 
 describe("the security matrix", () => {

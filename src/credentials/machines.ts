@@ -1,0 +1,34 @@
+// Runner machines as members see them, and their deregistration: the machine leaves the list and its
+// machine token is revoked in the same D1 batch. Attempts it holds are not ended here: it can no
+// longer refresh their leases, so the reaper's rules take them back when the lease lapses
+// (../shared/spec/dispatch-lifecycle.md, "Decisions"; docs/protocol.md, "Runners").
+
+import type { machines } from "../db/schema";
+
+export type MachineRow = typeof machines.$inferSelect;
+
+export function machineView(m: MachineRow) {
+  return {
+    id: m.id,
+    name: m.name,
+    labels: JSON.parse(m.labels),
+    protocols: JSON.parse(m.protocols),
+    cli_version: m.cliVersion,
+    registered_at_ms: m.registeredAtMs,
+    last_seen_at_ms: m.lastSeenAtMs,
+    deregistered_at_ms: m.deregisteredAtMs,
+  };
+}
+
+/** Deregisters a machine of `orgId` and revokes its token in one batch; a second call changes nothing. */
+export async function deregisterMachine(db: D1Database, orgId: string, machineId: string, nowMs: number): Promise<boolean> {
+  const [machine] = await db.batch([
+    db
+      .prepare("UPDATE machines SET deregistered_at_ms = ?1 WHERE id = ?2 AND org_id = ?3 AND deregistered_at_ms IS NULL")
+      .bind(nowMs, machineId, orgId),
+    db
+      .prepare("UPDATE tokens SET revoked_at_ms = ?1 WHERE machine_id = ?2 AND org_id = ?3 AND kind = 'machine' AND revoked_at_ms IS NULL")
+      .bind(nowMs, machineId, orgId),
+  ]);
+  return machine.meta.changes === 1;
+}
