@@ -119,6 +119,8 @@ export class Plane {
     }
     await Promise.race([this.exited, sleep(10_000)]);
     this.child = null;
+    // workerd dies with the group, but the test reads its files next: wait until none is left.
+    for (let i = 0; i < 100 && groupExists(/** @type {number} */ (child.pid)); i++) await sleep(50);
     for (let i = 0; i < 100; i++) {
       try {
         await fetch(`${this.url}/`, { signal: AbortSignal.timeout(500) });
@@ -144,5 +146,15 @@ export class Plane {
   async close() {
     await this.kill();
     await new Promise((r) => this.log.end(r));
+  }
+}
+
+/** Whether any process of the group still exists. @param {number} pgid */
+function groupExists(pgid) {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch {
+    return false;
   }
 }

@@ -99,6 +99,13 @@ export async function runChaos(o) {
   /** @type {any[]} */
   const kills = [];
   const started = Date.now();
+  /** @type {Record<string, number>} */
+  const phases = {};
+  let phaseStart = started;
+  const phase = (/** @type {string} */ name) => {
+    phases[name] = Date.now() - phaseStart;
+    phaseStart = Date.now();
+  };
   let ticking = true;
   let ticker = Promise.resolve();
   try {
@@ -124,6 +131,7 @@ export async function runChaos(o) {
       listeners.push(home.listen(['--concurrency', String(o.concurrency), '--backoff-base-ms', '200', '--backoff-max-ms', '2000'], git));
     }
     const builds = o.builds > 0 ? await setupBuilds(api, org.admin, o.builds, repo.commit, [process.execPath, agent, '800', '450', launchesLog]) : [];
+    phase('setup_ms');
 
     // The load: runs and builds dispatched at a pace while the plane is killed and restarted.
     const deadline = Date.now() + 30 * 60_000;
@@ -176,6 +184,7 @@ export async function runChaos(o) {
     await loadDone;
     await Promise.all(provoked);
     const runIds = new Set([...dispatched.keys(), ...readRunObjects(persist).map((x) => x.id)]);
+    phase('load_and_kills_ms');
     say(`load done: ${runIds.size} runs (${builds.length} builds); settling up to ${o.settleMs} ms`);
 
     // Settle: the cron keeps ticking; wait until every run has ended, or the settle period is over.
@@ -188,7 +197,8 @@ export async function runChaos(o) {
       if (open.length === 0 || Date.now() > settleEnd) break;
       await sleep(1_000);
     }
-    await settleBuilds(api, org.admin, builds, notes, Date.now() + 20_000);
+    await settleBuilds(api, org.admin, builds, notes, Date.now() + 10_000);
+    phase('settle_ms');
     findings.push(...(await checkRuns(api, org.admin, views)));
     findings.push(...checkAttempts(launchesLog, homes, views));
     findings.push(...(await checkLedger(api, org.admin, builds)));
@@ -200,10 +210,12 @@ export async function runChaos(o) {
     await plane.kill();
     const atEnd = readRunObjects(persist);
     for (const s of strandedRuns(atEnd)) findings.push({ kind: 'no_alarm_at_end', ...s });
+    phase('checks_ms');
     return {
       seed: o.seed,
       options: { ...o, log: undefined },
       elapsed_ms: Date.now() - started,
+      phases,
       kills,
       runs: runIds.size,
       builds: builds.length,
