@@ -27,6 +27,7 @@ const options = {
   concurrency: num('RESTART_CONCURRENCY', 2),
   settleMs: num('RESTART_SETTLE_MS', 90_000),
   paceMs: /** @type {[number, number]} */ ([num('RESTART_PACE_MIN_MS', 100), num('RESTART_PACE_MAX_MS', 600)]),
+  calmMs: /** @type {[number, number]} */ ([num('RESTART_CALM_MIN_MS', 1_000), num('RESTART_CALM_MAX_MS', 6_000)]),
   keep: process.env.RESTART_KEEP === '1',
   log: (/** @type {string} */ m) => console.log(`[restart] ${m}`),
 };

@@ -26,6 +26,8 @@ export const RESTART_VARS = {
 };
 
 export const KILL_KINDS = /** @type {const} */ (['random', 'after-dispatch', 'after-claim']);
+/** How long after the trigger line a kill lands, ms. */
+const KILL_LAGS_MS = [0, 2, 5, 10, 20];
 
 /** A small seeded generator (mulberry32), so one seed gives one plan. @param {number} seed */
 export function rng(seed) {
@@ -74,7 +76,7 @@ setTimeout(() => {
 
 /**
  * @typedef {{ seed: number, runs: number, builds: number, kills: number, runners: number,
- *   concurrency: number, settleMs: number, paceMs: [number, number], log?: (msg: string) => void, keep?: boolean }} ChaosOptions
+ *   concurrency: number, settleMs: number, paceMs: [number, number], calmMs: [number, number], log?: (msg: string) => void, keep?: boolean }} ChaosOptions
  * @typedef {{ kind: string, [k: string]: unknown }} Finding
  */
 
@@ -168,6 +170,7 @@ export async function runChaos(o) {
     /** @type {Promise<void>[]} */
     const provoked = [];
     for (const kind of killPlan(r, o.kills)) {
+      await sleep(r.int(o.calmMs[0], o.calmMs[1])); // the load goes on undisturbed for a while
       const kill = await killAt(plane, kind, r, () => {
         const p = dispatchOne(extra++);
         p.catch(() => {}); // awaited below, with the others
@@ -175,9 +178,10 @@ export async function runChaos(o) {
       });
       const objects = readRunObjects(persist);
       const stranded = strandedRuns(objects);
-      kills.push({ ...kill, run_objects: objects.length, stranded: stranded.map((s) => s.run) });
+      kills.push({ ...kill, committed: landedAfterCommit(kill, objects), run_objects: objects.length, stranded: stranded.map((s) => s.run) });
       for (const s of stranded) findings.push({ kind: 'no_alarm_after_kill', kill: kills.length, kill_kind: kind, ...s });
-      say(`kill ${kills.length} (${kind}${kill.run ? `, run ${kill.run}` : ''}): ${objects.length} run objects, ${stranded.length} with nothing to move them`);
+      const where = kill.run ? `, run ${kill.run}, +${kill.lag_ms} ms, ${kills.at(-1).committed ? 'after' : 'before'} its commit reached disk` : '';
+      say(`kill ${kills.length} (${kind}${where}): ${objects.length} run objects, ${stranded.length} with nothing to move them`);
       await sleep(r.int(0, 1_500));
       await plane.start();
     }
@@ -340,6 +344,10 @@ async function killAt(plane, kind, r, provoke) {
   const match = kind === 'after-dispatch'
     ? (/** @type {any} */ l) => l.msg === 'run.transition' && l.to === 'queued' && l.reason === 'dispatched'
     : (/** @type {any} */ l) => l.msg === 'run.transition' && l.to === 'claimed';
+  // The log line comes just before the storage write is flushed and well before the awaited side
+  // effects: a few milliseconds later moves the kill from "before the commit reached disk" to
+  // "after the commit, before the alarm".
+  const lagMs = r.pick(KILL_LAGS_MS);
   /** @type {any} */
   let hit = null;
   const killed = new Promise((resolve) => {
@@ -347,12 +355,17 @@ async function killAt(plane, kind, r, provoke) {
       if (hit || !match(line)) return;
       hit = line;
       off();
-      try {
-        process.kill(-(/** @type {number} */ (plane.child?.pid)), 'SIGKILL');
-      } catch {
-        // already gone
-      }
-      resolve(undefined);
+      const pid = /** @type {number} */ (plane.child?.pid);
+      const kill = () => {
+        try {
+          process.kill(-pid, 'SIGKILL');
+        } catch {
+          // already gone
+        }
+        resolve(undefined);
+      };
+      if (lagMs === 0) kill();
+      else setTimeout(kill, lagMs);
     });
   });
   const provoked = (async () => {
@@ -362,7 +375,19 @@ async function killAt(plane, kind, r, provoke) {
   await Promise.race([killed, sleep(60_000)]);
   await provoked;
   await plane.kill();
-  return { kind, waited_ms: Date.now() - at, run: hit?.run ?? null, attempt: hit?.attempt ?? null, triggered: hit !== null };
+  return { kind, waited_ms: Date.now() - at, lag_ms: lagMs, run: hit?.run ?? null, attempt: hit?.attempt ?? null, triggered: hit !== null };
+}
+
+/**
+ * Whether a triggered kill landed after the commit reached disk: the dispatched run exists, or the
+ * claimed attempt is stored. Null for a random kill.
+ * @param {{ kind: string, run?: string | null, attempt?: number | null }} kill @param {ReturnType<typeof readRunObjects>} objects
+ */
+function landedAfterCommit(kill, objects) {
+  if (!kill.run) return null;
+  const o = objects.find((x) => x.id === kill.run);
+  if (kill.kind === 'after-dispatch') return o !== undefined;
+  return o !== undefined && o.attempt >= (kill.attempt ?? 0) && o.state !== 'queued';
 }
 
 // ---- the checks --------------------------------------------------------------------------------
