@@ -180,7 +180,9 @@ export async function runChaos(o) {
       const objects = readRunObjects(persist);
       const stranded = strandedRuns(objects);
       kills.push({ ...kill, committed: landedAfterCommit(kill, objects), run_objects: objects.length, stranded: stranded.map((s) => s.run) });
-      for (const s of stranded) findings.push({ kind: 'no_alarm_after_kill', kill: kills.length, kill_kind: kind, ...s });
+      for (const s of stranded) {
+        if (!findings.some((f) => f.kind === 'no_alarm_after_kill' && f.run === s.run)) findings.push({ kind: 'no_alarm_after_kill', kill: kills.length, kill_kind: kind, ...s });
+      }
       const where = kill.run ? `, run ${kill.run}, +${kill.lag_ms} ms, ${kills.at(-1).committed ? 'after' : 'before'} its commit reached disk` : '';
       say(`kill ${kills.length} (${kind}${where}): ${objects.length} run objects, ${stranded.length} with nothing to move them`);
       await sleep(r.int(0, 1_500));
