@@ -3,6 +3,7 @@
 import { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { AppEnv } from "./app-types";
+import { boundedBody } from "./bounds";
 import { loadConfig, type Config } from "./config";
 import { DocketError, errorResponse } from "./errors";
 import { log } from "./lib/log";
@@ -26,6 +27,7 @@ export const app = new Hono<AppEnv>()
     c.set("config", configFor(c.env));
     await next();
   })
+  .use("*", boundedBody)
   .get("/", (c) => c.json({ service: "docket", api: "/v1", docs: "docs/protocol.md" }))
   .get("/healthz", (c) => c.json({ ok: true }))
   .route("/v1", orgRoutes)

@@ -63,6 +63,17 @@ export interface Config {
   runnerConnectedWindowMs: number;
   /** Builds: an unconfirmed dispatch not retried for this long may be released by reconciliation. */
   buildDispatchTimeoutMs: number;
+  /** Request bodies: the most bytes of any JSON body, and of a daemon report (which carries the patch); more is 413 before parsing. */
+  requestBodyMaxBytes: number;
+  reportBodyMaxBytes: number;
+  /** Dispatch bounds (runs and projects): brief characters, labels, launch env keys and characters in names and values, metadata keys. */
+  briefMaxChars: number;
+  labelsMax: number;
+  launchEnvMaxKeys: number;
+  launchEnvMaxChars: number;
+  metadataMaxKeys: number;
+  /** The longest patch a final report may carry, in characters. */
+  artifactPatchMaxChars: number;
 }
 
 export const DEFAULTS: Config = {
@@ -102,7 +113,31 @@ export const DEFAULTS: Config = {
   buildReservationCents: 2_500,
   runnerConnectedWindowMs: 90_000,
   buildDispatchTimeoutMs: 60_000,
+  requestBodyMaxBytes: 1_048_576,
+  reportBodyMaxBytes: 8_388_608,
+  briefMaxChars: 20_000,
+  labelsMax: 32,
+  launchEnvMaxKeys: 128,
+  launchEnvMaxChars: 65_536,
+  metadataMaxKeys: 64,
+  artifactPatchMaxChars: 5_000_000,
 };
+
+/**
+ * The hard ceiling of each configurable input bound: the request schemas refuse more whatever the
+ * configuration says, so a bound may be lowered freely and raised only this far.
+ */
+export const BOUND_CEILINGS = {
+  briefMaxChars: 100_000,
+  labelsMax: 64,
+  launchEnvMaxKeys: 1_000,
+  launchEnvMaxChars: 1_000_000,
+  metadataMaxKeys: 1_000,
+  artifactPatchMaxChars: 20_000_000,
+  reportLinesMax: 10_000,
+  // A run is one row in its Durable Object's SQLite, which refuses rows over 2 MB.
+  requestBodyMaxBytes: 1_900_000,
+} satisfies Partial<Record<keyof Config, number>>;
 
 const VAR_NAMES: Record<keyof Config, string> = {
   leaseTtlMs: "LEASE_TTL_MS",
@@ -141,6 +176,14 @@ const VAR_NAMES: Record<keyof Config, string> = {
   buildReservationCents: "BUILD_RESERVATION_CENTS",
   runnerConnectedWindowMs: "RUNNER_CONNECTED_WINDOW_MS",
   buildDispatchTimeoutMs: "BUILD_DISPATCH_TIMEOUT_MS",
+  requestBodyMaxBytes: "REQUEST_BODY_MAX_BYTES",
+  reportBodyMaxBytes: "REPORT_BODY_MAX_BYTES",
+  briefMaxChars: "BRIEF_MAX_CHARS",
+  labelsMax: "LABELS_MAX",
+  launchEnvMaxKeys: "LAUNCH_ENV_MAX_KEYS",
+  launchEnvMaxChars: "LAUNCH_ENV_MAX_CHARS",
+  metadataMaxKeys: "METADATA_MAX_KEYS",
+  artifactPatchMaxChars: "ARTIFACT_PATCH_MAX_CHARS",
 };
 
 /** Reads the config from Worker vars; a malformed value is a deployment error and throws at once. */
@@ -166,6 +209,9 @@ export function loadConfig(vars: Record<string, unknown>): Config {
   if (config.streamsPerRunMax < 1) throw new Error("STREAMS_PER_RUN_MAX must be at least 1");
   if (config.streamKeepaliveMs < 1_000) throw new Error("STREAM_KEEPALIVE_MS must be at least 1000");
   if (config.buildReservationCents < 1) throw new Error("BUILD_RESERVATION_CENTS must be at least 1");
+  for (const [key, ceiling] of Object.entries(BOUND_CEILINGS) as [keyof typeof BOUND_CEILINGS, number][]) {
+    if (config[key] > ceiling) throw new Error(`${VAR_NAMES[key]} must be at most ${ceiling}, got ${config[key]}`);
+  }
   return config;
 }
 

@@ -15,6 +15,7 @@ export const ERROR_STATUS = {
   task_gone: 410,
   listener_upgrade_required: 426,
   too_many_streams: 429,
+  payload_too_large: 413,
   // Builds and credit (../shared/spec/build-lifecycle.md; docs/protocol.md, "Builds and credit").
   insufficient_credit: 402,
   plan_required: 409,

@@ -7,7 +7,8 @@ import { Hono } from "hono";
 import { z } from "zod";
 import type { AppEnv } from "../app-types";
 import { bearer, requireAttemptToken, requireMachine, requireMember, requireRegistration } from "../auth";
-import { runnerConfig, versionAtLeast, type Config } from "../config";
+import { checkLabels, checkReport } from "../bounds";
+import { BOUND_CEILINGS, runnerConfig, versionAtLeast, type Config } from "../config";
 import { machines, tokens } from "../db/schema";
 import { DocketError, unwrap } from "../errors";
 import { addCost, addD1, COST_HEADER, countedBatch, formatCost } from "../lib/cost";
@@ -41,7 +42,7 @@ const stoppedBody = z.object({ sandbox_id: z.string().max(200).optional(), reaso
 const reportBody = z
   .object({
     phase: z.string().min(1).max(64).nullable().optional(),
-    lines: z.array(z.string().max(100_000)).max(10_000).optional(),
+    lines: z.array(z.string().max(100_000)).max(BOUND_CEILINGS.reportLinesMax).optional(),
     final: z
       .object({
         outcome: z.enum(["completed", "failed"]),
@@ -49,7 +50,7 @@ const reportBody = z
         exit_codes: z.record(z.string().max(64), z.number().int()).optional(),
         artifact: z
           .object({
-            patch: z.string().max(5_000_000),
+            patch: z.string().max(BOUND_CEILINGS.artifactPatchMaxChars),
             source_revision: z.string().max(64).nullable().optional(),
             model: z.string().max(200).nullable().optional(),
             limitations: z.array(z.string().max(2_000)).max(100).optional(),
@@ -88,13 +89,14 @@ export function checkRunnerVersion(config: Config, version: string, protocols: s
 }
 
 /**
- * Report output is bounded: long lines are cut, and lines past the count or the total are dropped
- * with a note, so each output event fits one Queue message.
+ * Report output is bounded: more lines than REPORT_LINES_MAX are refused (src/bounds.ts), long
+ * lines are cut, and lines past the total are dropped with a note, so each output event fits one
+ * Queue message.
  */
 function boundLines(lines: string[], config: Config): string[] {
   const kept: string[] = [];
   let total = 0;
-  for (const line of lines.slice(0, config.reportLinesMax)) {
+  for (const line of lines) {
     const cut = line.length > config.reportLineMaxChars ? `${line.slice(0, config.reportLineMaxChars)}… [cut]` : line;
     if (total + cut.length > config.reportOutputMaxChars) break;
     kept.push(cut);
@@ -124,7 +126,7 @@ export const runnerRoutes = new Hono<AppEnv>()
       })),
     });
   })
-  .post("/runners/register", requireRegistration, validate("json", registerBody), async (c) => {
+  .post("/runners/register", requireRegistration, validate("json", registerBody, (config, body) => checkLabels(config, body.labels)), async (c) => {
     const body = c.req.valid("json");
     const config = c.get("config");
     checkRunnerVersion(config, body.cli_version, body.protocols);
@@ -227,7 +229,7 @@ export const runnerRoutes = new Hono<AppEnv>()
     const command = { type: "stopped" as const, attempt: n, machineId: caller.machineId!, reason: c.req.valid("json").reason ?? null };
     return c.json(unwrap(await runStub(c.env, id).machineCall(caller.orgId, command)));
   })
-  .post("/runs/:id/reports", requireAttemptToken, validate("param", z.object({ id: runIdParam })), validate("json", reportBody), async (c) => {
+  .post("/runs/:id/reports", requireAttemptToken, validate("param", z.object({ id: runIdParam })), validate("json", reportBody, checkReport), async (c) => {
     const { id } = c.req.valid("param");
     const body = c.req.valid("json");
     const config = c.get("config");
