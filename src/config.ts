@@ -31,7 +31,7 @@ export interface Config {
   claimCandidatesMax: number;
   /** How long a scheduler trusts its list of label sets with queued work before reading it again. */
   labelSetsTtlMs: number;
-  /** Waiting long-polls a scheduler keeps at once; more get an immediate 204. */
+  /** Waiting long-polls a scheduler keeps at once; more get 429 too_many_waiters. */
   claimWaitersMax: number;
   /** Page size limits for list endpoints. */
   pageSizeMax: number;
@@ -74,6 +74,8 @@ export interface Config {
   metadataMaxKeys: number;
   /** The longest patch a final report may carry, in characters. */
   artifactPatchMaxChars: number;
+  /** A claim refused because the scheduler holds CLAIM_WAITERS_MAX long-polls is told to retry after this. */
+  claimWaitersRetryAfterMs: number;
 }
 
 export const DEFAULTS: Config = {
@@ -121,6 +123,7 @@ export const DEFAULTS: Config = {
   launchEnvMaxChars: 65_536,
   metadataMaxKeys: 64,
   artifactPatchMaxChars: 5_000_000,
+  claimWaitersRetryAfterMs: 5_000,
 };
 
 /**
@@ -184,6 +187,7 @@ const VAR_NAMES: Record<keyof Config, string> = {
   launchEnvMaxChars: "LAUNCH_ENV_MAX_CHARS",
   metadataMaxKeys: "METADATA_MAX_KEYS",
   artifactPatchMaxChars: "ARTIFACT_PATCH_MAX_CHARS",
+  claimWaitersRetryAfterMs: "CLAIM_WAITERS_RETRY_AFTER_MS",
 };
 
 /** Reads the config from Worker vars; a malformed value is a deployment error and throws at once. */

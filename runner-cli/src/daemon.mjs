@@ -6,7 +6,7 @@ import { execFile, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ApiError, classify, DocketClient, errorText } from './api.mjs';
+import { ApiError, classify, DocketClient, errorText, retryDelayMs } from './api.mjs';
 import { Backoff } from './backoff.mjs';
 import { sleep } from './procs.mjs';
 
@@ -289,6 +289,9 @@ export async function runDaemon(command, { env = process.env, cwd = process.cwd(
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
 
+  /** The last failed report's error, so the retry waits at least its Retry-After. */
+  /** @type {unknown} */
+  let lastFailure = null;
   /** One report; returns false when it must be retried later. */
   const sendBatch = async (/** @type {any} */ extra = {}) => {
     const { body, batch } = buffer.take();
@@ -297,6 +300,7 @@ export async function runDaemon(command, { env = process.env, cwd = process.cwd(
       linesSent += body.lines.length;
       return true;
     } catch (e) {
+      lastFailure = e;
       buffer.giveBack(batch);
       const kind = classify(e);
       if (kind === 'definitive' || kind === 'attempt_over') attemptOver = /** @type {ApiError} */ (e).code;
@@ -321,7 +325,7 @@ export async function runDaemon(command, { env = process.env, cwd = process.cwd(
           lastSentAt = Date.now();
           if (!buffer.hasNews) await Promise.race([sleep(limits.flushIntervalMs), agentExit]);
         } else if (!attemptOver) {
-          await Promise.race([sleep(backoff.fail()), agentExit]);
+          await Promise.race([sleep(retryDelayMs(lastFailure, backoff.fail())), agentExit]);
         }
       } else {
         await Promise.race([sleep(limits.flushIntervalMs), agentExit]);
@@ -381,7 +385,7 @@ export async function runDaemon(command, { env = process.env, cwd = process.cwd(
   for (let i = 0, failures = 0; i < 1_000 && buffer.hasNews && !attemptOver && failures < limits.finalTries; i++) {
     if (!(await sendBatch())) {
       failures += 1;
-      await sleep(flushBackoff.fail());
+      await sleep(retryDelayMs(lastFailure, flushBackoff.fail()));
     }
   }
   let delivered = false;
@@ -409,7 +413,7 @@ export async function runDaemon(command, { env = process.env, cwd = process.cwd(
         continue;
       }
       log(`docket-runner daemon: final report failed (${lastError}); try ${tryNo} of ${limits.finalTries}`);
-      if (tryNo < limits.finalTries) await sleep(finalBackoff.fail());
+      if (tryNo < limits.finalTries) await sleep(retryDelayMs(e, finalBackoff.fail()));
     }
   }
   writeState(stateDir, 'final.json', {

@@ -3,7 +3,7 @@
 // server answer goes through api.mjs classify(), so only definitive codes destroy a workload.
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { classify, errorText } from './api.mjs';
+import { classify, errorText, retryDelayMs } from './api.mjs';
 import { Backoff } from './backoff.mjs';
 import { jobPaths, LaunchError, readJson } from './launchers/common.mjs';
 import { sleep } from './procs.mjs';
@@ -103,7 +103,8 @@ export class JobSupervisor {
           backoff.succeed();
           waitMs = this.leaseRefreshMs;
         } else if (r.kind === 'transient') {
-          waitMs = Math.min(backoff.fail(), this.leaseRefreshMs);
+          // Retry-After is honoured up to the refresh interval: keeping the lease comes first.
+          waitMs = Math.min(retryDelayMs(r.error, backoff.fail()), this.leaseRefreshMs);
         } else {
           interruption = r;
           launchCtl.abort();
@@ -198,7 +199,7 @@ export class JobSupervisor {
             return this.stopAndReport('stop requested');
           }
         } else if (r.kind === 'transient') {
-          const delay = Math.min(backoff.fail(), this.leaseRefreshMs);
+          const delay = Math.min(retryDelayMs(r.error, backoff.fail()), this.leaseRefreshMs);
           nextCallAtMs = Date.now() + delay;
           this.out.run('lease_retry', this.view, `${call} failed (${errorText(r.error)}); retrying in ${delay} ms`, { error: errorText(r.error) });
         } else if (r.kind === 'upgrade') {
@@ -313,7 +314,7 @@ export class JobSupervisor {
     for (let tryNo = 1; tryNo <= CLOSING_CALL_TRIES; tryNo++) {
       r = await this.call(call, body);
       if (r.kind !== 'transient') break;
-      if (tryNo < CLOSING_CALL_TRIES && !this.runner.stopping) await sleep(backoff.fail(), this.runner.stopSignal);
+      if (tryNo < CLOSING_CALL_TRIES && !this.runner.stopping) await sleep(retryDelayMs(r.error, backoff.fail()), this.runner.stopSignal);
       if (this.runner.stopping) break;
     }
     const res = /** @type {CallResult} */ (r);

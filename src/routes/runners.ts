@@ -192,7 +192,7 @@ export const runnerRoutes = new Hono<AppEnv>()
     ]);
     if (!machine) throw new DocketError("unauthorized", "this machine is no longer registered");
     const protocols = body.protocols.filter((p) => config.launchProtocols.includes(p));
-    const { grant, cost: schedulerCost } = await schedulerStub(c.env, caller.orgId).claim({
+    const { grant, cost: schedulerCost, shed } = await schedulerStub(c.env, caller.orgId).claim({
       orgId: caller.orgId,
       machineId: caller.machineId!,
       labels: JSON.parse(machine.labels),
@@ -202,6 +202,12 @@ export const runnerRoutes = new Hono<AppEnv>()
     cost.doRequests += 1;
     addCost(cost, schedulerCost);
     c.header(COST_HEADER, formatCost(cost));
+    if (shed) {
+      throw new DocketError("too_many_waiters", `this organization's scheduler already holds ${shed.limit} waiting claims; try again later`, {
+        limit: shed.limit,
+        retry_after_ms: config.claimWaitersRetryAfterMs,
+      });
+    }
     if (!grant) return c.body(null, 204);
     return c.json(grant, 200);
   })
