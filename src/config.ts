@@ -76,6 +76,8 @@ export interface Config {
   artifactPatchMaxChars: number;
   /** A claim refused because the scheduler holds CLAIM_WAITERS_MAX long-polls is told to retry after this. */
   claimWaitersRetryAfterMs: number;
+  /** The Retry-After of a 429 rate_limited: the period of the rate limit bindings in wrangler.toml. */
+  rateLimitRetryAfterMs: number;
 }
 
 export const DEFAULTS: Config = {
@@ -124,6 +126,7 @@ export const DEFAULTS: Config = {
   metadataMaxKeys: 64,
   artifactPatchMaxChars: 5_000_000,
   claimWaitersRetryAfterMs: 5_000,
+  rateLimitRetryAfterMs: 10_000,
 };
 
 /**
@@ -188,6 +191,7 @@ const VAR_NAMES: Record<keyof Config, string> = {
   metadataMaxKeys: "METADATA_MAX_KEYS",
   artifactPatchMaxChars: "ARTIFACT_PATCH_MAX_CHARS",
   claimWaitersRetryAfterMs: "CLAIM_WAITERS_RETRY_AFTER_MS",
+  rateLimitRetryAfterMs: "RATE_LIMIT_RETRY_AFTER_MS",
 };
 
 /** Reads the config from Worker vars; a malformed value is a deployment error and throws at once. */

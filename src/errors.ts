@@ -16,6 +16,7 @@ export const ERROR_STATUS = {
   listener_upgrade_required: 426,
   too_many_streams: 429,
   too_many_waiters: 429,
+  rate_limited: 429,
   payload_too_large: 413,
   // Builds and credit (../shared/spec/build-lifecycle.md; docs/protocol.md, "Builds and credit").
   insufficient_credit: 402,

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
+import { parseRetryAfter, RETRY_AFTER_MAX_MS } from '../src/api.mjs';
 import { fakeServer } from './helpers/fake-server.mjs';
 import { Listener } from './helpers/listener.mjs';
 
@@ -102,5 +103,15 @@ describe('claim pacing', () => {
     const times = server.requests.filter((r) => r.path === '/v1/runners/heartbeat').map((r) => r.at_ms);
     expect(times.length).toBe(2);
     expect(times[1] - times[0]).toBeGreaterThanOrEqual(1_850);
+  });
+});
+
+describe('Retry-After', () => {
+  it('reads seconds and HTTP dates, caps what it honours, and ignores what it cannot read', () => {
+    expect(parseRetryAfter('10')).toBe(10_000);
+    expect(parseRetryAfter(new Date(1_000_000 + 7_000).toUTCString(), 1_000_000)).toBe(7_000);
+    expect(parseRetryAfter('999999')).toBe(RETRY_AFTER_MAX_MS);
+    expect(parseRetryAfter('soon')).toBe(null);
+    expect(parseRetryAfter(null)).toBe(null);
   });
 });
