@@ -32,6 +32,16 @@ export default defineConfig(async () => {
                   MODEL_SEED: process.env.MODEL_SEED ?? String(Math.floor(Math.random() * 2 ** 31)),
                   MODEL_STEPS: process.env.MODEL_STEPS ?? "",
                 },
+                // Suites make thousands of calls from one token: the real limits are far above them.
+                // test/workers/rate-limit.test.ts puts the low RATE_LIMIT_TEST_* bindings in their place.
+                ratelimits: {
+                  RATE_LIMIT_ADDRESS: { simple: { limit: 1_000_000, period: 60 } },
+                  RATE_LIMIT_MEMBER: { simple: { limit: 1_000_000, period: 60 } },
+                  RATE_LIMIT_RUNNER: { simple: { limit: 1_000_000, period: 60 } },
+                  RATE_LIMIT_TEST_ADDRESS: { simple: { limit: 5, period: 60 } },
+                  RATE_LIMIT_TEST_MEMBER: { simple: { limit: 5, period: 60 } },
+                  RATE_LIMIT_TEST_RUNNER: { simple: { limit: 5, period: 60 } },
+                },
               },
             }),
           ],

@@ -26,10 +26,14 @@ interface Waiter {
   wake: () => void;
 }
 
-/** A claim's answer and what it cost: every round's D1 rows and Durable Object requests. */
+/**
+ * A claim's answer and what it cost: every round's D1 rows and Durable Object requests. `shed`:
+ * no work, and the scheduler already holds CLAIM_WAITERS_MAX long-polls, so this one was not kept.
+ */
 export interface ClaimAnswer {
   grant: ClaimGrant | null;
   cost: Cost;
+  shed?: { limit: number };
 }
 
 interface Candidate {
@@ -61,11 +65,11 @@ export class SchedulerObject extends DurableObject<Env> {
   async claim(req: ClaimRequest): Promise<ClaimAnswer> {
     const deadline = Date.now() + Math.min(req.waitMs, this.config.claimWaitMs);
     const cost = noCost();
-    const answer = (grant: ClaimGrant | null): ClaimAnswer => {
+    const answer = (grant: ClaimGrant | null, shed = false): ClaimAnswer => {
       this.stats.claims += 1;
       if (grant) this.stats.granted += 1;
       addCost(this.stats.cost, cost);
-      return { grant, cost };
+      return shed ? { grant, cost, shed: { limit: this.config.claimWaitersMax } } : { grant, cost };
     };
     // Each round is bounded by claimCandidatesMax; rounds are bounded by the deadline.
     for (;;) {
@@ -79,9 +83,14 @@ export class SchedulerObject extends DurableObject<Env> {
         return answer(grant);
       }
       const remaining = deadline - Date.now();
-      if (remaining <= 0 || this.waiters.size > this.config.claimWaitersMax) {
+      if (remaining <= 0) {
         this.waiters.delete(waiter);
         return answer(null);
+      }
+      // Full: refuse instead of answering "no work" at once, which runners would re-ask without a pause.
+      if (this.waiters.size > this.config.claimWaitersMax) {
+        this.waiters.delete(waiter);
+        return answer(null, true);
       }
       if (!woken) {
         await new Promise<void>((resolve) => {

@@ -1,10 +1,12 @@
 // The Worker's HTTP app: one router per resource, errors mapped to JSON in one place.
 
-import { Hono } from "hono";
+import { Hono, type Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { AppEnv } from "./app-types";
+import { boundedBody } from "./bounds";
 import { loadConfig, type Config } from "./config";
 import { DocketError, errorResponse } from "./errors";
+import { clientAddress, countCall } from "./rate-limit";
 import { log } from "./lib/log";
 import { buildJobRoutes } from "./routes/build-jobs";
 import { creditRoutes } from "./routes/credits";
@@ -27,6 +29,7 @@ export const app = new Hono<AppEnv>()
     c.set("config", configFor(c.env));
     await next();
   })
+  .use("*", boundedBody)
   .get("/", (c) => c.json({ service: "docket", api: "/v1", docs: "docs/protocol.md" }))
   .get("/healthz", (c) => c.json({ ok: true }))
   .route("/v1", orgRoutes)
@@ -40,7 +43,8 @@ export const app = new Hono<AppEnv>()
 
 app.notFound((c) => errorResponse(new DocketError("not_found", `no route for ${c.req.method} ${c.req.path}`)));
 
-app.onError((err, c) => {
+app.onError(async (err, c) => {
+  if (err instanceof DocketError && err.code === "unauthorized") return errorResponse(await countFailedAuth(c, err));
   if (err instanceof DocketError) return errorResponse(err);
   if (err instanceof HTTPException && err.status < 500) {
     // Hono's own refusals, such as a body that is not JSON.
@@ -49,3 +53,17 @@ app.onError((err, c) => {
   log("http.internal_error", { method: c.req.method, path: c.req.path, error: String(err), stack: (err as Error).stack });
   return errorResponse(new DocketError("internal", "internal error"));
 });
+
+/**
+ * A failed authentication counts against its address, so guessing tokens is slow: past the limit
+ * the answer is 429 rate_limited instead of 401. A valid token from the same address still works.
+ */
+async function countFailedAuth(c: Context<AppEnv>, err: DocketError): Promise<DocketError> {
+  try {
+    await countCall(c.env, configFor(c.env), "address", clientAddress(c.req.header("CF-Connecting-IP")));
+    return err;
+  } catch (limited) {
+    if (limited instanceof DocketError) return limited;
+    throw limited;
+  }
+}

@@ -8,6 +8,7 @@ import { DocketError } from "./errors";
 import { countedAll, noCost, type Cost } from "./lib/cost";
 import { refusalOf, TOKEN_COLUMNS, type StoredToken } from "./credentials/tokens";
 import { sha256Hex, timingSafeEqual, TOKEN_PREFIX } from "./lib/crypto";
+import { attemptTokenKey, countCall } from "./rate-limit";
 
 export function bearer(header: string | undefined): string {
   const match = /^Bearer\s+(\S+)\s*$/i.exec(header ?? "");
@@ -41,6 +42,7 @@ function requireKind(kind: Caller["kind"], what: string) {
       throw new DocketError("unauthorized", `this call needs ${what} (a token starting ${TOKEN_PREFIX[kind]})`);
     }
     c.set("caller", caller);
+    await countCall(c.env, c.get("config"), kind === "member" ? "member" : "runner", caller.tokenId);
     await next();
   });
 }
@@ -65,8 +67,10 @@ export const requireOperator = createMiddleware<AppEnv>(async (c, next) => {
 
 /** Reports carry a run-attempt token; its format is checked here, its binding by the run object. */
 export const requireAttemptToken = createMiddleware<AppEnv>(async (c, next) => {
-  if (!/^dkt_a_[0-9a-f]{64}$/.test(bearer(c.req.header("Authorization")))) {
+  const token = bearer(c.req.header("Authorization"));
+  if (!/^dkt_a_[0-9a-f]{64}$/.test(token)) {
     throw new DocketError("unauthorized", `reports need a run-attempt token (starting ${TOKEN_PREFIX.attempt})`);
   }
+  await countCall(c.env, c.get("config"), "runner", await attemptTokenKey(token));
   await next();
 });

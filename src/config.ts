@@ -33,7 +33,7 @@ export interface Config {
   claimCandidatesMax: number;
   /** How long a scheduler trusts its list of label sets with queued work before reading it again. */
   labelSetsTtlMs: number;
-  /** Waiting long-polls a scheduler keeps at once; more get an immediate 204. */
+  /** Waiting long-polls a scheduler keeps at once; more get 429 too_many_waiters. */
   claimWaitersMax: number;
   /** Page size limits for list endpoints. */
   pageSizeMax: number;
@@ -70,6 +70,21 @@ export interface Config {
   registrationTokenTtlMaxMs: number;
   /** After a callback secret rotation, how long callbacks are signed with the old secret too. */
   callbackSecretOverlapMs: number;
+  /** Request bodies: the most bytes of any JSON body, and of a daemon report (which carries the patch); more is 413 before parsing. */
+  requestBodyMaxBytes: number;
+  reportBodyMaxBytes: number;
+  /** Dispatch bounds (runs and projects): brief characters, labels, launch env keys and characters in names and values, metadata keys. */
+  briefMaxChars: number;
+  labelsMax: number;
+  launchEnvMaxKeys: number;
+  launchEnvMaxChars: number;
+  metadataMaxKeys: number;
+  /** The longest patch a final report may carry, in characters. */
+  artifactPatchMaxChars: number;
+  /** A claim refused because the scheduler holds CLAIM_WAITERS_MAX long-polls is told to retry after this. */
+  claimWaitersRetryAfterMs: number;
+  /** The Retry-After of a 429 rate_limited: the period of the rate limit bindings in wrangler.toml. */
+  rateLimitRetryAfterMs: number;
 }
 
 export const DEFAULTS: Config = {
@@ -114,7 +129,33 @@ export const DEFAULTS: Config = {
   registrationTokenTtlMs: 604_800_000,
   registrationTokenTtlMaxMs: 2_592_000_000,
   callbackSecretOverlapMs: 86_400_000,
+  requestBodyMaxBytes: 1_048_576,
+  reportBodyMaxBytes: 8_388_608,
+  briefMaxChars: 20_000,
+  labelsMax: 32,
+  launchEnvMaxKeys: 128,
+  launchEnvMaxChars: 65_536,
+  metadataMaxKeys: 64,
+  artifactPatchMaxChars: 5_000_000,
+  claimWaitersRetryAfterMs: 5_000,
+  rateLimitRetryAfterMs: 10_000,
 };
+
+/**
+ * The hard ceiling of each configurable input bound: the request schemas refuse more whatever the
+ * configuration says, so a bound may be lowered freely and raised only this far.
+ */
+export const BOUND_CEILINGS = {
+  briefMaxChars: 100_000,
+  labelsMax: 64,
+  launchEnvMaxKeys: 1_000,
+  launchEnvMaxChars: 1_000_000,
+  metadataMaxKeys: 1_000,
+  artifactPatchMaxChars: 20_000_000,
+  reportLinesMax: 10_000,
+  // A run is one row in its Durable Object's SQLite, which refuses rows over 2 MB.
+  requestBodyMaxBytes: 1_900_000,
+} satisfies Partial<Record<keyof Config, number>>;
 
 const VAR_NAMES: Record<keyof Config, string> = {
   leaseTtlMs: "LEASE_TTL_MS",
@@ -157,6 +198,16 @@ const VAR_NAMES: Record<keyof Config, string> = {
   registrationTokenTtlMs: "REGISTRATION_TOKEN_TTL_MS",
   registrationTokenTtlMaxMs: "REGISTRATION_TOKEN_TTL_MAX_MS",
   callbackSecretOverlapMs: "CALLBACK_SECRET_OVERLAP_MS",
+  requestBodyMaxBytes: "REQUEST_BODY_MAX_BYTES",
+  reportBodyMaxBytes: "REPORT_BODY_MAX_BYTES",
+  briefMaxChars: "BRIEF_MAX_CHARS",
+  labelsMax: "LABELS_MAX",
+  launchEnvMaxKeys: "LAUNCH_ENV_MAX_KEYS",
+  launchEnvMaxChars: "LAUNCH_ENV_MAX_CHARS",
+  metadataMaxKeys: "METADATA_MAX_KEYS",
+  artifactPatchMaxChars: "ARTIFACT_PATCH_MAX_CHARS",
+  claimWaitersRetryAfterMs: "CLAIM_WAITERS_RETRY_AFTER_MS",
+  rateLimitRetryAfterMs: "RATE_LIMIT_RETRY_AFTER_MS",
 };
 
 /** Reads the config from Worker vars; a malformed value is a deployment error and throws at once. */
@@ -186,6 +237,9 @@ export function loadConfig(vars: Record<string, unknown>): Config {
   if (config.buildReservationCents < 1) throw new Error("BUILD_RESERVATION_CENTS must be at least 1");
   if (config.registrationTokenTtlMs < 1 || config.registrationTokenTtlMs > config.registrationTokenTtlMaxMs) {
     throw new Error("REGISTRATION_TOKEN_TTL_MS must be at least 1 and at most REGISTRATION_TOKEN_TTL_MAX_MS");
+  }
+  for (const [key, ceiling] of Object.entries(BOUND_CEILINGS) as [keyof typeof BOUND_CEILINGS, number][]) {
+    if (config[key] > ceiling) throw new Error(`${VAR_NAMES[key]} must be at most ${ceiling}, got ${config[key]}`);
   }
   return config;
 }

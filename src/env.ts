@@ -6,6 +6,10 @@ export interface Env {
   RUN: DurableObjectNamespace<RunObject>;
   SCHEDULER: DurableObjectNamespace<SchedulerObject>;
   EVENTS: Queue<OutboxMessage>;
+  /** Rate limits (src/rate-limit.ts): failed authentication per address, calls per member token, per runner token. */
+  RATE_LIMIT_ADDRESS?: RateLimit;
+  RATE_LIMIT_MEMBER?: RateLimit;
+  RATE_LIMIT_RUNNER?: RateLimit;
   /** The deployment's operator secret for POST /v1/orgs. */
   ADMIN_SECRET?: string;
   [name: string]: unknown;

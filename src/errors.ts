@@ -17,6 +17,9 @@ export const ERROR_STATUS = {
   task_gone: 410,
   listener_upgrade_required: 426,
   too_many_streams: 429,
+  too_many_waiters: 429,
+  rate_limited: 429,
+  payload_too_large: 413,
   // Builds and credit (../shared/spec/build-lifecycle.md; docs/protocol.md, "Builds and credit").
   insufficient_credit: 402,
   plan_required: 409,
@@ -55,8 +58,15 @@ export class DocketError extends Error {
   }
 }
 
+/**
+ * A refusal that says when to try again (`retry_after_ms`) says it in `Retry-After` too, in whole
+ * seconds, at least 1.
+ */
 export function errorResponse(err: DocketError): Response {
-  return Response.json({ error: err.toBody() }, { status: err.status });
+  const response = Response.json({ error: err.toBody() }, { status: err.status });
+  const retryAfterMs = err.details.retry_after_ms;
+  if (typeof retryAfterMs === "number") response.headers.set("Retry-After", String(Math.max(1, Math.ceil(retryAfterMs / 1_000))));
+  return response;
 }
 
 /** A refusal crosses Durable Object RPC as a plain value, never as a thrown error. */

@@ -2,8 +2,10 @@
 // invalid_request naming the field, never a 500 (../shared/DESIGN.md, "Protocol essentials").
 
 import { zValidator } from "@hono/zod-validator";
-import type { HonoRequest, ValidationTargets } from "hono";
+import type { Context, HonoRequest, ValidationTargets } from "hono";
+import type { AppEnv } from "./app-types";
 import { z } from "zod";
+import { BOUND_CEILINGS, type Config } from "./config";
 import { DocketError } from "./errors";
 
 /** The field an issue names; one about the whole input (an unknown key, say) names the input itself. */
@@ -24,11 +26,18 @@ const JSON_MEDIA_TYPE = /^application\/([\w.-]+\+)?json$/i;
 /**
  * zValidator whose failures throw invalid_request instead of answering in its own format. A JSON
  * body must say so: the validator would read a body under another Content-Type as {}, so such a
- * body is refused here instead of being ignored (an empty body still counts as {}).
+ * body is refused here instead of being ignored (an empty body still counts as {}). `bounds`
+ * checks the configured limits (src/bounds.ts) on the parsed value.
  */
-export function validate<T extends z.ZodType, Target extends keyof ValidationTargets>(target: Target, schema: T) {
-  const check = zValidator(target, schema, (result) => {
+export function validate<T extends z.ZodType, Target extends keyof ValidationTargets>(
+  target: Target,
+  schema: T,
+  bounds?: (config: Config, data: z.infer<T>) => void,
+) {
+  const check = zValidator(target, schema, (result, c) => {
     if (!result.success) throw invalid(result.error as unknown as z.ZodError, target === "json" ? "body" : target);
+    // The app's first middleware sets the config (src/app.ts); the hook's context is not typed with it.
+    if (bounds) bounds((c as unknown as Context<AppEnv>).get("config"), result.data as z.infer<T>);
   });
   if (target !== "json") return check;
   const jsonOnly: typeof check = async (c, next) => {
@@ -51,4 +60,8 @@ export const runIdParam = z.string().regex(/^run_[0-9a-f]{24}$/, "must be a run 
 export const attemptParam = z.coerce.number().int().min(1).max(1_000_000);
 export const cliVersion = z.string().min(1).max(64);
 export const protocolList = z.array(z.string().min(1).max(32)).min(1).max(16);
-export const labelList = z.array(z.string().min(1).max(64).regex(/^[A-Za-z0-9_.:\/-]+$/, "labels are letters, digits and _ . : / -")).max(32);
+export const labelList = z
+  .array(z.string().min(1).max(64).regex(/^[A-Za-z0-9_.:\/-]+$/, "labels are letters, digits and _ . : / -"))
+  .max(BOUND_CEILINGS.labelsMax);
+/** A record with at most `max` keys (a schema's hard ceiling; the configured bound is in src/bounds.ts). */
+export const atMostKeys = (max: number) => (record: Record<string, unknown>) => Object.keys(record).length <= max;

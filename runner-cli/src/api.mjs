@@ -7,20 +7,49 @@ export const DEFINITIVE_CODES = new Set(['task_gone', 'other_organization', 'oth
 /** Codes that end this attempt's work without destroying the sandbox's files. */
 export const ATTEMPT_OVER_CODES = new Set(['stale_attempt', 'lease_expired']);
 
+/** The longest Retry-After the runner honours, so that no answer can park it for long. */
+export const RETRY_AFTER_MAX_MS = 300_000;
+
 export class ApiError extends Error {
   /**
    * @param {number} status HTTP status, 0 for a network error or timeout
    * @param {string} code the stable error code, or `network` / `timeout` / `bad_answer`
    * @param {string} message
    * @param {any} [body]
+   * @param {number | null} [retryAfterMs] what the answer's Retry-After asked for
    */
-  constructor(status, code, message, body) {
+  constructor(status, code, message, body, retryAfterMs = null) {
     super(message);
     this.name = 'ApiError';
     this.status = status;
     this.code = code;
     this.body = body;
+    this.retryAfterMs = retryAfterMs;
   }
+}
+
+/**
+ * A Retry-After header in milliseconds (delta seconds or an HTTP date), capped at
+ * RETRY_AFTER_MAX_MS; null when absent or unreadable.
+ * @param {string | null} header @param {number} [nowMs]
+ * @returns {number | null}
+ */
+export function parseRetryAfter(header, nowMs = Date.now()) {
+  if (!header) return null;
+  const text = header.trim();
+  const ms = /^\d+$/.test(text) ? Number(text) * 1_000 : Date.parse(text) - nowMs;
+  if (!Number.isFinite(ms)) return null;
+  return Math.min(Math.max(ms, 0), RETRY_AFTER_MAX_MS);
+}
+
+/**
+ * The wait before retrying after `err`: the backoff's delay, or longer when the server asked for
+ * more with Retry-After (429 too_many_waiters, 429 rate_limited).
+ * @param {unknown} err @param {number} backoffMs
+ */
+export function retryDelayMs(err, backoffMs) {
+  const asked = err instanceof ApiError ? err.retryAfterMs ?? 0 : 0;
+  return Math.max(backoffMs, asked);
 }
 
 /**
@@ -104,7 +133,7 @@ export class DocketClient {
     const err = parsed && typeof parsed === 'object' ? parsed.error : null;
     const code = err && typeof err.code === 'string' ? err.code : `http_${res.status}`;
     const message = err && typeof err.message === 'string' ? err.message : `${method} ${path} answered ${res.status}`;
-    throw new ApiError(res.status, code, message, err ?? text.slice(0, 500));
+    throw new ApiError(res.status, code, message, err ?? text.slice(0, 500), parseRetryAfter(res.headers.get('retry-after')));
   }
 
   /** @param {string} registrationToken @param {object} body */

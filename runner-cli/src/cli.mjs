@@ -7,7 +7,8 @@ import { CLI_VERSION } from './version.mjs';
 const COMMON = ['config_dir', 'data_dir', 'json'];
 const LISTEN_KEYS = [
   ...COMMON, 'server_url', 'machine_id', 'machine_token', 'labels', 'launchers', 'concurrency', 'sandbox_lifetime_ms', 'stop_grace_ms',
-  'claim_wait_ms', 'backoff_base_ms', 'backoff_max_ms', 'request_timeout_ms', 'pass_env', 'cost_review_above_cents', 'log_retention_ms',
+  'claim_wait_ms', 'claim_min_gap_ms', 'backoff_base_ms', 'backoff_max_ms', 'request_timeout_ms', 'pass_env', 'cost_review_above_cents',
+  'log_retention_ms',
   'docker_path', 'docker_image', 'docker_network',
 ];
 const REGISTER_KEYS = [...COMMON, 'server_url', 'registration_token', 'name', 'labels', 'launchers', 'request_timeout_ms'];

@@ -38,6 +38,8 @@ export const OPTIONS = {
     help: 'time between SIGTERM and SIGKILL when stopping a sandbox; default 10000' },
   claim_wait_ms: { key: 'claim_wait_ms', flag: 'claim-wait-ms', env: 'DOCKET_CLAIM_WAIT_MS', file: true, type: 'int',
     help: "long-poll wait per claim; default the server's claim_wait_ms" },
+  claim_min_gap_ms: { key: 'claim_min_gap_ms', flag: 'claim-min-gap-ms', env: 'DOCKET_CLAIM_MIN_GAP_MS', file: true, type: 'int', default: 1_000,
+    help: 'the least time between the starts of two claims, so an answer that comes back at once never makes a tight loop; default 1000' },
   backoff_base_ms: { key: 'backoff_base_ms', flag: 'backoff-base-ms', env: 'DOCKET_BACKOFF_BASE_MS', file: true, type: 'int', default: 1_000,
     help: 'first retry delay after a transient error (doubles, with jitter); default 1000' },
   backoff_max_ms: { key: 'backoff_max_ms', flag: 'backoff-max-ms', env: 'DOCKET_BACKOFF_MAX_MS', file: true, type: 'int', default: 60_000,

@@ -6,7 +6,7 @@ import { execFile, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ApiError, classify, DocketClient, errorText } from './api.mjs';
+import { ApiError, classify, DocketClient, errorText, retryDelayMs } from './api.mjs';
 import { Backoff } from './backoff.mjs';
 import { sleep } from './procs.mjs';
 
@@ -338,6 +338,9 @@ export async function runDaemon(command, { env = process.env, cwd = process.cwd(
   process.on('SIGINT', onSignal);
 
   const reports = new ReportSequence();
+  /** The last failed report's error, so the retry waits at least its Retry-After. */
+  /** @type {unknown} */
+  let lastFailure = null;
   /** The report in flight, or the next batch; returns false when it must be retried later. */
   const sendBatch = async () => {
     const body = reports.current(buffer);
@@ -347,6 +350,7 @@ export async function runDaemon(command, { env = process.env, cwd = process.cwd(
       linesSent += body.lines.length;
       return true;
     } catch (e) {
+      lastFailure = e;
       const kind = classify(e);
       if (kind === 'definitive' || kind === 'attempt_over') attemptOver = /** @type {ApiError} */ (e).code;
       else if (reports.refused(e)) {
@@ -373,7 +377,7 @@ export async function runDaemon(command, { env = process.env, cwd = process.cwd(
           lastSentAt = Date.now();
           if (!buffer.hasNews) await Promise.race([sleep(limits.flushIntervalMs), agentExit]);
         } else if (!attemptOver) {
-          await Promise.race([sleep(backoff.fail()), agentExit]);
+          await Promise.race([sleep(retryDelayMs(lastFailure, backoff.fail())), agentExit]);
         }
       } else {
         await Promise.race([sleep(limits.flushIntervalMs), agentExit]);
@@ -433,7 +437,7 @@ export async function runDaemon(command, { env = process.env, cwd = process.cwd(
   for (let i = 0, failures = 0; i < 1_000 && (reports.inFlight || buffer.hasNews) && !attemptOver && failures < limits.finalTries; i++) {
     if (!(await sendBatch())) {
       failures += 1;
-      await sleep(flushBackoff.fail());
+      await sleep(retryDelayMs(lastFailure, flushBackoff.fail()));
     }
   }
   let delivered = false;
@@ -465,7 +469,7 @@ export async function runDaemon(command, { env = process.env, cwd = process.cwd(
       }
       reports.refused(e);
       log(`docket-runner daemon: final report failed (${lastError}); try ${tryNo} of ${limits.finalTries}`);
-      if (tryNo < limits.finalTries) await sleep(finalBackoff.fail());
+      if (tryNo < limits.finalTries) await sleep(retryDelayMs(e, finalBackoff.fail()));
       tryNo += 1;
     }
   }

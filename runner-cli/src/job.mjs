@@ -2,7 +2,7 @@
 // sandbox lifetime, and say how it ended. shared/spec/dispatch-lifecycle.md is the behaviour; every
 // server answer goes through api.mjs classify(), so only definitive codes destroy a workload.
 import { join } from 'node:path';
-import { classify, errorText } from './api.mjs';
+import { classify, errorText, retryDelayMs } from './api.mjs';
 import { Backoff } from './backoff.mjs';
 import { jobPaths, LaunchError, readJson, removeWorkDir } from './launchers/common.mjs';
 import { sleep } from './procs.mjs';
@@ -102,7 +102,8 @@ export class JobSupervisor {
           backoff.succeed();
           waitMs = this.leaseRefreshMs;
         } else if (r.kind === 'transient') {
-          waitMs = Math.min(backoff.fail(), this.leaseRefreshMs);
+          // Retry-After is honoured up to the refresh interval: keeping the lease comes first.
+          waitMs = Math.min(retryDelayMs(r.error, backoff.fail()), this.leaseRefreshMs);
         } else {
           interruption = r;
           launchCtl.abort();
@@ -197,7 +198,7 @@ export class JobSupervisor {
             return this.stopAndReport('stop requested');
           }
         } else if (r.kind === 'transient') {
-          const delay = Math.min(backoff.fail(), this.leaseRefreshMs);
+          const delay = Math.min(retryDelayMs(r.error, backoff.fail()), this.leaseRefreshMs);
           nextCallAtMs = Date.now() + delay;
           this.out.run('lease_retry', this.view, `${call} failed (${errorText(r.error)}); retrying in ${delay} ms`, { error: errorText(r.error) });
         } else if (r.kind === 'upgrade') {
@@ -312,7 +313,7 @@ export class JobSupervisor {
     for (let tryNo = 1; tryNo <= CLOSING_CALL_TRIES; tryNo++) {
       r = await this.call(call, body);
       if (r.kind !== 'transient') break;
-      if (tryNo < CLOSING_CALL_TRIES && !this.runner.stopping) await sleep(backoff.fail(), this.runner.stopSignal);
+      if (tryNo < CLOSING_CALL_TRIES && !this.runner.stopping) await sleep(retryDelayMs(r.error, backoff.fail()), this.runner.stopSignal);
       if (this.runner.stopping) break;
     }
     const res = /** @type {CallResult} */ (r);

@@ -2,7 +2,7 @@
 // reconciliation of every job that is not done.
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { classify, DocketClient, errorText, upgradeHint } from './api.mjs';
+import { classify, DocketClient, errorText, retryDelayMs, upgradeHint } from './api.mjs';
 import { Backoff } from './backoff.mjs';
 import { JobSupervisor } from './job.mjs';
 import { jobPaths, readJson, removeWorkDir } from './launchers/common.mjs';
@@ -141,7 +141,7 @@ export class Runner {
         return;
       } catch (e) {
         if (this.handleLoopError(e, 'heartbeat', backoff) === 'stop') return;
-        await sleep(backoff.fail(), this.stopSignal);
+        await sleep(retryDelayMs(e, backoff.fail()), this.stopSignal);
       }
     }
   }
@@ -158,6 +158,9 @@ export class Runner {
         this.takeServerConfig(res.body?.config);
       } catch (e) {
         this.handleLoopError(e, 'heartbeat', backoff);
+        // A Retry-After longer than the heartbeat interval is waited out on top of it.
+        const extraMs = retryDelayMs(e, 0) - (this.serverConfig.heartbeat_interval_ms ?? 30_000);
+        if (extraMs > 0) await sleep(extraMs, this.stopSignal);
       }
     }
   }
@@ -183,28 +186,37 @@ export class Runner {
       this.deregistered(err);
       return 'stop';
     }
-    const hint = err?.status === 401 ? ' (the machine token was refused; if this lasts, run `docket-runner register` again)' : '';
+    const hint = err?.status === 401 ? ' (the machine token was refused; if this lasts, run `docket-runner register` again)'
+      : err?.retryAfterMs ? ` (the server asked for ${err.retryAfterMs} ms)` : '';
     this.out.emit(`${what}_failed`, `${what} failed: ${errorText(e)}${hint}; backing off`, {
-      status: err?.status ?? 0, code: err?.code ?? 'error', failures: backoff.failures + 1,
+      status: err?.status ?? 0, code: err?.code ?? 'error', failures: backoff.failures + 1, retry_after_ms: err?.retryAfterMs ?? null,
     });
     return 'retry';
   }
 
   async claimLoop() {
     const backoff = this.backoff();
+    let lastClaimAtMs = -Infinity;
     while (!this.stopping) {
       if (this.jobs.size >= this.cfg.concurrency) {
         await new Promise((resolve) => (this.wake = () => resolve(undefined)));
         this.wake = null;
         continue;
       }
+      // A 204 or a refusal that comes back at once must not turn into a tight loop of claims.
+      const gapMs = lastClaimAtMs + (this.cfg.claim_min_gap_ms ?? 1_000) - Date.now();
+      if (gapMs > 0) {
+        await sleep(gapMs, this.stopSignal);
+        continue;
+      }
+      lastClaimAtMs = Date.now();
       const waitMs = this.cfg.claim_wait_ms ?? this.serverConfig.claim_wait_ms ?? 25_000;
       let res;
       try {
         res = await this.client.claim({ ...this.heartbeatBody(), wait_ms: waitMs }, { signal: this.stopSignal });
       } catch (e) {
         if (this.handleLoopError(e, 'claim', backoff) === 'stop') return;
-        await sleep(backoff.fail(), this.stopSignal);
+        await sleep(retryDelayMs(e, backoff.fail()), this.stopSignal);
         continue;
       }
       backoff.succeed();

@@ -78,7 +78,8 @@ describe('listen in bad weather', () => {
       return err(404, 'not_found');
     });
     cleanups.push(server.close);
-    const l = listen(server.url);
+    // No pause between claims beyond the backoff, which is what this test measures.
+    const l = listen(server.url, ['--claim-min-gap-ms', '0']);
     await l.waitFor((e) => e.event === 'claim_failed' && e.status === 401);
     await until(() => claims >= 8);
     const claimTimes = server.requests.filter((r) => r.path === '/v1/runners/claim').map((r) => r.at_ms);

@@ -16,7 +16,9 @@ import { DocketError } from "../errors";
 import { newId } from "../lib/crypto";
 import { log } from "../lib/log";
 import { normalizeLabels } from "../run/labels";
-import { labelList, refuseBodyThatIsNotJson, validate } from "../validate";
+import { checkProject } from "../bounds";
+import { BOUND_CEILINGS } from "../config";
+import { atMostKeys, labelList, refuseBodyThatIsNotJson, validate } from "../validate";
 import { afterCursor, pageOf } from "../lib/pagination";
 
 export const projectIdParam = z.string().regex(/^prj_[0-9a-f]{24}$/, "must be a project id like prj_<24 hex digits>");
@@ -47,6 +49,7 @@ const createProject = z
               .refine((k) => !k.startsWith(BUILD_ENV_PREFIX), `names starting ${BUILD_ENV_PREFIX} are set by Docket`),
             z.string().max(10_000),
           )
+          .refine(atMostKeys(BOUND_CEILINGS.launchEnvMaxKeys), "too many keys")
           .optional(),
       })
       .strict(),
@@ -85,7 +88,7 @@ function requireOwner(caller: Caller, createdBy: string, what: string): void {
 }
 
 export const projectRoutes = new Hono<AppEnv>()
-  .post("/projects", requireMember, validate("json", createProject), async (c) => {
+  .post("/projects", requireMember, validate("json", createProject, checkProject), async (c) => {
     const body = c.req.valid("json");
     const caller = c.get("caller");
     const nowMs = Date.now();

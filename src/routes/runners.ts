@@ -7,7 +7,8 @@ import { Hono } from "hono";
 import { z } from "zod";
 import type { AppEnv } from "../app-types";
 import { bearer, requireAdmin, requireAttemptToken, requireMachine, requireMember, requireRegistration } from "../auth";
-import { runnerConfig, versionAtLeast, type Config } from "../config";
+import { checkLabels, checkReport } from "../bounds";
+import { BOUND_CEILINGS, runnerConfig, versionAtLeast, type Config } from "../config";
 import { deregisterMachine, machineView } from "../credentials/machines";
 import { returnRegistrationUse, takeRegistrationUse } from "../credentials/tokens";
 import { machines, tokens } from "../db/schema";
@@ -48,7 +49,7 @@ const reportBody = z
     // The report's sequence number within its attempt (1, 2, …): a retry sends the same seq again.
     seq: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).optional(),
     phase: z.string().min(1).max(64).nullable().optional(),
-    lines: z.array(z.string().max(100_000)).max(10_000).optional(),
+    lines: z.array(z.string().max(100_000)).max(BOUND_CEILINGS.reportLinesMax).optional(),
     final: z
       .object({
         outcome: z.enum(["completed", "failed"]),
@@ -56,7 +57,7 @@ const reportBody = z
         exit_codes: z.record(z.string().max(64), z.number().int()).optional(),
         artifact: z
           .object({
-            patch: z.string().max(5_000_000),
+            patch: z.string().max(BOUND_CEILINGS.artifactPatchMaxChars),
             source_revision: z.string().max(64).nullable().optional(),
             model: z.string().max(200).nullable().optional(),
             limitations: z.array(z.string().max(2_000)).max(100).optional(),
@@ -105,13 +106,14 @@ export function checkRunnerVersion(config: Config, version: string, protocols: s
 }
 
 /**
- * Report output is bounded: long lines are cut, and lines past the count or the total are dropped
- * with a note, so each output event fits one Queue message.
+ * Report output is bounded: more lines than REPORT_LINES_MAX are refused (src/bounds.ts), long
+ * lines are cut, and lines past the total are dropped with a note, so each output event fits one
+ * Queue message.
  */
 function boundLines(lines: string[], config: Config): string[] {
   const kept: string[] = [];
   let total = 0;
-  for (const line of lines.slice(0, config.reportLinesMax)) {
+  for (const line of lines) {
     const cut = line.length > config.reportLineMaxChars ? `${line.slice(0, config.reportLineMaxChars)}… [cut]` : line;
     if (total + cut.length > config.reportOutputMaxChars) break;
     kept.push(cut);
@@ -144,7 +146,7 @@ export const runnerRoutes = new Hono<AppEnv>()
     if (changed) log("runner.deregistered", { org: caller.orgId, machine: id, by: caller.tokenId, reason: "an admin deregistered it" });
     return c.json(machineView(row));
   })
-  .post("/runners/register", requireRegistration, validate("json", registerBody), async (c) => {
+  .post("/runners/register", requireRegistration, validate("json", registerBody, (config, body) => checkLabels(config, body.labels)), async (c) => {
     const body = c.req.valid("json");
     const config = c.get("config");
     checkRunnerVersion(config, body.cli_version, body.protocols);
@@ -219,7 +221,7 @@ export const runnerRoutes = new Hono<AppEnv>()
     ]);
     if (!machine) throw new DocketError("unauthorized", "this machine is no longer registered", { reason: "machine_deregistered" });
     const protocols = body.protocols.filter((p) => config.launchProtocols.includes(p));
-    const { grant, cost: schedulerCost } = await schedulerStub(c.env, caller.orgId).claim({
+    const { grant, cost: schedulerCost, shed } = await schedulerStub(c.env, caller.orgId).claim({
       orgId: caller.orgId,
       machineId: caller.machineId!,
       labels: JSON.parse(machine.labels),
@@ -229,6 +231,12 @@ export const runnerRoutes = new Hono<AppEnv>()
     cost.doRequests += 1;
     addCost(cost, schedulerCost);
     c.header(COST_HEADER, formatCost(cost));
+    if (shed) {
+      throw new DocketError("too_many_waiters", `this organization's scheduler already holds ${shed.limit} waiting claims; try again later`, {
+        limit: shed.limit,
+        retry_after_ms: config.claimWaitersRetryAfterMs,
+      });
+    }
     if (!grant) return c.body(null, 204);
     return c.json(grant, 200);
   })
@@ -256,7 +264,7 @@ export const runnerRoutes = new Hono<AppEnv>()
     const command = { type: "stopped" as const, attempt: n, machineId: caller.machineId!, reason: c.req.valid("json").reason ?? null };
     return c.json(unwrap(await runStub(c.env, id).machineCall(caller.orgId, command)));
   })
-  .post("/runs/:id/reports", requireAttemptToken, validate("param", z.object({ id: runIdParam })), validate("json", reportBody), async (c) => {
+  .post("/runs/:id/reports", requireAttemptToken, validate("param", z.object({ id: runIdParam })), validate("json", reportBody, checkReport), async (c) => {
     const { id } = c.req.valid("param");
     const body = c.req.valid("json");
     const config = c.get("config");

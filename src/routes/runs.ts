@@ -13,13 +13,15 @@ import { canonicalJson } from "../lib/canonical-json";
 import { newId, sha256Hex } from "../lib/crypto";
 import { labelsKey, normalizeLabels } from "../run/labels";
 import { RUN_STATES } from "../run/states";
-import { labelList, runIdParam, validate } from "../validate";
+import { checkDispatch } from "../bounds";
+import { BOUND_CEILINGS } from "../config";
+import { atMostKeys, labelList, runIdParam, validate } from "../validate";
 import { runStub } from "./stubs";
 import { afterCursor, pageOf } from "../lib/pagination";
 
 export const dispatchBody = z
   .object({
-    brief: z.string().min(1).max(20_000),
+    brief: z.string().min(1).max(BOUND_CEILINGS.briefMaxChars),
     repository: z
       .object({
         url: z.string().min(1).max(2_000),
@@ -35,11 +37,11 @@ export const dispatchBody = z
         protocol: z.string().min(1).max(32).optional(),
         command: z.array(z.string().min(1).max(4_000)).min(1).max(64),
         image: z.string().min(1).max(500).nullable().optional(),
-        env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string().max(10_000)).optional(),
+        env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string().max(10_000)).refine(atMostKeys(BOUND_CEILINGS.launchEnvMaxKeys), "too many keys").optional(),
       })
       .strict(),
     callback_url: z.url({ protocol: /^https?$/ }).max(2_000).nullable().optional(),
-    metadata: z.record(z.string().min(1).max(64), z.string().max(1_000)).optional(),
+    metadata: z.record(z.string().min(1).max(64), z.string().max(1_000)).refine(atMostKeys(BOUND_CEILINGS.metadataMaxKeys), "too many keys").optional(),
   })
   .strict();
 
@@ -116,7 +118,7 @@ export async function dispatchRun(env: AppEnv["Bindings"], orgId: string, body: 
 }
 
 export const runRoutes = new Hono<AppEnv>()
-  .post("/runs", requireMember, validate("json", dispatchBody), async (c) => {
+  .post("/runs", requireMember, validate("json", dispatchBody, checkDispatch), async (c) => {
     const header = c.req.header("Idempotency-Key");
     let key: string | null = null;
     if (header !== undefined) {

@@ -9,6 +9,7 @@ import fc from "fast-check";
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { app } from "../../src/app";
+import { DEFAULTS } from "../../src/config";
 import { ERROR_STATUS } from "../../src/errors";
 import { acceptLicense, createProject, createRequest, dispatchBuild, grantCredit, savePlan } from "./builds-helpers";
 import { send, type Answer } from "./direct";
@@ -436,7 +437,7 @@ function expectStructured4xx(res: Answer, context: string): void {
   expect(ERROR_STATUS[res.body.error.code as keyof typeof ERROR_STATUS], detail).toBe(res.status);
 }
 
-function request(e: { method: string; path: () => string }, token: string | null, text: string | undefined, headers: Record<string, string> = {}): Promise<Answer> {
+function request(e: { method: string; path: () => string }, token: string | null, text: string | ReadableStream<Uint8Array> | undefined, headers: Record<string, string> = {}): Promise<Answer> {
   const h: Record<string, string> = { ...headers };
   if (token) h.Authorization = `Bearer ${token}`;
   return send(new Request(`http://docket.test${e.path()}`, { method: e.method, headers: h, body: text }));
@@ -458,6 +459,49 @@ describe("malformed bodies on every JSON endpoint", () => {
         }),
         { numRuns: RUNS * 2, seed: SEED },
       );
+      expect(await state()).toEqual(before);
+    });
+  }
+});
+
+/** Bodies past every size: over the byte limit, deep, wide, or with one huge string. */
+function oversizedBodies(e: JsonEndpoint, maxBytes: number): { what: string; text: () => string | ReadableStream<Uint8Array>; expect: number[] }[] {
+  const valid = e.valid();
+  const firstField = e.fields.find((x) => x.type === "string" || x.type === "stringArray")?.path ?? ["x"];
+  const chunked = (bytes: number) => () => {
+    const chunk = new TextEncoder().encode("[".repeat(64 * 1024));
+    let sent = 0;
+    return new ReadableStream<Uint8Array>({
+      pull(c) {
+        if (sent >= bytes) return c.close();
+        sent += chunk.length;
+        c.enqueue(chunk);
+      },
+    });
+  };
+  return [
+    { what: "10,000 levels of arrays as the body", text: () => "[".repeat(10_000) + "]".repeat(10_000), expect: [400] },
+    { what: "10,000 levels of objects as the body", text: () => "{\"a\":".repeat(10_000) + "1" + "}".repeat(10_000), expect: [400] },
+    { what: "a body of nested arrays just over the byte limit", text: () => "[".repeat(maxBytes / 2 + 1) + "]".repeat(maxBytes / 2 + 1), expect: [413] },
+    { what: "a string over the byte limit in the first field", text: () => JSON.stringify(setAt(valid, firstField, "x".repeat(maxBytes))), expect: [413] },
+    { what: "20,000 unknown keys", text: () => JSON.stringify({ ...valid, ...Object.fromEntries(Array.from({ length: 20_000 }, (_, i) => [`k${i}`, i])) }), expect: [400] },
+    // Over the byte limit of most endpoints, under that of reports.
+    { what: "200,000 keys", text: () => JSON.stringify(Object.fromEntries(Array.from({ length: 200_000 }, (_, i) => [`key${i}`, i]))), expect: [400, 413] },
+    { what: "a chunked body of 30 MB without Content-Length", text: chunked(30 * 1024 * 1024), expect: [413] },
+  ];
+}
+
+describe("oversized and deeply nested bodies on every JSON endpoint", () => {
+  for (const e of endpoints) {
+    it(`${e.method} ${e.route}: 413 past the byte limit, 400 for deep or wide JSON, never a 5xx, nothing changed`, async () => {
+      const before = await state();
+      const maxBytes = e.route === "/v1/runs/:id/reports" ? DEFAULTS.reportBodyMaxBytes : DEFAULTS.requestBodyMaxBytes;
+      for (const body of oversizedBodies(e, maxBytes)) {
+        const res = await request(e, e.token(), body.text(), { "Content-Type": "application/json" });
+        expectStructured4xx(res, `${e.method} ${e.route} with ${body.what}`);
+        expect(body.expect, `${body.what} → ${res.status} ${res.text.slice(0, 200)}`).toContain(res.status);
+        if (res.status === 413) expect(res.body.error).toMatchObject({ code: "payload_too_large", max_bytes: maxBytes });
+      }
       expect(await state()).toEqual(before);
     });
   }

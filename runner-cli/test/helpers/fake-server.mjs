@@ -3,7 +3,7 @@
 import { createServer } from 'node:http';
 
 /**
- * @param {(req: { method: string, path: string, body: any, auth: string | undefined }) => { status: number, body?: any } | Promise<{ status: number, body?: any }>} answer
+ * @param {(req: { method: string, path: string, body: any, auth: string | undefined }) => { status: number, body?: any, headers?: Record<string, string> } | Promise<{ status: number, body?: any, headers?: Record<string, string> }>} answer
  */
 export async function fakeServer(answer) {
   /** @type {Array<{ method: string, path: string, body: any, auth: string | undefined, at_ms: number }>} */
@@ -19,7 +19,7 @@ export async function fakeServer(answer) {
         res.socket?.destroy(); // a network failure
         return;
       }
-      res.writeHead(a.status, { 'content-type': 'application/json' });
+      res.writeHead(a.status, { 'content-type': 'application/json', ...(a.headers ?? {}) });
       res.end(a.body === undefined ? '' : JSON.stringify(a.body));
     });
   });

@@ -1,0 +1,117 @@
+// The claim loop never spins: claims start at least --claim-min-gap-ms apart, however fast the
+// server answers, and a 429 with Retry-After (too_many_waiters, rate_limited) is waited out.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { parseRetryAfter, RETRY_AFTER_MAX_MS } from '../src/api.mjs';
+import { fakeServer } from './helpers/fake-server.mjs';
+import { Listener } from './helpers/listener.mjs';
+
+const CLI = fileURLToPath(new URL('../bin/docket-runner.mjs', import.meta.url));
+const cleanups = [];
+afterEach(async () => {
+  for (const f of cleanups.splice(0).reverse()) await f();
+});
+
+/** Start listen --json against `url`, registered by a hand-written config file. */
+function listen(url, args = []) {
+  const home = mkdtempSync(join(tmpdir(), 'docket-pacing-'));
+  writeFileSync(join(home, 'config.json'), JSON.stringify({ server_url: url, machine_id: 'mch_1', machine_token: 'dkt_s_t' }));
+  const child = spawn(process.execPath, [CLI, 'listen', '--json', '--backoff-base-ms', '100', '--backoff-max-ms', '400', ...args], {
+    env: { PATH: process.env.PATH, HOME: home, DOCKET_RUNNER_HOME: home },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const l = new Listener(child);
+  cleanups.push(async () => {
+    child.kill('SIGKILL');
+    await l.exited;
+    rmSync(home, { recursive: true, force: true });
+  });
+  return l;
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const runnerConfig = { lease_ttl_ms: 5000, lease_refresh_ms: 300, heartbeat_interval_ms: 60_000, claim_wait_ms: 200, sandbox_lifetime_ms: 600_000 };
+const heartbeat = { status: 200, body: { machine_id: 'mch_1', config: runnerConfig } };
+const claimTimes = (server) => server.requests.filter((r) => r.path === '/v1/runners/claim').map((r) => r.at_ms);
+
+describe('claim pacing', () => {
+  it('a server that answers 204 at once gets at most one claim per --claim-min-gap-ms, not a tight loop', async () => {
+    const server = await fakeServer(({ path }) => (path === '/v1/runners/heartbeat' ? heartbeat : { status: 204 }));
+    cleanups.push(server.close);
+    const l = listen(server.url, ['--claim-min-gap-ms', '500']);
+    await l.waitFor('started');
+    await sleep(3_000);
+    const times = claimTimes(server);
+    // 3 s at one claim per 500 ms is about 6; an unpaced loop sends hundreds.
+    expect(times.length).toBeGreaterThanOrEqual(3);
+    expect(times.length).toBeLessThanOrEqual(8);
+    for (let i = 1; i < times.length; i++) expect(times[i] - times[i - 1]).toBeGreaterThanOrEqual(400);
+    expect((await l.kill('SIGTERM')).code).toBe(0);
+  });
+
+  it('the default gap is one second', async () => {
+    const server = await fakeServer(({ path }) => (path === '/v1/runners/heartbeat' ? heartbeat : { status: 204 }));
+    cleanups.push(server.close);
+    const l = listen(server.url);
+    await l.waitFor('started');
+    await sleep(2_500);
+    const times = claimTimes(server);
+    expect(times.length).toBeGreaterThanOrEqual(2);
+    expect(times.length).toBeLessThanOrEqual(4);
+    for (let i = 1; i < times.length; i++) expect(times[i] - times[i - 1]).toBeGreaterThanOrEqual(850);
+  });
+
+  for (const code of ['too_many_waiters', 'rate_limited']) {
+    it(`a 429 ${code} with Retry-After: 2 is waited out before the next claim, longer than the backoff`, async () => {
+      let claims = 0;
+      const server = await fakeServer(({ path }) => {
+        if (path === '/v1/runners/heartbeat') return heartbeat;
+        claims += 1;
+        if (claims === 1) return { status: 429, headers: { 'retry-after': '2' }, body: { error: { code, message: 'try again later', retry_after_ms: 2000 } } };
+        return { status: 204 };
+      });
+      cleanups.push(server.close);
+      const l = listen(server.url, ['--claim-min-gap-ms', '0']);
+      const failed = await l.waitFor('claim_failed');
+      expect(failed).toMatchObject({ status: 429, code, retry_after_ms: 2000 });
+      await sleep(2_600);
+      const times = claimTimes(server);
+      expect(times.length).toBeGreaterThanOrEqual(2);
+      // The backoff alone would retry within 100 ms.
+      expect(times[1] - times[0]).toBeGreaterThanOrEqual(1_850);
+    });
+  }
+
+  it('a Retry-After on a failed heartbeat holds the first heartbeat back as long', async () => {
+    let beats = 0;
+    const server = await fakeServer(({ path }) => {
+      if (path === '/v1/runners/heartbeat') {
+        beats += 1;
+        if (beats === 1) return { status: 429, headers: { 'retry-after': '2' }, body: { error: { code: 'rate_limited', message: 'slow down', retry_after_ms: 2000 } } };
+        return heartbeat;
+      }
+      return { status: 204 };
+    });
+    cleanups.push(server.close);
+    const l = listen(server.url);
+    await l.waitFor('started');
+    await sleep(2_500);
+    const times = server.requests.filter((r) => r.path === '/v1/runners/heartbeat').map((r) => r.at_ms);
+    expect(times.length).toBe(2);
+    expect(times[1] - times[0]).toBeGreaterThanOrEqual(1_850);
+  });
+});
+
+describe('Retry-After', () => {
+  it('reads seconds and HTTP dates, caps what it honours, and ignores what it cannot read', () => {
+    expect(parseRetryAfter('10')).toBe(10_000);
+    expect(parseRetryAfter(new Date(1_000_000 + 7_000).toUTCString(), 1_000_000)).toBe(7_000);
+    expect(parseRetryAfter('999999')).toBe(RETRY_AFTER_MAX_MS);
+    expect(parseRetryAfter('soon')).toBe(null);
+    expect(parseRetryAfter(null)).toBe(null);
+  });
+});
