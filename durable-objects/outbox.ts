@@ -36,11 +36,8 @@ export class Outbox {
     private readonly env: Env,
     private readonly config: Config,
   ) {
+    // Its table is made by the run object's schema steps (durable-objects/run-schema.ts).
     this.sql = storage.sql;
-    this.sql.exec(`CREATE TABLE IF NOT EXISTS outbox (
-      seq INTEGER PRIMARY KEY, type TEXT NOT NULL, data TEXT NOT NULL, at_ms INTEGER NOT NULL,
-      sent_at_ms INTEGER, attempts INTEGER NOT NULL DEFAULT 0, next_attempt_at_ms INTEGER NOT NULL,
-      last_error TEXT)`);
   }
 
   // ---- live streams hook -------------------------------------------------------------------------

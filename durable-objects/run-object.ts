@@ -19,6 +19,8 @@ import { labelsKey } from "../src/run/labels";
 import { ArtifactStore } from "./artifact-store";
 import { Outbox, type StoredEvent } from "./outbox";
 import { RunStreams, STREAM_ORG_HEADER, streamAfter, tooManyStreams } from "./run-streams";
+import { RUN_OBJECT_MIGRATIONS } from "./run-schema";
+import { migrate } from "./sql-migrations";
 
 export type { NewRun } from "../src/run/new-run";
 
@@ -49,11 +51,8 @@ export class RunObject extends DurableObject<Env> {
     super(ctx, env);
     this.sql = ctx.storage.sql;
     this.config = loadConfig(env);
-    this.sql.exec(`CREATE TABLE IF NOT EXISTS run (
-      id TEXT PRIMARY KEY, state TEXT NOT NULL, attempt INTEGER NOT NULL, version INTEGER NOT NULL,
-      doc TEXT NOT NULL, projected_version INTEGER NOT NULL DEFAULT 0)`);
-    this.sql.exec(`CREATE TABLE IF NOT EXISTS attempt_tokens (
-      attempt INTEGER PRIMARY KEY, machine_id TEXT NOT NULL, token_hash TEXT NOT NULL UNIQUE)`);
+    // The schema first, before any call can read it (durable-objects/run-schema.ts).
+    migrate(ctx.storage, RUN_OBJECT_MIGRATIONS);
     this.outbox = new Outbox(ctx.storage, env, this.config);
     this.artifacts = new ArtifactStore(this.sql);
     // Live event streams: every append wakes this run's open streams.
