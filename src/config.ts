@@ -63,6 +63,16 @@ export interface Config {
   runnerConnectedWindowMs: number;
   /** Builds: an unconfirmed dispatch not retried for this long may be released by reconciliation. */
   buildDispatchTimeoutMs: number;
+  /** Claims: label sets with queued work whose queue heads one claim reads (a rotating window when a runner covers more). */
+  claimLabelSetsMax: number;
+  /** Claims: label sets with queued work a scheduler reads from D1 at once, oldest first. */
+  labelSetsReadMax: number;
+  /** Dispatch: how long an Idempotency-Key replays its run; after it the same key creates a new run. */
+  idempotencyKeyTtlMs: number;
+  /** Events: how long after a run ended its events stay readable (outbox, events page, stream, D1 `events`). */
+  eventRetentionMs: number;
+  /** Storage pruning: rows one pruning step deletes (per table per cron tick; per run object alarm). */
+  pruneBatchMax: number;
 }
 
 export const DEFAULTS: Config = {
@@ -102,6 +112,11 @@ export const DEFAULTS: Config = {
   buildReservationCents: 2_500,
   runnerConnectedWindowMs: 90_000,
   buildDispatchTimeoutMs: 60_000,
+  claimLabelSetsMax: 32,
+  labelSetsReadMax: 1_000,
+  idempotencyKeyTtlMs: 86_400_000,
+  eventRetentionMs: 604_800_000,
+  pruneBatchMax: 1_000,
 };
 
 const VAR_NAMES: Record<keyof Config, string> = {
@@ -141,6 +156,11 @@ const VAR_NAMES: Record<keyof Config, string> = {
   buildReservationCents: "BUILD_RESERVATION_CENTS",
   runnerConnectedWindowMs: "RUNNER_CONNECTED_WINDOW_MS",
   buildDispatchTimeoutMs: "BUILD_DISPATCH_TIMEOUT_MS",
+  claimLabelSetsMax: "CLAIM_LABEL_SETS_MAX",
+  labelSetsReadMax: "LABEL_SETS_READ_MAX",
+  idempotencyKeyTtlMs: "IDEMPOTENCY_KEY_TTL_MS",
+  eventRetentionMs: "EVENT_RETENTION_MS",
+  pruneBatchMax: "PRUNE_BATCH_MAX",
 };
 
 /** Reads the config from Worker vars; a malformed value is a deployment error and throws at once. */
@@ -166,6 +186,9 @@ export function loadConfig(vars: Record<string, unknown>): Config {
   if (config.streamsPerRunMax < 1) throw new Error("STREAMS_PER_RUN_MAX must be at least 1");
   if (config.streamKeepaliveMs < 1_000) throw new Error("STREAM_KEEPALIVE_MS must be at least 1000");
   if (config.buildReservationCents < 1) throw new Error("BUILD_RESERVATION_CENTS must be at least 1");
+  if (config.claimLabelSetsMax < 1) throw new Error("CLAIM_LABEL_SETS_MAX must be at least 1");
+  if (config.labelSetsReadMax < 1) throw new Error("LABEL_SETS_READ_MAX must be at least 1");
+  if (config.pruneBatchMax < 1) throw new Error("PRUNE_BATCH_MAX must be at least 1");
   return config;
 }
 
