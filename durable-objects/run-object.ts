@@ -95,6 +95,8 @@ export class RunObject extends DurableObject<Env> {
   ): Promise<{ events: StoredEvent[]; terminal: boolean } | Refusal> {
     const run = this.owned(orgId, false);
     if (isRefusal(run)) return run;
+    const pruned = this.prunedRefusal(afterSeq);
+    if (pruned) return pruned;
     return { events: this.outbox.after(afterSeq, limit), terminal: run.endedAtMs !== null };
   }
 
@@ -226,6 +228,8 @@ export class RunObject extends DurableObject<Env> {
   async fetch(request: Request): Promise<Response> {
     const run = this.owned(request.headers.get(STREAM_ORG_HEADER) ?? "", false);
     if (isRefusal(run)) return errorResponse(new DocketError(run.error.code, run.error.message));
+    const pruned = this.prunedRefusal(streamAfter(request));
+    if (pruned) return errorResponse(new DocketError(pruned.error.code, pruned.error.message, { pruned_through_seq: pruned.error.pruned_through_seq }));
     const answer = this.streams.open(run.id, streamAfter(request), Date.now());
     return answer ?? tooManyStreams(this.config.streamsPerRunMax, this.config.streamRetryMs);
   }
@@ -245,6 +249,15 @@ export class RunObject extends DurableObject<Env> {
     return { requeued, outbox: this.outbox.status() };
   }
 
+  /** A read that starts before events pruned after the retention is refused, never silently shortened. */
+  private prunedRefusal(afterSeq: number): Refusal | null {
+    const through = this.outbox.prunedThroughSeq();
+    if (afterSeq >= through) return null;
+    return refusal("events_pruned", `events up to ${through} were deleted after the retention period; read from after=${through}`, {
+      pruned_through_seq: through,
+    });
+  }
+
   private endedState(): string | null {
     const run = this.load();
     return run && run.endedAtMs !== null ? run.state : null;
@@ -261,6 +274,7 @@ export class RunObject extends DurableObject<Env> {
     await this.repairProjection(run);
     if (run.state === "queued" && run.notBeforeMs <= Date.now()) await this.notifyScheduler(run);
     await this.outbox.publish(run);
+    this.outbox.prune(run, Date.now()); // retention: sent events of a run ended long ago
     await this.armAlarm(run, recoveredAtMs);
   }
 
@@ -363,6 +377,8 @@ export class RunObject extends DurableObject<Env> {
     if (this.projectedVersion() < run.version) deadlines.push(now + this.config.outboxBackoffMs);
     const outboxAt = this.outbox.nextAttemptAtMs();
     if (outboxAt !== null) deadlines.push(outboxAt);
+    const pruneAt = this.outbox.pruneDueAtMs(run); // retention (durable-objects/outbox.ts)
+    if (pruneAt !== null) deadlines.push(pruneAt);
     if (deadlines.length === 0) {
       await this.ctx.storage.deleteAlarm();
       return;

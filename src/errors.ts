@@ -13,6 +13,7 @@ export const ERROR_STATUS = {
   invalid_transition: 409,
   idempotency_conflict: 409,
   task_gone: 410,
+  events_pruned: 410,
   listener_upgrade_required: 426,
   too_many_streams: 429,
   // Builds and credit (../shared/spec/build-lifecycle.md; docs/protocol.md, "Builds and credit").

@@ -2,13 +2,15 @@
 // runs that ended more than EVENT_RETENTION_MS ago are pruned (src/retention.ts,
 // durable-objects/outbox.ts), each by bounded batches; a read inside the retention is unchanged.
 
-import { createScheduledController } from "cloudflare:test";
-import { env } from "cloudflare:workers";
+import { createScheduledController, runInDurableObject } from "cloudflare:test";
+import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config";
 import worker from "../../src/index";
 import { pruneStorage } from "../../src/retention";
-import { call, createOrg, runBody } from "./helpers";
+import type { RunRecord } from "../../src/run/types";
+import { allEvents, finishRun, storedSeqs, waitFor } from "./events-helpers";
+import { call, createOrg, runAlarm, runBody, runStub } from "./helpers";
 
 const config = loadConfig(env);
 const DAY_MS = 86_400_000;
@@ -75,5 +77,103 @@ describe("Idempotency-Key window", () => {
     expect(await keyCount("prune-old-")).toBe(0);
     expect(await keyCount("prune-live")).toBe(1);
     expect((await dispatchWithKey(admin, "prune-live")).status).toBe(200);
+  });
+});
+
+/** Moves the run's end `ms` into the past, as if it had ended that long ago; answers the new end. */
+async function ageEnd(runId: string, ms: number): Promise<number> {
+  return runInDurableObject(runStub(runId), (_o, state) => {
+    const run = JSON.parse(state.storage.sql.exec<{ doc: string }>("SELECT doc FROM run").one().doc) as RunRecord;
+    run.endedAtMs = run.endedAtMs! - ms;
+    state.storage.sql.exec("UPDATE run SET doc = ?", JSON.stringify(run));
+    return run.endedAtMs;
+  });
+}
+
+async function endedRun(admin: string): Promise<{ runId: string; lastSeq: number }> {
+  const created = await call("POST", "/v1/runs", { token: admin, body: runBody() });
+  const runId = created.body.id as string;
+  await finishRun(admin, runId);
+  const events = await allEvents(admin, runId);
+  return { runId, lastSeq: events[events.length - 1].seq };
+}
+
+describe("event retention in the run object", () => {
+  it("an ended run's alarm is armed at its end plus EVENT_RETENTION_MS", async () => {
+    const { admin } = await createOrg();
+    const { runId } = await endedRun(admin);
+    const { endedAtMs, alarm } = await runInDurableObject(runStub(runId), async (_o, state) => {
+      const run = JSON.parse(state.storage.sql.exec<{ doc: string }>("SELECT doc FROM run").one().doc) as RunRecord;
+      return { endedAtMs: run.endedAtMs!, alarm: await state.storage.getAlarm() };
+    });
+    expect(alarm).toBe(endedAtMs + config.eventRetentionMs);
+  });
+
+  it("inside the retention period the alarm prunes nothing: every page and a stream from 0 still read", async () => {
+    const { admin } = await createOrg();
+    const { runId, lastSeq } = await endedRun(admin);
+    await ageEnd(runId, config.eventRetentionMs - 60_000);
+    await runAlarm(runId);
+    const page = await call("GET", `/v1/runs/${runId}/events?after=0`, { token: admin });
+    expect(page.status).toBe(200);
+    expect(page.body.events.map((e: { seq: number }) => e.seq)).toEqual(Array.from({ length: lastSeq }, (_, i) => i + 1));
+    const stream = await exports.default.fetch(
+      new Request(`http://docket.test/v1/runs/${runId}/events/stream`, { headers: { Authorization: `Bearer ${admin}`, "Last-Event-ID": "0" } }),
+    );
+    expect(stream.status).toBe(200);
+    const text = await stream.text(); // the run has ended: every event, then `end`
+    expect(text).toContain("id: 1\n");
+    expect(text).toContain("event: end");
+  });
+
+  it("after the retention period sent events are pruned but the last; a read from before them is 410 events_pruned", async () => {
+    const { admin } = await createOrg();
+    const { runId, lastSeq } = await endedRun(admin);
+    expect(lastSeq).toBeGreaterThan(2);
+    await ageEnd(runId, config.eventRetentionMs + 1);
+    await runAlarm(runId);
+    const old = await call("GET", `/v1/runs/${runId}/events?after=0`, { token: admin });
+    expect(old.status).toBe(410);
+    expect(old.body.error).toMatchObject({ code: "events_pruned", pruned_through_seq: lastSeq - 1 });
+    const tail = await call("GET", `/v1/runs/${runId}/events?after=${lastSeq - 1}`, { token: admin });
+    expect(tail.status).toBe(200);
+    expect(tail.body.events.map((e: { seq: number }) => e.seq)).toEqual([lastSeq]);
+    expect(tail.body.terminal).toBe(true);
+    const stream = await call("GET", `/v1/runs/${runId}/events/stream?after=1`, { token: admin });
+    expect(stream.status).toBe(410);
+    expect(stream.body.error).toMatchObject({ code: "events_pruned", pruned_through_seq: lastSeq - 1 });
+    // Fully pruned: nothing is left to prune, so the alarm is not armed for it again.
+    const alarm = await runInDurableObject(runStub(runId), (_o, state) => state.storage.getAlarm());
+    expect(alarm).toBeNull();
+  });
+
+  it("a run that has not ended keeps all its events however old they are", async () => {
+    const { admin } = await createOrg();
+    const created = await call("POST", "/v1/runs", { token: admin, body: runBody() });
+    const runId = created.body.id as string;
+    await runInDurableObject(runStub(runId), (_o, state) => {
+      state.storage.sql.exec("UPDATE outbox SET at_ms = at_ms - ?", config.eventRetentionMs * 2);
+    });
+    await runAlarm(runId);
+    expect((await call("GET", `/v1/runs/${runId}/events?after=0`, { token: admin })).status).toBe(200);
+  });
+});
+
+describe("event retention in D1", () => {
+  it("the cron tick deletes the stored events of runs ended past the retention, in bounded batches", async () => {
+    const { admin } = await createOrg();
+    const { runId: oldRun, lastSeq } = await endedRun(admin);
+    const { runId: recentRun, lastSeq: recentLast } = await endedRun(admin);
+    await waitFor("stored events", async () => ((await storedSeqs(oldRun)).length === lastSeq ? true : undefined));
+    await waitFor("stored events", async () => ((await storedSeqs(recentRun)).length === recentLast ? true : undefined));
+    await env.DB.prepare("UPDATE ended_runs SET ended_at_ms = ended_at_ms - ? WHERE run_id = ?").bind(config.eventRetentionMs + 1, oldRun).run();
+    const first = await pruneStorage(env.DB, { ...config, pruneBatchMax: 2 }, Date.now());
+    expect(first).toMatchObject({ events: 2, ended_runs: 0 });
+    expect(await storedSeqs(oldRun)).toHaveLength(lastSeq - 2);
+    for (let i = 0; i < 10 && (await storedSeqs(oldRun)).length > 0; i++) await tick(Date.now());
+    expect(await storedSeqs(oldRun)).toEqual([]);
+    const left = await env.DB.prepare("SELECT run_id FROM ended_runs WHERE run_id IN (?, ?)").bind(oldRun, recentRun).all<{ run_id: string }>();
+    expect(left.results.map((r) => r.run_id)).toEqual([recentRun]);
+    expect(await storedSeqs(recentRun)).toHaveLength(recentLast);
   });
 });
