@@ -9,6 +9,7 @@ import { loadConfig } from "../../src/config";
 import worker from "../../src/index";
 import { pruneStorage } from "../../src/retention";
 import type { RunRecord } from "../../src/run/types";
+import { dispatchBuild, readyToBuild } from "./builds-helpers";
 import { allEvents, finishRun, storedSeqs, waitFor } from "./events-helpers";
 import { call, createOrg, runAlarm, runBody, runStub } from "./helpers";
 
@@ -97,6 +98,25 @@ async function endedRun(admin: string): Promise<{ runId: string; lastSeq: number
   const events = await allEvents(admin, runId);
   return { runId, lastSeq: events[events.length - 1].seq };
 }
+
+describe("Idempotency-Key window and build jobs", () => {
+  it("a build job whose dispatch is unconfirmed keeps its key past the window: reconciliation finds its one run", async () => {
+    const { admin, orgId, requestId } = await readyToBuild();
+    const dispatched = await dispatchBuild(admin, requestId, "job-kept");
+    expect(dispatched.status).toBe(201);
+    const runId = dispatched.body.run_id as string;
+    // The run exists but its confirmation was lost (the window build-lifecycle.md recovers from).
+    await env.DB.prepare("UPDATE build_jobs SET status = 'dispatch_unconfirmed', run_id = NULL WHERE org_id = ? AND id = ?").bind(orgId, "job-kept").run();
+    await ageKey("job-kept", config.idempotencyKeyTtlMs + 1);
+    await pruneStorage(env.DB, config, Date.now());
+    expect(await keyCount("job-kept")).toBe(1);
+    const reconciled = await call("POST", "/v1/build-jobs/job-kept/reconcile", { token: admin, body: {} });
+    expect(reconciled.body).toMatchObject({ outcome: "dispatched" });
+    expect(reconciled.body.job.run_id).toBe(runId);
+    const runs = await call("GET", "/v1/runs", { token: admin });
+    expect(runs.body.runs.map((r: { id: string }) => r.id)).toEqual([runId]);
+  });
+});
 
 describe("event retention in the run object", () => {
   it("an ended run's alarm is armed at its end plus EVENT_RETENTION_MS", async () => {
