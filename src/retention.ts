@@ -1,7 +1,8 @@
 // Bounded storage in D1: the cron tick deletes what has outlived its window, a bounded batch per
 // table per tick (PRUNE_BATCH_MAX), so a tick's cost stays flat whatever has piled up; what is left
 // waits for the next tick. Idempotency keys past IDEMPOTENCY_KEY_TTL_MS (src/run/idempotency.ts),
-// and the stored events of runs that ended more than EVENT_RETENTION_MS ago.
+// the stored events of runs that ended more than EVENT_RETENTION_MS ago, and label sets left with
+// no queued run.
 
 import { asc, inArray, sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
@@ -14,6 +15,7 @@ export interface PruneCounts {
   idempotency_keys: number;
   events: number;
   ended_runs: number;
+  label_sets: number;
 }
 
 /** One tick's pruning. A failure is logged and left to the next tick: it never fails the tick. */
@@ -22,8 +24,9 @@ export async function pruneStorage(db: D1Database, config: Config, nowMs: number
     const counts = {
       idempotency_keys: await pruneIdempotencyKeys(db, config, nowMs),
       ...(await pruneEvents(db, config, nowMs)),
+      label_sets: await pruneLabelSets(db, config),
     };
-    if (counts.idempotency_keys + counts.events + counts.ended_runs > 0) log("retention.pruned", { ...counts, reason: "retention" });
+    if (counts.idempotency_keys + counts.events + counts.ended_runs + counts.label_sets > 0) log("retention.pruned", { ...counts, reason: "retention" });
     return counts;
   } catch (err) {
     log("retention.prune_failed", { reason: String(err) });
@@ -67,3 +70,18 @@ const FORGET_ENDED_RUNS_SQL = `DELETE FROM ended_runs WHERE run_id IN (
   SELECT d.run_id FROM ended_runs d
   WHERE d.ended_at_ms <= ?1 AND NOT EXISTS (SELECT 1 FROM events e WHERE e.run_id = d.run_id)
   ORDER BY d.ended_at_ms, d.run_id LIMIT ?2)`;
+
+/**
+ * Label sets with no queued run, which no claim removed because no runner covers them (their runs
+ * were cancelled, say). The same conditional delete as the scheduler's, so a run projected as
+ * queued meanwhile keeps or re-adds its set (src/run/projection.ts).
+ */
+async function pruneLabelSets(db: D1Database, config: Config): Promise<number> {
+  const result = await db.prepare(PRUNE_LABEL_SETS_SQL).bind(config.pruneBatchMax).run();
+  return result.meta.changes;
+}
+
+const PRUNE_LABEL_SETS_SQL = `DELETE FROM label_sets WHERE rowid IN (
+  SELECT s.rowid FROM label_sets s
+  WHERE NOT EXISTS (SELECT 1 FROM runs r WHERE r.org_id = s.org_id AND r.labels_key = s.labels_key AND r.state = 'queued')
+  LIMIT ?1)`;

@@ -2,10 +2,11 @@
 // removed, and a run that becomes queued again (requeued, resumed) brings its set back
 // (durable-objects/scheduler-object.ts, src/run/projection.ts). Docket-Cost gives what a claim read.
 
-import { runInDurableObject } from "cloudflare:test";
+import { createScheduledController, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { ageRun, attemptCall, claim, createOrg, dispatch, getRun, registerRunner, runAlarm } from "./helpers";
+import worker from "../../src/index";
+import { ageRun, attemptCall, call, claim, createOrg, dispatch, getRun, registerRunner, runAlarm } from "./helpers";
 
 const SETS = 20;
 const LABELS = Array.from({ length: SETS }, (_, i) => `l${i}`);
@@ -89,6 +90,17 @@ describe("label sets in the claim path", () => {
     const again = await claim(runner.token, 0);
     expect(again.status).toBe(200);
     expect(again.body).toMatchObject({ run_id: runId, attempt: 2 });
+  });
+
+  it("the cron tick removes a label set no runner covers once its queued runs were cancelled", async () => {
+    const { admin, orgId } = await createOrg();
+    const runIds = [await dispatch(admin, { labels: ["nobody-has-this"] }), await dispatch(admin, { labels: ["nobody-has-this"] })];
+    const kept = await dispatch(admin, { labels: ["still-waiting"] });
+    for (const id of runIds) expect((await call("POST", `/v1/runs/${id}/cancel`, { token: admin, body: {} })).status).toBe(200);
+    expect(await labelSets(orgId)).toEqual(["process|nobody-has-this", "process|still-waiting"]);
+    await worker.scheduled(createScheduledController({ scheduledTime: Date.now(), cron: "* * * * *" }), env);
+    expect(await labelSets(orgId)).toEqual(["process|still-waiting"]);
+    expect((await getRun(admin, kept)).state).toBe("queued");
   });
 
   it("a set whose only queued run waits out a backoff is kept", async () => {
