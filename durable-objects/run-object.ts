@@ -249,6 +249,22 @@ export class RunObject extends DurableObject<Env> {
     return { requeued, outbox: this.outbox.status() };
   }
 
+  /**
+   * The cron tick's retention backstop (src/retention.ts): prunes a batch of this run's sent events
+   * if they are due, and has the alarm carry on with the rest. Answers how many are still due.
+   */
+  async pruneEvents(): Promise<{ left: number }> {
+    const run = this.load();
+    if (!run) return { left: 0 };
+    const now = Date.now();
+    this.outbox.prune(run, now);
+    const dueAt = this.outbox.pruneDueAtMs(run);
+    if (dueAt === null || dueAt > now) return { left: 0 };
+    const alarm = await this.ctx.storage.getAlarm();
+    if (alarm === null || alarm > now) await this.ctx.storage.setAlarm(now);
+    return { left: 1 };
+  }
+
   /** A read that starts before events pruned after the retention is refused, never silently shortened. */
   private prunedRefusal(afterSeq: number): Refusal | null {
     const through = this.outbox.prunedThroughSeq();

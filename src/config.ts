@@ -73,6 +73,8 @@ export interface Config {
   eventRetentionMs: number;
   /** Storage pruning: rows one pruning step deletes (per table per cron tick; per run object alarm). */
   pruneBatchMax: number;
+  /** Storage pruning: ended runs whose run object one cron tick asks to prune its events (a Durable Object request each). */
+  pruneRunObjectsMax: number;
 }
 
 export const DEFAULTS: Config = {
@@ -117,6 +119,7 @@ export const DEFAULTS: Config = {
   idempotencyKeyTtlMs: 86_400_000,
   eventRetentionMs: 604_800_000,
   pruneBatchMax: 1_000,
+  pruneRunObjectsMax: 50,
 };
 
 const VAR_NAMES: Record<keyof Config, string> = {
@@ -161,6 +164,7 @@ const VAR_NAMES: Record<keyof Config, string> = {
   idempotencyKeyTtlMs: "IDEMPOTENCY_KEY_TTL_MS",
   eventRetentionMs: "EVENT_RETENTION_MS",
   pruneBatchMax: "PRUNE_BATCH_MAX",
+  pruneRunObjectsMax: "PRUNE_RUN_OBJECTS_MAX",
 };
 
 /** Reads the config from Worker vars; a malformed value is a deployment error and throws at once. */

@@ -24,6 +24,6 @@ export default {
     // Build jobs whose dispatch was never confirmed are retried here (docs/runbook.md).
     await reconcileUnconfirmedJobs(env, config, controller.scheduledTime);
     // Bounded storage: expired idempotency keys and old events of ended runs, a batch per tick.
-    await pruneStorage(env.DB, config, controller.scheduledTime);
+    await pruneStorage(env, config, controller.scheduledTime);
   },
 } satisfies ExportedHandler<Env, QueueMessage>;

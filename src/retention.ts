@@ -7,7 +7,9 @@
 import { asc, inArray, sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import type { Config } from "./config";
-import { idempotencyKeys } from "./db/schema";
+import { endedRuns, idempotencyKeys } from "./db/schema";
+import type { Env } from "./env";
+import { runStub } from "./routes/stubs";
 import { log } from "./lib/log";
 import { keyExpired } from "./run/idempotency";
 
@@ -19,11 +21,13 @@ export interface PruneCounts {
 }
 
 /** One tick's pruning. A failure is logged and left to the next tick: it never fails the tick. */
-export async function pruneStorage(db: D1Database, config: Config, nowMs: number): Promise<PruneCounts | null> {
+export async function pruneStorage(env: Env, config: Config, nowMs: number): Promise<PruneCounts | null> {
+  const db = env.DB;
   try {
     const counts = {
       idempotency_keys: await pruneIdempotencyKeys(db, config, nowMs),
-      ...(await pruneEvents(db, config, nowMs)),
+      events: await pruneEvents(db, config, nowMs),
+      ended_runs: await forgetEndedRuns(env, config, nowMs),
       label_sets: await pruneLabelSets(db, config),
     };
     if (counts.idempotency_keys + counts.events + counts.ended_runs + counts.label_sets > 0) log("retention.pruned", { ...counts, reason: "retention" });
@@ -47,29 +51,42 @@ async function pruneIdempotencyKeys(db: D1Database, config: Config, nowMs: numbe
   return result.meta.changes;
 }
 
-/**
- * Deletes up to a batch of stored events of the runs that ended longest ago (past the retention),
- * then forgets the ended runs left with no events. Runs are taken oldest first, so the ones already
- * emptied sit at the front of ended_runs_age and cost one index step each.
- */
-async function pruneEvents(db: D1Database, config: Config, nowMs: number): Promise<{ events: number; ended_runs: number }> {
-  const cutoffMs = nowMs - config.eventRetentionMs;
-  const batch = config.pruneBatchMax;
-  const [deletedEvents, deletedRuns] = await db.batch([
-    db.prepare(PRUNE_EVENTS_SQL).bind(cutoffMs, batch),
-    db.prepare(FORGET_ENDED_RUNS_SQL).bind(cutoffMs, batch),
-  ]);
-  return { events: deletedEvents.meta.changes, ended_runs: deletedRuns.meta.changes };
+/** Deletes up to a batch of stored events of the runs that ended longest ago, past the retention. */
+async function pruneEvents(db: D1Database, config: Config, nowMs: number): Promise<number> {
+  const result = await db.prepare(PRUNE_EVENTS_SQL).bind(nowMs - config.eventRetentionMs, config.pruneBatchMax).run();
+  return result.meta.changes;
 }
 
 const PRUNE_EVENTS_SQL = `DELETE FROM events WHERE rowid IN (
   SELECT e.rowid FROM ended_runs d JOIN events e ON e.run_id = d.run_id
   WHERE d.ended_at_ms <= ?1 ORDER BY d.ended_at_ms, d.run_id LIMIT ?2)`;
 
-const FORGET_ENDED_RUNS_SQL = `DELETE FROM ended_runs WHERE run_id IN (
-  SELECT d.run_id FROM ended_runs d
+/**
+ * Ended runs past the retention whose D1 events are gone: each run object is asked to prune its
+ * outbox too (a backstop for objects whose retention alarm was never armed, such as runs that ended
+ * before retention existed), then the run is forgotten. At most PRUNE_RUN_OBJECTS_MAX per tick;
+ * a run object that is unreachable or not done yet is asked again at the next tick.
+ */
+async function forgetEndedRuns(env: Env, config: Config, nowMs: number): Promise<number> {
+  const due = await env.DB.prepare(EMPTIED_ENDED_RUNS_SQL)
+    .bind(nowMs - config.eventRetentionMs, config.pruneRunObjectsMax)
+    .all<{ run_id: string }>();
+  const done: string[] = [];
+  for (const { run_id: runId } of due.results) {
+    try {
+      if ((await runStub(env, runId).pruneEvents()).left === 0) done.push(runId);
+    } catch (err) {
+      log("retention.run_prune_failed", { run: runId, reason: String(err) });
+    }
+  }
+  if (done.length === 0) return 0;
+  const forgotten = await drizzle(env.DB).delete(endedRuns).where(inArray(endedRuns.runId, done));
+  return forgotten.meta.changes;
+}
+
+const EMPTIED_ENDED_RUNS_SQL = `SELECT d.run_id FROM ended_runs d
   WHERE d.ended_at_ms <= ?1 AND NOT EXISTS (SELECT 1 FROM events e WHERE e.run_id = d.run_id)
-  ORDER BY d.ended_at_ms, d.run_id LIMIT ?2)`;
+  ORDER BY d.ended_at_ms, d.run_id LIMIT ?2`;
 
 /**
  * Label sets with no queued run, which no claim removed because no runner covers them (their runs

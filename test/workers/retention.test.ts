@@ -71,7 +71,7 @@ describe("Idempotency-Key window", () => {
     await dispatchWithKey(admin, "prune-live");
     for (let i = 0; i < 5; i++) await ageKey(`prune-old-${i}`, config.idempotencyKeyTtlMs + 1);
     const now = Date.now();
-    const first = await pruneStorage(env.DB, { ...config, pruneBatchMax: 3 }, now);
+    const first = await pruneStorage(env, { ...config, pruneBatchMax: 3 }, now);
     expect(first?.idempotency_keys).toBe(3);
     expect(await keyCount("prune-old-")).toBe(2);
     await tick(now);
@@ -108,7 +108,7 @@ describe("Idempotency-Key window and build jobs", () => {
     // The run exists but its confirmation was lost (the window build-lifecycle.md recovers from).
     await env.DB.prepare("UPDATE build_jobs SET status = 'dispatch_unconfirmed', run_id = NULL WHERE org_id = ? AND id = ?").bind(orgId, "job-kept").run();
     await ageKey("job-kept", config.idempotencyKeyTtlMs + 1);
-    await pruneStorage(env.DB, config, Date.now());
+    await pruneStorage(env, config, Date.now());
     expect(await keyCount("job-kept")).toBe(1);
     const reconciled = await call("POST", "/v1/build-jobs/job-kept/reconcile", { token: admin, body: {} });
     expect(reconciled.body).toMatchObject({ outcome: "dispatched" });
@@ -187,7 +187,7 @@ describe("event retention in D1", () => {
     await waitFor("stored events", async () => ((await storedSeqs(oldRun)).length === lastSeq ? true : undefined));
     await waitFor("stored events", async () => ((await storedSeqs(recentRun)).length === recentLast ? true : undefined));
     await env.DB.prepare("UPDATE ended_runs SET ended_at_ms = ended_at_ms - ? WHERE run_id = ?").bind(config.eventRetentionMs + 1, oldRun).run();
-    const first = await pruneStorage(env.DB, { ...config, pruneBatchMax: 2 }, Date.now());
+    const first = await pruneStorage(env, { ...config, pruneBatchMax: 2 }, Date.now());
     expect(first).toMatchObject({ events: 2, ended_runs: 0 });
     expect(await storedSeqs(oldRun)).toHaveLength(lastSeq - 2);
     for (let i = 0; i < 10 && (await storedSeqs(oldRun)).length > 0; i++) await tick(Date.now());
@@ -195,5 +195,22 @@ describe("event retention in D1", () => {
     const left = await env.DB.prepare("SELECT run_id FROM ended_runs WHERE run_id IN (?, ?)").bind(oldRun, recentRun).all<{ run_id: string }>();
     expect(left.results.map((r) => r.run_id)).toEqual([recentRun]);
     expect(await storedSeqs(recentRun)).toHaveLength(recentLast);
+  });
+
+  it("a run object whose retention alarm was never armed is pruned by the cron tick's backstop", async () => {
+    const { admin } = await createOrg();
+    const { runId, lastSeq } = await endedRun(admin);
+    await waitFor("stored events", async () => ((await storedSeqs(runId)).length === lastSeq ? true : undefined));
+    // As if the run had ended before retention existed: long ago, and no alarm armed for it.
+    await ageEnd(runId, config.eventRetentionMs + 1);
+    await runInDurableObject(runStub(runId), (_o, state) => state.storage.deleteAlarm());
+    await env.DB.prepare("UPDATE ended_runs SET ended_at_ms = ended_at_ms - ? WHERE run_id = ?").bind(config.eventRetentionMs + 1, runId).run();
+    await tick(Date.now());
+    expect(await storedSeqs(runId)).toEqual([]);
+    const old = await call("GET", `/v1/runs/${runId}/events?after=0`, { token: admin });
+    expect(old.status).toBe(410);
+    expect(old.body.error).toMatchObject({ code: "events_pruned", pruned_through_seq: lastSeq - 1 });
+    const left = await env.DB.prepare("SELECT COUNT(*) AS n FROM ended_runs WHERE run_id = ?").bind(runId).first<{ n: number }>();
+    expect(left!.n).toBe(0);
   });
 });
