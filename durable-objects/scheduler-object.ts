@@ -173,7 +173,14 @@ export class SchedulerObject extends DurableObject<Env> {
     const keys = emptyKeys.filter((k) => !cache.kept.has(k));
     if (keys.length === 0) return;
     const seen = this.notifications;
-    const results = await this.env.DB.batch(keys.map((k) => this.env.DB.prepare(FORGET_LABEL_SET_SQL).bind(orgId, k)));
+    let results: D1Result[];
+    try {
+      results = await this.env.DB.batch(keys.map((k) => this.env.DB.prepare(FORGET_LABEL_SET_SQL).bind(orgId, k)));
+    } catch (err) {
+      // Only a saving: the claim's answer stands, and a later empty claim tries again.
+      log("scheduler.label_sets_forget_failed", { org: orgId, count: keys.length, reason: String(err) });
+      return;
+    }
     for (const result of results) addD1(cost, result.meta);
     if (this.notifications !== seen || this.labelSetCache !== cache) {
       this.labelSetCache = null;
