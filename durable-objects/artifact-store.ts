@@ -7,10 +7,8 @@ import type { RunRecord } from "../src/run/types";
 const CHUNK_CHARS = 256 * 1024;
 
 export class ArtifactStore {
-  constructor(private readonly sql: SqlStorage) {
-    this.sql.exec(`CREATE TABLE IF NOT EXISTS artifact_chunks (
-      attempt INTEGER NOT NULL, idx INTEGER NOT NULL, data TEXT NOT NULL, PRIMARY KEY (attempt, idx))`);
-  }
+  /** Its table is made by the run object's schema steps (durable-objects/run-schema.ts). */
+  constructor(private readonly sql: SqlStorage) {}
 
   /**
    * Moves a newly reported patch out of the record into chunks; call inside the transaction that

@@ -25,6 +25,12 @@ interface OutboxRow {
   [key: string]: SqlStorageValue;
 }
 
+/** The sent events before the last event and before the first unsent one, oldest first. */
+const PRUNABLE_SQL = `SELECT seq FROM outbox WHERE sent_at_ms IS NOT NULL
+  AND seq < (SELECT MAX(seq) FROM outbox)
+  AND seq < COALESCE((SELECT MIN(seq) FROM outbox WHERE sent_at_ms IS NULL), (SELECT MAX(seq) FROM outbox))
+  ORDER BY seq`;
+
 /** Queue.sendBatch takes at most 100 messages. */
 const PUBLISH_BATCH = 100;
 
@@ -36,11 +42,8 @@ export class Outbox {
     private readonly env: Env,
     private readonly config: Config,
   ) {
+    // Its table is made by the run object's schema steps (durable-objects/run-schema.ts).
     this.sql = storage.sql;
-    this.sql.exec(`CREATE TABLE IF NOT EXISTS outbox (
-      seq INTEGER PRIMARY KEY, type TEXT NOT NULL, data TEXT NOT NULL, at_ms INTEGER NOT NULL,
-      sent_at_ms INTEGER, attempts INTEGER NOT NULL DEFAULT 0, next_attempt_at_ms INTEGER NOT NULL,
-      last_error TEXT)`);
   }
 
   // ---- live streams hook -------------------------------------------------------------------------
@@ -142,6 +145,43 @@ export class Outbox {
       )
       .one();
     return { unsent: row.unsent, exhausted: row.exhausted ?? 0, last_error: row.last_error };
+  }
+
+  // ---- retention: sent events of a run that ended more than EVENT_RETENTION_MS ago ------------------
+
+  /**
+   * Sequence numbers at or below this were pruned (0 when none were). Pruning removes a prefix, so
+   * the rows left always run without a gap from here to the last event.
+   */
+  prunedThroughSeq(): number {
+    const row = this.sql.exec<{ lo: number | null }>("SELECT MIN(seq) AS lo FROM outbox").one();
+    return row.lo === null ? 0 : row.lo - 1;
+  }
+
+  /**
+   * When this run's sent events are due for pruning: EVENT_RETENTION_MS after it ended, while any
+   * is left to prune; else null. The alarm calls prune() at that time (run-object.ts).
+   */
+  pruneDueAtMs(run: RunRecord): number | null {
+    if (run.endedAtMs === null) return null;
+    return this.prunableCount(1) > 0 ? run.endedAtMs + this.config.eventRetentionMs : null;
+  }
+
+  /**
+   * Deletes up to PRUNE_BATCH_MAX sent events from the front of the outbox once they are due. The
+   * last event (the run's end) and everything from the first unsent event on are kept, so sequence
+   * numbers never restart and an operator can still redeliver what never went out.
+   */
+  prune(run: RunRecord, now: number): number {
+    const dueAt = this.pruneDueAtMs(run);
+    if (dueAt === null || dueAt > now) return 0;
+    const deleted = this.sql.exec(`DELETE FROM outbox WHERE seq IN (${PRUNABLE_SQL} LIMIT ?)`, this.config.pruneBatchMax).rowsWritten;
+    log("outbox.pruned", { run: run.id, count: deleted, seq: this.prunedThroughSeq(), reason: "retention" });
+    return deleted;
+  }
+
+  private prunableCount(limit: number): number {
+    return this.sql.exec(`${PRUNABLE_SQL} LIMIT ?`, limit).toArray().length;
   }
 
   /** Operator redelivery: publish events after `afterSeq` again, sent or not (consumers dedupe). */

@@ -19,6 +19,8 @@ import { labelsKey } from "../src/run/labels";
 import { ArtifactStore } from "./artifact-store";
 import { Outbox, type StoredEvent } from "./outbox";
 import { RunStreams, STREAM_ORG_HEADER, streamAfter, tooManyStreams } from "./run-streams";
+import { RUN_OBJECT_MIGRATIONS } from "./run-schema";
+import { migrate } from "./sql-migrations";
 
 export type { NewRun } from "../src/run/new-run";
 
@@ -49,11 +51,8 @@ export class RunObject extends DurableObject<Env> {
     super(ctx, env);
     this.sql = ctx.storage.sql;
     this.config = loadConfig(env);
-    this.sql.exec(`CREATE TABLE IF NOT EXISTS run (
-      id TEXT PRIMARY KEY, state TEXT NOT NULL, attempt INTEGER NOT NULL, version INTEGER NOT NULL,
-      doc TEXT NOT NULL, projected_version INTEGER NOT NULL DEFAULT 0)`);
-    this.sql.exec(`CREATE TABLE IF NOT EXISTS attempt_tokens (
-      attempt INTEGER PRIMARY KEY, machine_id TEXT NOT NULL, token_hash TEXT NOT NULL UNIQUE)`);
+    // The schema first, before any call can read it (durable-objects/run-schema.ts).
+    migrate(ctx.storage, RUN_OBJECT_MIGRATIONS);
     this.outbox = new Outbox(ctx.storage, env, this.config);
     this.artifacts = new ArtifactStore(this.sql);
     // Live event streams: every append wakes this run's open streams.
@@ -96,6 +95,8 @@ export class RunObject extends DurableObject<Env> {
   ): Promise<{ events: StoredEvent[]; terminal: boolean } | Refusal> {
     const run = this.owned(orgId, false);
     if (isRefusal(run)) return run;
+    const pruned = this.prunedRefusal(afterSeq);
+    if (pruned) return pruned;
     return { events: this.outbox.after(afterSeq, limit), terminal: run.endedAtMs !== null };
   }
 
@@ -227,6 +228,8 @@ export class RunObject extends DurableObject<Env> {
   async fetch(request: Request): Promise<Response> {
     const run = this.owned(request.headers.get(STREAM_ORG_HEADER) ?? "", false);
     if (isRefusal(run)) return errorResponse(new DocketError(run.error.code, run.error.message));
+    const pruned = this.prunedRefusal(streamAfter(request));
+    if (pruned) return errorResponse(new DocketError(pruned.error.code, pruned.error.message, { pruned_through_seq: pruned.error.pruned_through_seq }));
     const answer = this.streams.open(run.id, streamAfter(request), Date.now());
     return answer ?? tooManyStreams(this.config.streamsPerRunMax, this.config.streamRetryMs);
   }
@@ -246,6 +249,31 @@ export class RunObject extends DurableObject<Env> {
     return { requeued, outbox: this.outbox.status() };
   }
 
+  /**
+   * The cron tick's retention backstop (src/retention.ts): prunes a batch of this run's sent events
+   * if they are due, and has the alarm carry on with the rest. Answers how many are still due.
+   */
+  async pruneEvents(): Promise<{ left: number }> {
+    const run = this.load();
+    if (!run) return { left: 0 };
+    const now = Date.now();
+    this.outbox.prune(run, now);
+    const dueAt = this.outbox.pruneDueAtMs(run);
+    if (dueAt === null || dueAt > now) return { left: 0 };
+    const alarm = await this.ctx.storage.getAlarm();
+    if (alarm === null || alarm > now) await this.ctx.storage.setAlarm(now);
+    return { left: 1 };
+  }
+
+  /** A read that starts before events pruned after the retention is refused, never silently shortened. */
+  private prunedRefusal(afterSeq: number): Refusal | null {
+    const through = this.outbox.prunedThroughSeq();
+    if (afterSeq >= through) return null;
+    return refusal("events_pruned", `events up to ${through} were deleted after the retention period; read from after=${through}`, {
+      pruned_through_seq: through,
+    });
+  }
+
   private endedState(): string | null {
     const run = this.load();
     return run && run.endedAtMs !== null ? run.state : null;
@@ -262,6 +290,7 @@ export class RunObject extends DurableObject<Env> {
     await this.repairProjection(run);
     if (run.state === "queued" && run.notBeforeMs <= Date.now()) await this.notifyScheduler(run);
     await this.outbox.publish(run);
+    this.outbox.prune(run, Date.now()); // retention: sent events of a run ended long ago
     await this.armAlarm(run, recoveredAtMs);
   }
 
@@ -364,6 +393,8 @@ export class RunObject extends DurableObject<Env> {
     if (this.projectedVersion() < run.version) deadlines.push(now + this.config.outboxBackoffMs);
     const outboxAt = this.outbox.nextAttemptAtMs();
     if (outboxAt !== null) deadlines.push(outboxAt);
+    const pruneAt = this.outbox.pruneDueAtMs(run); // retention (durable-objects/outbox.ts)
+    if (pruneAt !== null) deadlines.push(pruneAt);
     if (deadlines.length === 0) {
       await this.ctx.storage.deleteAlarm();
       return;

@@ -85,6 +85,18 @@ export interface Config {
   claimWaitersRetryAfterMs: number;
   /** The Retry-After of a 429 rate_limited: the period of the rate limit bindings in wrangler.toml. */
   rateLimitRetryAfterMs: number;
+  /** Claims: label sets with queued work whose queue heads one claim reads (a rotating window when a runner covers more). */
+  claimLabelSetsMax: number;
+  /** Claims: label sets with queued work a scheduler reads from D1 at once, oldest first. */
+  labelSetsReadMax: number;
+  /** Dispatch: how long an Idempotency-Key replays its run; after it the same key creates a new run. */
+  idempotencyKeyTtlMs: number;
+  /** Events: how long after a run ended its events stay readable (outbox, events page, stream, D1 `events`). */
+  eventRetentionMs: number;
+  /** Storage pruning: rows one pruning step deletes (per table per cron tick; per run object alarm). */
+  pruneBatchMax: number;
+  /** Storage pruning: ended runs whose run object one cron tick asks to prune its events (a Durable Object request each). */
+  pruneRunObjectsMax: number;
 }
 
 export const DEFAULTS: Config = {
@@ -139,6 +151,12 @@ export const DEFAULTS: Config = {
   artifactPatchMaxChars: 5_000_000,
   claimWaitersRetryAfterMs: 5_000,
   rateLimitRetryAfterMs: 10_000,
+  claimLabelSetsMax: 32,
+  labelSetsReadMax: 1_000,
+  idempotencyKeyTtlMs: 86_400_000,
+  eventRetentionMs: 604_800_000,
+  pruneBatchMax: 1_000,
+  pruneRunObjectsMax: 50,
 };
 
 /**
@@ -208,6 +226,12 @@ const VAR_NAMES: Record<keyof Config, string> = {
   artifactPatchMaxChars: "ARTIFACT_PATCH_MAX_CHARS",
   claimWaitersRetryAfterMs: "CLAIM_WAITERS_RETRY_AFTER_MS",
   rateLimitRetryAfterMs: "RATE_LIMIT_RETRY_AFTER_MS",
+  claimLabelSetsMax: "CLAIM_LABEL_SETS_MAX",
+  labelSetsReadMax: "LABEL_SETS_READ_MAX",
+  idempotencyKeyTtlMs: "IDEMPOTENCY_KEY_TTL_MS",
+  eventRetentionMs: "EVENT_RETENTION_MS",
+  pruneBatchMax: "PRUNE_BATCH_MAX",
+  pruneRunObjectsMax: "PRUNE_RUN_OBJECTS_MAX",
 };
 
 /** Reads the config from Worker vars; a malformed value is a deployment error and throws at once. */
@@ -241,6 +265,9 @@ export function loadConfig(vars: Record<string, unknown>): Config {
   for (const [key, ceiling] of Object.entries(BOUND_CEILINGS) as [keyof typeof BOUND_CEILINGS, number][]) {
     if (config[key] > ceiling) throw new Error(`${VAR_NAMES[key]} must be at most ${ceiling}, got ${config[key]}`);
   }
+  if (config.claimLabelSetsMax < 1) throw new Error("CLAIM_LABEL_SETS_MAX must be at least 1");
+  if (config.labelSetsReadMax < 1) throw new Error("LABEL_SETS_READ_MAX must be at least 1");
+  if (config.pruneBatchMax < 1) throw new Error("PRUNE_BATCH_MAX must be at least 1");
   return config;
 }
 

@@ -15,6 +15,7 @@ export const ERROR_STATUS = {
   idempotency_conflict: 409,
   last_admin_token: 409,
   task_gone: 410,
+  events_pruned: 410,
   listener_upgrade_required: 426,
   too_many_streams: 429,
   too_many_waiters: 429,

@@ -7,6 +7,7 @@ import { loadConfig } from "./config";
 import type { Env } from "./env";
 import type { QueueMessage } from "./queue/messages";
 import { consumeEvents } from "./queue/consumer";
+import { pruneStorage } from "./retention";
 import { tickSweep } from "./sweep";
 
 export { RunObject } from "../durable-objects/run-object";
@@ -22,5 +23,7 @@ export default {
     await tickSweep(env.DB, config, controller.scheduledTime);
     // Build jobs whose dispatch was never confirmed are retried here (docs/runbook.md).
     await reconcileUnconfirmedJobs(env, config, controller.scheduledTime);
+    // Bounded storage: expired idempotency keys and old events of ended runs, a batch per tick.
+    await pruneStorage(env, config, controller.scheduledTime);
   },
 } satisfies ExportedHandler<Env, QueueMessage>;

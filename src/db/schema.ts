@@ -77,7 +77,8 @@ export const runs = sqliteTable(
   ],
 );
 
-// Label sets that have ever had work, so a claim reads only the heads of the sets a runner covers.
+// Label sets with queued work, so a claim reads only the heads of the sets a runner covers. A queued
+// run's projection adds its set; the scheduler removes a set whose queue it finds empty.
 export const labelSets = sqliteTable(
   "label_sets",
   {
@@ -97,7 +98,8 @@ export const idempotencyKeys = sqliteTable(
     runId: text("run_id").notNull(),
     createdAtMs: integer("created_at_ms").notNull(),
   },
-  (t) => [primaryKey({ columns: [t.orgId, t.key] })],
+  // By age, for the cron tick that deletes keys past IDEMPOTENCY_KEY_TTL_MS (src/retention.ts).
+  (t) => [primaryKey({ columns: [t.orgId, t.key] }), index("idempotency_keys_age").on(t.createdAtMs)],
 );
 
 // One row: the last cron tick and when the API last recovered from an outage.
@@ -120,6 +122,17 @@ export const events = sqliteTable(
     receivedAtMs: integer("received_at_ms").notNull(),
   },
   (t) => [primaryKey({ columns: [t.runId, t.seq] })],
+);
+
+// Ended runs whose D1 events are still stored: the cron tick deletes their events once they ended
+// more than EVENT_RETENTION_MS ago, then the row (src/retention.ts). Written with the terminal projection.
+export const endedRuns = sqliteTable(
+  "ended_runs",
+  {
+    runId: text("run_id").primaryKey(),
+    endedAtMs: integer("ended_at_ms").notNull(),
+  },
+  (t) => [index("ended_runs_age").on(t.endedAtMs, t.runId)],
 );
 
 // Completion callbacks to the URL given at dispatch: one delivery per run, retried independently

@@ -7,11 +7,13 @@ import { z } from "zod";
 import type { AppEnv } from "../app-types";
 import { callbackView, readDelivery } from "../callbacks/deliveries";
 import { requireMember } from "../auth";
-import { idempotencyKeys, labelSets, runs } from "../db/schema";
+import { idempotencyKeys, runs } from "../db/schema";
 import { DocketError, unwrap } from "../errors";
 import { canonicalJson } from "../lib/canonical-json";
 import { newId, sha256Hex } from "../lib/crypto";
-import { labelsKey, normalizeLabels } from "../run/labels";
+import { normalizeLabels } from "../run/labels";
+import { keyExpired } from "../run/idempotency";
+import { loadConfig } from "../config";
 import { RUN_STATES } from "../run/states";
 import { checkDispatch } from "../bounds";
 import { BOUND_CEILINGS } from "../config";
@@ -81,7 +83,12 @@ export async function dispatchRun(env: AppEnv["Bindings"], orgId: string, body: 
     const inserted = await db
       .insert(idempotencyKeys)
       .values({ orgId, key, payloadHash, runId, createdAtMs: Date.now() })
-      .onConflictDoNothing()
+      // A key older than IDEMPOTENCY_KEY_TTL_MS is taken over: it names the new run from now on.
+      .onConflictDoUpdate({
+        target: [idempotencyKeys.orgId, idempotencyKeys.key],
+        set: { payloadHash, runId, createdAtMs: Date.now() },
+        setWhere: keyExpired(Date.now() - loadConfig(env).idempotencyKeyTtlMs),
+      })
       .returning({ runId: idempotencyKeys.runId });
     if (inserted.length === 0) {
       const existing = await db
@@ -101,7 +108,6 @@ export async function dispatchRun(env: AppEnv["Bindings"], orgId: string, body: 
   }
   const protocol = body.launch.protocol ?? "process";
   const labels = normalizeLabels(body.labels ?? []);
-  await db.insert(labelSets).values({ orgId, labelsKey: labelsKey(protocol, labels), createdAtMs: Date.now() }).onConflictDoNothing();
   const run = await runStub(env, runId).create({
     id: runId,
     orgId,

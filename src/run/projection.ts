@@ -3,7 +3,7 @@
 
 import { eq, sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
-import { runs, sweep } from "../db/schema";
+import { endedRuns, labelSets, runs, sweep } from "../db/schema";
 import { labelsKey } from "./labels";
 import type { RunRecord } from "./types";
 
@@ -25,11 +25,40 @@ export async function projectRun(db: D1Database, run: RunRecord): Promise<D1Meta
     updatedAtMs: run.updatedAtMs,
   };
   const { id: _id, orgId: _org, createdAtMs: _created, ...changing } = row;
-  const result = await drizzle(db)
+  const orm = drizzle(db);
+  const upsert = orm
     .insert(runs)
     .values(row)
     .onConflictDoUpdate({ target: runs.id, set: changing, setWhere: sql`excluded.version > ${runs.version}` });
-  return result.meta;
+  const also = alongside(orm, run, row.labelsKey);
+  if (also === null) return (await upsert).meta;
+  // One batch, the queue row first: a scheduler that removes an emptied label set between them
+  // either sees this queued row (and keeps the set) or is followed by this re-insert.
+  const results = await orm.batch([upsert, also]);
+  return sumMeta(results.map((r) => (r as D1Result).meta));
+}
+
+/**
+ * The row that goes with the queue row: a queued run's label set (the scheduler reads only sets
+ * with queued work), or an ended run's place in the queue of event pruning (src/retention.ts).
+ */
+function alongside(orm: ReturnType<typeof drizzle>, run: RunRecord, key: string) {
+  if (run.state === "queued") {
+    return orm.insert(labelSets).values({ orgId: run.orgId, labelsKey: key, createdAtMs: run.updatedAtMs }).onConflictDoNothing();
+  }
+  if (run.endedAtMs !== null) {
+    return orm.insert(endedRuns).values({ runId: run.id, endedAtMs: run.endedAtMs }).onConflictDoNothing();
+  }
+  return null;
+}
+
+function sumMeta(metas: D1Meta[]): D1Meta {
+  const total = { ...metas[0] };
+  for (const m of metas.slice(1)) {
+    total.rows_read += m.rows_read;
+    total.rows_written += m.rows_written;
+  }
+  return total;
 }
 
 /** When the API last came back from an outage (0 when it never had one). */

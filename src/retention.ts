@@ -1,0 +1,104 @@
+// Bounded storage in D1: the cron tick deletes what has outlived its window, a bounded batch per
+// table per tick (PRUNE_BATCH_MAX), so a tick's cost stays flat whatever has piled up; what is left
+// waits for the next tick. Idempotency keys past IDEMPOTENCY_KEY_TTL_MS (src/run/idempotency.ts),
+// the stored events of runs that ended more than EVENT_RETENTION_MS ago, and label sets left with
+// no queued run.
+
+import { asc, inArray, sql } from "drizzle-orm";
+import { drizzle } from "drizzle-orm/d1";
+import type { Config } from "./config";
+import { endedRuns, idempotencyKeys } from "./db/schema";
+import type { Env } from "./env";
+import { runStub } from "./routes/stubs";
+import { log } from "./lib/log";
+import { keyExpired } from "./run/idempotency";
+
+export interface PruneCounts {
+  idempotency_keys: number;
+  events: number;
+  ended_runs: number;
+  label_sets: number;
+}
+
+/** One tick's pruning. A failure is logged and left to the next tick: it never fails the tick. */
+export async function pruneStorage(env: Env, config: Config, nowMs: number): Promise<PruneCounts | null> {
+  const db = env.DB;
+  try {
+    const counts = {
+      idempotency_keys: await pruneIdempotencyKeys(db, config, nowMs),
+      events: await pruneEvents(db, config, nowMs),
+      ended_runs: await forgetEndedRuns(env, config, nowMs),
+      label_sets: await pruneLabelSets(db, config),
+    };
+    if (counts.idempotency_keys + counts.events + counts.ended_runs + counts.label_sets > 0) log("retention.pruned", { ...counts, reason: "retention" });
+    return counts;
+  } catch (err) {
+    log("retention.prune_failed", { reason: String(err) });
+    return null;
+  }
+}
+
+/** Deletes up to a batch of the oldest expired keys. */
+async function pruneIdempotencyKeys(db: D1Database, config: Config, nowMs: number): Promise<number> {
+  const orm = drizzle(db);
+  const oldest = orm
+    .select({ rowid: sql`rowid` })
+    .from(idempotencyKeys)
+    .where(keyExpired(nowMs - config.idempotencyKeyTtlMs))
+    .orderBy(asc(idempotencyKeys.createdAtMs))
+    .limit(config.pruneBatchMax);
+  const result = await orm.delete(idempotencyKeys).where(inArray(sql`rowid`, oldest));
+  return result.meta.changes;
+}
+
+/** Deletes up to a batch of stored events of the runs that ended longest ago, past the retention. */
+async function pruneEvents(db: D1Database, config: Config, nowMs: number): Promise<number> {
+  const result = await db.prepare(PRUNE_EVENTS_SQL).bind(nowMs - config.eventRetentionMs, config.pruneBatchMax).run();
+  return result.meta.changes;
+}
+
+const PRUNE_EVENTS_SQL = `DELETE FROM events WHERE rowid IN (
+  SELECT e.rowid FROM ended_runs d JOIN events e ON e.run_id = d.run_id
+  WHERE d.ended_at_ms <= ?1 ORDER BY d.ended_at_ms, d.run_id LIMIT ?2)`;
+
+/**
+ * Ended runs past the retention whose D1 events are gone: each run object is asked to prune its
+ * outbox too (a backstop for objects whose retention alarm was never armed, such as runs that ended
+ * before retention existed), then the run is forgotten. At most PRUNE_RUN_OBJECTS_MAX per tick;
+ * a run object that is unreachable or not done yet is asked again at the next tick.
+ */
+async function forgetEndedRuns(env: Env, config: Config, nowMs: number): Promise<number> {
+  const due = await env.DB.prepare(EMPTIED_ENDED_RUNS_SQL)
+    .bind(nowMs - config.eventRetentionMs, config.pruneRunObjectsMax)
+    .all<{ run_id: string }>();
+  const done: string[] = [];
+  for (const { run_id: runId } of due.results) {
+    try {
+      if ((await runStub(env, runId).pruneEvents()).left === 0) done.push(runId);
+    } catch (err) {
+      log("retention.run_prune_failed", { run: runId, reason: String(err) });
+    }
+  }
+  if (done.length === 0) return 0;
+  const forgotten = await drizzle(env.DB).delete(endedRuns).where(inArray(endedRuns.runId, done));
+  return forgotten.meta.changes;
+}
+
+const EMPTIED_ENDED_RUNS_SQL = `SELECT d.run_id FROM ended_runs d
+  WHERE d.ended_at_ms <= ?1 AND NOT EXISTS (SELECT 1 FROM events e WHERE e.run_id = d.run_id)
+  ORDER BY d.ended_at_ms, d.run_id LIMIT ?2`;
+
+/**
+ * Label sets with no queued run, which no claim removed because no runner covers them (their runs
+ * were cancelled, say). The same conditional delete as the scheduler's, so a run projected as
+ * queued meanwhile keeps or re-adds its set (src/run/projection.ts).
+ */
+async function pruneLabelSets(db: D1Database, config: Config): Promise<number> {
+  const result = await db.prepare(PRUNE_LABEL_SETS_SQL).bind(config.pruneBatchMax).run();
+  return result.meta.changes;
+}
+
+const PRUNE_LABEL_SETS_SQL = `DELETE FROM label_sets WHERE rowid IN (
+  SELECT s.rowid FROM label_sets s
+  WHERE NOT EXISTS (SELECT 1 FROM runs r WHERE r.org_id = s.org_id AND r.labels_key = s.labels_key AND r.state = 'queued')
+  LIMIT ?1)`;
