@@ -63,6 +63,12 @@ export interface Config {
   runnerConnectedWindowMs: number;
   /** Builds: an unconfirmed dispatch not retried for this long may be released by reconciliation. */
   buildDispatchTimeoutMs: number;
+  /** A run alarm that failed (an exception) is tried again after this long; it is never dropped. */
+  alarmRetryMs: number;
+  /** The cron backstop asks run objects unchanged for this long whether their alarm is armed. */
+  alarmBackstopAgeMs: number;
+  /** The most run objects the cron backstop asks per tick. */
+  alarmBackstopBatch: number;
 }
 
 export const DEFAULTS: Config = {
@@ -102,6 +108,9 @@ export const DEFAULTS: Config = {
   buildReservationCents: 2_500,
   runnerConnectedWindowMs: 90_000,
   buildDispatchTimeoutMs: 60_000,
+  alarmRetryMs: 5_000,
+  alarmBackstopAgeMs: 300_000,
+  alarmBackstopBatch: 50,
 };
 
 const VAR_NAMES: Record<keyof Config, string> = {
@@ -141,6 +150,9 @@ const VAR_NAMES: Record<keyof Config, string> = {
   buildReservationCents: "BUILD_RESERVATION_CENTS",
   runnerConnectedWindowMs: "RUNNER_CONNECTED_WINDOW_MS",
   buildDispatchTimeoutMs: "BUILD_DISPATCH_TIMEOUT_MS",
+  alarmRetryMs: "ALARM_RETRY_MS",
+  alarmBackstopAgeMs: "ALARM_BACKSTOP_AGE_MS",
+  alarmBackstopBatch: "ALARM_BACKSTOP_BATCH",
 };
 
 /** Reads the config from Worker vars; a malformed value is a deployment error and throws at once. */
