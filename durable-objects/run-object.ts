@@ -395,7 +395,12 @@ export class RunObject extends DurableObject<Env> {
    */
   private async reaperGraceFromMs(runId: string): Promise<number> {
     try {
-      return reaperGraceFromMs(await readWatermark(this.env.DB), Date.now(), this.config.sweepOutageThresholdMs);
+      const watermark = await readWatermark(this.env.DB);
+      const now = Date.now();
+      if (watermark && now - watermark.lastTickAtMs > this.config.sweepOutageThresholdMs) {
+        log("run.sweep_stale", { run: runId, last_tick_at_ms: watermark.lastTickAtMs, reason: "no cron tick since an outage: the staleness window starts now" });
+      }
+      return reaperGraceFromMs(watermark, now, this.config.sweepOutageThresholdMs);
     } catch (err) {
       log("run.watermark_unavailable", { run: runId, reason: `the staleness window starts now: ${String(err)}` });
       return reaperGraceFromMs("unavailable", Date.now(), this.config.sweepOutageThresholdMs);

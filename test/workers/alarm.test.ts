@@ -192,6 +192,20 @@ describe("a run never loses its alarm", () => {
     expect(granted.status).toBe(200);
     expect(granted.body.run_id).toBe(runId);
   });
+
+  it("an operator's event redelivery finishes a run whose queue row was never written (docs/runbook.md)", async () => {
+    const { admin } = await createOrg("lost-row");
+    const runner = await registerRunner(admin);
+    const runId = await dispatch(admin);
+    await dropAlarm(runId, "UPDATE run SET projected_version = 0");
+    await env.DB.prepare("DELETE FROM runs WHERE id = ?").bind(runId).run();
+
+    const redeliver = await call("POST", `/v1/runs/${runId}/events/redeliver`, { token: admin, body: { after: 0 } });
+    expect(redeliver.status).toBe(202);
+    const listed = (await call("GET", "/v1/runs", { token: admin })).body.runs.map((r: { id: string }) => r.id);
+    expect(listed).toContain(runId);
+    expect((await claim(runner.token, 0)).body.run_id).toBe(runId);
+  });
 });
 
 describe("the reaper survives D1 failures and honours the outage grace", () => {
