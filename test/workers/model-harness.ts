@@ -343,27 +343,28 @@ class Sequence {
    */
   async checkAlarm(): Promise<void> {
     if (isTerminal(this.model.state)) return;
-    let seen: { alarm: number | null; outboxAt: number | null; readAt: number } | null = null;
-    for (let i = 0; i < 10; i++) {
-      seen = await runInDurableObject(runStub(this.runId), async (_o, state) => ({
+    for (let tries = 1; ; tries++) {
+      const { alarm, outboxAt, readAt } = await runInDurableObject(runStub(this.runId), async (_o, state) => ({
         alarm: await state.storage.getAlarm(),
         outboxAt: state.storage.sql
           .exec<{ at: number | null }>("SELECT MIN(next_attempt_at_ms) AS at FROM outbox WHERE sent_at_ms IS NULL AND attempts < ?", config.outboxMaxAttempts)
           .one().at,
         readAt: Date.now(),
       }));
-      if (seen.alarm !== null) break;
-      await new Promise((r) => setTimeout(r, 50));
+      const deadlines: number[] = [];
+      const reap = reapAt(this.model, timing);
+      if (reap !== null) deadlines.push(reap);
+      if (this.model.state === "queued" && this.model.notBefore > readAt) deadlines.push(this.model.notBefore);
+      if (outboxAt !== null) deadlines.push(Math.max(outboxAt, readAt + config.outboxBackoffMs));
+      if (deadlines.length === 0) return;
+      if (alarm === null && tries < 10) {
+        await new Promise((r) => setTimeout(r, 50));
+        continue;
+      }
+      const next = Math.min(...deadlines);
+      this.ensure(alarm !== null && alarm <= next, "an unfinished run has its alarm armed at or before its next deadline", { alarm, next, deadlines });
+      return;
     }
-    const { alarm, outboxAt, readAt } = seen!;
-    const deadlines: number[] = [];
-    const reap = reapAt(this.model, timing);
-    if (reap !== null) deadlines.push(reap);
-    if (this.model.state === "queued" && this.model.notBefore > readAt) deadlines.push(this.model.notBefore);
-    if (outboxAt !== null) deadlines.push(Math.max(outboxAt, readAt + config.outboxBackoffMs));
-    if (deadlines.length === 0) return;
-    const next = Math.min(...deadlines);
-    this.ensure(alarm !== null && alarm <= next, "an unfinished run has its alarm armed at or before its next deadline", { alarm, next, deadlines });
   }
 
   checkAnswer(c: Call, res: { status: number; body: Json }, o: Outcome): void {
