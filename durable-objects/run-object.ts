@@ -291,7 +291,8 @@ export class RunObject extends DurableObject<Env> {
     const due = this.nextDeadlineMs(graceFromMs);
     if (due === null || (armed !== null && armed <= Math.max(Date.now(), due))) return { alarm_at_ms: armed, rearmed: false };
     const at = this.armAlarm(graceFromMs);
-    log("run.alarm_rearmed", { run: run.id, attempt: run.attempt, state: run.state, reason: armed === null ? "no alarm armed" : "alarm later than its deadline", alarm_at_ms: at });
+    const now = this.load()!;
+    log("run.alarm_rearmed", { run: now.id, attempt: now.attempt, state: now.state, reason: armed === null ? "no alarm armed" : "alarm later than its deadline", alarm_at_ms: at });
     return { alarm_at_ms: at, rearmed: true };
   }
 
