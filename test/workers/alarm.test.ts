@@ -230,6 +230,27 @@ describe("the reaper survives D1 failures and honours the outage grace", () => {
     expect(reaped.last_error).toContain("daemon silent");
   });
 
+  it("an exception inside the alarm is logged and the alarm armed again after ALARM_RETRY_MS", async () => {
+    const { admin } = await createOrg("alarm-throws");
+    const runId = await launchedRun({ admin });
+    const stub = runStub(runId);
+    await runInDurableObject(stub, (instance, state) => {
+      // Events wait to be published (due now), and publishing throws: retried, but not in a hot loop.
+      state.storage.sql.exec("UPDATE outbox SET sent_at_ms = NULL");
+      const outbox = (instance as unknown as { outbox: { publish: () => Promise<void> } }).outbox;
+      outbox.publish = async () => {
+        throw new Error("SQLITE_FULL: database or disk is full");
+      };
+    });
+    const before = Date.now();
+    expect(await runAlarm(runId)).toBe(true);
+    const { run, alarm } = await stored(runId);
+    expect(run.state).toBe("implementing");
+    expect(alarm).not.toBeNull();
+    expect(alarm!).toBeGreaterThanOrEqual(before + config.alarmRetryMs);
+    expect(alarm!).toBeLessThanOrEqual(heldDeadline(run));
+  });
+
   it("alarms that fire before the first tick after an outage fail no healthy run; the window then runs from the recovery", async () => {
     const { admin } = await createOrg("outage");
     const runId = await launchedRun({ admin });
