@@ -12,6 +12,7 @@ import worker from "../../src/index";
 import { loadConfig } from "../../src/config";
 import { newId } from "../../src/lib/crypto";
 import { labelsKey } from "../../src/run/labels";
+import { reaperGraceFromMs } from "../../src/sweep";
 import type { RunRecord } from "../../src/run/types";
 import { ageRun, attemptCall, call, claim, createOrg, dispatch, getRun, registerRunner, runAlarm, runBody, runStub, sleep } from "./helpers";
 
@@ -277,5 +278,20 @@ describe("the reaper survives D1 failures and honours the outage grace", () => {
     const reaped = await getRun(admin, runId);
     expect(reaped.state).toBe("failed");
     expect(reaped.last_error).toContain("daemon silent");
+  });
+});
+
+describe("where the reaper's staleness window starts (reaperGraceFromMs)", () => {
+  const T = 1_000_000_000;
+  const threshold = config.sweepOutageThresholdMs;
+  it("is the recorded recovery while the cron ticks regularly", () => {
+    expect(reaperGraceFromMs({ lastTickAtMs: T - MIN, recoveredAtMs: T - 60 * MIN }, T, threshold)).toBe(T - 60 * MIN);
+  });
+  it("is now when the last tick is older than the outage threshold, or D1 cannot say", () => {
+    expect(reaperGraceFromMs({ lastTickAtMs: T - threshold - 1, recoveredAtMs: 0 }, T, threshold)).toBe(T);
+    expect(reaperGraceFromMs("unavailable", T, threshold)).toBe(T);
+  });
+  it("grants nothing on a deployment whose cron never ticked", () => {
+    expect(reaperGraceFromMs(null, T, threshold)).toBe(0);
   });
 });
