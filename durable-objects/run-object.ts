@@ -11,11 +11,12 @@ import { addCost, addD1, noCost, type Cost } from "../src/lib/cost";
 import { newToken, sha256Hex } from "../src/lib/crypto";
 import { log } from "../src/lib/log";
 import { decide, reapDeadline } from "../src/run/decide";
-import { projectRun, readRecoveredAtMs } from "../src/run/projection";
+import { projectRun } from "../src/run/projection";
 import { newQueuedRun, type NewRun } from "../src/run/new-run";
 import type { RunCommand, RunRecord } from "../src/run/types";
 import { attemptView, runView, type RunView } from "../src/run/view";
 import { labelsKey } from "../src/run/labels";
+import { readWatermark, reaperGraceFromMs } from "../src/sweep";
 import { ArtifactStore } from "./artifact-store";
 import { Outbox, type StoredEvent } from "./outbox";
 import { RunStreams, STREAM_ORG_HEADER, streamAfter, tooManyStreams } from "./run-streams";
@@ -102,10 +103,15 @@ export class RunObject extends DurableObject<Env> {
 
   // ---- creation --------------------------------------------------------------------------------
 
-  /** Creates the run; calling it again for an existing run returns the run unchanged. */
+  /**
+   * Creates the run. Called again for an existing run (a replayed dispatch), it changes nothing but
+   * finishes what the first call may not have: the queue row, the outbox, the wake-up, the alarm.
+   */
   async create(input: NewRun): Promise<RunView> {
-    const existing = this.load();
-    if (existing) return this.view(existing);
+    if (this.load()) {
+      await this.finishPending({ forceProjection: true, notify: true });
+      return this.view(this.load()!);
+    }
     const now = Date.now();
     const run = newQueuedRun(input, now);
     this.ctx.storage.transactionSync(() => {
@@ -119,8 +125,9 @@ export class RunObject extends DurableObject<Env> {
       );
       this.outbox.append(run, [{ type: "run.created", data: { state: run.state, brief: run.brief } }], now);
     });
+    this.armAlarm();
     log("run.transition", { run: run.id, attempt: 0, from: null, to: "queued", reason: "dispatched", version: 1 });
-    await this.afterChange(run, true);
+    await this.finishPending({ notify: true });
     return this.view(run);
   }
 
@@ -145,13 +152,14 @@ export class RunObject extends DurableObject<Env> {
       );
     });
     if ("error" in result) {
-      // A claim that found a stale queue row: the row is repaired before the refusal goes back.
-      const run = this.load();
-      if (run) addCost(cost, await this.repairProjection(run, true));
+      // A claim that found a stale queue row: the row is repaired and whatever else a crash left
+      // pending is finished (the alarm too) before the refusal goes back. No wake-up: the row
+      // would only be found again.
+      if (this.load()) addCost(cost, await this.finishPending({ forceProjection: true, notify: false }));
       return { answer: result, cost };
     }
     const run = result.run;
-    addCost(cost, await this.afterChange(run, false));
+    addCost(cost, await this.finishPending({ notify: false }));
     const answer: ClaimGrant = {
       run_id: run.id,
       attempt: run.attempt,
@@ -198,7 +206,7 @@ export class RunObject extends DurableObject<Env> {
     if (isRefusal(run)) return run;
     const result = this.apply({ type: "cancel", by, reason });
     if ("error" in result) return result;
-    await this.afterChange(result.run, false);
+    await this.finishPending({ notify: true });
     return { run: this.view(result.run), immediate: result.run.state === "cancelled" };
   }
 
@@ -214,7 +222,7 @@ export class RunObject extends DurableObject<Env> {
     if (isRefusal(run)) return run;
     const result = this.apply(command);
     if ("error" in result) return result;
-    await this.afterChange(result.run, false);
+    await this.finishPending({ notify: true });
     return this.view(result.run);
   }
 
@@ -244,8 +252,7 @@ export class RunObject extends DurableObject<Env> {
     if (isRefusal(run)) return run;
     const requeued = this.outbox.requeue(afterSeq, Date.now());
     log("outbox.requeued", { run: run.id, seq: afterSeq, count: requeued, reason: "operator redelivery" });
-    await this.outbox.publish(run);
-    await this.armAlarm(run, 0);
+    await this.finishPending({ notify: false });
     return { requeued, outbox: this.outbox.status() };
   }
 
@@ -281,17 +288,41 @@ export class RunObject extends DurableObject<Env> {
 
   // ---- alarm: reaper, queue repair, outbox retry -------------------------------------------------
 
+  /**
+   * Acts on due deadlines, then finishes pending side effects. Whatever fails, the alarm is armed
+   * again from the stored run (../shared/STYLE.md, "Every failure path keeps the system live"):
+   * the exception is logged, not thrown, so the runtime's bounded retries never drop it.
+   */
   async alarm(): Promise<void> {
-    let run = this.load();
+    const run = this.load();
     if (!run) return;
-    const recoveredAtMs = await readRecoveredAtMs(this.env.DB);
-    const result = this.apply({ type: "deadline", recoveredAtMs, jitter: Math.random() });
-    if (!("error" in result)) run = result.run;
-    await this.repairProjection(run);
-    if (run.state === "queued" && run.notBeforeMs <= Date.now()) await this.notifyScheduler(run);
+    const graceFromMs = await this.reaperGraceFromMs(run.id);
+    try {
+      this.apply({ type: "deadline", recoveredAtMs: graceFromMs, jitter: Math.random() });
+      this.outbox.prune(this.load()!, Date.now()); // retention: sent events of a run ended long ago
+      await this.finishPending({ notify: true, graceFromMs });
+    } catch (err) {
+      const at = this.armAlarm(graceFromMs, Date.now() + this.config.alarmRetryMs);
+      log("run.alarm_failed", { run: run.id, attempt: run.attempt, reason: String(err), retry_at_ms: at });
+    }
+  }
+
+  /**
+   * The cron backstop (src/alarm-backstop.ts) found this run's queue row at `rowVersion`: finish
+   * what a crash left pending, and arm the alarm if it is missing or later than the next deadline.
+   */
+  async ensureAlarm(rowVersion: number, graceFromMs: number): Promise<{ alarm_at_ms: number | null; rearmed: boolean }> {
+    const run = this.load();
+    if (!run) return { alarm_at_ms: null, rearmed: false };
+    await this.repairProjection(rowVersion < run.version);
     await this.outbox.publish(run);
-    this.outbox.prune(run, Date.now()); // retention: sent events of a run ended long ago
-    await this.armAlarm(run, recoveredAtMs);
+    const armed = await this.ctx.storage.getAlarm();
+    const due = this.nextDeadlineMs(graceFromMs);
+    if (due === null || (armed !== null && armed <= Math.max(Date.now(), due))) return { alarm_at_ms: armed, rearmed: false };
+    const at = this.armAlarm(graceFromMs);
+    const now = this.load()!;
+    log("run.alarm_rearmed", { run: now.id, attempt: now.attempt, state: now.state, reason: armed === null ? "no alarm armed" : "alarm later than its deadline", alarm_at_ms: at });
+    return { alarm_at_ms: at, rearmed: true };
   }
 
   // ---- internals ---------------------------------------------------------------------------------
@@ -299,14 +330,14 @@ export class RunObject extends DurableObject<Env> {
   private async attemptCall(command: RunCommand): Promise<AttemptAnswer | Refusal> {
     const result = this.apply(command);
     if ("error" in result) return result;
-    await this.afterChange(result.run, false);
+    await this.finishPending({ notify: true });
     return attemptView(result.run);
   }
 
   /**
    * Decides and applies one command in a single transaction: the run row (a compare-and-swap on
    * state, attempt and version), its outbox events, a new patch's chunks and any extra rows written
-   * by `alsoWrite`.
+   * by `alsoWrite`; the alarm is armed from the stored result in the same synchronous step.
    */
   private apply(command: RunCommand, alsoWrite?: (run: RunRecord) => void): { run: RunRecord } | Refusal {
     const current = this.load();
@@ -333,6 +364,7 @@ export class RunObject extends DurableObject<Env> {
       this.outbox.append(next, decision.events, now);
       alsoWrite?.(next);
     });
+    this.armAlarm(command.type === "deadline" ? command.recoveredAtMs : 0);
     for (const hop of decision.hops) {
       log("run.transition", { run: next.id, attempt: next.attempt, from: hop.from, to: hop.to, reason: hop.reason, version: next.version });
     }
@@ -340,17 +372,20 @@ export class RunObject extends DurableObject<Env> {
   }
 
   /**
-   * Side effects after a committed change: the queue row, the scheduler, the outbox, the alarm.
-   * Answers with their D1 rows and Durable Object requests.
+   * Finishes, from the stored run, the side effects a committed change leaves pending: the queue
+   * row, the scheduler's wake-up (when it is claimable), the outbox, then the alarm. Every path that
+   * finds the run calls it, so whoever comes after a crash finishes the crashed call's work.
+   * Answers with its D1 rows and Durable Object requests.
    */
-  private async afterChange(run: RunRecord, created: boolean): Promise<Cost> {
-    const cost = await this.repairProjection(run);
-    if (run.state === "queued" && (created || run.notBeforeMs <= Date.now())) {
+  private async finishPending(opts: { forceProjection?: boolean; notify: boolean; graceFromMs?: number }): Promise<Cost> {
+    const cost = await this.repairProjection(opts.forceProjection ?? false);
+    const run = this.load()!;
+    if (opts.notify && run.state === "queued" && run.notBeforeMs <= Date.now()) {
       await this.notifyScheduler(run);
       cost.doRequests += 1;
     }
     await this.outbox.publish(run);
-    await this.armAlarm(run, 0);
+    this.armAlarm(opts.graceFromMs ?? 0);
     return cost;
   }
 
@@ -359,12 +394,13 @@ export class RunObject extends DurableObject<Env> {
   }
 
   /**
-   * Writes the D1 queue row when it is behind this object (or, forced, when a claim found the row
-   * lying); the write only lands over an older version. A failure is retried from the alarm.
+   * Writes the D1 queue row when it is behind this object (or, forced, when it may be lying); the
+   * write only lands over an older version. A failure is retried from the alarm.
    */
-  private async repairProjection(run: RunRecord, force = false): Promise<Cost> {
+  private async repairProjection(force: boolean): Promise<Cost> {
     const cost = noCost();
-    if (!force && this.projectedVersion() >= run.version) return cost;
+    const run = this.load();
+    if (!run || (!force && this.projectedVersion() >= run.version)) return cost;
     try {
       addD1(cost, await projectRun(this.env.DB, run));
       this.sql.exec("UPDATE run SET projected_version = ? WHERE projected_version < ?", run.version, run.version);
@@ -383,22 +419,54 @@ export class RunObject extends DurableObject<Env> {
     }
   }
 
-  /** One alarm, many deadlines: arm it at the earliest (../shared/STYLE.md, partywhen's Scheduler). */
-  private async armAlarm(run: RunRecord, recoveredAtMs: number): Promise<void> {
+  /**
+   * When the reaper's window starts (src/sweep.ts, reaperGraceFromMs). A watermark D1 cannot give
+   * counts as an outage: the run gets the window from now, never a reap on a guess.
+   */
+  private async reaperGraceFromMs(runId: string): Promise<number> {
+    try {
+      const watermark = await readWatermark(this.env.DB);
+      const now = Date.now();
+      if (watermark && now - watermark.lastTickAtMs > this.config.sweepOutageThresholdMs) {
+        log("run.sweep_stale", { run: runId, last_tick_at_ms: watermark.lastTickAtMs, reason: "no cron tick since an outage: the staleness window starts now" });
+      }
+      return reaperGraceFromMs(watermark, now, this.config.sweepOutageThresholdMs);
+    } catch (err) {
+      log("run.watermark_unavailable", { run: runId, reason: `the staleness window starts now: ${String(err)}` });
+      return reaperGraceFromMs("unavailable", Date.now(), this.config.sweepOutageThresholdMs);
+    }
+  }
+
+  /**
+   * One alarm, many deadlines (../shared/STYLE.md, partywhen's Scheduler), derived from what is
+   * stored, never from a caller's copy. Synchronous: called right after a transaction, the alarm is
+   * written with it, before any await lets another call or a crash in. Answers the time armed.
+   */
+  private armAlarm(graceFromMs = 0, earliestMs = Date.now()): number | null {
+    const due = this.nextDeadlineMs(graceFromMs);
+    const write = due === null ? this.ctx.storage.deleteAlarm() : this.ctx.storage.setAlarm(Math.max(earliestMs, due));
+    write.catch((err) => log("run.alarm_write_failed", { run: this.load()?.id ?? null, reason: String(err) }));
+    return due === null ? null : Math.max(earliestMs, due);
+  }
+
+  /**
+   * The stored run's earliest deadline: the reaper's, the end of a backoff, and the retry of side
+   * effects still pending (a change's own caller finishes them first; if it never does, this does).
+   */
+  private nextDeadlineMs(graceFromMs: number): number | null {
+    const run = this.load();
+    if (!run) return null;
     const now = Date.now();
+    const retryAt = now + this.config.outboxBackoffMs;
     const deadlines: number[] = [];
-    const reap = reapDeadline(run, this.config, recoveredAtMs);
+    const reap = reapDeadline(run, this.config, graceFromMs);
     if (reap !== null) deadlines.push(reap);
     if (run.state === "queued" && run.notBeforeMs > now) deadlines.push(run.notBeforeMs);
-    if (this.projectedVersion() < run.version) deadlines.push(now + this.config.outboxBackoffMs);
+    if (this.projectedVersion() < run.version) deadlines.push(retryAt);
     const outboxAt = this.outbox.nextAttemptAtMs();
-    if (outboxAt !== null) deadlines.push(outboxAt);
+    if (outboxAt !== null) deadlines.push(Math.max(outboxAt, retryAt));
     const pruneAt = this.outbox.pruneDueAtMs(run); // retention (durable-objects/outbox.ts)
     if (pruneAt !== null) deadlines.push(pruneAt);
-    if (deadlines.length === 0) {
-      await this.ctx.storage.deleteAlarm();
-      return;
-    }
-    await this.ctx.storage.setAlarm(Math.max(now, Math.min(...deadlines)));
+    return deadlines.length === 0 ? null : Math.min(...deadlines);
   }
 }

@@ -97,6 +97,12 @@ export interface Config {
   pruneBatchMax: number;
   /** Storage pruning: ended runs whose run object one cron tick asks to prune its events (a Durable Object request each). */
   pruneRunObjectsMax: number;
+  /** A run alarm that failed (an exception) is tried again after this long; it is never dropped. */
+  alarmRetryMs: number;
+  /** The cron backstop asks run objects unchanged for this long whether their alarm is armed. */
+  alarmBackstopAgeMs: number;
+  /** The most run objects the cron backstop asks per tick. */
+  alarmBackstopBatch: number;
 }
 
 export const DEFAULTS: Config = {
@@ -157,6 +163,9 @@ export const DEFAULTS: Config = {
   eventRetentionMs: 604_800_000,
   pruneBatchMax: 1_000,
   pruneRunObjectsMax: 50,
+  alarmRetryMs: 5_000,
+  alarmBackstopAgeMs: 300_000,
+  alarmBackstopBatch: 50,
 };
 
 /**
@@ -232,6 +241,9 @@ const VAR_NAMES: Record<keyof Config, string> = {
   eventRetentionMs: "EVENT_RETENTION_MS",
   pruneBatchMax: "PRUNE_BATCH_MAX",
   pruneRunObjectsMax: "PRUNE_RUN_OBJECTS_MAX",
+  alarmRetryMs: "ALARM_RETRY_MS",
+  alarmBackstopAgeMs: "ALARM_BACKSTOP_AGE_MS",
+  alarmBackstopBatch: "ALARM_BACKSTOP_BATCH",
 };
 
 /** Reads the config from Worker vars; a malformed value is a deployment error and throws at once. */

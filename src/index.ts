@@ -1,6 +1,7 @@
 // The Worker entry: HTTP app, outbox queue consumer and the cron sweep (the watermark tick and
-// the reconciliation of unconfirmed build dispatches).
+// the alarm backstop and the reconciliation of unconfirmed build dispatches).
 
+import { checkRunAlarms } from "./alarm-backstop";
 import { app } from "./app";
 import { reconcileUnconfirmedJobs } from "./builds/dispatcher";
 import { loadConfig } from "./config";
@@ -20,7 +21,9 @@ export default {
   },
   async scheduled(controller: ScheduledController, env: Env): Promise<void> {
     const config = loadConfig(env);
-    await tickSweep(env.DB, config, controller.scheduledTime);
+    const { recoveredAtMs } = await tickSweep(env.DB, config, controller.scheduledTime);
+    // Runs whose alarm or queue row a crash lost are found and re-armed here (docs/runbook.md).
+    await checkRunAlarms(env, config, controller.scheduledTime, recoveredAtMs);
     // Build jobs whose dispatch was never confirmed are retried here (docs/runbook.md).
     await reconcileUnconfirmedJobs(env, config, controller.scheduledTime);
     // Bounded storage: expired idempotency keys and old events of ended runs, a batch per tick.

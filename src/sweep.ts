@@ -2,8 +2,10 @@
 // grants one full staleness window after an outage"). The cron tick records itself in D1; a gap
 // longer than the outage threshold marks a recovery, and every run object's reaper then grants
 // each run one full staleness window from that moment. Being in D1, every replica sees the same.
+// Until a tick has recorded the recovery, a last tick older than the threshold (or a watermark
+// that cannot be read) counts as an outage still going on (reaperGraceFromMs).
 
-import { sql } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import type { Config } from "./config";
 import { sweep } from "./db/schema";
@@ -25,4 +27,34 @@ export async function tickSweep(db: D1Database, config: Config, now: number): Pr
     .get();
   if (row.recoveredAtMs === now) log("sweep.recovered", { recovered_at_ms: now, grace_ms: config.daemonSilenceMs });
   return { recoveredAtMs: row.recoveredAtMs };
+}
+
+/** The watermark row as the reaper reads it; null when the cron never ticked on this deployment. */
+export interface Watermark {
+  lastTickAtMs: number;
+  recoveredAtMs: number;
+}
+
+/** The last tick and the last recovery, in one read (a reaper needs both to judge an outage). */
+export async function readWatermark(db: D1Database): Promise<Watermark | null> {
+  const row = await drizzle(db)
+    .select({ lastTickAtMs: sweep.lastTickAtMs, recoveredAtMs: sweep.recoveredAtMs })
+    .from(sweep)
+    .where(eq(sweep.id, 1))
+    .get();
+  return row ?? null;
+}
+
+/**
+ * When the reaper's staleness window starts for an alarm firing at `nowMs` (the `recoveredAtMs` of
+ * a deadline command). The recorded recovery, unless the plane may be inside an outage or just out
+ * of one that no tick has recorded yet: the watermark could not be read (`"unavailable"`), or the
+ * last tick is itself older than the outage threshold (alarms fire the moment the Worker is back,
+ * before the first tick). Then nobody is reaped on a guess: the window starts now.
+ */
+export function reaperGraceFromMs(watermark: Watermark | null | "unavailable", nowMs: number, outageThresholdMs: number): number {
+  if (watermark === "unavailable") return nowMs;
+  if (watermark === null) return 0;
+  if (nowMs - watermark.lastTickAtMs > outageThresholdMs) return nowMs;
+  return watermark.recoveredAtMs;
 }

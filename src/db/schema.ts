@@ -74,6 +74,8 @@ export const runs = sqliteTable(
     index("runs_queue").on(t.orgId, t.labelsKey, t.state, t.orderGroup, t.orderPriority, t.queuedAtMs, t.id),
     index("runs_list").on(t.orgId, t.createdAtMs, t.id),
     index("runs_list_state").on(t.orgId, t.state, t.createdAtMs, t.id),
+    // The cron's alarm backstop walks unfinished runs of every organization (src/alarm-backstop.ts).
+    index("runs_unfinished").on(t.state, t.id),
   ],
 );
 

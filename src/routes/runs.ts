@@ -72,7 +72,8 @@ const idParam = z.object({ id: runIdParam });
 
 /**
  * Creates a run, or replays it for a repeated Idempotency-Key with the same payload. The key is
- * claimed before the run object exists, so a crash in between is finished by the retry.
+ * claimed before the run object exists, so a crash in between is finished by the retry; a replay
+ * that finds the run also finishes its queue row, events and alarm (RunObject.create).
  */
 export async function dispatchRun(env: AppEnv["Bindings"], orgId: string, body: DispatchBody, key: string | null) {
   const db = drizzle(env.DB);

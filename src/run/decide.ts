@@ -418,7 +418,8 @@ export function decide(input: RunRecord, command: RunCommand, now: number, confi
 /**
  * The reaper, run from the object's alarm. A queued run is never reaped: the queue state is the
  * signal (dispatch-lifecycle.md, "No reaper for queued tasks"). After an outage every run gets one
- * full staleness window from `recoveredAtMs` ("A shared sweep watermark grants one full staleness window").
+ * full staleness window from `recoveredAtMs` ("A shared sweep watermark grants one full staleness window"):
+ * the recorded recovery, or now while an outage may not be over (src/sweep.ts, reaperGraceFromMs).
  */
 function reap(d: Draft, config: DecideConfig, recoveredAtMs: number, jitter: number): Decision {
   const run = d.run;

@@ -1,9 +1,9 @@
 // The D1 queue row is a projection of the run object, written only with a newer version
 // (../shared/DESIGN.md, "D1 holds the queue and the credit ledger").
 
-import { eq, sql } from "drizzle-orm";
+import { sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
-import { endedRuns, labelSets, runs, sweep } from "../db/schema";
+import { endedRuns, labelSets, runs } from "../db/schema";
 import { labelsKey } from "./labels";
 import type { RunRecord } from "./types";
 
@@ -59,10 +59,4 @@ function sumMeta(metas: D1Meta[]): D1Meta {
     total.rows_written += m.rows_written;
   }
   return total;
-}
-
-/** When the API last came back from an outage (0 when it never had one). */
-export async function readRecoveredAtMs(db: D1Database): Promise<number> {
-  const row = await drizzle(db).select({ at: sweep.recoveredAtMs }).from(sweep).where(eq(sweep.id, 1)).get();
-  return row?.at ?? 0;
 }

@@ -13,6 +13,7 @@
 // scripts/model-soak.mjs.
 
 import fc from "fast-check";
+import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config";
@@ -336,6 +337,41 @@ class Sequence {
     if ((c.kind === "cancel" && (res.status === 200 || res.status === 202)) || view.stop_request !== null) this.cancelAccepted = true;
     this.view = view;
     this.events.push(...fresh);
+    await this.checkAlarm();
+  }
+
+  /**
+   * Every unfinished run has its alarm armed at or before its next deadline: the reaper's (from the
+   * model), the end of its backoff, an outbox retry. An alarm that is firing right now is not armed
+   * while it runs, so an absent alarm is looked at again for a moment before it counts as lost.
+   * (A change of state always bumps the version; only the lease, reports and the sandbox id do not.)
+   */
+  async checkAlarm(): Promise<void> {
+    if (isTerminal(this.model.state)) return;
+    for (let tries = 1; ; tries++) {
+      const { alarm, version, outboxAt, readAt } = await runInDurableObject(runStub(this.runId), async (_o, state) => ({
+        alarm: await state.storage.getAlarm(),
+        version: state.storage.sql.exec<{ version: number }>("SELECT version FROM run").one().version,
+        outboxAt: state.storage.sql
+          .exec<{ at: number | null }>("SELECT MIN(next_attempt_at_ms) AS at FROM outbox WHERE sent_at_ms IS NULL AND attempts < ?", config.outboxMaxAttempts)
+          .one().at,
+        readAt: Date.now(),
+      }));
+      const deadlines: number[] = [];
+      const reap = reapAt(this.model, timing);
+      if (reap !== null) deadlines.push(reap);
+      if (this.model.state === "queued" && this.model.notBefore > readAt) deadlines.push(this.model.notBefore);
+      if (outboxAt !== null) deadlines.push(Math.max(outboxAt, readAt + config.outboxBackoffMs));
+      // An alarm that fired since the step changed the run: the next step checks the run it left.
+      if (deadlines.length === 0 || version !== this.view.version) return;
+      if (alarm === null && tries < 10) {
+        await new Promise((r) => setTimeout(r, 50));
+        continue;
+      }
+      const next = Math.min(...deadlines);
+      this.ensure(alarm !== null && alarm <= next, "an unfinished run has its alarm armed at or before its next deadline", { alarm, next, deadlines });
+      return;
+    }
   }
 
   checkAnswer(c: Call, res: { status: number; body: Json }, o: Outcome): void {

@@ -1,0 +1,1 @@
+CREATE INDEX `runs_unfinished` ON `runs` (`state`,`id`);

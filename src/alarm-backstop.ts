@@ -1,0 +1,62 @@
+// The cron's backstop for run alarms. A run object arms its alarm with every commit; a run whose
+// alarm was lost anyway (an object written before that rule, a storage fault) would wait in a held
+// state forever. Each tick asks a bounded batch of unfinished runs, unchanged for a while, to
+// finish their pending side effects and arm their alarm (RunObject.ensureAlarm; docs/runbook.md).
+
+import type { Config } from "./config";
+import type { Env } from "./env";
+import { randomHex } from "./lib/crypto";
+import { log } from "./lib/log";
+import { RUN_STATES, isTerminal } from "./run/states";
+
+const UNFINISHED = RUN_STATES.filter((state) => !isTerminal(state));
+
+interface Row {
+  id: string;
+  version: number;
+}
+
+export async function checkRunAlarms(
+  env: Env,
+  config: Config,
+  nowMs: number,
+  graceFromMs: number,
+): Promise<{ checked: number; rearmed: number; failed: number }> {
+  const rows = await pickUnfinished(env.DB, config, nowMs);
+  let rearmed = 0;
+  let failed = 0;
+  for (const row of rows) {
+    try {
+      const answer = await env.RUN.get(env.RUN.idFromName(row.id)).ensureAlarm(row.version, graceFromMs);
+      if (answer.rearmed) rearmed += 1;
+    } catch (err) {
+      failed += 1;
+      log("backstop.failed", { run: row.id, reason: String(err) });
+    }
+  }
+  if (rows.length > 0) log("backstop.checked", { checked: rows.length, rearmed, failed, reason: "cron alarm backstop" });
+  return { checked: rows.length, rearmed, failed };
+}
+
+/**
+ * Up to ALARM_BACKSTOP_BATCH unfinished runs unchanged for ALARM_BACKSTOP_AGE_MS, in id order from a
+ * random point, wrapping around: successive ticks cover them all without keeping a cursor, and a
+ * few long-lived runs cannot hide the rest. Each read is one state's slice of the runs_unfinished index.
+ */
+async function pickUnfinished(db: D1Database, config: Config, nowMs: number): Promise<Row[]> {
+  const limit = config.alarmBackstopBatch;
+  if (limit === 0) return [];
+  const start = `run_${randomHex(12)}`;
+  const cutoff = nowMs - config.alarmBackstopAgeMs;
+  const slice = (op: ">=" | "<") =>
+    UNFINISHED.map((state) =>
+      db
+        .prepare(`SELECT id, version FROM runs WHERE state = ? AND id ${op} ? AND updated_at_ms < ? ORDER BY id LIMIT ?`)
+        .bind(state, start, cutoff, limit),
+    );
+  const results = await db.batch<Row>([...slice(">="), ...slice("<")]);
+  const byId = (a: Row, b: Row) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+  const after = results.slice(0, UNFINISHED.length).flatMap((r) => r.results).sort(byId);
+  const before = results.slice(UNFINISHED.length).flatMap((r) => r.results).sort(byId);
+  return [...after, ...before].slice(0, limit);
+}
