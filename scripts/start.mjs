@@ -35,6 +35,7 @@ Docket is starting at http://127.0.0.1:${port}
       -H 'Authorization: Bearer <admin token>' -H 'Content-Type: application/json' \\
       -d '{"kind": "registration"}'
 
+  The cron tick runs every ${Number(process.env.CRON_TICK_MS ?? 60_000) / 1000} s (CRON_TICK_MS).
   The API is described in docs/protocol.md. Stop with Ctrl-C.
 `);
 
@@ -43,5 +44,13 @@ const dev = spawn(
   [...wrangler, "dev", "--local", "--ip", "127.0.0.1", "--port", port, "--var", `ADMIN_SECRET:${adminSecret}`, "--test-scheduled"],
   { stdio: "inherit" },
 );
+
+// Cron triggers do not fire under `wrangler dev`: tick the Worker's cron here, as the deployed
+// `[triggers] crons` would (the sweep watermark, the alarm backstop, reconciliation, retention).
+const cronEveryMs = Number(process.env.CRON_TICK_MS ?? 60_000);
+const cron = setInterval(() => {
+  fetch(`http://127.0.0.1:${port}/__scheduled?cron=*+*+*+*+*`).catch(() => undefined);
+}, cronEveryMs);
+dev.on("exit", () => clearInterval(cron));
 for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => dev.kill(signal));
 dev.on("exit", (code) => process.exit(code ?? 0));

@@ -1,11 +1,12 @@
-// The Worker entry: HTTP app, outbox queue consumer and the cron sweep (the watermark tick and
-// the alarm backstop and the reconciliation of unconfirmed build dispatches).
+// The Worker entry: HTTP app, outbox queue consumer and the cron tick (the sweep watermark, the
+// alarm backstop, the reconciliation of build jobs, and storage retention).
 
 import { checkRunAlarms } from "./alarm-backstop";
 import { app } from "./app";
-import { reconcileUnconfirmedJobs } from "./builds/dispatcher";
+import { reconcileUnconfirmedJobs, settleEndedJobs } from "./builds/dispatcher";
 import { loadConfig } from "./config";
 import type { Env } from "./env";
+import { log } from "./lib/log";
 import type { QueueMessage } from "./queue/messages";
 import { consumeEvents } from "./queue/consumer";
 import { pruneStorage } from "./retention";
@@ -14,6 +15,15 @@ import { tickSweep } from "./sweep";
 export { RunObject } from "../durable-objects/run-object";
 export { SchedulerObject } from "../durable-objects/scheduler-object";
 
+/** One step of the cron tick: a failure is logged and left to the next tick, never stops the others. */
+async function step(name: string, work: () => Promise<unknown>): Promise<void> {
+  try {
+    await work();
+  } catch (err) {
+    log("cron.step_failed", { step: name, reason: String(err) });
+  }
+}
+
 export default {
   fetch: app.fetch,
   async queue(batch: MessageBatch<QueueMessage>, env: Env): Promise<void> {
@@ -21,12 +31,17 @@ export default {
   },
   async scheduled(controller: ScheduledController, env: Env): Promise<void> {
     const config = loadConfig(env);
-    const { recoveredAtMs } = await tickSweep(env.DB, config, controller.scheduledTime);
+    const now = controller.scheduledTime;
+    // Without a watermark (D1 down), the backstop grants every run its window from now.
+    let graceFromMs = now;
+    await step("sweep", async () => ({ recoveredAtMs: graceFromMs } = await tickSweep(env.DB, config, now)));
     // Runs whose alarm or queue row a crash lost are found and re-armed here (docs/runbook.md).
-    await checkRunAlarms(env, config, controller.scheduledTime, recoveredAtMs);
-    // Build jobs whose dispatch was never confirmed are retried here (docs/runbook.md).
-    await reconcileUnconfirmedJobs(env, config, controller.scheduledTime);
+    await step("alarm_backstop", () => checkRunAlarms(env, config, now, graceFromMs));
+    // Build jobs whose dispatch was never confirmed are retried, and jobs whose run ended without
+    // settling them are settled (docs/runbook.md).
+    await step("reconcile_unconfirmed", () => reconcileUnconfirmedJobs(env, config, now));
+    await step("settle_ended", () => settleEndedJobs(env, config, now));
     // Bounded storage: expired idempotency keys and old events of ended runs, a batch per tick.
-    await pruneStorage(env, config, controller.scheduledTime);
+    await step("retention", () => pruneStorage(env, config, now));
   },
 } satisfies ExportedHandler<Env, QueueMessage>;

@@ -6,6 +6,7 @@ import { and, asc, eq, inArray, lte } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import type { Config } from "../config";
 import { buildJobs } from "../db/ledger-schema";
+import { runs } from "../db/schema";
 import type { Env } from "../env";
 import { DocketError } from "../errors";
 import { canonicalJson } from "../lib/canonical-json";
@@ -13,7 +14,7 @@ import { newId, randomHex, sha256Hex } from "../lib/crypto";
 import { log } from "../lib/log";
 import { applyOp, insertJobEntry } from "../ledger/entries";
 import { readBalance } from "../ledger/ledger";
-import { isTerminal } from "../run/states";
+import { isTerminal, TERMINAL_STATES } from "../run/states";
 import type { LaunchSpec } from "../run/types";
 import { runBodyFor, type JobRow, type ProjectRow, type RequestRow } from "./payload";
 import { runEngine } from "./run-engine";
@@ -410,6 +411,26 @@ export async function reconcileUnconfirmedJobs(env: Env, config: Config, nowMs =
     .where(and(eq(buildJobs.status, "dispatch_unconfirmed"), lte(buildJobs.dispatchAttemptedAtMs, nowMs - config.buildDispatchTimeoutMs)))
     .orderBy(asc(buildJobs.dispatchAttemptedAtMs))
     .limit(RECONCILE_SWEEP_MAX);
+  return reconcileBatch(env, config, due, "ledger.reconcile_sweep");
+}
+
+/**
+ * The settlement backstop: a queued job whose run ended more than the dispatch timeout ago was
+ * missed by the run's terminal event (a message lost to the dead-letter queue, say). It is settled
+ * from the run's stored outcome, exactly once like every other path (settle.ts).
+ */
+export async function settleEndedJobs(env: Env, config: Config, nowMs = Date.now()) {
+  const rows = await drizzle(env.DB)
+    .select({ job: buildJobs })
+    .from(buildJobs)
+    .innerJoin(runs, eq(runs.id, buildJobs.runId))
+    .where(and(eq(buildJobs.status, "queued"), inArray(runs.state, [...TERMINAL_STATES]), lte(runs.updatedAtMs, nowMs - config.buildDispatchTimeoutMs)))
+    .orderBy(asc(runs.updatedAtMs))
+    .limit(RECONCILE_SWEEP_MAX);
+  return reconcileBatch(env, config, rows.map((r) => r.job), "ledger.settle_sweep");
+}
+
+async function reconcileBatch(env: Env, config: Config, due: JobRow[], msg: string) {
   const outcomes: Record<string, ReconcileOutcome | "error"> = {};
   for (const job of due) {
     try {
@@ -419,6 +440,6 @@ export async function reconcileUnconfirmedJobs(env: Env, config: Config, nowMs =
       log("ledger.reconcile_failed", { org: job.orgId, job: job.id, error: String(err) });
     }
   }
-  if (due.length > 0) log("ledger.reconcile_sweep", { checked: due.length, outcomes });
+  if (due.length > 0) log(msg, { checked: due.length, outcomes, reason: "cron sweep" });
   return { checked: due.length, outcomes };
 }

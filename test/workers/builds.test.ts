@@ -5,10 +5,11 @@
 
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
-import { reconcileUnconfirmedJobs } from "../../src/builds/dispatcher";
+import { reconcileUnconfirmedJobs, settleEndedJobs } from "../../src/builds/dispatcher";
 import { runEngine } from "../../src/builds/run-engine";
 import { loadConfig } from "../../src/config";
 import { DocketError } from "../../src/errors";
+import { EVENT_HANDLERS } from "../../src/queue/effects";
 import {
   acceptLicense,
   ageDispatch,
@@ -412,6 +413,35 @@ describe("the reconciliation sweep", () => {
     expect(await getJob(admin, "swept")).toMatchObject({ status: "queued", recovery: { dispatch_accepted: true, reservation_held: true } });
     expect(await runCount(admin)).toBe(1);
     expect((await credits(admin)).held_cents).toBe(2_500);
+  });
+  it("settles a job whose run ended while its terminal event's side effects were lost, once the dispatch timeout passed", async () => {
+    const { admin, orgId, requestId, runner } = await readyToBuild();
+    const config = loadConfig(env);
+    const handlers = EVENT_HANDLERS.splice(0); // every side effect of the run's events is lost
+    let runId: string;
+    try {
+      runId = (await dispatchBuild(admin, requestId, "lost-end")).body.run_id;
+      await runToEnd(runner!.token, runId, finalReport(400));
+      expect((await getRun(admin, runId)).state).toBe("completed");
+      // The run's terminal event reached the consumer, which stored it and did nothing else.
+      await vi.waitFor(
+        async () => {
+          const row = await env.DB.prepare("SELECT seq FROM events WHERE run_id = ? AND type = 'run.state' AND data LIKE '%\"to\":\"completed\"%'").bind(runId).first();
+          expect(row).not.toBeNull();
+        },
+        { timeout: 20_000, interval: 50 },
+      );
+    } finally {
+      EVENT_HANDLERS.push(...handlers);
+    }
+    expect(await getJob(admin, "lost-end")).toMatchObject({ status: "queued" });
+    expect((await settleEndedJobs(env, config)).outcomes[`${orgId}/lost-end`]).toBeUndefined();
+
+    await env.DB.prepare("UPDATE runs SET updated_at_ms = updated_at_ms - ? WHERE id = ?").bind(config.buildDispatchTimeoutMs, runId).run();
+    expect((await settleEndedJobs(env, config)).outcomes[`${orgId}/lost-end`]).toBe("settled");
+    expect(await getJob(admin, "lost-end")).toMatchObject({ status: "settled", settled_cents: 400, released_cents: 2_100 });
+    expect(await credits(admin)).toMatchObject({ spent_cents: 400, held_cents: 0 });
+    expect((await settleEndedJobs(env, config)).outcomes[`${orgId}/lost-end`]).toBeUndefined();
   });
 });
 
