@@ -199,7 +199,7 @@ export class SchedulerObject extends DurableObject<Env> {
       if (results[i].meta.changes > 0) cache.keys.delete(key);
       else cache.kept.add(key);
     });
-    log("scheduler.label_sets_forgotten", { org: orgId, count: results.filter((r) => r.meta.changes > 0).length, kept: cache.kept.size });
+    log("scheduler.label_sets_forgotten", { org: orgId, count: results.filter((r) => r.meta.changes > 0).length, kept: cache.kept.size, reason: "no queued work left" });
   }
 
   /**
@@ -231,7 +231,7 @@ export class SchedulerObject extends DurableObject<Env> {
       const { answer, cost: runCost }: { answer: ClaimGrant | Refusal; cost: Cost } = await stub.claimCounted(req.machineId);
       addCost(cost, runCost);
       if (!isRefusal(answer)) return answer;
-      log("scheduler.stale_row", { run: candidate.id, code: answer.error.code, message: answer.error.message });
+      // A stale queue row: the run object logged run.claim_refused and repaired the row.
     }
     // Only a claim that found nothing pays for the removal: a grant goes back at once.
     await this.forgetEmpty(req.orgId, emptyKeys, cost);
