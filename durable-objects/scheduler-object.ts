@@ -231,7 +231,9 @@ export class SchedulerObject extends DurableObject<Env> {
       const { answer, cost: runCost }: { answer: ClaimGrant | Refusal; cost: Cost } = await stub.claimCounted(req.machineId);
       addCost(cost, runCost);
       if (!isRefusal(answer)) return answer;
-      // A stale queue row: the run object logged run.claim_refused and repaired the row.
+      // A stale queue row: the run object logged run.claim_refused and repaired the row; a row
+      // without a run object has no attempt to name.
+      if (answer.error.code === "not_found") log("scheduler.orphan_row", { run_id: candidate.id, reason: answer.error.message });
     }
     // Only a claim that found nothing pays for the removal: a grant goes back at once.
     await this.forgetEmpty(req.orgId, emptyKeys, cost);
