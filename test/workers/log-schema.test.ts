@@ -4,8 +4,12 @@
 // A whole lifecycle is driven through the HTTP surface, the real Queue and the consumer; only the
 // callback receiver is stubbed.
 
+import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { allEvents, createOrgWithSecret, openStream, stubReceiver, waitFor } from "./events-helpers";
+import type { OutboxMessage } from "../../src/env";
+import worker from "../../src/index";
+import { allEvents, createOrgWithSecret, finishRun, openStream, stubReceiver, waitFor } from "./events-helpers";
 import { ageRun, attemptCall, call, claim, dispatch, getRun, registerRunner, report } from "./helpers";
 
 type Json = Record<string, any>;
@@ -108,5 +112,30 @@ describe("log lines", () => {
     const lines = structuredLines(log.mock.calls).filter((l) => l.msg === "run.cancel_requested");
     expect(lines.find((l) => l.run === runId)).toMatchObject({ attempt: 0, immediate: true, outcome: "cancelled", reason: "no reason given", state: "cancelled" });
     expect(lines.find((l) => l.run === done)).toMatchObject({ attempt: 1, immediate: false, outcome: "refused", refusal: "task_gone", reason: "too late", seq: null });
+  });
+
+  it("a queue message from before messages carried the attempt is logged with the run's attempt all the same", async () => {
+    const log = vi.spyOn(console, "log");
+    const { admin, orgId } = await createOrgWithSecret();
+    const runId = await dispatch(admin);
+    await finishRun(admin, runId);
+    const ctx = createExecutionContext();
+    const batch = createMessageBatch("docket-events", [
+      // An event without `attempt`: its data says which attempt it was.
+      { id: "old-event", timestamp: new Date(), attempts: 1, body: { run_id: runId, org_id: orgId, seq: 999, type: "run.output", at_ms: 1, data: { run_id: runId, attempt: 1, lines: [] } } },
+      // A malformed `attempt` is refused like any malformed field, and retried.
+      { id: "bad-event", timestamp: new Date(), attempts: 1, body: { run_id: runId, org_id: orgId, seq: 998, type: "run.output", at_ms: 1, attempt: "x", data: { run_id: runId } } },
+      // A callback message without `attempt`: the run says which attempt it ended in.
+      { id: "old-callback", timestamp: new Date(), attempts: 1, body: { kind: "callback", run_id: runId, org_id: orgId, seq: null } },
+    ]);
+    await worker.queue(batch as unknown as MessageBatch<OutboxMessage>, env);
+    const result = await getQueueResult(batch, ctx);
+    expect([...result.explicitAcks].sort()).toEqual(["old-callback", "old-event"]);
+    expect(result.retryMessages.map((m: { msgId: string }) => m.msgId)).toEqual(["bad-event"]);
+
+    const lines = structuredLines(log.mock.calls).filter((l) => l.run === runId);
+    expect(lines.find((l) => l.msg === "outbox.consumed" && l.seq === 999)).toMatchObject({ attempt: 1, try: 1, reason: "stored" });
+    expect(lines.find((l) => l.msg === "outbox.consume_failed" && l.seq === 998)).toMatchObject({ attempt: 0, try: 1 });
+    expect(lines.find((l) => l.msg === "callback.skipped" && l.seq === null)).toMatchObject({ attempt: 1, reason: "no delivery recorded for this run" });
   });
 });
