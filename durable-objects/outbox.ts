@@ -5,7 +5,8 @@
 
 import type { Config } from "../src/config";
 import type { Env, OutboxMessage } from "../src/env";
-import { log } from "../src/lib/log";
+import { logRun } from "../src/lib/log";
+import { eventAttempt } from "../src/queue/messages";
 import type { RunEventDraft, RunRecord } from "../src/run/types";
 
 export interface StoredEvent {
@@ -54,18 +55,25 @@ export class Outbox {
     this.appended = listener;
   }
 
-  /** Appends events; call inside the transaction that makes the change they describe. */
-  append(run: RunRecord, events: RunEventDraft[], now: number): void {
-    for (const event of events) {
-      this.sql.exec(
-        "INSERT INTO outbox (seq, type, data, at_ms, next_attempt_at_ms) VALUES ((SELECT COALESCE(MAX(seq), 0) + 1 FROM outbox), ?, ?, ?, ?)",
-        event.type,
-        JSON.stringify({ ...event.data, run_id: run.id }),
-        now,
-        now,
-      );
-    }
+  /**
+   * Appends events; call inside the transaction that makes the change they describe. Every event's
+   * data names its run and the attempt it happened in. Answers the sequence numbers given, in order.
+   */
+  append(run: RunRecord, events: RunEventDraft[], now: number): number[] {
+    const seqs = events.map(
+      (event) =>
+        this.sql
+          .exec<{ seq: number }>(
+            "INSERT INTO outbox (seq, type, data, at_ms, next_attempt_at_ms) VALUES ((SELECT COALESCE(MAX(seq), 0) + 1 FROM outbox), ?, ?, ?, ?) RETURNING seq",
+            event.type,
+            JSON.stringify({ attempt: run.attempt, ...event.data, run_id: run.id }),
+            now,
+            now,
+          )
+          .one().seq,
+    );
     if (events.length > 0) this.appended?.();
+    return seqs;
   }
 
   after(afterSeq: number, limit: number): StoredEvent[] {
@@ -87,14 +95,10 @@ export class Outbox {
       )
       .toArray();
     if (due.length === 0) return;
-    const messages: OutboxMessage[] = due.map((r) => ({
-      run_id: run.id,
-      org_id: run.orgId,
-      seq: r.seq,
-      type: r.type,
-      at_ms: r.at_ms,
-      data: JSON.parse(r.data),
-    }));
+    const messages: OutboxMessage[] = due.map((r) => {
+      const data = JSON.parse(r.data) as Record<string, unknown>;
+      return { run_id: run.id, org_id: run.orgId, seq: r.seq, type: r.type, at_ms: r.at_ms, attempt: eventAttempt(data), data };
+    });
     try {
       await this.env.EVENTS.sendBatch(messages.map((body) => ({ body, contentType: "json" as const })));
       this.sql.exec(
@@ -102,15 +106,18 @@ export class Outbox {
         now,
         ...due.map((r) => r.seq),
       );
-      // One line per publish attempt, for `wrangler tail`.
-      log("outbox.published", {
-        run: run.id,
-        seq: due[0].seq,
-        last_seq: due[due.length - 1].seq,
-        count: due.length,
-        attempt: due[0].attempts + 1,
-        reason: due[0].attempts > 0 ? "retry" : "new",
-      });
+      // One line per publish try and run attempt, for `wrangler tail`.
+      for (const group of byAttempt(messages)) {
+        logRun("outbox.published", {
+          run: run.id,
+          attempt: group.attempt,
+          seq: group.seq,
+          last_seq: group.lastSeq,
+          count: group.count,
+          try: due[0].attempts + 1,
+          reason: due[0].attempts > 0 ? "retry" : "new",
+        });
+      }
     } catch (err) {
       const attempts = due[0].attempts + 1;
       const retryAt = now + this.config.outboxBackoffMs * 2 ** Math.min(attempts, 16);
@@ -120,7 +127,18 @@ export class Outbox {
         String(err),
         ...due.map((r) => r.seq),
       );
-      log("outbox.publish_failed", { run: run.id, seq: due[0].seq, count: due.length, attempt: attempts, reason: String(err), retry_at_ms: retryAt });
+      for (const group of byAttempt(messages)) {
+        logRun("outbox.publish_failed", {
+          run: run.id,
+          attempt: group.attempt,
+          seq: group.seq,
+          last_seq: group.lastSeq,
+          count: group.count,
+          try: attempts,
+          reason: String(err),
+          retry_at_ms: retryAt,
+        });
+      }
     }
   }
 
@@ -176,7 +194,7 @@ export class Outbox {
     const dueAt = this.pruneDueAtMs(run);
     if (dueAt === null || dueAt > now) return 0;
     const deleted = this.sql.exec(`DELETE FROM outbox WHERE seq IN (${PRUNABLE_SQL} LIMIT ?)`, this.config.pruneBatchMax).rowsWritten;
-    log("outbox.pruned", { run: run.id, count: deleted, seq: this.prunedThroughSeq(), reason: "retention" });
+    logRun("outbox.pruned", { run: run.id, attempt: run.attempt, count: deleted, seq: this.prunedThroughSeq(), reason: "retention" });
     return deleted;
   }
 
@@ -192,4 +210,17 @@ export class Outbox {
       afterSeq,
     ).rowsWritten;
   }
+}
+
+/** Consecutive messages of one run attempt, for one log line each. */
+function byAttempt(messages: OutboxMessage[]): { attempt: number; seq: number; lastSeq: number; count: number }[] {
+  const groups: { attempt: number; seq: number; lastSeq: number; count: number }[] = [];
+  for (const m of messages) {
+    const last = groups[groups.length - 1];
+    if (last && last.attempt === m.attempt) {
+      last.lastSeq = m.seq;
+      last.count += 1;
+    } else groups.push({ attempt: m.attempt, seq: m.seq, lastSeq: m.seq, count: 1 });
+  }
+  return groups;
 }

@@ -9,7 +9,7 @@ import type { Env } from "../src/env";
 import { DocketError, errorResponse, isRefusal, refusal, type Refusal } from "../src/errors";
 import { addCost, addD1, noCost, type Cost } from "../src/lib/cost";
 import { newToken, sha256Hex } from "../src/lib/crypto";
-import { log } from "../src/lib/log";
+import { logRun } from "../src/lib/log";
 import { decide, reapDeadline } from "../src/run/decide";
 import { projectRun } from "../src/run/projection";
 import { newQueuedRun, type NewRun } from "../src/run/new-run";
@@ -57,7 +57,7 @@ export class RunObject extends DurableObject<Env> {
     this.outbox = new Outbox(ctx.storage, env, this.config);
     this.artifacts = new ArtifactStore(this.sql);
     // Live event streams: every append wakes this run's open streams.
-    this.streams = new RunStreams({ after: (seq, limit) => this.outbox.after(seq, limit), endedState: () => this.endedState() }, this.config);
+    this.streams = new RunStreams({ after: (seq, limit) => this.outbox.after(seq, limit), endedState: () => this.endedState(), attempt: () => this.load()?.attempt ?? 0 }, this.config);
     this.outbox.onAppend(() => this.streams.wake());
   }
 
@@ -114,6 +114,7 @@ export class RunObject extends DurableObject<Env> {
     }
     const now = Date.now();
     const run = newQueuedRun(input, now);
+    let seqs: number[] = [];
     this.ctx.storage.transactionSync(() => {
       this.sql.exec(
         "INSERT INTO run (id, state, attempt, version, doc) VALUES (?, ?, ?, ?, ?)",
@@ -123,10 +124,10 @@ export class RunObject extends DurableObject<Env> {
         run.version,
         JSON.stringify(run),
       );
-      this.outbox.append(run, [{ type: "run.created", data: { state: run.state, brief: run.brief } }], now);
+      seqs = this.outbox.append(run, [{ type: "run.created", data: { state: run.state, brief: run.brief } }], now);
     });
     this.armAlarm();
-    log("run.transition", { run: run.id, attempt: 0, from: null, to: "queued", reason: "dispatched", version: 1 });
+    logRun("run.transition", { run: run.id, attempt: run.attempt, seq: seqs[0], from: null, to: "queued", reason: "dispatched", version: run.version });
     await this.finishPending({ notify: true });
     return this.view(run);
   }
@@ -155,7 +156,11 @@ export class RunObject extends DurableObject<Env> {
       // A claim that found a stale queue row: the row is repaired and whatever else a crash left
       // pending is finished (the alarm too) before the refusal goes back. No wake-up: the row
       // would only be found again.
-      if (this.load()) addCost(cost, await this.finishPending({ forceProjection: true, notify: false }));
+      const stale = this.load();
+      if (stale) {
+        logRun("run.claim_refused", { run: stale.id, attempt: stale.attempt, machine: machineId, code: result.error.code, reason: result.error.message });
+        addCost(cost, await this.finishPending({ forceProjection: true, notify: false }));
+      }
       return { answer: result, cost };
     }
     const run = result.run;
@@ -205,6 +210,7 @@ export class RunObject extends DurableObject<Env> {
     const run = this.owned(orgId, false);
     if (isRefusal(run)) return run;
     const result = this.apply({ type: "cancel", by, reason });
+    logCancelRequest(this.load() ?? run, by, reason, result);
     if ("error" in result) return result;
     await this.finishPending({ notify: true });
     return { run: this.view(result.run), immediate: result.run.state === "cancelled" };
@@ -251,7 +257,7 @@ export class RunObject extends DurableObject<Env> {
     const run = this.owned(orgId, false);
     if (isRefusal(run)) return run;
     const requeued = this.outbox.requeue(afterSeq, Date.now());
-    log("outbox.requeued", { run: run.id, seq: afterSeq, count: requeued, reason: "operator redelivery" });
+    logRun("outbox.requeued", { run: run.id, attempt: run.attempt, seq: afterSeq, count: requeued, reason: "operator redelivery" });
     await this.finishPending({ notify: false });
     return { requeued, outbox: this.outbox.status() };
   }
@@ -296,14 +302,14 @@ export class RunObject extends DurableObject<Env> {
   async alarm(): Promise<void> {
     const run = this.load();
     if (!run) return;
-    const graceFromMs = await this.reaperGraceFromMs(run.id);
+    const graceFromMs = await this.reaperGraceFromMs(run);
     try {
       this.apply({ type: "deadline", recoveredAtMs: graceFromMs, jitter: Math.random() });
       this.outbox.prune(this.load()!, Date.now()); // retention: sent events of a run ended long ago
       await this.finishPending({ notify: true, graceFromMs });
     } catch (err) {
       const at = this.armAlarm(graceFromMs, Date.now() + this.config.alarmRetryMs);
-      log("run.alarm_failed", { run: run.id, attempt: run.attempt, reason: String(err), retry_at_ms: at });
+      logRun("run.alarm_failed", { run: run.id, attempt: run.attempt, reason: String(err), retry_at_ms: at });
     }
   }
 
@@ -321,7 +327,7 @@ export class RunObject extends DurableObject<Env> {
     if (due === null || (armed !== null && armed <= Math.max(Date.now(), due))) return { alarm_at_ms: armed, rearmed: false };
     const at = this.armAlarm(graceFromMs);
     const now = this.load()!;
-    log("run.alarm_rearmed", { run: now.id, attempt: now.attempt, state: now.state, reason: armed === null ? "no alarm armed" : "alarm later than its deadline", alarm_at_ms: at });
+    logRun("run.alarm_rearmed", { run: now.id, attempt: now.attempt, state: now.state, reason: armed === null ? "no alarm armed" : "alarm later than its deadline", alarm_at_ms: at });
     return { alarm_at_ms: at, rearmed: true };
   }
 
@@ -339,14 +345,15 @@ export class RunObject extends DurableObject<Env> {
    * state, attempt and version), its outbox events, a new patch's chunks and any extra rows written
    * by `alsoWrite`; the alarm is armed from the stored result in the same synchronous step.
    */
-  private apply(command: RunCommand, alsoWrite?: (run: RunRecord) => void): { run: RunRecord } | Refusal {
+  private apply(command: RunCommand, alsoWrite?: (run: RunRecord) => void): { run: RunRecord; seqs: number[] } | Refusal {
     const current = this.load();
     if (!current) return refusal("not_found", "no such run");
     const now = Date.now();
     const decision = decide(current, command, now, this.config);
     if (!decision.ok) return { error: decision.error };
-    if (!decision.changed) return { run: current };
+    if (!decision.changed) return { run: current, seqs: [] };
     let next = decision.run;
+    let seqs: number[] = [];
     this.ctx.storage.transactionSync(() => {
       next = this.artifacts.stash(next);
       const cursor = this.sql.exec(
@@ -361,14 +368,18 @@ export class RunObject extends DurableObject<Env> {
         current.version,
       );
       if (cursor.rowsWritten !== 1) throw new Error(`compare-and-swap lost on run ${current.id}`);
-      this.outbox.append(next, decision.events, now);
+      seqs = this.outbox.append(next, decision.events, now);
       alsoWrite?.(next);
     });
     this.armAlarm(command.type === "deadline" ? command.recoveredAtMs : 0);
-    for (const hop of decision.hops) {
-      log("run.transition", { run: next.id, attempt: next.attempt, from: hop.from, to: hop.to, reason: hop.reason, version: next.version });
-    }
-    return { run: next };
+    // Each hop wrote one run.state event, in order: the line names it and the attempt it records.
+    const hopEvents = decision.events.flatMap((e, i) => (e.type === "run.state" ? [{ seq: seqs[i], attempt: e.data.attempt }] : []));
+    decision.hops.forEach((hop, i) => {
+      const event = hopEvents[i];
+      const attempt = typeof event?.attempt === "number" ? event.attempt : next.attempt;
+      logRun("run.transition", { run: next.id, attempt, seq: event?.seq ?? null, from: hop.from, to: hop.to, reason: hop.reason, version: next.version });
+    });
+    return { run: next, seqs };
   }
 
   /**
@@ -405,7 +416,7 @@ export class RunObject extends DurableObject<Env> {
       addD1(cost, await projectRun(this.env.DB, run));
       this.sql.exec("UPDATE run SET projected_version = ? WHERE projected_version < ?", run.version, run.version);
     } catch (err) {
-      log("run.projection_failed", { run: run.id, version: run.version, error: String(err) });
+      logRun("run.projection_failed", { run: run.id, attempt: run.attempt, version: run.version, reason: `the queue row was not written: ${String(err)}` });
     }
     return cost;
   }
@@ -415,7 +426,7 @@ export class RunObject extends DurableObject<Env> {
       const scheduler = this.env.SCHEDULER.get(this.env.SCHEDULER.idFromName(run.orgId));
       await scheduler.notifyWork(labelsKey(run.launch.protocol, run.labels));
     } catch (err) {
-      log("run.notify_failed", { run: run.id, error: String(err) });
+      logRun("run.notify_failed", { run: run.id, attempt: run.attempt, reason: `the scheduler was not woken: ${String(err)}` });
     }
   }
 
@@ -423,16 +434,16 @@ export class RunObject extends DurableObject<Env> {
    * When the reaper's window starts (src/sweep.ts, reaperGraceFromMs). A watermark D1 cannot give
    * counts as an outage: the run gets the window from now, never a reap on a guess.
    */
-  private async reaperGraceFromMs(runId: string): Promise<number> {
+  private async reaperGraceFromMs(run: RunRecord): Promise<number> {
     try {
       const watermark = await readWatermark(this.env.DB);
       const now = Date.now();
       if (watermark && now - watermark.lastTickAtMs > this.config.sweepOutageThresholdMs) {
-        log("run.sweep_stale", { run: runId, last_tick_at_ms: watermark.lastTickAtMs, reason: "no cron tick since an outage: the staleness window starts now" });
+        logRun("run.sweep_stale", { run: run.id, attempt: run.attempt, last_tick_at_ms: watermark.lastTickAtMs, reason: "no cron tick since an outage: the staleness window starts now" });
       }
       return reaperGraceFromMs(watermark, now, this.config.sweepOutageThresholdMs);
     } catch (err) {
-      log("run.watermark_unavailable", { run: runId, reason: `the staleness window starts now: ${String(err)}` });
+      logRun("run.watermark_unavailable", { run: run.id, attempt: run.attempt, reason: `the staleness window starts now: ${String(err)}` });
       return reaperGraceFromMs("unavailable", Date.now(), this.config.sweepOutageThresholdMs);
     }
   }
@@ -445,7 +456,10 @@ export class RunObject extends DurableObject<Env> {
   private armAlarm(graceFromMs = 0, earliestMs = Date.now()): number | null {
     const due = this.nextDeadlineMs(graceFromMs);
     const write = due === null ? this.ctx.storage.deleteAlarm() : this.ctx.storage.setAlarm(Math.max(earliestMs, due));
-    write.catch((err) => log("run.alarm_write_failed", { run: this.load()?.id ?? null, reason: String(err) }));
+    write.catch((err) => {
+      const run = this.load();
+      if (run) logRun("run.alarm_write_failed", { run: run.id, attempt: run.attempt, reason: String(err) });
+    });
     return due === null ? null : Math.max(earliestMs, due);
   }
 
@@ -469,4 +483,23 @@ export class RunObject extends DurableObject<Env> {
     if (pruneAt !== null) deadlines.push(pruneAt);
     return deadlines.length === 0 ? null : Math.min(...deadlines);
   }
+}
+
+/**
+ * One line per cancel request, accepted or refused: who asked, why, and whether the run ended at
+ * once or its runner was asked to stop (../shared/spec/dispatch-lifecycle.md, "Decisions").
+ */
+function logCancelRequest(run: RunRecord, by: string, reason: string | null, result: { run: RunRecord; seqs: number[] } | Refusal): void {
+  const outcome = "error" in result ? "refused" : result.run.state === "cancelled" ? "cancelled" : "stop_requested";
+  logRun("run.cancel_requested", {
+    run: run.id,
+    attempt: run.attempt,
+    seq: "error" in result ? null : (result.seqs[result.seqs.length - 1] ?? null),
+    by,
+    reason: reason ?? "no reason given",
+    immediate: outcome === "cancelled",
+    outcome,
+    refusal: "error" in result ? result.error.code : null,
+    state: run.state,
+  });
 }

@@ -13,7 +13,7 @@ import { DocketError, errorResponse } from "../src/errors";
 // (PAGE) and reads per wake-up (PUMP_ROUNDS_MAX).
 
 import type { Config } from "../src/config";
-import { log } from "../src/lib/log";
+import { logRun } from "../src/lib/log";
 import type { StoredEvent } from "./outbox";
 
 export interface StreamSource {
@@ -21,6 +21,8 @@ export interface StreamSource {
   after(seq: number, limit: number): StoredEvent[];
   /** The run's state when it is terminal, else null. Read synchronously with after(). */
   endedState(): string | null;
+  /** The run's attempt now, for the log lines. */
+  attempt(): number;
 }
 
 /** Events read from the outbox at once. */
@@ -100,7 +102,15 @@ export class RunStreams {
       () => this.close(stream, "client_gone"),
     );
     this.ensureTicker();
-    log("stream.opened", { run: this.runId, stream: stream.id, after_seq: afterSeq, open: this.live.size });
+    logRun("stream.opened", {
+      run: this.runId,
+      attempt: this.source.attempt(),
+      seq: afterSeq,
+      stream: stream.id,
+      after_seq: afterSeq,
+      open: this.live.size,
+      reason: afterSeq > 0 ? `resumed after ${afterSeq}` : "from the start",
+    });
     void this.pump(stream, `retry: ${this.config.streamRetryMs}\n\n`);
     return new Response(readable, { status: 200, headers: SSE_HEADERS });
   }
@@ -181,7 +191,7 @@ export class RunStreams {
       clearInterval(this.ticker);
       this.ticker = null;
     }
-    log("stream.closed", { run: this.runId, stream: stream.id, last_seq: stream.lastSeq, reason, open: this.live.size });
+    logRun("stream.closed", { run: this.runId, attempt: this.source.attempt(), seq: stream.lastSeq, stream: stream.id, last_seq: stream.lastSeq, reason, open: this.live.size });
     if (reason === "closed" || reason === "client_gone") return;
     // A write still waiting on a slow client would hold a graceful close forever: abort instead.
     (stream.pendingWrites > 0 ? stream.writer.abort(reason) : stream.writer.close()).catch(() => {});

@@ -199,7 +199,7 @@ export class SchedulerObject extends DurableObject<Env> {
       if (results[i].meta.changes > 0) cache.keys.delete(key);
       else cache.kept.add(key);
     });
-    log("scheduler.label_sets_forgotten", { org: orgId, count: results.filter((r) => r.meta.changes > 0).length, kept: cache.kept.size });
+    log("scheduler.label_sets_forgotten", { org: orgId, count: results.filter((r) => r.meta.changes > 0).length, kept: cache.kept.size, reason: "no queued work left" });
   }
 
   /**
@@ -231,7 +231,9 @@ export class SchedulerObject extends DurableObject<Env> {
       const { answer, cost: runCost }: { answer: ClaimGrant | Refusal; cost: Cost } = await stub.claimCounted(req.machineId);
       addCost(cost, runCost);
       if (!isRefusal(answer)) return answer;
-      log("scheduler.stale_row", { run: candidate.id, code: answer.error.code, message: answer.error.message });
+      // A stale queue row: the run object logged run.claim_refused and repaired the row; a row
+      // without a run object has no attempt to name.
+      if (answer.error.code === "not_found") log("scheduler.orphan_row", { run_id: candidate.id, reason: answer.error.message });
     }
     // Only a claim that found nothing pays for the removal: a grant goes back at once.
     await this.forgetEmpty(req.orgId, emptyKeys, cost);

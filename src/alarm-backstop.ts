@@ -6,7 +6,7 @@
 import type { Config } from "./config";
 import type { Env } from "./env";
 import { randomHex } from "./lib/crypto";
-import { log } from "./lib/log";
+import { log, logRun } from "./lib/log";
 import { RUN_STATES, isTerminal } from "./run/states";
 
 const UNFINISHED = RUN_STATES.filter((state) => !isTerminal(state));
@@ -14,6 +14,7 @@ const UNFINISHED = RUN_STATES.filter((state) => !isTerminal(state));
 interface Row {
   id: string;
   version: number;
+  attempt: number;
 }
 
 export async function checkRunAlarms(
@@ -31,7 +32,7 @@ export async function checkRunAlarms(
       if (answer.rearmed) rearmed += 1;
     } catch (err) {
       failed += 1;
-      log("backstop.failed", { run: row.id, reason: String(err) });
+      logRun("backstop.failed", { run: row.id, attempt: row.attempt, reason: String(err) });
     }
   }
   if (rows.length > 0) log("backstop.checked", { checked: rows.length, rearmed, failed, reason: "cron alarm backstop" });
@@ -51,7 +52,7 @@ async function pickUnfinished(db: D1Database, config: Config, nowMs: number): Pr
   const slice = (op: ">=" | "<") =>
     UNFINISHED.map((state) =>
       db
-        .prepare(`SELECT id, version FROM runs WHERE state = ? AND id ${op} ? AND updated_at_ms < ? ORDER BY id LIMIT ?`)
+        .prepare(`SELECT id, version, attempt FROM runs WHERE state = ? AND id ${op} ? AND updated_at_ms < ? ORDER BY id LIMIT ?`)
         .bind(state, start, cutoff, limit),
     );
   const results = await db.batch<Row>([...slice(">="), ...slice("<")]);

@@ -50,7 +50,7 @@ app.onError(async (err, c) => {
     // Hono's own refusals, such as a body that is not JSON.
     return errorResponse(new DocketError("invalid_request", err.message || "malformed request", { field: "body" }));
   }
-  log("http.internal_error", { method: c.req.method, path: c.req.path, error: String(err), stack: (err as Error).stack });
+  log("http.internal_error", { method: c.req.method, path: c.req.path, reason: String(err), stack: (err as Error).stack });
   return errorResponse(new DocketError("internal", "internal error"));
 });
 

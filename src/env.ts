@@ -22,5 +22,7 @@ export interface OutboxMessage {
   seq: number;
   type: string;
   at_ms: number;
+  /** The run attempt the event happened in (also data.attempt): every log line about it names it. */
+  attempt: number;
   data: Record<string, unknown>;
 }

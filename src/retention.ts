@@ -10,7 +10,7 @@ import type { Config } from "./config";
 import { endedRuns, idempotencyKeys } from "./db/schema";
 import type { Env } from "./env";
 import { runStub } from "./routes/stubs";
-import { log } from "./lib/log";
+import { log, logRun } from "./lib/log";
 import { keyExpired } from "./run/idempotency";
 
 export interface PruneCounts {
@@ -70,13 +70,13 @@ const PRUNE_EVENTS_SQL = `DELETE FROM events WHERE rowid IN (
 async function forgetEndedRuns(env: Env, config: Config, nowMs: number): Promise<number> {
   const due = await env.DB.prepare(EMPTIED_ENDED_RUNS_SQL)
     .bind(nowMs - config.eventRetentionMs, config.pruneRunObjectsMax)
-    .all<{ run_id: string }>();
+    .all<{ run_id: string; attempt: number }>();
   const done: string[] = [];
-  for (const { run_id: runId } of due.results) {
+  for (const { run_id: runId, attempt } of due.results) {
     try {
       if ((await runStub(env, runId).pruneEvents()).left === 0) done.push(runId);
     } catch (err) {
-      log("retention.run_prune_failed", { run: runId, reason: String(err) });
+      logRun("retention.run_prune_failed", { run: runId, attempt, reason: String(err) });
     }
   }
   if (done.length === 0) return 0;
@@ -84,7 +84,7 @@ async function forgetEndedRuns(env: Env, config: Config, nowMs: number): Promise
   return forgotten.meta.changes;
 }
 
-const EMPTIED_ENDED_RUNS_SQL = `SELECT d.run_id FROM ended_runs d
+const EMPTIED_ENDED_RUNS_SQL = `SELECT d.run_id, r.attempt FROM ended_runs d JOIN runs r ON r.id = d.run_id
   WHERE d.ended_at_ms <= ?1 AND NOT EXISTS (SELECT 1 FROM events e WHERE e.run_id = d.run_id)
   ORDER BY d.ended_at_ms, d.run_id LIMIT ?2`;
 

@@ -25,7 +25,7 @@ export async function tickSweep(db: D1Database, config: Config, now: number): Pr
     })
     .returning()
     .get();
-  if (row.recoveredAtMs === now) log("sweep.recovered", { recovered_at_ms: now, grace_ms: config.daemonSilenceMs });
+  if (row.recoveredAtMs === now) log("sweep.recovered", { recovered_at_ms: now, grace_ms: config.daemonSilenceMs, reason: "the first cron tick after an outage: the reaper grants the staleness window from now" });
   return { recoveredAtMs: row.recoveredAtMs };
 }
 

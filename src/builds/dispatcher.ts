@@ -199,7 +199,7 @@ export async function dispatchBuild(
     refuseCredit(config, (await readBalance(env.DB, input.orgId)).available_cents);
   }
   const job = await loadJob(env.DB, input.orgId, input.jobId);
-  log("ledger.reserved", { org: job.orgId, job: job.id, request: job.requestId, reserved_cents: job.reservedCents, actor });
+  log("ledger.reserved", { org: job.orgId, job: job.id, request: job.requestId, reserved_cents: job.reservedCents, actor, reason: "a build request was dispatched" });
   const attempt = await attemptDispatch(env, job, true);
   return { job: attempt.job, status: attempt.confirmed ? 201 : 202, message: attempt.confirmed ? null : UNCONFIRMED_MESSAGE };
 }
@@ -242,7 +242,7 @@ export async function attemptDispatch(env: Env, job: JobRow, first: boolean): Pr
       .update(buildJobs)
       .set({ dispatchError: String(err).slice(0, 2_000), updatedAtMs: Date.now() })
       .where(and(eq(buildJobs.orgId, job.orgId), eq(buildJobs.id, job.id), eq(buildJobs.status, "dispatch_unconfirmed")));
-    log("ledger.dispatch_unconfirmed", { org: job.orgId, job: job.id, reserved_cents: job.reservedCents, error: String(err) });
+    log("ledger.dispatch_unconfirmed", { org: job.orgId, job: job.id, reserved_cents: job.reservedCents, reason: `the run dispatch got no answer: ${String(err)}` });
     return { job: await loadJob(env.DB, job.orgId, job.id), confirmed: false };
   };
   let runId: string;
@@ -259,7 +259,7 @@ export async function attemptDispatch(env: Env, job: JobRow, first: boolean): Pr
     if (!ours) {
       // Definitive: the key belongs to another run, so this job's run can never exist.
       const released = await releaseUnconfirmed(env, job, "system", `dispatch refused: ${err.message}`, 0);
-      log("ledger.dispatch_refused", { org: job.orgId, job: job.id, error: err.message, status: released.status });
+      log("ledger.dispatch_refused", { org: job.orgId, job: job.id, status: released.status, reason: err.message });
       throw err;
     }
     runId = ours;
@@ -285,10 +285,10 @@ async function confirm(env: Env, job: JobRow, runId: string): Promise<JobRow> {
     .run();
   const after = await loadJob(env.DB, job.orgId, job.id);
   if (confirmed.meta.changes === 1) {
-    log("ledger.dispatch_confirmed", { org: job.orgId, job: job.id, run: runId });
+    log("ledger.dispatch_confirmed", { org: job.orgId, job: job.id, run_id: runId, reason: "the run was dispatched" });
   } else if (after.status === "released") {
     // The reservation went back while this dispatch was in flight: no paid work may run unreserved.
-    log("ledger.late_dispatch_cancelled", { org: job.orgId, job: job.id, run: runId });
+    log("ledger.late_dispatch_cancelled", { org: job.orgId, job: job.id, run_id: runId, reason: "the reservation was released before the dispatch was confirmed" });
     await runEngine.cancel(env, job.orgId, runId, `build job ${job.id} was released before its dispatch was confirmed`);
   }
   return after;
@@ -411,7 +411,7 @@ export async function reconcileUnconfirmedJobs(env: Env, config: Config, nowMs =
     .where(and(eq(buildJobs.status, "dispatch_unconfirmed"), lte(buildJobs.dispatchAttemptedAtMs, nowMs - config.buildDispatchTimeoutMs)))
     .orderBy(asc(buildJobs.dispatchAttemptedAtMs))
     .limit(RECONCILE_SWEEP_MAX);
-  return reconcileBatch(env, config, due, "ledger.reconcile_sweep");
+  return reconcileBatch(env, config, due, "ledger.reconcile_sweep", "unconfirmed dispatches past BUILD_DISPATCH_TIMEOUT_MS");
 }
 
 /**
@@ -427,19 +427,19 @@ export async function settleEndedJobs(env: Env, config: Config, nowMs = Date.now
     .where(and(eq(buildJobs.status, "queued"), inArray(runs.state, [...TERMINAL_STATES]), lte(runs.updatedAtMs, nowMs - config.buildDispatchTimeoutMs)))
     .orderBy(asc(runs.updatedAtMs))
     .limit(RECONCILE_SWEEP_MAX);
-  return reconcileBatch(env, config, rows.map((r) => r.job), "ledger.settle_sweep");
+  return reconcileBatch(env, config, rows.map((r) => r.job), "ledger.settle_sweep", "queued jobs whose run ended past BUILD_DISPATCH_TIMEOUT_MS");
 }
 
-async function reconcileBatch(env: Env, config: Config, due: JobRow[], msg: string) {
+async function reconcileBatch(env: Env, config: Config, due: JobRow[], msg: string, reason: string) {
   const outcomes: Record<string, ReconcileOutcome | "error"> = {};
   for (const job of due) {
     try {
       outcomes[`${job.orgId}/${job.id}`] = (await reconcileJob(env, config, job, { action: "dispatch", actor: "system:sweep" })).outcome;
     } catch (err) {
       outcomes[`${job.orgId}/${job.id}`] = "error";
-      log("ledger.reconcile_failed", { org: job.orgId, job: job.id, error: String(err) });
+      log("ledger.reconcile_failed", { org: job.orgId, job: job.id, reason: String(err) });
     }
   }
-  if (due.length > 0) log(msg, { checked: due.length, outcomes, reason: "cron sweep" });
+  if (due.length > 0) log(msg, { checked: due.length, outcomes, reason });
   return { checked: due.length, outcomes };
 }

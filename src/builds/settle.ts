@@ -10,7 +10,7 @@ import { buildJobs } from "../db/ledger-schema";
 import type { Env, OutboxMessage } from "../env";
 import { DocketError } from "../errors";
 import { newId } from "../lib/crypto";
-import { log } from "../lib/log";
+import { log, logRun } from "../lib/log";
 import { applyOp, insertJobEntry } from "../ledger/entries";
 import { decideSettlement, resolveCost } from "../ledger/settlement";
 import { isRunState, isTerminal } from "../run/states";
@@ -81,10 +81,11 @@ export async function settleFromRun(env: Env, job: JobRow, run: RunView): Promis
   const results = await db.batch(statements);
   const after = await loadJob(db, job.orgId, job.id);
   if (results[0].meta.changes === 1) {
-    log("ledger.job_finished", {
+    logRun("ledger.job_finished", {
+      run: run.id,
+      attempt: run.attempt,
       org: job.orgId,
       job: job.id,
-      run: run.id,
       status: after.status,
       outcome: after.outcome,
       reserved_cents: job.reservedCents,
@@ -92,6 +93,7 @@ export async function settleFromRun(env: Env, job: JobRow, run: RunView): Promis
       settled_cents: after.settledCents,
       released_cents: after.releasedCents,
       review_reason: after.reviewReason,
+      reason: `its run ended ${run.state}`,
     });
   }
   return after;
@@ -103,7 +105,7 @@ export async function findJobRun(env: Env, job: JobRow, runIdFromKey: () => Prom
   if (!runId) return null;
   const run = await runEngine.read(env, job.orgId, runId);
   if (run && run.metadata?.docket_job_id !== job.id) {
-    log("ledger.run_mismatch", { org: job.orgId, job: job.id, run: runId });
+    logRun("ledger.run_mismatch", { run: runId, attempt: run.attempt, org: job.orgId, job: job.id, reason: "the run found for this job was dispatched for another job" });
     return null;
   }
   return run;
@@ -176,6 +178,6 @@ export async function resolveJob(env: Env, job: JobRow, input: { costCents: numb
       needed_cents: chargeCents,
     });
   }
-  log("ledger.job_resolved", { org: job.orgId, job: job.id, cost_cents: input.costCents, settled_cents: settleCents, released_cents: releaseCents, charged_cents: chargeCents, actor: input.actor });
+  log("ledger.job_resolved", { org: job.orgId, job: job.id, cost_cents: input.costCents, settled_cents: settleCents, released_cents: releaseCents, charged_cents: chargeCents, actor: input.actor, reason: "an admin resolved a held job" });
   return after;
 }

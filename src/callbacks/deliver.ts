@@ -10,7 +10,7 @@ import type { Config } from "../config";
 import { orgs } from "../db/schema";
 import type { Env } from "../env";
 import { isRefusal } from "../errors";
-import { log } from "../lib/log";
+import { logRun } from "../lib/log";
 import { QUEUE_DELAY_MAX_S, type CallbackMessage } from "../queue/messages";
 import { runStub } from "../routes/stubs";
 import type { RunView } from "../run/view";
@@ -33,45 +33,51 @@ export function completionPayload(run: RunView) {
  * attempt is claimed by a compare-and-swap on the row's attempt count, and a message whose attempts
  * are already behind the row (a duplicate) is dropped.
  */
-export async function deliverCallback(env: Env, config: Config, msg: CallbackMessage, queueAttempts: number): Promise<CallbackOutcome> {
-  const base = { run: msg.run_id, org: msg.org_id, seq: msg.seq, queue_attempt: queueAttempts };
+export async function deliverCallback(
+  env: Env,
+  config: Config,
+  msg: CallbackMessage & { attempt: number },
+  queueAttempts: number,
+): Promise<CallbackOutcome> {
+  // `try` is the callback's attempt number (its Docket-Attempt header); `queue_try` counts deliveries.
+  const base = { run: msg.run_id, attempt: msg.attempt, org: msg.org_id, seq: msg.seq, queue_try: queueAttempts };
   const row = await readDelivery(env.DB, msg.run_id);
   if (!row || row.orgId !== msg.org_id) {
-    log("callback.skipped", { ...base, reason: "no delivery recorded for this run" });
+    logRun("callback.skipped", { ...base, reason: "no delivery recorded for this run" });
     return { ack: true };
   }
   if (row.status !== "pending") {
-    log("callback.skipped", { ...base, attempt: row.attempts, reason: `already ${row.status}` });
+    logRun("callback.skipped", { ...base, try: row.attempts, reason: `already ${row.status}` });
     return { ack: true };
   }
   // Each queue delivery of a round's message is one attempt, so a message that has been delivered
   // no more times than the row has attempts is a duplicate of a message already at work.
   if (row.attempts >= queueAttempts) {
-    log("callback.skipped", { ...base, attempt: row.attempts, reason: "duplicate message: this attempt was already made" });
+    logRun("callback.skipped", { ...base, try: row.attempts, reason: "duplicate message: this attempt was already made" });
     return { ack: true };
   }
   if (row.attempts >= config.callbackMaxAttempts) {
     await markFailed(env.DB, row.runId, row.attempts, row.lastError ?? "attempts exhausted");
-    log("callback.attempt", { ...base, attempt: row.attempts, outcome: "failed", reason: "attempts exhausted" });
+    logRun("callback.attempt", { ...base, try: row.attempts, outcome: "failed", reason: "attempts exhausted" });
     return { ack: true };
   }
   const startedAtMs = Date.now();
   const attempt = await claimAttempt(env.DB, row.runId, row.attempts, startedAtMs);
   if (attempt === null) {
-    log("callback.skipped", { ...base, attempt: row.attempts + 1, reason: "another delivery claimed this attempt" });
+    logRun("callback.skipped", { ...base, try: row.attempts + 1, reason: "another delivery claimed this attempt" });
     return { ack: true };
   }
   const result = await attemptOnce(env, config, row, attempt);
   const status = result.ok ? "delivered" : attempt >= config.callbackMaxAttempts ? "failed" : "pending";
   await recordAttempt(env.DB, row.runId, attempt, { status, error: result.error, statusCode: result.statusCode, now: Date.now() });
   const delaySeconds = status === "pending" ? Math.min(QUEUE_DELAY_MAX_S, Math.ceil(callbackBackoffMs(config, attempt) / 1_000)) : null;
-  log("callback.attempt", {
+  logRun("callback.attempt", {
     ...base,
-    attempt,
-    max_attempts: config.callbackMaxAttempts,
+    try: attempt,
+    max_tries: config.callbackMaxAttempts,
     outcome: status,
     status_code: result.statusCode,
-    reason: result.ok ? `HTTP ${result.statusCode}` : result.error,
+    reason: result.ok ? `HTTP ${result.statusCode}` : (result.error ?? "failed"),
     retry_in_s: delaySeconds,
     duration_ms: Date.now() - startedAtMs,
   });

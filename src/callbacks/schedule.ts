@@ -3,7 +3,7 @@
 
 import { DocketError, isRefusal, unwrap } from "../errors";
 import type { Env, OutboxMessage } from "../env";
-import { log } from "../lib/log";
+import { logRun } from "../lib/log";
 import { eventsQueue } from "../queue/messages";
 import { runStub } from "../routes/stubs";
 import { isRunState, isTerminal } from "../run/states";
@@ -19,14 +19,14 @@ export async function scheduleCompletionCallback(env: Env, event: OutboxMessage)
   if (typeof to !== "string" || !isRunState(to) || !isTerminal(to)) return;
   const run = await runStub(env, event.run_id).read(event.org_id);
   if (isRefusal(run)) {
-    log("callback.skipped", { run: event.run_id, seq: event.seq, reason: `the run could not be read: ${run.error.code}` });
+    logRun("callback.skipped", { run: event.run_id, attempt: event.attempt, seq: event.seq, reason: `the run could not be read: ${run.error.code}` });
     return;
   }
   if (!run.callback_url) return;
   const row = await ensurePending(env.DB, { runId: run.id, orgId: run.org_id, url: run.callback_url, now: Date.now() });
   if (row.status !== "pending" || row.attempts > 0) return;
-  await eventsQueue(env).send({ kind: "callback", run_id: run.id, org_id: run.org_id, seq: event.seq }, { contentType: "json" });
-  log("callback.scheduled", { run: run.id, seq: event.seq, attempt: 0, reason: `run ended ${to}` });
+  await eventsQueue(env).send({ kind: "callback", run_id: run.id, org_id: run.org_id, seq: event.seq, attempt: run.attempt }, { contentType: "json" });
+  logRun("callback.scheduled", { run: run.id, attempt: run.attempt, seq: event.seq, try: 0, reason: `run ended ${to}` });
 }
 
 /** An operator's redelivery: a new round of attempts for a run that ended, whatever the last round did. */
@@ -39,8 +39,8 @@ export async function redeliverCallback(env: Env, orgId: string, runId: string, 
     throw new DocketError("invalid_transition", "the run has not ended; its callback is sent when it does", { state: run.state });
   }
   await startRound(env.DB, { runId, orgId, url: run.callback_url, now: Date.now() });
-  await eventsQueue(env).send({ kind: "callback", run_id: runId, org_id: orgId, seq: null }, { contentType: "json" });
-  log("callback.redelivery", { run: runId, by, attempt: 0, reason: "operator redelivery" });
+  await eventsQueue(env).send({ kind: "callback", run_id: runId, org_id: orgId, seq: null, attempt: run.attempt }, { contentType: "json" });
+  logRun("callback.redelivery", { run: runId, attempt: run.attempt, seq: null, by, try: 0, reason: "operator redelivery" });
   const row = await readDelivery(env.DB, runId);
   if (!row) throw new DocketError("internal", "callback delivery vanished");
   return row;

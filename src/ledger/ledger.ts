@@ -78,7 +78,7 @@ export async function grant(
   const d = drizzle(db);
   const written = await d.select().from(ledgerEntries).where(eq(ledgerEntries.id, id)).get();
   if (written) {
-    log("ledger.grant", { org: input.orgId, entry: id, amount_cents: input.amountCents, actor: input.actor });
+    log("ledger.grant", { org: input.orgId, entry: id, amount_cents: input.amountCents, actor: input.actor, reason: "credit granted" });
     return { entry: entryView(written), replayed: false };
   }
   const first = await d

@@ -10,9 +10,13 @@ import { deliverCallback } from "../callbacks/deliver";
 import { loadConfig, type Config } from "../config";
 import { events } from "../db/schema";
 import type { Env } from "../env";
-import { log } from "../lib/log";
+import { log, logRun } from "../lib/log";
 import { performEffects } from "./effects";
-import { isCallbackMessage, parseOutboxMessage, queueRetryDelaySeconds } from "./messages";
+import { isRefusal } from "../errors";
+import { runStub } from "../routes/stubs";
+import { eventAttempt, type CallbackMessage, isCallbackMessage, parseOutboxMessage, queueRetryDelaySeconds } from "./messages";
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
 /** A batch is at most max_batch_size messages (wrangler.toml); each is handled on its own. */
 export async function consumeEvents(batch: MessageBatch<unknown>, env: Env): Promise<void> {
@@ -24,7 +28,7 @@ export async function consumeEvents(batch: MessageBatch<unknown>, env: Env): Pro
 }
 
 async function consumeEvent(message: Message<unknown>, env: Env, config: Config): Promise<void> {
-  const raw = message.body as { run_id?: unknown; seq?: unknown } | null;
+  const raw = message.body as { run_id?: unknown; seq?: unknown; attempt?: unknown; data?: unknown } | null;
   try {
     const event = parseOutboxMessage(message.body);
     const inserted = await drizzle(env.DB)
@@ -43,37 +47,48 @@ async function consumeEvent(message: Message<unknown>, env: Env, config: Config)
     // Effects run for a duplicate too: the delivery that stored the event may have failed in them.
     await performEffects(env, event);
     message.ack();
-    log("outbox.consumed", {
+    logRun("outbox.consumed", {
       run: event.run_id,
+      attempt: event.attempt,
       seq: event.seq,
       type: event.type,
-      attempt: message.attempts,
+      try: message.attempts,
       reason: inserted.meta.changes > 0 ? "stored" : "duplicate",
     });
   } catch (err) {
     const delaySeconds = queueRetryDelaySeconds(config, message.attempts);
     message.retry({ delaySeconds });
-    log("outbox.consume_failed", {
-      run: raw?.run_id ?? null,
-      seq: raw?.seq ?? null,
-      attempt: message.attempts,
-      reason: String(err),
-      retry_in_s: delaySeconds,
-    });
+    const failed = { try: message.attempts, reason: String(err), retry_in_s: delaySeconds };
+    // A message too malformed to name its run and attempt is logged as such.
+    if (typeof raw?.run_id === "string") {
+      const attempt = Number.isSafeInteger(raw.attempt) ? (raw.attempt as number) : eventAttempt(isRecord(raw.data) ? raw.data : {});
+      logRun("outbox.consume_failed", { run: raw.run_id, attempt, seq: Number.isSafeInteger(raw.seq) ? (raw.seq as number) : null, ...failed });
+    } else log("outbox.consume_failed", failed);
   }
 }
 
 async function consumeCallback(message: Message<unknown>, env: Env, config: Config): Promise<void> {
   if (!isCallbackMessage(message.body)) return;
-  const body = message.body;
+  let body = message.body;
   try {
-    const outcome = await deliverCallback(env, config, body, message.attempts);
+    const withAttempt = await withRunAttempt(env, body);
+    body = withAttempt;
+    const outcome = await deliverCallback(env, config, withAttempt, message.attempts);
     if (outcome.ack) message.ack();
     else message.retry({ delaySeconds: outcome.delaySeconds });
   } catch (err) {
     // The receiver's failures are values; this is Docket's own (D1 or the run object unreachable).
     const delaySeconds = queueRetryDelaySeconds(config, message.attempts);
     message.retry({ delaySeconds });
-    log("callback.consume_failed", { run: body.run_id, seq: body.seq, attempt: message.attempts, reason: String(err), retry_in_s: delaySeconds });
+    const failed = { seq: body.seq, try: message.attempts, reason: String(err), retry_in_s: delaySeconds };
+    if (body.attempt === undefined) log("callback.consume_failed", { ...failed, run_id: body.run_id });
+    else logRun("callback.consume_failed", { run: body.run_id, attempt: body.attempt, ...failed });
   }
+}
+
+/** A callback message sent before messages carried the run's attempt gets it from the run. */
+async function withRunAttempt(env: Env, body: CallbackMessage): Promise<CallbackMessage & { attempt: number }> {
+  if (body.attempt !== undefined) return body as CallbackMessage & { attempt: number };
+  const run = await runStub(env, body.run_id).read(body.org_id);
+  return { ...body, attempt: isRefusal(run) ? 0 : run.attempt };
 }

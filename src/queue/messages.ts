@@ -11,6 +11,8 @@ export interface CallbackMessage {
   org_id: string;
   /** The sequence number of the run's terminal event, or null for an operator's redelivery. */
   seq: number | null;
+  /** The run's attempt (it ended in it), for the log lines; a message sent before it was carried has none. */
+  attempt?: number;
 }
 
 export type QueueMessage = OutboxMessage | CallbackMessage;
@@ -33,7 +35,15 @@ export function parseOutboxMessage(body: unknown): OutboxMessage {
   if (typeof b.type !== "string" || b.type === "") throw bad("type");
   if (!Number.isSafeInteger(b.at_ms)) throw bad("at_ms");
   if (typeof b.data !== "object" || b.data === null || Array.isArray(b.data)) throw bad("data");
+  // A message published before messages carried the attempt takes it from its data.
+  if (b.attempt === undefined) return { ...(b as OutboxMessage), attempt: eventAttempt(b.data) };
+  if (!Number.isSafeInteger(b.attempt) || (b.attempt as number) < 0) throw bad("attempt");
   return b as OutboxMessage;
+}
+
+/** The run attempt an event happened in: its data says so (the one event stored before it did, run.created, is of attempt 0). */
+export function eventAttempt(data: Record<string, unknown>): number {
+  return Number.isSafeInteger(data.attempt) ? (data.attempt as number) : 0;
 }
 
 /** Delay before the queue delivers a failed message again: base * 2^(attempts-1), capped. */

@@ -203,7 +203,7 @@ export const projectRoutes = new Hono<AppEnv>()
     if (saved.meta.changes !== 1) {
       throw new DocketError("request_locked", `the plan of a request labelled ${after.label} or with a held job cannot change`, { label: after.label });
     }
-    log("build.plan_saved", { org: caller.orgId, request: request.id, by: caller.tokenId });
+    log("build.plan_saved", { org: caller.orgId, request: request.id, by: caller.tokenId, reason: "a member saved the plan" });
     return c.json(requestView(after));
   })
   .post("/build-requests/:id/dispatch", requireMember, validate("param", z.object({ id: requestIdParam })), async (c) => {

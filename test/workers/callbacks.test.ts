@@ -80,13 +80,15 @@ describe("completion callbacks", () => {
 
     // One log line per attempt, with the backoff before the next one.
     const attempts = logLines(log.mock.calls, "callback.attempt").filter((l) => l.run === runId);
-    expect(attempts.map((l) => [l.attempt, l.outcome, l.status_code, l.retry_in_s])).toEqual([
+    expect(attempts.map((l) => [l.try, l.outcome, l.status_code, l.retry_in_s])).toEqual([
       [1, "pending", 500, 1],
       [2, "pending", 503, 2],
       [3, "delivered", 200, null],
     ]);
     expect(attempts[0].reason).toBe("HTTP 500: upstream down");
     expect(attempts.every((l) => Number.isInteger(l.seq))).toBe(true);
+    // `attempt` is the run's attempt in every line; the callback's own count is `try`.
+    expect(attempts.every((l) => l.attempt === run.attempt)).toBe(true);
     await runAlarm(runId);
   });
 
@@ -132,7 +134,7 @@ describe("completion callbacks", () => {
     );
     // The backoff doubles from CALLBACK_BACKOFF_BASE_MS.
     for (const line of logLines(log.mock.calls, "callback.attempt").filter((l) => l.run === runId && l.outcome === "pending")) {
-      expect(line.retry_in_s).toBe(Math.min(DEFAULTS.callbackBackoffMaxMs, DEFAULTS.callbackBackoffBaseMs * 2 ** (line.attempt - 1)) / 1000);
+      expect(line.retry_in_s).toBe(Math.min(DEFAULTS.callbackBackoffMaxMs, DEFAULTS.callbackBackoffBaseMs * 2 ** (line.try - 1)) / 1000);
     }
     expect(run.state).toBe("failed");
     expect(run.version).toBe(ended.version);
@@ -149,7 +151,7 @@ describe("completion callbacks", () => {
 
     // The real Queue's own message, due again after its backoff, is dropped as a duplicate.
     await waitFor("the Queue's second delivery", async () =>
-      logLines(log.mock.calls, "callback.skipped").some((l) => l.run === runId && l.queue_attempt === 2) ? true : undefined,
+      logLines(log.mock.calls, "callback.skipped").some((l) => l.run === runId && l.queue_try === 2) ? true : undefined,
     );
 
     // An operator redelivers the failed callback to a receiver that is back: a new round.

@@ -20,7 +20,7 @@ const newRunId = () => `run_${(0xabc000 + ++runCounter).toString(16).padStart(24
 
 function event(runId: string, seq: number): OutboxMessage {
   const types = ["run.created", "run.state", "run.output", "run.phase"];
-  return { run_id: runId, org_id: ORG, seq, type: types[(seq - 1) % types.length], at_ms: 1_000 + seq, data: { run_id: runId, n: seq } };
+  return { run_id: runId, org_id: ORG, seq, type: types[(seq - 1) % types.length], at_ms: 1_000 + seq, attempt: 0, data: { run_id: runId, n: seq, attempt: 0 } };
 }
 
 type TestMessage = Parameters<typeof createMessageBatch>[1][number];
@@ -70,7 +70,8 @@ describe("the outbox consumer", () => {
 
     // One log line per delivery, saying whether it stored the event or found it stored.
     const lines = logLines(log.mock.calls, "outbox.consumed").filter((l) => l.run === runId);
-    expect(lines.map((l) => [l.seq, l.attempt, l.reason])).toEqual([
+    expect(lines.every((l) => l.attempt === 0)).toBe(true);
+    expect(lines.map((l) => [l.seq, l.try, l.reason])).toEqual([
       [3, 1, "stored"],
       [1, 1, "stored"],
       [3, 1, "duplicate"],

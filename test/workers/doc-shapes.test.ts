@@ -1,0 +1,102 @@
+// docs/protocol.md and the answers cannot drift apart: each `<!-- shape: NAME -->` table there lists
+// every field of one answer (a dotted path for a nested object's fields, `[]` for an array's items),
+// and this test reads the real answers and compares their fields with that list, both ways.
+
+import { describe, expect, it } from "vitest";
+import protocol from "../../docs/protocol.md?raw";
+import { createOrgWithSecret, finishRun, stubReceiver, waitFor } from "./events-helpers";
+import { ADMIN_SECRET, attemptCall, call, claim, dispatch, getRun, registerRunner } from "./helpers";
+
+type Json = Record<string, any>;
+
+/** The field paths a shape table of docs/protocol.md lists, in its order. */
+function documented(name: string): string[] {
+  const marker = `<!-- shape: ${name} -->`;
+  const at = protocol.indexOf(marker);
+  if (at < 0) throw new Error(`docs/protocol.md has no ${marker}`);
+  const rows: string[] = [];
+  for (const line of protocol.slice(at + marker.length).trimStart().split("\n")) {
+    if (!line.startsWith("|")) break;
+    const field = /^\|\s*`([^`]+)`/.exec(line);
+    if (field) rows.push(field[1]);
+  }
+  if (rows.length === 0) throw new Error(`${marker} is not followed by a table of fields`);
+  return rows;
+}
+
+/**
+ * The field paths of answers, merged: a field's own fields are listed only where the docs list
+ * them, so an object the docs describe as a whole (`launch`, `metadata`) is not taken apart.
+ */
+function answered(values: Json[], doc: string[]): string[] {
+  const nested = new Set(doc.map((p) => p.slice(0, Math.max(0, p.lastIndexOf(".")))).filter(Boolean));
+  const paths = new Set<string>();
+  const walk = (value: Json, prefix: string) => {
+    for (const [key, v] of Object.entries(value)) {
+      const path = prefix ? `${prefix}.${key}` : key;
+      paths.add(path);
+      if (Array.isArray(v) && nested.has(`${path}[]`)) v.forEach((item) => walk(item, `${path}[]`));
+      else if (v !== null && typeof v === "object" && nested.has(path)) walk(v, path);
+    }
+  };
+  values.forEach((v) => walk(v, ""));
+  return [...paths].sort();
+}
+
+function expectShape(name: string, values: Json[]) {
+  const doc = documented(name);
+  expect(new Set(doc).size, `${name}: a field listed twice`).toBe(doc.length);
+  expect(answered(values, doc), `docs/protocol.md shape "${name}"`).toEqual([...doc].sort());
+}
+
+describe("docs/protocol.md lists every field the answers have, and no other", () => {
+  it("organization creation, tokens, callback secret rotation", async () => {
+    const created = await call("POST", "/v1/orgs", { token: ADMIN_SECRET, body: { name: "docs" } });
+    expect(created.status).toBe(201);
+    expectShape("org-created", [created.body]);
+    const admin = created.body.token.token as string;
+    await call("POST", "/v1/tokens", { token: admin, body: { kind: "registration", name: "rack", max_uses: 2 } });
+    const tokens = await call("GET", "/v1/tokens", { token: admin });
+    expect(tokens.body.tokens.map((t: Json) => t.kind).sort()).toEqual(["member", "registration"]);
+    expectShape("token", tokens.body.tokens);
+    const rotated = await call("POST", "/v1/orgs/current/callback-secret/rotate", { token: admin, body: {} });
+    expect(rotated.status).toBe(200);
+    expectShape("callback-secret-rotated", [rotated.body]);
+  });
+
+  it("the run, a listed run, a listed runner", async () => {
+    const receiver = stubReceiver("https://receiver.example/docs", () => new Response("ok"));
+    try {
+      const { admin } = await createOrgWithSecret("docs-runs");
+      // One run completes with an artifact and a delivered callback; another carries a stop request.
+      const done = await dispatch(admin, { callback_url: "https://receiver.example/docs", repository: { url: "https://github.com/acme/app.git", commit: "4f1c0a9b" } });
+      await finishRun(admin, done);
+      const stopping = await dispatch(admin);
+      const runner = await registerRunner(admin);
+      expect((await claim(runner.token, 0)).body.run_id).toBe(stopping);
+      await attemptCall(runner.token, stopping, 1, "launched", { sandbox_id: "sbx" });
+      expect((await call("POST", `/v1/runs/${stopping}/cancel`, { token: admin, body: { reason: "docs" } })).status).toBe(202);
+
+      const completed = await waitFor("the callback delivered", async () => {
+        const run = await getRun(admin, done);
+        return run.callback?.status === "delivered" ? run : undefined;
+      });
+      const runs = [completed, await getRun(admin, stopping)];
+      expect(runs.every((r) => r.steps.length === 1) && completed.artifact !== null && runs[1].stop_request !== null).toBe(true);
+      expectShape("run", runs);
+      // The dispatch answer is the same run without the callback receipt.
+      const dispatched = await call("POST", "/v1/runs", { token: admin, body: { brief: "b", launch: { command: ["x"] } } });
+      const topLevel = documented("run").filter((p) => !p.includes(".") && p !== "callback");
+      expect(Object.keys(dispatched.body).sort()).toEqual(topLevel.sort());
+
+      const list = await call("GET", "/v1/runs", { token: admin });
+      expect(list.body.runs).toHaveLength(3);
+      expectShape("run-list-item", list.body.runs);
+      const runners = await call("GET", "/v1/runners", { token: admin });
+      expect(runners.body.runners.length).toBeGreaterThan(0);
+      expectShape("runner", runners.body.runners);
+    } finally {
+      receiver.restore();
+    }
+  });
+});
