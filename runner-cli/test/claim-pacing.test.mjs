@@ -1,16 +1,10 @@
 // The claim loop never spins: claims start at least --claim-min-gap-ms apart, however fast the
 // server answers, and a 429 with Retry-After (too_many_waiters, rate_limited) is waited out.
-import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseRetryAfter, RETRY_AFTER_MAX_MS } from '../src/api.mjs';
 import { fakeServer } from './helpers/fake-server.mjs';
-import { Listener } from './helpers/listener.mjs';
+import { configuredHome, spawnListen } from './helpers/listener.mjs';
 
-const CLI = fileURLToPath(new URL('../bin/docket-runner.mjs', import.meta.url));
 const cleanups = [];
 afterEach(async () => {
   for (const f of cleanups.splice(0).reverse()) await f();
@@ -18,19 +12,7 @@ afterEach(async () => {
 
 /** Start listen --json against `url`, registered by a hand-written config file. */
 function listen(url, args = []) {
-  const home = mkdtempSync(join(tmpdir(), 'docket-pacing-'));
-  writeFileSync(join(home, 'config.json'), JSON.stringify({ server_url: url, machine_id: 'mch_1', machine_token: 'dkt_s_t' }));
-  const child = spawn(process.execPath, [CLI, 'listen', '--json', '--backoff-base-ms', '100', '--backoff-max-ms', '400', ...args], {
-    env: { PATH: process.env.PATH, HOME: home, DOCKET_RUNNER_HOME: home },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const l = new Listener(child);
-  cleanups.push(async () => {
-    child.kill('SIGKILL');
-    await l.exited;
-    rmSync(home, { recursive: true, force: true });
-  });
-  return l;
+  return spawnListen(configuredHome(url, 'docket-pacing-', cleanups), args, cleanups);
 }
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));

@@ -1,18 +1,14 @@
 // A run that ended while no listener watched it: the next start records its real end (from the
 // daemon's final.json or the server's task_gone `state`), keeps its sandbox.log for the log
 // retention period, and prunes the files of jobs older than that.
-import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { JobDb } from '../src/jobs.mjs';
 import { jobPaths } from '../src/launchers/common.mjs';
 import { fakeServer } from './helpers/fake-server.mjs';
-import { Listener } from './helpers/listener.mjs';
+import { configuredHome, spawnListen } from './helpers/listener.mjs';
 
-const CLI = fileURLToPath(new URL('../bin/docket-runner.mjs', import.meta.url));
 const DAY_MS = 86_400_000;
 const cleanups = [];
 afterEach(async () => {
@@ -23,9 +19,7 @@ const ok = (body = {}) => ({ status: 200, body });
 const runnerConfig = { lease_ttl_ms: 5000, lease_refresh_ms: 300, heartbeat_interval_ms: 60_000, claim_wait_ms: 200, sandbox_lifetime_ms: 600_000 };
 
 function runnerHome(serverUrl) {
-  const home = mkdtempSync(join(tmpdir(), 'docket-away-'));
-  cleanups.push(() => rmSync(home, { recursive: true, force: true }));
-  writeFileSync(join(home, 'config.json'), JSON.stringify({ server_url: serverUrl, machine_id: 'mch_1', machine_token: 'dkt_s_t' }));
+  const home = configuredHome(serverUrl, 'docket-away-', cleanups);
   const dataDir = join(home, 'data');
   mkdirSync(dataDir, { recursive: true });
   return { home, dataDir };
@@ -52,16 +46,7 @@ function leftJob(dataDir, runId, { final, state = 'interrupted', endedAtMs } = {
 }
 
 function listen(home, args = []) {
-  const child = spawn(process.execPath, [CLI, 'listen', '--json', '--backoff-base-ms', '100', '--backoff-max-ms', '400', ...args], {
-    env: { PATH: process.env.PATH, HOME: home, DOCKET_RUNNER_HOME: home },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const l = new Listener(child);
-  cleanups.push(async () => {
-    child.kill('SIGKILL');
-    await l.exited;
-  });
-  return l;
+  return spawnListen(home, args, cleanups);
 }
 
 /** A server on which the left runs ended: every attempt call about them is 410 task_gone with `state`. */

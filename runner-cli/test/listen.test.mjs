@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { groupAlive } from '../src/procs.mjs';
 import { fakeServer } from './helpers/fake-server.mjs';
-import { Listener } from './helpers/listener.mjs';
+import { configuredHome, spawnListen } from './helpers/listener.mjs';
 
 const CLI = fileURLToPath(new URL('../bin/docket-runner.mjs', import.meta.url));
 const cleanups = [];
@@ -18,16 +18,9 @@ afterEach(async () => {
 
 /** Start listen --json against `url`, registered by a hand-written config file. */
 function listen(url, args = []) {
-  const home = mkdtempSync(join(tmpdir(), 'docket-listen-'));
-  writeFileSync(join(home, 'config.json'), JSON.stringify({ server_url: url, machine_id: 'mch_1', machine_token: 'dkt_s_t' }));
-  const child = spawn(process.execPath, [CLI, 'listen', '--json', '--backoff-base-ms', '100', '--backoff-max-ms', '400', '--stop-grace-ms', '500', ...args], {
-    env: { PATH: process.env.PATH, HOME: home, DOCKET_RUNNER_HOME: home },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const l = new Listener(child);
-  cleanups.push(async () => {
-    child.kill('SIGKILL');
-    await l.exited;
+  const home = configuredHome(url, 'docket-listen-', cleanups);
+  // After the listener is killed (cleanups run in reverse), its sandboxes go too.
+  cleanups.push(() => {
     for (const e of l.events) {
       if (!e.sandbox_id?.startsWith('process-')) continue;
       try {
@@ -36,8 +29,8 @@ function listen(url, args = []) {
         // already gone
       }
     }
-    rmSync(home, { recursive: true, force: true });
   });
+  const l = spawnListen(home, ['--stop-grace-ms', '500', ...args], cleanups);
   return Object.assign(l, { home });
 }
 

@@ -1,5 +1,41 @@
 // A running `docket-runner listen --json` child: its output as parsed events, awaitable.
 // Shared by the runner's own tests and the end-to-end tests.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const CLI = fileURLToPath(new URL('../../bin/docket-runner.mjs', import.meta.url));
+
+/**
+ * A runner home registered by a hand-written config file against `serverUrl`; removed by `cleanups`
+ * (run in reverse order after each test, so after anything started in it later).
+ * @param {string} serverUrl @param {string} prefix @param {Array<() => unknown>} cleanups
+ */
+export function configuredHome(serverUrl, prefix, cleanups) {
+  const home = mkdtempSync(join(tmpdir(), prefix));
+  cleanups.push(() => rmSync(home, { recursive: true, force: true }));
+  writeFileSync(join(home, 'config.json'), JSON.stringify({ server_url: serverUrl, machine_id: 'mch_1', machine_token: 'dkt_s_t' }));
+  return home;
+}
+
+/**
+ * Starts `docket-runner listen --json` in `home` with a quick backoff; `cleanups` gets its SIGKILL.
+ * @param {string} home @param {string[]} args @param {Array<() => unknown>} cleanups
+ */
+export function spawnListen(home, args, cleanups) {
+  const child = spawn(process.execPath, [CLI, 'listen', '--json', '--backoff-base-ms', '100', '--backoff-max-ms', '400', ...args], {
+    env: { PATH: process.env.PATH, HOME: home, DOCKET_RUNNER_HOME: home },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const l = new Listener(child);
+  cleanups.push(async () => {
+    child.kill('SIGKILL');
+    await l.exited;
+  });
+  return l;
+}
 
 /** @param {number} ms */
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
