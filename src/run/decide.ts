@@ -4,6 +4,7 @@
 
 import type { Config } from "../config";
 import type { ErrorBody } from "../errors";
+import { exponentialBackoffMs } from "../lib/backoff";
 import { canTransition, HELD_STATES, isTerminal, type RunState } from "./states";
 import type { Hop, RunCommand, RunEventDraft, RunRecord, Step } from "./types";
 
@@ -75,8 +76,7 @@ function currentStep(run: RunRecord): Step | undefined {
 
 /** Launch-failure backoff: exponential with equal jitter, so the delay is in [d/2, d]. */
 export function backoffMs(config: DecideConfig, attempt: number, jitter: number): number {
-  const exp = Math.min(config.backoffMaxMs, config.backoffBaseMs * 2 ** Math.max(0, attempt - 1));
-  return Math.round(exp / 2 + (exp / 2) * Math.min(1, Math.max(0, jitter)));
+  return exponentialBackoffMs({ baseMs: config.backoffBaseMs, maxMs: config.backoffMaxMs, jitter: "equal" }, attempt - 1, jitter);
 }
 
 /**
