@@ -18,7 +18,7 @@ import { newId, newToken, sha256Hex } from "../lib/crypto";
 import { log } from "../lib/log";
 import { normalizeLabels } from "../run/labels";
 import { attemptParam, cliVersion, labelList, protocolList, runIdParam, validate } from "../validate";
-import { runStub, schedulerStub } from "./stubs";
+import { runStub, schedulerStub } from "../lib/stubs";
 
 const registerBody = z
   .object({
