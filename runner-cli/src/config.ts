@@ -153,7 +153,7 @@ export function readConfigFile(configDir: string): Record<string, any> {
   try {
     text = readFileSync(path, 'utf8');
   } catch (e) {
-    if ((e as any).code === 'ENOENT') return {};
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return {};
     throw new ConfigError(`cannot read ${path}: ${(e as Error).message}`);
   }
   try {

@@ -257,8 +257,7 @@ function writeState(dir: string | undefined, name: string, data: any) {
 
 /**
  * @param command the agent's argv
- *
- *   echo receives the agent's raw output (by default our stdout, which the launcher sends to sandbox.log)
+ * @param opts.echo receives the agent's raw output (by default our stdout, which the launcher sends to sandbox.log)
  * @returns the daemon's exit code
  */
 export async function runDaemon(command: string[], { env = process.env, cwd = process.cwd(), log = (s) => process.stderr.write(s + '\n'), echo = (c) => process.stdout.write(c) }: { env?: Record<string, string | undefined>; cwd?: string; log?: (s: string) => void; echo?: (chunk: string) => void } = {}): Promise<number> {

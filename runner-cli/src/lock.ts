@@ -54,7 +54,7 @@ export function acquireLock(dataDir: string) {
           }
         };
       } catch (e) {
-        if ((e as any).code !== 'EEXIST') throw e;
+        if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
       }
       const holder = lockHolder(dataDir);
       if (holder) {

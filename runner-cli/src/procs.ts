@@ -6,7 +6,7 @@ export function pidAlive(pid: number) {
     process.kill(pid, 0);
     return true;
   } catch (e) {
-    return (e as any).code === 'EPERM';
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 
@@ -18,7 +18,7 @@ export function groupAlive(pgid: number) {
   try {
     process.kill(-pgid, 0);
   } catch (e) {
-    if ((e as any).code !== 'EPERM') return false;
+    if ((e as NodeJS.ErrnoException).code !== 'EPERM') return false;
   }
   const live = liveGroupMembers(pgid);
   return live === null ? true : live > 0;

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { classify, DocketClient, errorText, retryDelayMs, upgradeHint } from './api.js';
 import { Backoff } from './backoff.js';
 import { type CallResult, JobSupervisor } from './job.js';
-import type { JobDb } from './jobs.js';
+import type { JobDb, JobRow } from './jobs.js';
 import { jobPaths, readJson, removeWorkDir } from './launchers/common.js';
 import { type Launcher, launchers } from './launchers/index.js';
 import type { Sandbox } from './launchers/process.js';
@@ -281,7 +281,7 @@ export class Runner {
     }
   }
 
-  async reconcileOne(row: any) {
+  async reconcileOne(row: JobRow) {
     const view = { run_id: row.run_id, attempt: row.attempt, phase: row.phase };
     if (row.state === 'cost-review') {
       this.out.run('cost_review', view, 'waits for an operator: cost review');
