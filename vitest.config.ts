@@ -57,6 +57,8 @@ export default defineConfig(async () => {
           test: {
             name: "node",
             environment: "node",
+            // The runner CLI the tests start is its TypeScript build: build it once, before them.
+            globalSetup: ["./runner-cli/test/helpers/build.mjs"],
             include: ["test/e2e/**/*.test.{ts,mjs}", "runner-cli/test/**/*.test.{ts,mjs}", "test/unit/**/*.test.ts"],
             testTimeout: 120_000,
             hookTimeout: 120_000,

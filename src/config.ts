@@ -119,7 +119,7 @@ export const DEFAULTS: Config = {
   minCliVersion: "0.1.0",
   launchProtocols: ["process", "docker"],
   runnerUpgradeHint:
-    "install the runner from the Docket repository this deployment runs: in a checkout of it, `npm ci && npm install -g ./runner-cli` (runner-cli/README.md, \"Install\")",
+    "install the current runner tarball this deployment's operators publish: `npm install -g ./docket-runner-<version>.tgz` (runner-cli/README.md, \"Install\")",
   sweepOutageThresholdMs: 180_000,
   claimCandidatesMax: 8,
   labelSetsTtlMs: 5_000,

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // docket-runner: the Docket runner CLI. See runner-cli/README.md.
-import { main } from '../src/cli.mjs';
+// The CLI is written in TypeScript (src/) and runs from its build (dist/, made by `npm run build`).
+import { main } from '../dist/cli.js';
 
 main(process.argv.slice(2)).then(
   (code) => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Backoff, backoffDelayMs } from '../src/backoff.mjs';
+import { Backoff, backoffDelayMs } from '../src/backoff.ts';
 
 describe('backoff with jitter', () => {
   it('stays within [step/2, step] and never exceeds the maximum, whatever the random source says', () => {

@@ -1,7 +1,7 @@
 // The claim loop never spins: claims start at least --claim-min-gap-ms apart, however fast the
 // server answers, and a 429 with Retry-After (too_many_waiters, rate_limited) is waited out.
 import { afterEach, describe, expect, it } from 'vitest';
-import { parseRetryAfter, RETRY_AFTER_MAX_MS } from '../src/api.mjs';
+import { parseRetryAfter, RETRY_AFTER_MAX_MS } from '../src/api.ts';
 import { fakeServer } from './helpers/fake-server.mjs';
 import { configuredHome, spawnListen } from './helpers/listener.mjs';
 

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, readConfigFile, resolveConfig, writeConfigFile } from '../src/config.mjs';
+import { ConfigError, readConfigFile, resolveConfig, writeConfigFile } from '../src/config.ts';
 
 describe('configuration precedence', () => {
   it('a flag beats the environment, which beats the config file, which beats the default', () => {

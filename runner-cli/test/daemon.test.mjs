@@ -3,8 +3,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ApiError } from '../src/api.mjs';
-import { computePatch, daemonLimits, PHASE_LINE, readResultFile, ReportBuffer, ReportSequence, runDaemon } from '../src/daemon.mjs';
+import { ApiError } from '../src/api.ts';
+import { computePatch, daemonLimits, PHASE_LINE, readResultFile, ReportBuffer, ReportSequence, runDaemon } from '../src/daemon.ts';
 import { fakeServer } from './helpers/fake-server.mjs';
 
 const limits = { maxBatchLines: 3, maxLineChars: 10, maxBufferedLines: 5 };

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { containerName, dockerRunArgv } from '../src/launchers/docker.mjs';
+import { containerName, dockerRunArgv } from '../src/launchers/docker.ts';
 
 const base = {
   runId: 'run_abc123',

@@ -4,8 +4,8 @@
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { JobDb } from '../src/jobs.mjs';
-import { jobPaths } from '../src/launchers/common.mjs';
+import { JobDb } from '../src/jobs.ts';
+import { jobPaths } from '../src/launchers/common.ts';
 import { fakeServer } from './helpers/fake-server.mjs';
 import { configuredHome, spawnListen } from './helpers/listener.mjs';
 

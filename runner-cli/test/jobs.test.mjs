@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { canTransition, JOB_STATES, JobDb, TRANSITIONS } from '../src/jobs.mjs';
+import { canTransition, JOB_STATES, JobDb, TRANSITIONS } from '../src/jobs.ts';
 
 let dir;
 let db;

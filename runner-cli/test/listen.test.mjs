@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { groupAlive } from '../src/procs.mjs';
+import { groupAlive } from '../src/procs.ts';
 import { fakeServer } from './helpers/fake-server.mjs';
 import { configuredHome, spawnListen } from './helpers/listener.mjs';
 

@@ -3,11 +3,11 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ApiError, classify } from '../src/api.mjs';
-import { effectiveLifetimeMs } from '../src/job.mjs';
-import { sandboxEnv } from '../src/launchers/common.mjs';
-import { acquireLock, LockedError, lockHolder } from '../src/lock.mjs';
-import { formatDuration, Output } from '../src/output.mjs';
+import { ApiError, classify } from '../src/api.ts';
+import { effectiveLifetimeMs } from '../src/job.ts';
+import { sandboxEnv } from '../src/launchers/common.ts';
+import { acquireLock, LockedError, lockHolder } from '../src/lock.ts';
+import { formatDuration, Output } from '../src/output.ts';
 
 const dirs = [];
 afterEach(() => {

@@ -41,7 +41,7 @@ it('a server that answers 426 makes the runner exit cleanly with the sandbox lef
   const upgrade = first.events.find((e) => e.event === 'upgrade_required');
   expect(upgrade.min_cli_version).toBe('99.0.0');
   // The runner prints how this deployment distributes its runner, as the server's 426 said.
-  expect(upgrade.upgrade).toContain('npm install -g ./runner-cli');
+  expect(upgrade.upgrade).toContain('npm install -g ./docket-runner-<version>.tgz');
   expect(upgrade.message).toContain(upgrade.upgrade);
   expect(upgrade.message).not.toContain('docket-runner@latest');
   expect(groupAlive(pid)).toBe(true); // the sandbox was left running

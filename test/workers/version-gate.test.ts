@@ -85,7 +85,7 @@ describe("the upgrade hint", () => {
     const res = await call("POST", "/v1/runners/heartbeat", { token: runner.token, body: { cli_version: "0.0.1", protocols: ["process"] } });
     expect(res.status).toBe(426);
     expect(res.body.error.upgrade).toBe(DEFAULTS.runnerUpgradeHint);
-    expect(res.body.error.upgrade).toContain("npm install -g ./runner-cli");
+    expect(res.body.error.upgrade).toContain("npm install -g ./docket-runner-<version>.tgz");
     expect(res.body.error.message).toContain(DEFAULTS.runnerUpgradeHint);
     expect(JSON.stringify(res.body)).not.toContain("docket-runner@latest");
   });

@@ -1,33 +1,31 @@
 // Process helpers for sandboxes that run as local process groups.
 import { readdirSync, readFileSync } from 'node:fs';
 
-/** @param {number} pid */
-export function pidAlive(pid) {
+export function pidAlive(pid: number) {
   try {
     process.kill(pid, 0);
     return true;
   } catch (e) {
-    return /** @type {any} */ (e).code === 'EPERM';
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 
 /**
  * Whether any process of the group still runs. A zombie does not count: a sandbox adopted after a
  * restart is not our child, and its exited leader stays a zombie until init gets round to it.
- * @param {number} pgid
  */
-export function groupAlive(pgid) {
+export function groupAlive(pgid: number) {
   try {
     process.kill(-pgid, 0);
   } catch (e) {
-    if (/** @type {any} */ (e).code !== 'EPERM') return false;
+    if ((e as NodeJS.ErrnoException).code !== 'EPERM') return false;
   }
   const live = liveGroupMembers(pgid);
   return live === null ? true : live > 0;
 }
 
-/** Non-zombie members of a process group, from /proc; null where /proc is not there. @param {number} pgid */
-function liveGroupMembers(pgid) {
+/** Non-zombie members of a process group, from /proc; null where /proc is not there. */
+function liveGroupMembers(pgid: number) {
   let entries;
   try {
     entries = readdirSync('/proc');
@@ -49,8 +47,8 @@ function liveGroupMembers(pgid) {
   return live;
 }
 
-/** @param {number} pgid @param {NodeJS.Signals} signal @returns {boolean} whether the signal was sent */
-export function signalGroup(pgid, signal) {
+/**   @returns whether the signal was sent */
+export function signalGroup(pgid: number, signal: NodeJS.Signals): boolean {
   try {
     process.kill(-pgid, signal);
     return true;
@@ -62,10 +60,8 @@ export function signalGroup(pgid, signal) {
 /**
  * The kernel's start time of a process (field 22 of /proc/<pid>/stat), to tell a reused pid from
  * the original. Null where /proc is not available.
- * @param {number} pid
- * @returns {string | null}
  */
-export function processStartTicks(pid) {
+export function processStartTicks(pid: number): string | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // The command name (field 2) may contain spaces and parentheses: split after the last ')'.
@@ -76,8 +72,7 @@ export function processStartTicks(pid) {
   }
 }
 
-/** @param {number} ms @param {AbortSignal} [signal] */
-export function sleep(ms, signal) {
+export function sleep(ms: number, signal?: AbortSignal) {
   return new Promise((resolve) => {
     if (signal?.aborted) return resolve(undefined);
     const t = setTimeout(done, ms);

@@ -4,28 +4,27 @@
 import { spawn } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { groupAlive, processStartTicks, signalGroup, sleep } from '../procs.mjs';
-import { LaunchError, prepareSandbox, removeWorkDir, waitForHandshake } from './common.mjs';
+import { groupAlive, processStartTicks, signalGroup, sleep } from '../procs.js';
+import { type JobPaths, type LaunchRequest, LaunchError, prepareSandbox, removeWorkDir, waitForHandshake } from './common.js';
 
 export const RUNNER_BIN = fileURLToPath(new URL('../../bin/docket-runner.mjs', import.meta.url));
 
-/**
- * @typedef {{ code: number | null, signal: string | null }} ExitInfo
- * @typedef {object} Sandbox
- * @property {string} id
- * @property {number | null} pid
- * @property {string | null} startTicks
- * @property {() => boolean} running
- * @property {Promise<ExitInfo>} exited resolves once nothing of the sandbox runs any more
- * @property {(graceMs: number) => Promise<void>} stop SIGTERM, grace, SIGKILL; keeps the files
- * @property {(graceMs: number) => Promise<void>} remove stop, then delete the work directory (the log stays for the retention period)
- */
+export type ExitInfo = { code: number | null; signal: string | null };
 
-/**
- * @param {import('./common.mjs').LaunchRequest} req
- * @returns {Promise<Sandbox>}
- */
-export async function launchProcess(req) {
+export interface Sandbox {
+  id: string;
+  pid: number | null;
+  startTicks: string | null;
+  running: () => boolean;
+  /** Resolves once nothing of the sandbox runs any more. */
+  exited: Promise<ExitInfo>;
+  /** SIGTERM, grace, SIGKILL; keeps the files. */
+  stop: (graceMs: number) => Promise<void>;
+  /** Stop, then delete the work directory (the log stays for the retention period). */
+  remove: (graceMs: number) => Promise<void>;
+}
+
+export async function launchProcess(req: LaunchRequest): Promise<Sandbox> {
   const { paths } = req;
   const { command, env } = await prepareSandbox(req, paths.stateDir);
   const log = openSync(paths.logFile, 'a', 0o600);
@@ -40,14 +39,13 @@ export async function launchProcess(req) {
   } finally {
     closeSync(log);
   }
-  /** @type {ExitInfo | null} */
-  let exit = null;
-  const leaderExited = new Promise((resolve) => {
+  let exit: ExitInfo | null = null;
+  const leaderExited = new Promise<ExitInfo>((resolve) => {
     child.once('exit', (code, sig) => {
       exit = { code, signal: sig };
       resolve(exit);
     });
-    child.once('error', (e) => {
+    child.once('error', () => {
       exit = { code: null, signal: null };
       resolve(exit);
     });
@@ -74,11 +72,8 @@ export async function launchProcess(req) {
 
 /**
  * Find the sandbox of a job recorded before a restart. Null when nothing of it runs any more.
- * @param {{ sandbox_pid: number | null, sandbox_start_ticks: string | null }} row
- * @param {ReturnType<import('./common.mjs').jobPaths>} paths
- * @returns {Sandbox | null}
  */
-export function adoptProcess(row, paths) {
+export function adoptProcess(row: { sandbox_pid: number | null; sandbox_start_ticks: string | null }, paths: JobPaths): Sandbox | null {
   const pid = row.sandbox_pid;
   if (!pid || !groupAlive(pid)) return null;
   const ticks = processStartTicks(pid);
@@ -86,26 +81,22 @@ export function adoptProcess(row, paths) {
   if (ticks && row.sandbox_start_ticks && ticks !== row.sandbox_start_ticks) return null;
   const gone = (async () => {
     while (groupAlive(pid)) await sleep(250);
-    return /** @type {ExitInfo} */ ({ code: null, signal: null });
+    return { code: null, signal: null } as ExitInfo;
   })();
   return processSandbox(pid, row.sandbox_start_ticks, paths, gone);
 }
 
 /**
- * @param {number} pid the group leader (the daemon)
- * @param {string | null} startTicks
- * @param {ReturnType<import('./common.mjs').jobPaths>} paths
- * @param {Promise<ExitInfo>} leaderGone
- * @returns {Sandbox}
+ * @param pid the group leader (the daemon)
  */
-function processSandbox(pid, startTicks, paths, leaderGone) {
+function processSandbox(pid: number, startTicks: string | null, paths: JobPaths, leaderGone: Promise<ExitInfo>): Sandbox {
   let done = false;
   const exited = leaderGone.then(async (info) => {
     for (let i = 0; i < 100 && groupAlive(pid); i++) await sleep(50);
     done = true;
     return info;
   });
-  const stop = async (/** @type {number} */ graceMs) => {
+  const stop = async (graceMs: number) => {
     if (done || !groupAlive(pid)) return;
     signalGroup(pid, 'SIGTERM');
     const deadline = Date.now() + graceMs;

@@ -1,11 +1,14 @@
 // One job (run attempt) on this machine: launch, hold the lease, honour stop requests and the
 // sandbox lifetime, and say how it ended. shared/spec/dispatch-lifecycle.md is the behaviour; every
-// server answer goes through api.mjs classify(), so only definitive codes destroy a workload.
+// server answer goes through api.ts classify(), so only definitive codes destroy a workload.
 import { join } from 'node:path';
-import { classify, errorText, retryDelayMs } from './api.mjs';
-import { Backoff } from './backoff.mjs';
-import { jobPaths, LaunchError, readJson, removeWorkDir } from './launchers/common.mjs';
-import { sleep } from './procs.mjs';
+import { classify, errorText, retryDelayMs } from './api.js';
+import { Backoff } from './backoff.js';
+import { type JobPaths, jobPaths, LaunchError, readJson, removeWorkDir } from './launchers/common.js';
+import { sleep } from './procs.js';
+import type { JobRow } from './jobs.js';
+import type { Sandbox } from './launchers/process.js';
+import type { Runner } from './runner.js';
 
 /** How many times a closing call (launch-failed, stopped) is tried before the job goes to `reconcile`. */
 const CLOSING_CALL_TRIES = 6;
@@ -14,25 +17,31 @@ const TICK_MS = 500;
 const ENDING_WAIT_MS = 5_000;
 const DEFAULT_LIFETIME_MS = 600_000;
 
-/**
- * @typedef {import('./launchers/process.mjs').Sandbox} Sandbox
- * @typedef {{ kind: 'ok', body: any } | { kind: 'definitive' | 'attempt_over' | 'upgrade' | 'transient', error: any }} CallResult
- */
+export type CallResult = { kind: 'ok'; body: any } | { kind: 'definitive' | 'attempt_over' | 'upgrade' | 'transient'; error: any };
 
 export class JobSupervisor {
+  runner: Runner;
+  runId: string;
+  attempt: number;
+  /** The claim answer (run_id, attempt, lease and launch fields). */
+  claim: any;
+  paths: JobPaths;
+  sandbox: Sandbox | null;
+  phase: string | null;
+  startedAtMs: number;
+  leaseRefreshMs: number;
+  lifetimeMs: number;
+  launchedAtMs: number | null;
   /**
-   * @param {import('./runner.mjs').Runner} runner
-   * @param {any} row the job's database row
-   * @param {any} claim the claim answer (run_id, attempt, lease and launch fields)
+   * @param row the job's database row
+   * @param claim the claim answer (run_id, attempt, lease and launch fields)
    */
-  constructor(runner, row, claim) {
+  constructor(runner: Runner, row: JobRow, claim: any) {
     this.runner = runner;
     this.runId = row.run_id;
-    /** @type {number} */
     this.attempt = row.attempt;
     this.claim = claim;
     this.paths = jobPaths(runner.cfg.data_dir, this.runId, this.attempt);
-    /** @type {Sandbox | null} */
     this.sandbox = null;
     this.phase = row.phase ?? null;
     this.startedAtMs = row.launched_at_ms ?? row.claimed_at_ms;
@@ -53,17 +62,14 @@ export class JobSupervisor {
     return { run_id: this.runId, attempt: this.attempt, phase: this.phase, started_at_ms: this.startedAtMs };
   }
 
-  /** @param {string} to @param {Record<string, any>} [patch] @param {string} [note] */
-  move(to, patch = {}, note) {
+  move(to: string, patch: Record<string, any> = {}, note?: string) {
     return this.db.transition(this.runId, this.attempt, to, patch, note);
   }
 
   /**
    * One attempt-scoped call, classified.
-   * @param {'launched' | 'lease' | 'launch-failed' | 'stopped'} call @param {object} [body]
-   * @returns {Promise<CallResult>}
    */
-  async call(call, body = {}) {
+  async call(call: 'launched' | 'lease' | 'launch-failed' | 'stopped', body: object = {}): Promise<CallResult> {
     try {
       const res = await this.runner.client.attemptCall(this.runId, this.attempt, call, body);
       if (res.body?.lease_expires_at_ms) this.db.update(this.runId, this.attempt, { lease_expires_at_ms: res.body.lease_expires_at_ms });
@@ -72,7 +78,7 @@ export class JobSupervisor {
       const kind = classify(e);
       if (kind === 'upgrade') this.runner.upgradeRequired(e);
       // `launched` twice is harmless: an earlier try went through and only its answer was lost.
-      if (call === 'launched' && /** @type {any} */ (e).code === 'invalid_transition') return { kind: 'ok', body: /** @type {any} */ (e).body };
+      if (call === 'launched' && (e as any).code === 'invalid_transition') return { kind: 'ok', body: (e as any).body };
       return { kind, error: e };
     }
   }
@@ -89,8 +95,7 @@ export class JobSupervisor {
 
     // Keep the lease while the checkout runs; a stop request or a definitive answer aborts the launch.
     const launchCtl = new AbortController();
-    /** @type {CallResult | null} */
-    let interruption = null;
+    let interruption: CallResult | null = null;
     const keepalive = (async () => {
       const backoff = this.backoff();
       let waitMs = this.leaseRefreshMs;
@@ -133,7 +138,7 @@ export class JobSupervisor {
     } catch (e) {
       launchCtl.abort();
       await keepalive;
-      const i = /** @type {CallResult | null} */ (interruption);
+      const i = interruption as CallResult | null;
       if (i?.kind === 'ok') return this.reportStopped('a stop was requested before the sandbox launched');
       if (i) return this.afterRefusal(i);
       const message = e instanceof LaunchError ? e.message : `launch failed: ${errorText(e)}`;
@@ -151,16 +156,15 @@ export class JobSupervisor {
       lifetime_ms: this.lifetimeMs,
     });
     this.out.run('launched', this.view, `launched sandbox ${this.sandbox.id} in ${Date.now() - started} ms`, { sandbox_id: this.sandbox.id });
-    const i = /** @type {CallResult | null} */ (interruption);
+    const i = interruption as CallResult | null;
     if (i) return i.kind === 'ok' ? this.stopAndReport('a stop was requested') : this.afterRefusal(i);
     return this.supervise({ launchedAccepted: false });
   }
 
   /**
    * A job found after a restart whose attempt is still ours, with its sandbox running.
-   * @param {Sandbox} sandbox @param {{ launchedAccepted: boolean }} opts
    */
-  async resume(sandbox, opts) {
+  async resume(sandbox: Sandbox, opts: { launchedAccepted: boolean }) {
     this.sandbox = sandbox;
     this.move('running', { sandbox_id: sandbox.id }, 'resumed after a restart');
     this.out.run('resumed', this.view, `resumed the lease of sandbox ${sandbox.id}`, { sandbox_id: sandbox.id });
@@ -169,10 +173,9 @@ export class JobSupervisor {
 
   /**
    * The lease loop: refresh on the server's interval, watch the sandbox, its lifetime and phase.
-   * @param {{ launchedAccepted: boolean }} opts
    */
-  async supervise({ launchedAccepted }) {
-    const sandbox = /** @type {Sandbox} */ (this.sandbox);
+  async supervise({ launchedAccepted }: { launchedAccepted: boolean }) {
+    const sandbox = this.sandbox as Sandbox;
     const deadlineAtMs = (this.launchedAtMs ?? Date.now()) + this.lifetimeMs;
     const backoff = this.backoff();
     let nextCallAtMs = launchedAccepted ? Date.now() + this.leaseRefreshMs : 0;
@@ -217,9 +220,8 @@ export class JobSupervisor {
   /**
    * A run that went terminal because the daemon delivered its final report is not a workload to
    * destroy: give the sandbox a moment to exit on its own and let final.json tell.
-   * @param {Sandbox} sandbox
    */
-  async endedByItsDaemon(sandbox) {
+  async endedByItsDaemon(sandbox: Sandbox) {
     const exited = await Promise.race([sandbox.exited.then(() => true), sleep(ENDING_WAIT_MS).then(() => false)]);
     return exited && readJson(join(this.paths.stateDir, 'final.json'))?.delivered === true;
   }
@@ -236,9 +238,8 @@ export class JobSupervisor {
 
   /**
    * The sandbox ended on its own. The daemon says in final.json whether its final report got through.
-   * @param {{ code: number | null, signal: string | null }} exit
    */
-  async finishExited(exit) {
+  async finishExited(exit: { code: number | null; signal: string | null }) {
     this.pollPhase();
     const final = readJson(join(this.paths.stateDir, 'final.json'));
     if (final?.delivered) {
@@ -262,14 +263,13 @@ export class JobSupervisor {
     return this.reportStopped(`the sandbox exited (code ${code}) without delivering a final report${why}`);
   }
 
-  /** @param {number | null | undefined} costCents */
-  aboveCostThreshold(costCents) {
+  aboveCostThreshold(costCents: number | null | undefined) {
     const limit = this.runner.cfg.cost_review_above_cents;
     return typeof limit === 'number' && typeof costCents === 'number' && costCents > limit;
   }
 
-  /** Stop the sandbox (SIGTERM, grace, SIGKILL), then report `stopped`. @param {string} reason */
-  async stopAndReport(reason) {
+  /** Stop the sandbox (SIGTERM, grace, SIGKILL), then report `stopped`. */
+  async stopAndReport(reason: string) {
     const sandbox = this.sandbox;
     if (sandbox) {
       this.out.run('stopping', this.view, `stopping the sandbox: ${reason}`, { reason });
@@ -278,8 +278,7 @@ export class JobSupervisor {
     return this.reportStopped(reason);
   }
 
-  /** @param {string} reason */
-  async reportStopped(reason) {
+  async reportStopped(reason: string) {
     const r = await this.closingCall('stopped', { ...(this.sandbox ? { sandbox_id: this.sandbox.id } : {}), reason: reason.slice(0, 4_000) });
     if (r === null) return;
     if (r.kind === 'ok') {
@@ -289,8 +288,7 @@ export class JobSupervisor {
     return this.afterRefusal(r, { alreadyStopped: true });
   }
 
-  /** @param {string} error */
-  async launchFailed(error) {
+  async launchFailed(error: string) {
     this.out.run('launch_failed', this.view, `launch failed: ${error}`, { error });
     const r = await this.closingCall('launch-failed', { error: error.slice(0, 4_000) });
     if (r === null) return;
@@ -304,19 +302,17 @@ export class JobSupervisor {
   /**
    * A call that closes the attempt, retried on transient errors. Null when the job was parked
    * (reconcile or interrupted) because no answer came.
-   * @param {'stopped' | 'launch-failed'} call @param {object} body
    */
-  async closingCall(call, body) {
+  async closingCall(call: 'stopped' | 'launch-failed', body: object) {
     const backoff = this.backoff();
-    /** @type {CallResult | null} */
-    let r = null;
+    let r: CallResult | null = null;
     for (let tryNo = 1; tryNo <= CLOSING_CALL_TRIES; tryNo++) {
       r = await this.call(call, body);
       if (r.kind !== 'transient') break;
       if (tryNo < CLOSING_CALL_TRIES && !this.runner.stopping) await sleep(retryDelayMs(r.error, backoff.fail()), this.runner.stopSignal);
       if (this.runner.stopping) break;
     }
-    const res = /** @type {CallResult} */ (r);
+    const res = r as CallResult;
     if (res.kind === 'transient' || res.kind === 'upgrade') {
       const why = `${call} could not be delivered: ${errorText(res.error)}`;
       this.park(res.kind === 'upgrade' ? 'interrupted' : 'reconcile', why);
@@ -328,10 +324,9 @@ export class JobSupervisor {
   /**
    * The server refused the attempt. Definitive codes destroy the workload; stale_attempt and
    * lease_expired end this attempt's work but keep its files.
-   * @param {CallResult} r @param {{ alreadyStopped?: boolean, atStartup?: boolean }} [opts]
    */
-  async afterRefusal(r, { alreadyStopped = false, atStartup = false } = {}) {
-    const err = /** @type {any} */ (r).error;
+  async afterRefusal(r: CallResult, { alreadyStopped = false, atStartup = false }: { alreadyStopped?: boolean; atStartup?: boolean } = {}) {
+    const err = (r as any).error;
     const code = err?.code ?? 'unknown';
     if (r.kind === 'definitive') {
       this.out.run('destroying', this.view, `the server answered ${code}: removing the sandbox`, { code });
@@ -359,14 +354,12 @@ export class JobSupervisor {
     this.park('interrupted', 'the listener stopped; the sandbox was left running');
   }
 
-  /** @param {'interrupted' | 'reconcile'} state @param {string} reason */
-  park(state, reason) {
+  park(state: 'interrupted' | 'reconcile', reason: string) {
     this.move(state, { reason });
     this.out.run(state, this.view, `${state === 'reconcile' ? 'needs reconciliation' : 'interrupted'}: ${reason}`, { reason });
   }
 
-  /** @param {string} outcome @param {string | null} reason @param {Record<string, any>} [patch] */
-  finish(outcome, reason, patch = {}) {
+  finish(outcome: string, reason: string | null, patch: Record<string, any> = {}) {
     this.move('done', { outcome, reason: reason ?? undefined, ended_at_ms: Date.now(), ...patch });
     this.out.run('run_ended', this.view, `ended: ${outcome}${reason ? ` (${reason})` : ''}`, { outcome, reason });
   }
@@ -378,18 +371,17 @@ export class JobSupervisor {
 
 /**
  * The run's end as a task_gone refusal states it (its `state`), or null when it names none.
- * @param {any} err an ApiError
+ * @param err an ApiError
  */
-export function serverEnd(err) {
+export function serverEnd(err: any) {
   const state = err?.body?.state;
   return state === 'completed' || state === 'failed' || state === 'cancelled' ? state : null;
 }
 
 /**
  * The server's sandbox lifetime, capped by the local setting when one is given.
- * @param {number | null | undefined} localMs @param {number | null | undefined} serverMs
  */
-export function effectiveLifetimeMs(localMs, serverMs) {
+export function effectiveLifetimeMs(localMs: number | null | undefined, serverMs: number | null | undefined) {
   const server = typeof serverMs === 'number' && serverMs > 0 ? serverMs : DEFAULT_LIFETIME_MS;
   return typeof localMs === 'number' && localMs > 0 ? Math.min(localMs, server) : server;
 }

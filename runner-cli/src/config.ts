@@ -4,14 +4,10 @@ import { chmodSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'n
 import { homedir, hostname } from 'node:os';
 import { join } from 'node:path';
 
-/**
- * @typedef {'string' | 'int' | 'list' | 'bool'} OptionType
- * @typedef {{ key: string, flag: string, env?: string, file?: boolean, type: OptionType,
- *   default?: any, help: string }} OptionSpec
- */
+export type OptionType = 'string' | 'int' | 'list' | 'bool';
+export type OptionSpec = { key: string; flag: string; env?: string; file?: boolean; type: OptionType; default?: any; help: string };
 
-/** @type {Record<string, OptionSpec>} */
-export const OPTIONS = {
+export const OPTIONS: Record<string, OptionSpec> = {
   config_dir: { key: 'config_dir', flag: 'config-dir', env: 'DOCKET_RUNNER_HOME', type: 'string',
     help: 'where config.json (machine credentials) lives; default ~/.config/docket-runner' },
   data_dir: { key: 'data_dir', flag: 'data-dir', env: 'DOCKET_DATA_DIR', file: true, type: 'string',
@@ -66,12 +62,9 @@ export const OPTIONS = {
 export const NEVER_PASSED_ENV = /^DOCKET_/;
 
 /**
- * @param {string} spec
- * @param {OptionType} type
- * @param {any} raw
- * @param {string} source for error messages
+ * @param source for error messages
  */
-function coerce(spec, type, raw, source) {
+function coerce(spec: string, type: OptionType, raw: any, source: string) {
   if (raw === undefined || raw === null) return undefined;
   switch (type) {
     case 'string':
@@ -96,7 +89,7 @@ function coerce(spec, type, raw, source) {
 }
 
 export class ConfigError extends Error {
-  constructor(message) {
+  constructor(message: string) {
     super(message);
     this.name = 'ConfigError';
   }
@@ -104,15 +97,14 @@ export class ConfigError extends Error {
 
 /**
  * Resolve every option from its sources. Pure: callers pass what they read.
- * @param {{ flags?: Record<string, any>, env?: Record<string, string | undefined>, file?: Record<string, any>,
- *   home?: string, host?: string }} sources flags keyed by option key (parsed by parseArgs)
- * @returns {Record<string, any>}
+ * @param sources flags keyed by option key (parsed by parseArgs)
  */
-export function resolveConfig({ flags = {}, env = {}, file = {}, home = homedir(), host = hostname() }) {
-  /** @type {Record<string, any>} */
-  const out = {};
-  /** @type {Record<string, string>} */
-  const from = {};
+export function resolveConfig({ flags = {}, env = {}, file = {}, home = homedir(), host = hostname() }: {
+  flags?: Record<string, any>; env?: Record<string, string | undefined>; file?: Record<string, any>;
+  home?: string; host?: string;
+}): Record<string, any> {
+  const out: Record<string, any> = {};
+  const from: Record<string, string> = {};
   for (const spec of Object.values(OPTIONS)) {
     const candidates = [
       ['flag', `--${spec.flag}`, flags[spec.key]],
@@ -148,40 +140,35 @@ export function resolveConfig({ flags = {}, env = {}, file = {}, home = homedir(
   return out;
 }
 
-/** @param {string} configDir */
-export function configFilePath(configDir) {
+export function configFilePath(configDir: string) {
   return join(configDir, 'config.json');
 }
 
 /**
  * Read config.json; a missing file is an empty config.
- * @param {string} configDir
- * @returns {Record<string, any>}
  */
-export function readConfigFile(configDir) {
+export function readConfigFile(configDir: string): Record<string, any> {
   const path = configFilePath(configDir);
   let text;
   try {
     text = readFileSync(path, 'utf8');
   } catch (e) {
-    if (/** @type {any} */ (e).code === 'ENOENT') return {};
-    throw new ConfigError(`cannot read ${path}: ${/** @type {Error} */ (e).message}`);
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return {};
+    throw new ConfigError(`cannot read ${path}: ${(e as Error).message}`);
   }
   try {
     const parsed = JSON.parse(text);
     if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('not an object');
     return parsed;
   } catch (e) {
-    throw new ConfigError(`${path} is not a JSON object: ${/** @type {Error} */ (e).message}`);
+    throw new ConfigError(`${path} is not a JSON object: ${(e as Error).message}`);
   }
 }
 
 /**
  * Write config.json with owner-only permissions: directory 0700, file 0600, replaced atomically.
- * @param {string} configDir
- * @param {Record<string, any>} data
  */
-export function writeConfigFile(configDir, data) {
+export function writeConfigFile(configDir: string, data: Record<string, any>) {
   ensurePrivateDir(configDir);
   const path = configFilePath(configDir);
   const tmp = `${path}.${process.pid}.tmp`;
@@ -191,19 +178,17 @@ export function writeConfigFile(configDir, data) {
   return path;
 }
 
-/** mkdir -p with mode 0700, and tighten the mode if the directory existed. @param {string} dir */
-export function ensurePrivateDir(dir) {
+/** mkdir -p with mode 0700, and tighten the mode if the directory existed. */
+export function ensurePrivateDir(dir: string) {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   chmodSync(dir, 0o700);
 }
 
 /**
  * parseArgs option descriptors for the given option keys.
- * @param {string[]} keys
  */
-export function parseArgsOptions(keys) {
-  /** @type {Record<string, { type: 'string' | 'boolean', multiple?: boolean }>} */
-  const opts = {};
+export function parseArgsOptions(keys: string[]) {
+  const opts: Record<string, { type: 'string' | 'boolean'; multiple?: boolean }> = {};
   for (const key of keys) {
     const spec = OPTIONS[key];
     opts[spec.flag] = spec.type === 'bool' ? { type: 'boolean' } : { type: 'string', ...(spec.type === 'list' ? { multiple: true } : {}) };
@@ -213,12 +198,9 @@ export function parseArgsOptions(keys) {
 
 /**
  * Map parseArgs values (keyed by flag) back to option keys.
- * @param {string[]} keys
- * @param {Record<string, any>} values
  */
-export function flagsToKeys(keys, values) {
-  /** @type {Record<string, any>} */
-  const out = {};
+export function flagsToKeys(keys: string[], values: Record<string, any>) {
+  const out: Record<string, any> = {};
   for (const key of keys) {
     const v = values[OPTIONS[key].flag];
     if (v !== undefined) out[key] = v;
@@ -228,9 +210,8 @@ export function flagsToKeys(keys, values) {
 
 /**
  * Help lines for the given option keys.
- * @param {string[]} keys
  */
-export function optionsHelp(keys) {
+export function optionsHelp(keys: string[]) {
   return keys
     .map((key) => {
       const s = OPTIONS[key];

@@ -1,13 +1,11 @@
 // register, status and listen: the commands that talk to the user.
-import { classify, DocketClient, errorText, upgradeHint } from './api.mjs';
-import { configFilePath, ensurePrivateDir, writeConfigFile } from './config.mjs';
-import { formatDuration } from './output.mjs';
-import { CLI_VERSION } from './version.mjs';
+import { classify, DocketClient, errorText, upgradeHint } from './api.js';
+import { configFilePath, ensurePrivateDir, writeConfigFile } from './config.js';
+import { formatDuration, type Output } from './output.js';
+import type { JobRow } from './jobs.js';
+import { CLI_VERSION } from './version.js';
 
-/**
- * @param {Record<string, any>} cfg @param {Record<string, any>} file @param {import('./output.mjs').Output} out
- */
-export async function register(cfg, file, out) {
+export async function register(cfg: Record<string, any>, file: Record<string, any>, out: Output) {
   const missing = [!cfg.server_url && '--server (or DOCKET_SERVER_URL)', !cfg.registration_token && '--token (or DOCKET_REGISTRATION_TOKEN)'].filter(Boolean);
   if (missing.length) {
     process.stderr.write(`docket-runner register: missing ${missing.join(' and ')}\n`);
@@ -18,7 +16,7 @@ export async function register(cfg, file, out) {
   try {
     res = await client.register(cfg.registration_token, { name: cfg.name, labels: cfg.labels, protocols: cfg.launchers, cli_version: CLI_VERSION });
   } catch (e) {
-    const err = /** @type {any} */ (e);
+    const err = e as any;
     if (classify(e) === 'upgrade') {
       out.emit('upgrade_required', `the server needs a newer runner (${err.body?.min_cli_version ?? '?'}; this is ${CLI_VERSION}) or other launch protocols ` +
         `(it launches ${(err.body?.protocols ?? []).join(', ') || '?'}); to upgrade, ${upgradeHint(e)}`,
@@ -52,10 +50,9 @@ export async function register(cfg, file, out) {
   return 0;
 }
 
-/** @param {Record<string, any>} cfg @param {import('./output.mjs').Output} out */
-export async function status(cfg, out) {
-  const { JobDb } = await import('./jobs.mjs');
-  const { lockHolder } = await import('./lock.mjs');
+export async function status(cfg: Record<string, any>, _out: Output) {
+  const { JobDb } = await import('./jobs.js');
+  const { lockHolder } = await import('./lock.js');
   const holder = lockHolder(cfg.data_dir);
   const db = new JobDb(cfg.data_dir, { readonly: true });
   try {
@@ -86,8 +83,7 @@ export async function status(cfg, out) {
   }
 }
 
-/** @param {any} j @param {number} now */
-function publicJob(j, now) {
+function publicJob(j: JobRow, now: number) {
   const start = j.launched_at_ms ?? j.claimed_at_ms;
   return {
     run_id: j.run_id, attempt: j.attempt, state: j.state, outcome: j.outcome, phase: j.phase, reason: j.reason,
@@ -96,18 +92,15 @@ function publicJob(j, now) {
   };
 }
 
-/**
- * @param {Record<string, any>} cfg @param {Record<string, any>} file @param {import('./output.mjs').Output} out
- */
-export async function listen(cfg, file, out) {
-  const { EXIT, Runner } = await import('./runner.mjs');
+export async function listen(cfg: Record<string, any>, file: Record<string, any>, out: Output) {
+  const { EXIT, Runner } = await import('./runner.js');
   if (!cfg.server_url || !cfg.machine_token) {
     process.stderr.write(`docket-runner listen: this machine is not registered (no server URL or machine token in ${configFilePath(cfg.config_dir)}); ` +
       'run `docket-runner register --server <url> --token <registration token>` first\n');
     return EXIT.notRegistered;
   }
-  const { JobDb } = await import('./jobs.mjs');
-  const { acquireLock, LockedError } = await import('./lock.mjs');
+  const { JobDb } = await import('./jobs.js');
+  const { acquireLock, LockedError } = await import('./lock.js');
   ensurePrivateDir(cfg.data_dir);
   let release;
   try {
@@ -115,7 +108,7 @@ export async function listen(cfg, file, out) {
   } catch (e) {
     if (e instanceof LockedError) {
       // A refusal is an error: stderr, so `listen > log` or a pipe does not swallow it.
-      const { Output } = await import('./output.mjs');
+      const { Output } = await import('./output.js');
       new Output({ json: cfg.json, stream: process.stderr }).emit('locked', `refusing to start: ${e.message}`, { pid: e.pid, data_dir: cfg.data_dir });
       return EXIT.locked;
     }
@@ -124,7 +117,7 @@ export async function listen(cfg, file, out) {
   const db = new JobDb(cfg.data_dir);
   const runner = new Runner({ cfg, db, out, fileConfig: file });
   let signals = 0;
-  const onSignal = (/** @type {NodeJS.Signals} */ sig) => {
+  const onSignal = (sig: NodeJS.Signals) => {
     signals += 1;
     if (signals > 1) {
       out.emit('forced_exit', `second ${sig}: exiting now; jobs are reconciled at the next start`, {});

@@ -1,8 +1,7 @@
 // What the runner prints: readable lines for a person, or one JSON object per line with --json.
 // Every line names its event; run lines carry the run, attempt, phase and elapsed time.
 
-/** @param {number} ms */
-export function formatDuration(ms) {
+export function formatDuration(ms: number) {
   if (!Number.isFinite(ms) || ms < 0) return '-';
   const s = Math.floor(ms / 1000);
   if (s < 60) return `${s}s`;
@@ -12,21 +11,21 @@ export function formatDuration(ms) {
 }
 
 export class Output {
-  /**
-   * @param {{ json?: boolean, stream?: NodeJS.WritableStream, now?: () => number }} [opts]
-   */
-  constructor({ json = false, stream = process.stdout, now = Date.now } = {}) {
+  now: () => number;
+  stream: NodeJS.WritableStream;
+  json: boolean;
+  constructor({ json = false, stream = process.stdout, now = Date.now }: { json?: boolean; stream?: NodeJS.WritableStream; now?: () => number } = {}) {
     this.json = json;
     this.stream = stream;
     this.now = now;
   }
 
   /**
-   * @param {string} event a stable name, e.g. `claimed`, `phase`, `run_ended`
-   * @param {string} text the readable line (without time)
-   * @param {Record<string, any>} [fields] data for --json
+   * @param event a stable name, e.g. `claimed`, `phase`, `run_ended`
+   * @param text the readable line (without time)
+   * @param fields data for --json
    */
-  emit(event, text, fields = {}) {
+  emit(event: string, text: string, fields: Record<string, any> = {}) {
     const at = this.now();
     if (this.json) {
       this.stream.write(JSON.stringify({ at_ms: at, event, ...fields, message: text }) + '\n');
@@ -38,12 +37,8 @@ export class Output {
 
   /**
    * A line about one run.
-   * @param {string} event
-   * @param {{ run_id: string, attempt: number, phase?: string | null, started_at_ms?: number | null }} job
-   * @param {string} text
-   * @param {Record<string, any>} [fields]
    */
-  run(event, job, text, fields = {}) {
+  run(event: string, job: { run_id: string; attempt: number; phase?: string | null; started_at_ms?: number | null }, text: string, fields: Record<string, any> = {}) {
     const elapsedMs = job.started_at_ms ? this.now() - job.started_at_ms : null;
     const where = `${job.run_id}#${job.attempt}`;
     const phase = job.phase ? ` [${job.phase}]` : '';

@@ -6,18 +6,19 @@
 import { execFile, spawn } from 'node:child_process';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { sleep } from '../procs.mjs';
-import { LaunchError, prepareSandbox, removeWorkDir, waitForHandshake } from './common.mjs';
+import { sleep } from '../procs.js';
+import type { ExitInfo, Sandbox } from './process.js';
+import { type JobPaths, type LaunchRequest, LaunchError, prepareSandbox, removeWorkDir, waitForHandshake } from './common.js';
 
 export const RUNNER_PACKAGE_DIR = dirname(dirname(dirname(fileURLToPath(import.meta.url))));
 
 /**
  * The argv of `docker run` for one attempt. Pure, so it can be checked without a docker engine.
- * @param {{ runId: string, attempt: number, image: string, command: string[], workDir: string, stateDir: string,
- *   runnerDir: string, envNames: string[], network?: string | null, user?: string | null }} o
- * @returns {string[]}
  */
-export function dockerRunArgv(o) {
+export function dockerRunArgv(o: {
+  runId: string; attempt: number; image: string; command: string[]; workDir: string; stateDir: string;
+  runnerDir: string; envNames: string[]; network?: string | null; user?: string | null;
+}): string[] {
   const argv = [
     'run',
     '--detach',
@@ -39,17 +40,12 @@ export function dockerRunArgv(o) {
   return argv;
 }
 
-/** Docker names allow [a-zA-Z0-9_.-]. @param {string} runId @param {number} attempt */
-export function containerName(runId, attempt) {
+/** Docker names allow [a-zA-Z0-9_.-]. */
+export function containerName(runId: string, attempt: number) {
   return `docket-${runId.replace(/[^a-zA-Z0-9_.-]/g, '_')}-${attempt}`;
 }
 
-/**
- * @param {string} dockerPath @param {string[]} args
- * @param {{ env?: Record<string, string>, timeoutMs?: number, signal?: AbortSignal }} [opts]
- * @returns {Promise<string>}
- */
-function docker(dockerPath, args, { env, timeoutMs = 120_000, signal } = {}) {
+function docker(dockerPath: string, args: string[], { env, timeoutMs = 120_000, signal }: { env?: Record<string, string | undefined>; timeoutMs?: number; signal?: AbortSignal } = {}): Promise<string> {
   return new Promise((resolve, reject) => {
     execFile(dockerPath, args, { env: env ?? process.env, timeout: timeoutMs, signal, maxBuffer: 4 * 1024 * 1024 }, (err, stdout, stderr) => {
       if (err) reject(new LaunchError(`docker ${args[0]} failed: ${String(stderr || err.message).trim().split('\n').slice(-3).join(' / ')}`));
@@ -58,11 +54,7 @@ function docker(dockerPath, args, { env, timeoutMs = 120_000, signal } = {}) {
   });
 }
 
-/**
- * @param {import('./common.mjs').LaunchRequest} req
- * @returns {Promise<import('./process.mjs').Sandbox>}
- */
-export async function launchDocker(req) {
+export async function launchDocker(req: LaunchRequest): Promise<Sandbox> {
   const { paths, claim, dockerPath } = req;
   const { command, env } = await prepareSandbox(req, '/docket');
   // The image's PATH and HOME, not the host's (the docker CLI itself keeps the host's, for its config).
@@ -91,12 +83,7 @@ export async function launchDocker(req) {
   return sandbox;
 }
 
-/**
- * @param {{ sandbox_id: string | null }} row
- * @param {ReturnType<import('./common.mjs').jobPaths>} paths
- * @param {string} dockerPath
- */
-export async function adoptDocker(row, paths, dockerPath) {
+export async function adoptDocker(row: { sandbox_id: string | null }, paths: JobPaths, dockerPath: string) {
   if (!row.sandbox_id) return null;
   try {
     const state = await docker(dockerPath, ['inspect', '--format', '{{.State.Running}}', row.sandbox_id], { timeoutMs: 15_000 });
@@ -107,14 +94,9 @@ export async function adoptDocker(row, paths, dockerPath) {
   return dockerSandbox(dockerPath, row.sandbox_id, paths);
 }
 
-/**
- * @param {string} dockerPath @param {string} id
- * @param {ReturnType<import('./common.mjs').jobPaths>} paths
- * @returns {import('./process.mjs').Sandbox}
- */
-function dockerSandbox(dockerPath, id, paths) {
+function dockerSandbox(dockerPath: string, id: string, paths: JobPaths): Sandbox {
   let done = false;
-  const exited = new Promise((resolve) => {
+  const exited = new Promise<ExitInfo>((resolve) => {
     const w = spawn(dockerPath, ['wait', id], { stdio: ['ignore', 'pipe', 'ignore'] });
     let out = '';
     w.stdout.on('data', (d) => (out += d));
@@ -129,7 +111,7 @@ function dockerSandbox(dockerPath, id, paths) {
     });
     w.unref();
   });
-  const stop = async (/** @type {number} */ graceMs) => {
+  const stop = async (graceMs: number) => {
     if (done) return;
     await docker(dockerPath, ['stop', '--time', String(Math.ceil(graceMs / 1000)), id], { timeoutMs: graceMs + 30_000 }).catch(() => {});
     for (let i = 0; i < 40 && !done; i++) await sleep(50);

@@ -1,6 +1,6 @@
 // The runner's side of docs/protocol.md: one function per call, and one place that decides what
 // an answer means for the runner (classify). No retries here; the callers own their loops.
-import { CLI_VERSION } from './version.mjs';
+import { CLI_VERSION } from './version.js';
 
 /** Codes after which a runner destroys the workload (docs/protocol.md, "Errors"). */
 export const DEFINITIVE_CODES = new Set(['task_gone', 'other_organization', 'other_machine']);
@@ -11,14 +11,16 @@ export const ATTEMPT_OVER_CODES = new Set(['stale_attempt', 'lease_expired']);
 export const RETRY_AFTER_MAX_MS = 300_000;
 
 export class ApiError extends Error {
+  retryAfterMs: number | null;
+  body: any;
+  code: string;
+  status: number;
   /**
-   * @param {number} status HTTP status, 0 for a network error or timeout
-   * @param {string} code the stable error code, or `network` / `timeout` / `bad_answer`
-   * @param {string} message
-   * @param {any} [body]
-   * @param {number | null} [retryAfterMs] what the answer's Retry-After asked for
+   * @param status HTTP status, 0 for a network error or timeout
+   * @param code the stable error code, or `network` / `timeout` / `bad_answer`
+   * @param retryAfterMs what the answer's Retry-After asked for
    */
-  constructor(status, code, message, body, retryAfterMs = null) {
+  constructor(status: number, code: string, message: string, body?: any, retryAfterMs: number | null = null) {
     super(message);
     this.name = 'ApiError';
     this.status = status;
@@ -31,10 +33,8 @@ export class ApiError extends Error {
 /**
  * A Retry-After header in milliseconds (delta seconds or an HTTP date), capped at
  * RETRY_AFTER_MAX_MS; null when absent or unreadable.
- * @param {string | null} header @param {number} [nowMs]
- * @returns {number | null}
  */
-export function parseRetryAfter(header, nowMs = Date.now()) {
+export function parseRetryAfter(header: string | null, nowMs: number = Date.now()): number | null {
   if (!header) return null;
   const text = header.trim();
   const ms = /^\d+$/.test(text) ? Number(text) * 1_000 : Date.parse(text) - nowMs;
@@ -45,9 +45,8 @@ export function parseRetryAfter(header, nowMs = Date.now()) {
 /**
  * The wait before retrying after `err`: the backoff's delay, or longer when the server asked for
  * more with Retry-After (429 too_many_waiters, 429 rate_limited).
- * @param {unknown} err @param {number} backoffMs
  */
-export function retryDelayMs(err, backoffMs) {
+export function retryDelayMs(err: unknown, backoffMs: number) {
   const asked = err instanceof ApiError ? err.retryAfterMs ?? 0 : 0;
   return Math.max(backoffMs, asked);
 }
@@ -58,10 +57,8 @@ export function retryDelayMs(err, backoffMs) {
  * - `attempt_over`: this attempt is no longer ours to run (stale_attempt, lease_expired)
  * - `upgrade`: 426 listener_upgrade_required; stop cleanly, leave sandboxes
  * - `transient`: back off with jitter and try again (5xx, timeouts, network, 401, anything unknown)
- * @param {unknown} err
- * @returns {'definitive' | 'attempt_over' | 'upgrade' | 'transient'}
  */
-export function classify(err) {
+export function classify(err: unknown): 'definitive' | 'attempt_over' | 'upgrade' | 'transient' {
   if (!(err instanceof ApiError)) return 'transient';
   if (err.status === 426 || err.code === 'listener_upgrade_required') return 'upgrade';
   if (DEFINITIVE_CODES.has(err.code)) return 'definitive';
@@ -69,14 +66,18 @@ export function classify(err) {
   return 'transient';
 }
 
+/** Per-call options of DocketClient.request. */
+export type RequestOptions = { body?: any; token?: string; timeoutMs?: number; signal?: AbortSignal };
+
 /**
  * A small JSON client for one Docket deployment.
  */
 export class DocketClient {
-  /**
-   * @param {{ serverUrl: string, token?: string, timeoutMs?: number, fetchImpl?: typeof fetch }} opts
-   */
-  constructor({ serverUrl, token, timeoutMs = 30_000, fetchImpl = fetch }) {
+  fetchImpl: typeof fetch;
+  timeoutMs: number;
+  token: string | undefined;
+  serverUrl: string;
+  constructor({ serverUrl, token, timeoutMs = 30_000, fetchImpl = fetch }: { serverUrl: string; token?: string; timeoutMs?: number; fetchImpl?: typeof fetch }) {
     this.serverUrl = serverUrl.replace(/\/+$/, '');
     this.token = token;
     this.timeoutMs = timeoutMs;
@@ -84,16 +85,13 @@ export class DocketClient {
   }
 
   /**
-   * @param {string} method
-   * @param {string} path under the server URL, starting with /v1
-   * @param {{ body?: any, token?: string, timeoutMs?: number, signal?: AbortSignal }} [opts]
-   * @returns {Promise<{ status: number, body: any }>} 2xx answers only; anything else throws ApiError
+   * @param path under the server URL, starting with /v1
+   * @returns 2xx answers only; anything else throws ApiError
    */
-  async request(method, path, { body, token = this.token, timeoutMs = this.timeoutMs, signal } = {}) {
+  async request(method: string, path: string, { body, token = this.token, timeoutMs = this.timeoutMs, signal }: RequestOptions = {}): Promise<{ status: number; body: any }> {
     const timeout = AbortSignal.timeout(timeoutMs);
     const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
-    /** @type {Response} */
-    let res;
+    let res: Response;
     try {
       res = await this.fetchImpl(this.serverUrl + path, {
         method,
@@ -136,32 +134,27 @@ export class DocketClient {
     throw new ApiError(res.status, code, message, err ?? text.slice(0, 500), parseRetryAfter(res.headers.get('retry-after')));
   }
 
-  /** @param {string} registrationToken @param {object} body */
-  register(registrationToken, body) {
+  register(registrationToken: string, body: object) {
     return this.request('POST', '/v1/runners/register', { body, token: registrationToken });
   }
-  /** @param {{ cli_version: string, protocols: string[] }} body */
-  heartbeat(body, opts = {}) {
+  heartbeat(body: { cli_version: string; protocols: string[] }, opts: RequestOptions = {}) {
     return this.request('POST', '/v1/runners/heartbeat', { body, ...opts });
   }
   /**
    * Long-poll. The HTTP timeout is the wait plus a margin, so a slow answer is not cut short.
-   * @param {{ cli_version: string, protocols: string[], wait_ms?: number }} body
-   * @param {{ signal?: AbortSignal }} [opts]
    */
-  claim(body, { signal } = {}) {
+  claim(body: { cli_version: string; protocols: string[]; wait_ms?: number }, { signal }: { signal?: AbortSignal } = {}) {
     const timeoutMs = (body.wait_ms ?? 30_000) + this.timeoutMs;
     return this.request('POST', '/v1/runners/claim', { body, signal, timeoutMs });
   }
   /**
    * One of launched | lease | launch-failed | stopped.
-   * @param {string} runId @param {number} attempt @param {string} call @param {object} [body]
    */
-  attemptCall(runId, attempt, call, body = {}, opts = {}) {
+  attemptCall(runId: string, attempt: number, call: string, body: object = {}, opts: RequestOptions = {}) {
     return this.request('POST', `/v1/runs/${encodeURIComponent(runId)}/attempts/${attempt}/${call}`, { body, ...opts });
   }
-  /** The daemon's call, with the run-attempt token. @param {string} runId @param {object} body */
-  report(runId, body, opts = {}) {
+  /** The daemon's call, with the run-attempt token. */
+  report(runId: string, body: object, opts: RequestOptions = {}) {
     return this.request('POST', `/v1/runs/${encodeURIComponent(runId)}/reports`, { body, ...opts });
   }
 }
@@ -171,17 +164,15 @@ export const DEFAULT_UPGRADE_HINT = 'install a current runner the way this deplo
 
 /**
  * How to upgrade, as the server that refused this runner says (its 426 `upgrade` field).
- * @param {unknown} err
  */
-export function upgradeHint(err) {
+export function upgradeHint(err: unknown) {
   const hint = err instanceof ApiError ? err.body?.upgrade : undefined;
   return typeof hint === 'string' && hint.trim() ? hint.trim().slice(0, 1_000) : DEFAULT_UPGRADE_HINT;
 }
 
-/** @param {unknown} e */
-export function errorText(e) {
+export function errorText(e: unknown) {
   if (e instanceof Error) {
-    const cause = /** @type {any} */ (e).cause;
+    const cause = (e as any).cause;
     return cause instanceof Error && cause.message ? `${e.message} (${cause.message})` : e.message;
   }
   return String(e);

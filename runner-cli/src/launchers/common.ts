@@ -3,11 +3,11 @@
 import { execFile } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { NEVER_PASSED_ENV } from '../config.mjs';
-import { sleep } from '../procs.mjs';
+import { NEVER_PASSED_ENV } from '../config.js';
+import { sleep } from '../procs.js';
 
 export class LaunchError extends Error {
-  constructor(message) {
+  constructor(message: string) {
     super(message);
     this.name = 'LaunchError';
   }
@@ -21,9 +21,8 @@ export const BASE_ENV = ['PATH', 'HOME', 'USER', 'LOGNAME', 'LANG', 'LC_ALL', 'L
  *   jobs/<run>/<attempt>/work      the agent's working directory (the repository checkout)
  *   jobs/<run>/<attempt>/docket    files shared with the daemon (launch.json, status.json, final.json, result.json)
  *   jobs/<run>/<attempt>/sandbox.log  the sandbox's stdout and stderr
- * @param {string} dataDir @param {string} runId @param {number} attempt
  */
-export function jobPaths(dataDir, runId, attempt) {
+export function jobPaths(dataDir: string, runId: string, attempt: number) {
   const safe = runId.replace(/[^A-Za-z0-9_.-]/g, '_');
   const jobDir = join(dataDir, 'jobs', safe, String(attempt));
   return {
@@ -37,25 +36,21 @@ export function jobPaths(dataDir, runId, attempt) {
 /**
  * A removed sandbox's files: the work directory goes at once; sandbox.log and the daemon's state
  * files stay until the log retention period has passed (runner-cli/README.md, "Logs").
- * @param {{ workDir: string }} paths
  */
-export function removeWorkDir(paths) {
+export function removeWorkDir(paths: { workDir: string }) {
   rmSync(paths.workDir, { recursive: true, force: true });
 }
 
-/** @param {{ jobDir: string, workDir: string, stateDir: string }} paths */
-export function freshJobDirs(paths) {
+export function freshJobDirs(paths: { jobDir: string; workDir: string; stateDir: string }) {
   rmSync(paths.jobDir, { recursive: true, force: true });
   mkdirSync(paths.workDir, { recursive: true, mode: 0o700 });
   mkdirSync(paths.stateDir, { recursive: true, mode: 0o700 });
 }
 
 /**
- * @param {string[]} args
- * @param {{ cwd?: string, timeoutMs: number, signal?: AbortSignal }} opts
- * @returns {Promise<string>} stdout
+ * @returns stdout
  */
-export function git(args, { cwd, timeoutMs, signal }) {
+export function git(args: string[], { cwd, timeoutMs, signal }: { cwd?: string; timeoutMs: number; signal?: AbortSignal }): Promise<string> {
   return new Promise((resolve, reject) => {
     execFile(
       'git',
@@ -79,12 +74,10 @@ export function git(args, { cwd, timeoutMs, signal }) {
 
 /**
  * Clone the run's repository into the work directory and check out the pinned commit.
- * @param {{ url: string, commit?: string | null }} repository
- * @param {string} workDir an empty directory
- * @param {{ timeoutMs: number, signal?: AbortSignal }} opts
- * @returns {Promise<string>} the checked-out revision
+ * @param workDir an empty directory
+ * @returns the checked-out revision
  */
-export async function checkoutRepository(repository, workDir, opts) {
+export async function checkoutRepository(repository: { url: string; commit?: string | null }, workDir: string, opts: { timeoutMs: number; signal?: AbortSignal }): Promise<string> {
   if (!repository?.url) throw new LaunchError('the run names a repository without a url');
   await git(['clone', '--quiet', '--no-checkout', '--', repository.url, workDir], opts);
   const ref = repository.commit || 'HEAD';
@@ -96,11 +89,8 @@ export async function checkoutRepository(repository, workDir, opts) {
  * What every launcher does first: fresh job directories, the repository checked out at the pinned
  * commit when the run names one, the launch command checked, and the sandbox's environment with
  * the daemon's variables (its state directory as the sandbox sees it).
- * @param {LaunchRequest} req
- * @param {string} stateDirInSandbox
- * @returns {Promise<{ command: string[], env: Record<string, string> }>}
  */
-export async function prepareSandbox(req, stateDirInSandbox) {
+export async function prepareSandbox(req: LaunchRequest, stateDirInSandbox: string): Promise<{ command: string[]; env: Record<string, string> }> {
   const { paths, claim, signal } = req;
   freshJobDirs(paths);
   let sourceRevision = null;
@@ -121,14 +111,9 @@ export async function prepareSandbox(req, stateDirInSandbox) {
 /**
  * The sandbox's environment: a small allow-list of the runner's own variables (never a DOCKET_*
  * one, so the machine token cannot leak), the run's launch.env, then the daemon's variables.
- * @param {Record<string, string | undefined>} runnerEnv
- * @param {string[]} passEnv
- * @param {Record<string, string> | null | undefined} launchEnv
- * @param {Record<string, string>} docketEnv
  */
-export function sandboxEnv(runnerEnv, passEnv, launchEnv, docketEnv) {
-  /** @type {Record<string, string>} */
-  const env = {};
+export function sandboxEnv(runnerEnv: Record<string, string | undefined>, passEnv: string[], launchEnv: Record<string, string> | null | undefined, docketEnv: Record<string, string>) {
+  const env: Record<string, string> = {};
   for (const name of [...BASE_ENV, ...passEnv]) {
     const v = runnerEnv[name];
     if (v !== undefined && !NEVER_PASSED_ENV.test(name)) env[name] = v;
@@ -142,10 +127,8 @@ export function sandboxEnv(runnerEnv, passEnv, launchEnv, docketEnv) {
 /**
  * Wait for the daemon's launch handshake: it writes launch.json once the agent process has
  * started (`{"ok": true}`) or failed to (`{"ok": false, "error"}`).
- * @param {string} stateDir
- * @param {{ exited: () => boolean, timeoutMs: number, logFile?: string }} opts
  */
-export async function waitForHandshake(stateDir, { exited, timeoutMs, logFile }) {
+export async function waitForHandshake(stateDir: string, { exited, timeoutMs, logFile }: { exited: () => boolean; timeoutMs: number; logFile?: string }) {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const hs = readJson(join(stateDir, 'launch.json'));
@@ -165,8 +148,7 @@ export async function waitForHandshake(stateDir, { exited, timeoutMs, logFile })
   }
 }
 
-/** @param {string | undefined} logFile */
-function logTail(logFile) {
+function logTail(logFile: string | undefined) {
   if (!logFile) return '';
   try {
     const tail = readFileSync(logFile, 'utf8').trim().split('\n').slice(-3).join(' / ');
@@ -176,8 +158,8 @@ function logTail(logFile) {
   }
 }
 
-/** @param {string} path @returns {any} null when missing or not (yet) valid JSON */
-export function readJson(path) {
+/**  @returns null when missing or not (yet) valid JSON */
+export function readJson(path: string): any {
   try {
     return JSON.parse(readFileSync(path, 'utf8'));
   } catch {
@@ -185,16 +167,19 @@ export function readJson(path) {
   }
 }
 
-/**
- * @typedef {object} LaunchRequest
- * @property {any} claim the claim answer (run_id, attempt, repository, launch)
- * @property {ReturnType<typeof jobPaths>} paths
- * @property {Record<string, string>} docketEnv DOCKET_URL, DOCKET_RUN_ID, DOCKET_ATTEMPT, DOCKET_ATTEMPT_TOKEN
- * @property {string[]} passEnv
- * @property {number} checkoutTimeoutMs
- * @property {number} handshakeTimeoutMs
- * @property {AbortSignal} [signal]
- * @property {string} dockerPath
- * @property {string} dockerImage
- * @property {string | null} [dockerNetwork]
- */
+export interface LaunchRequest {
+  /** The claim answer (run_id, attempt, repository, launch). */
+  claim: any;
+  paths: JobPaths;
+  /** DOCKET_URL, DOCKET_RUN_ID, DOCKET_ATTEMPT, DOCKET_ATTEMPT_TOKEN */
+  docketEnv: Record<string, string>;
+  passEnv: string[];
+  checkoutTimeoutMs: number;
+  handshakeTimeoutMs: number;
+  signal?: AbortSignal;
+  dockerPath: string;
+  dockerImage: string;
+  dockerNetwork?: string | null;
+}
+
+export type JobPaths = ReturnType<typeof jobPaths>;

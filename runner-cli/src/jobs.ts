@@ -13,20 +13,20 @@ import { join } from 'node:path';
  * cost-review  the reported cost was uncertain or above the review threshold
  * done         finished; `outcome` says how
  */
-export const JOB_STATES = /** @type {const} */ (['queued', 'running', 'interrupted', 'reconcile', 'cost-review', 'done']);
+export const JOB_STATES = ['queued', 'running', 'interrupted', 'reconcile', 'cost-review', 'done'] as const;
+export type JobState = (typeof JOB_STATES)[number];
 
 /** Allowed transitions, as data. Every write checks them and compares-and-swaps on the state. */
-export const TRANSITIONS = /** @type {Record<string, readonly string[]>} */ ({
+export const TRANSITIONS: Record<string, readonly string[]> = {
   queued: ['running', 'interrupted', 'reconcile', 'done'],
   running: ['interrupted', 'reconcile', 'cost-review', 'done'],
   interrupted: ['running', 'reconcile', 'cost-review', 'done'],
   reconcile: ['running', 'interrupted', 'cost-review', 'done'],
   'cost-review': ['done'],
   done: [],
-});
+};
 
-/** @param {string} from @param {string} to */
-export function canTransition(from, to) {
+export function canTransition(from: string, to: string) {
   return (TRANSITIONS[from] ?? []).includes(to);
 }
 
@@ -71,12 +71,45 @@ CREATE TABLE IF NOT EXISTS job_events (
 );
 `;
 
+/** One row of `jobs`, as SQLite gives it back. */
+export interface JobRow {
+  run_id: string;
+  attempt: number;
+  state: JobState;
+  outcome: string | null;
+  reason: string | null;
+  protocol: string;
+  launch_json: string;
+  sandbox_id: string | null;
+  sandbox_pid: number | null;
+  sandbox_start_ticks: string | null;
+  job_dir: string | null;
+  work_dir: string | null;
+  phase: string | null;
+  lifetime_ms: number | null;
+  cost_cents: number | null;
+  lease_expires_at_ms: number | null;
+  claimed_at_ms: number;
+  launched_at_ms: number | null;
+  ended_at_ms: number | null;
+  updated_at_ms: number;
+}
+
+/** One row of `job_events`. */
+export interface JobEventRow {
+  id: number;
+  run_id: string;
+  attempt: number;
+  at_ms: number;
+  from_state: string | null;
+  to_state: string;
+  note: string | null;
+}
+
 export class JobDb {
-  /**
-   * @param {string} dataDir
-   * @param {{ now?: () => number, readonly?: boolean }} [opts]
-   */
-  constructor(dataDir, { now = Date.now, readonly = false } = {}) {
+  now: () => number;
+  db: Database.Database | null;
+  constructor(dataDir: string, { now = Date.now, readonly = false }: { now?: () => number; readonly?: boolean } = {}) {
     const path = join(dataDir, 'jobs.sqlite');
     if (readonly && !existsSync(path)) {
       this.db = null;
@@ -100,18 +133,17 @@ export class JobDb {
 
   /**
    * Record a claim, unless it would schedule work twice.
-   * @param {{ run_id: string, attempt: number, launch?: { protocol?: string } }} claim the claim answer
-   * @returns {{ admitted: true, job: any } | { admitted: false, why: 'duplicate' | 'busy', job: any }}
+   * @param claim the claim answer
    */
-  admitClaim(claim) {
+  admitClaim(claim: { run_id: string; attempt: number; launch?: { protocol?: string } }): { admitted: true; job: JobRow } | { admitted: false; why: 'duplicate' | 'busy'; job: JobRow } {
     const db = this.#db();
-    const { attempt_token: _token, ...stored } = /** @type {any} */ (claim); // credentials stay out of the database
-    return db.transaction(() => {
+    const { attempt_token: _token, ...stored } = claim as typeof claim & { attempt_token?: string }; // credentials stay out of the database
+    return db.transaction((): { admitted: true; job: JobRow } | { admitted: false; why: 'duplicate' | 'busy'; job: JobRow } => {
       const same = this.get(claim.run_id, claim.attempt);
       if (same) return { admitted: false, why: 'duplicate', job: same };
       const active = db
         .prepare(`SELECT * FROM jobs WHERE run_id = ? AND state IN ('queued','running') ORDER BY attempt DESC LIMIT 1`)
-        .get(claim.run_id);
+        .get(claim.run_id) as JobRow | undefined;
       if (active) return { admitted: false, why: 'busy', job: active };
       const now = this.now();
       db.prepare(
@@ -119,17 +151,15 @@ export class JobDb {
          VALUES (?, ?, 'queued', ?, ?, ?, ?)`,
       ).run(claim.run_id, claim.attempt, claim.launch?.protocol ?? 'process', JSON.stringify(stored), now, now);
       this.#event(claim.run_id, claim.attempt, null, 'queued', 'claimed');
-      return { admitted: true, job: this.get(claim.run_id, claim.attempt) };
+      return { admitted: true, job: this.get(claim.run_id, claim.attempt) as JobRow };
     }).immediate();
   }
 
   /**
    * Move a job to another state; a compare-and-swap on its current state.
-   * @param {string} runId @param {number} attempt @param {string} to
-   * @param {Record<string, any>} [patch] columns to set with it
-   * @param {string} [note]
+   * @param patch columns to set with it
    */
-  transition(runId, attempt, to, patch = {}, note) {
+  transition(runId: string, attempt: number, to: string, patch: Record<string, any> = {}, note?: string): JobRow {
     const db = this.#db();
     return db.transaction(() => {
       const job = this.get(runId, attempt);
@@ -144,53 +174,50 @@ export class JobDb {
         .run(to, this.now(), ...sets.values, runId, attempt, job.state);
       if (info.changes !== 1) throw new Error(`job ${runId}#${attempt} changed under us`);
       this.#event(runId, attempt, job.state, to, note ?? patch.reason ?? null);
-      return this.get(runId, attempt);
+      return this.get(runId, attempt) as JobRow;
     }).immediate();
   }
 
-  /** Set columns without changing the state. @param {string} runId @param {number} attempt @param {Record<string, any>} patch */
-  update(runId, attempt, patch) {
+  /** Set columns without changing the state. */
+  update(runId: string, attempt: number, patch: Record<string, any>): JobRow {
     const job = this.get(runId, attempt);
     if (!job) throw new Error(`no job ${runId}#${attempt}`);
     return this.#patch(job, patch);
   }
 
-  /** @param {string} runId @param {number} attempt */
-  get(runId, attempt) {
+  get(runId: string, attempt: number): JobRow | undefined {
     if (!this.db) return undefined;
-    return this.db.prepare('SELECT * FROM jobs WHERE run_id = ? AND attempt = ?').get(runId, attempt);
+    return this.db.prepare('SELECT * FROM jobs WHERE run_id = ? AND attempt = ?').get(runId, attempt) as JobRow | undefined;
   }
 
   /** Jobs that are not done, oldest first. */
-  unfinished() {
+  unfinished(): JobRow[] {
     if (!this.db) return [];
-    return this.db.prepare(`SELECT * FROM jobs WHERE state != 'done' ORDER BY claimed_at_ms, run_id, attempt`).all();
+    return this.db.prepare(`SELECT * FROM jobs WHERE state != 'done' ORDER BY claimed_at_ms, run_id, attempt`).all() as JobRow[];
   }
 
-  /** @param {{ limit?: number, state?: string }} [opts] newest first */
-  list({ limit = 50, state } = {}) {
+  /** @param opts newest first */
+  list({ limit = 50, state }: { limit?: number; state?: string } = {}): JobRow[] {
     if (!this.db) return [];
     if (state) {
-      return this.db.prepare('SELECT * FROM jobs WHERE state = ? ORDER BY claimed_at_ms DESC LIMIT ?').all(state, limit);
+      return this.db.prepare('SELECT * FROM jobs WHERE state = ? ORDER BY claimed_at_ms DESC LIMIT ?').all(state, limit) as JobRow[];
     }
-    return this.db.prepare('SELECT * FROM jobs ORDER BY claimed_at_ms DESC LIMIT ?').all(limit);
+    return this.db.prepare('SELECT * FROM jobs ORDER BY claimed_at_ms DESC LIMIT ?').all(limit) as JobRow[];
   }
 
   /**
    * Done jobs that ended before `beforeMs` and still have files, oldest first.
-   * @param {number} beforeMs @param {number} limit
    */
-  expiredJobDirs(beforeMs, limit) {
+  expiredJobDirs(beforeMs: number, limit: number): JobRow[] {
     if (!this.db) return [];
     return this.db
       .prepare(`SELECT * FROM jobs WHERE state = 'done' AND ended_at_ms < ? AND job_dir IS NOT NULL ORDER BY ended_at_ms LIMIT ?`)
-      .all(beforeMs, limit);
+      .all(beforeMs, limit) as JobRow[];
   }
 
-  /** @param {string} runId */
-  events(runId) {
+  events(runId: string): JobEventRow[] {
     if (!this.db) return [];
-    return this.db.prepare('SELECT * FROM job_events WHERE run_id = ? ORDER BY id').all(runId);
+    return this.db.prepare('SELECT * FROM job_events WHERE run_id = ? ORDER BY id').all(runId) as JobEventRow[];
   }
 
   #db() {
@@ -198,25 +225,22 @@ export class JobDb {
     return this.db;
   }
 
-  /** @param {any} job @param {Record<string, any>} patch */
-  #patch(job, patch) {
+  #patch(job: JobRow, patch: Record<string, any>): JobRow {
     const sets = this.#sets(patch);
     if (sets.values.length === 0) return job;
     this.#db()
       .prepare(`UPDATE jobs SET updated_at_ms = ?${sets.sql} WHERE run_id = ? AND attempt = ?`)
       .run(this.now(), ...sets.values, job.run_id, job.attempt);
-    return this.get(job.run_id, job.attempt);
+    return this.get(job.run_id, job.attempt) as JobRow;
   }
 
-  /** @param {Record<string, any>} patch */
-  #sets(patch) {
+  #sets(patch: Record<string, any>) {
     const keys = Object.keys(patch).filter((k) => patch[k] !== undefined);
     for (const k of keys) if (!PATCHABLE.has(k)) throw new Error(`job column ${k} cannot be patched`);
     return { sql: keys.map((k) => `, ${k} = ?`).join(''), values: keys.map((k) => patch[k]) };
   }
 
-  /** @param {string} runId @param {number} attempt @param {string | null} from @param {string} to @param {string | null} note */
-  #event(runId, attempt, from, to, note) {
+  #event(runId: string, attempt: number, from: string | null, to: string, note: string | null) {
     this.#db()
       .prepare('INSERT INTO job_events (run_id, attempt, at_ms, from_state, to_state, note) VALUES (?, ?, ?, ?, ?, ?)')
       .run(runId, attempt, this.now(), from, to, note);

@@ -6,9 +6,9 @@ import { execFile, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ApiError, classify, DocketClient, errorText, retryDelayMs } from './api.mjs';
-import { Backoff } from './backoff.mjs';
-import { sleep } from './procs.mjs';
+import { ApiError, classify, DocketClient, errorText, retryDelayMs } from './api.js';
+import { Backoff } from './backoff.js';
+import { sleep } from './procs.js';
 
 export const PHASES = ['planning', 'implementing', 'verifying'];
 /** `::phase implementing` on its own line (stdout or stderr) sets the phase. */
@@ -19,10 +19,9 @@ export const DAEMON_EXIT = { delivered: 0, undelivered: 1, usage: 2, attemptOver
 
 /**
  * Limits, each overridable through the environment (DOCKET_DAEMON_*), for tests and odd agents.
- * @param {Record<string, string | undefined>} env
  */
-export function daemonLimits(env) {
-  const int = (/** @type {string} */ name, /** @type {number} */ dflt) => {
+export function daemonLimits(env: Record<string, string | undefined>) {
+  const int = (name: string, dflt: number) => {
     const n = Number(env[name]);
     return Number.isSafeInteger(n) && n > 0 ? n : dflt;
   };
@@ -45,24 +44,29 @@ export function daemonLimits(env) {
  * most one phase change followed by lines, so the server sees every phase and every line in the
  * order the agent printed them. Pure bookkeeping.
  */
+type ReportItem = { line: string } | { phase: string };
+type ReportLimits = { maxBatchLines: number; maxLineChars: number; maxBufferedLines: number };
+/** One report body as sent, kept until it is answered. */
+type PendingReport = { seq: number; lines: string[]; phase?: string; final?: any };
+
 export class ReportBuffer {
-  /** @param {{ maxBatchLines: number, maxLineChars: number, maxBufferedLines: number }} limits */
-  constructor(limits) {
+  limits: ReportLimits;
+  items: ReportItem[];
+  dropped: number;
+  /** The last phase queued. */
+  phase: string | null;
+  constructor(limits: ReportLimits) {
     this.limits = limits;
-    /** @type {Array<{ line: string } | { phase: string }>} */
     this.items = [];
     this.dropped = 0;
-    /** @type {string | null} the last phase queued */
     this.phase = null;
   }
-  /** @param {string} line */
-  push(line) {
+  push(line: string) {
     const max = this.limits.maxLineChars;
     this.items.push({ line: line.length > max ? line.slice(0, max) + '…' : line });
     this.#bound();
   }
-  /** @param {string} phase */
-  setPhase(phase) {
+  setPhase(phase: string) {
     if (phase === this.phase) return;
     this.phase = phase;
     this.items.push({ phase });
@@ -76,11 +80,9 @@ export class ReportBuffer {
   }
   /**
    * Remove the next batch from the buffer. Hand it back with giveBack() if it was not delivered.
-   * @returns {{ body: { lines: string[], phase?: string }, batch: { items: Array<{ line: string } | { phase: string }>, dropped: number } }}
    */
-  take() {
-    /** @type {{ lines: string[], phase?: string }} */
-    const body = { lines: [] };
+  take(): { body: { lines: string[]; phase?: string }; batch: { items: Array<{ line: string }|{ phase: string }>; dropped: number } } {
+    const body: { lines: string[]; phase?: string } = { lines: [] };
     let n = 0;
     const first = this.items[0];
     if (first && 'phase' in first) {
@@ -98,8 +100,7 @@ export class ReportBuffer {
     this.dropped = 0;
     return { body, batch: { items: this.items.splice(0, n), dropped } };
   }
-  /** @param {{ items: Array<{ line: string } | { phase: string }>, dropped: number }} batch */
-  giveBack(batch) {
+  giveBack(batch: { items: Array<{ line: string }|{ phase: string }>; dropped: number }) {
     this.items.unshift(...batch.items);
     this.dropped += batch.dropped;
     this.#bound();
@@ -124,9 +125,10 @@ export class ReportBuffer {
  * (docs/protocol.md, "Daemon reports").
  */
 export class ReportSequence {
+  nextSeq: number;
+  pending: PendingReport | null;
   constructor() {
     this.nextSeq = 1;
-    /** @type {({ seq: number, lines: string[], phase?: string, final?: any }) | null} */
     this.pending = null;
   }
   get inFlight() {
@@ -134,9 +136,9 @@ export class ReportSequence {
   }
   /**
    * The report to send now: the one in flight, or the buffer's next batch under the next seq.
-   * @param {ReportBuffer} buffer @param {{ final?: any }} [extra] added to a new report only
+   * @param extra added to a new report only
    */
-  current(buffer, extra = {}) {
+  current(buffer: ReportBuffer, extra: { final?: any } = {}): PendingReport {
     if (!this.pending) this.pending = { seq: this.nextSeq, ...buffer.take().body, ...extra };
     return this.pending;
   }
@@ -148,9 +150,8 @@ export class ReportSequence {
   /**
    * A refusal no retry can change (a bad body, or a seq the server is already past): the report
    * is dropped so the next one can go. Returns whether it was dropped.
-   * @param {unknown} err
    */
-  refused(err) {
+  refused(err: unknown) {
     if (!(err instanceof ApiError)) return false;
     if (err.code === 'stale_report' && Number.isSafeInteger(err.body?.last_report_seq)) {
       this.pending = null;
@@ -167,11 +168,11 @@ export class ReportSequence {
 
 /**
  * Read the agent's result file (DOCKET_RESULT_FILE). Missing is fine; a broken one is reported.
- * @param {string | undefined} path
- * @returns {{ model: string | null, limitations: string[], cost_cents: number | null, cost_uncertain: boolean,
- *   outcome: string | null, error: string | null, problem: string | null }}
  */
-export function readResultFile(path) {
+export function readResultFile(path: string | undefined): {
+  model: string | null; limitations: string[]; cost_cents: number | null; cost_uncertain: boolean;
+  outcome: string | null; error: string | null; problem: string | null;
+} {
   const empty = { model: null, limitations: [], cost_cents: null, cost_uncertain: false, outcome: null, error: null, problem: null };
   if (!path) return empty;
   let text;
@@ -187,7 +188,7 @@ export function readResultFile(path) {
   } catch (e) {
     return { ...empty, cost_uncertain: true, problem: `the result file is not a JSON object: ${errorText(e)}` };
   }
-  const limitations = Array.isArray(r.limitations) ? r.limitations.filter((x) => typeof x === 'string').slice(0, 50).map((x) => x.slice(0, 2_000)) : [];
+  const limitations = Array.isArray(r.limitations) ? r.limitations.filter((x: unknown): x is string => typeof x === 'string').slice(0, 50).map((x: string) => x.slice(0, 2_000)) : [];
   let cost = null;
   let uncertain = r.cost_uncertain === true;
   if (r.cost_cents !== undefined && r.cost_cents !== null) {
@@ -205,21 +206,17 @@ export function readResultFile(path) {
   };
 }
 
-/**
- * @param {string[]} args @param {{ cwd: string, env?: Record<string, string | undefined> }} opts
- * @returns {Promise<{ code: number, stdout: string, stderr: string }>}
- */
-function run(cmd, args, { cwd, env }) {
+function run(cmd: string, args: string[], { cwd, env }: { cwd: string; env?: Record<string, string | undefined> }): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     execFile(cmd, args, { cwd, env: env ?? process.env, maxBuffer: 256 * 1024 * 1024, timeout: 120_000 }, (err, stdout, stderr) => {
-      const code = err ? (typeof /** @type {any} */ (err).code === 'number' ? /** @type {any} */ (err).code : 1) : 0;
+      const code = err ? (typeof (err as any).code === 'number' ? (err as any).code : 1) : 0;
       resolve({ code, stdout: String(stdout), stderr: String(stderr) });
     });
   });
 }
 
-/** The commit checked out in `cwd`, or null outside a repository. @param {string} cwd */
-export async function headRevision(cwd) {
+/** The commit checked out in `cwd`, or null outside a repository. */
+export async function headRevision(cwd: string) {
   const r = await run('git', ['rev-parse', '--verify', '--quiet', 'HEAD'], { cwd });
   return r.code === 0 ? r.stdout.trim() : null;
 }
@@ -227,10 +224,8 @@ export async function headRevision(cwd) {
 /**
  * Everything the agent changed against the source revision, new files included (a throwaway
  * index, so the work tree's own index is untouched). Empty outside a repository.
- * @param {string} cwd @param {string | null} sourceRevision
- * @returns {Promise<{ patch: string, problem: string | null }>}
  */
-export async function computePatch(cwd, sourceRevision) {
+export async function computePatch(cwd: string, sourceRevision: string | null): Promise<{ patch: string; problem: string | null }> {
   if (!sourceRevision) return { patch: '', problem: null };
   const dir = mkdtempSync(join(tmpdir(), 'docket-index-'));
   const env = { ...process.env, GIT_INDEX_FILE: join(dir, 'index') };
@@ -249,8 +244,7 @@ export async function computePatch(cwd, sourceRevision) {
   }
 }
 
-/** @param {string | undefined} dir @param {string} name @param {any} data */
-function writeState(dir, name, data) {
+function writeState(dir: string | undefined, name: string, data: any) {
   if (!dir) return;
   try {
     const path = join(dir, name);
@@ -262,12 +256,11 @@ function writeState(dir, name, data) {
 }
 
 /**
- * @param {string[]} command the agent's argv
- * @param {{ env?: Record<string, string | undefined>, cwd?: string, log?: (s: string) => void, echo?: (chunk: string) => void }} [opts]
- *   echo receives the agent's raw output (by default our stdout, which the launcher sends to sandbox.log)
- * @returns {Promise<number>} the daemon's exit code
+ * @param command the agent's argv
+ * @param opts.echo receives the agent's raw output (by default our stdout, which the launcher sends to sandbox.log)
+ * @returns the daemon's exit code
  */
-export async function runDaemon(command, { env = process.env, cwd = process.cwd(), log = (s) => process.stderr.write(s + '\n'), echo = (c) => process.stdout.write(c) } = {}) {
+export async function runDaemon(command: string[], { env = process.env, cwd = process.cwd(), log = (s) => process.stderr.write(s + '\n'), echo = (c) => process.stdout.write(c) }: { env?: Record<string, string | undefined>; cwd?: string; log?: (s: string) => void; echo?: (chunk: string) => void } = {}): Promise<number> {
   const stateDir = env.DOCKET_STATE_DIR;
   const missing = ['DOCKET_URL', 'DOCKET_RUN_ID', 'DOCKET_ATTEMPT', 'DOCKET_ATTEMPT_TOKEN'].filter((k) => !env[k]);
   if (command.length === 0 || missing.length > 0) {
@@ -277,9 +270,8 @@ export async function runDaemon(command, { env = process.env, cwd = process.cwd(
     return DAEMON_EXIT.usage;
   }
   const limits = daemonLimits(env);
-  const runId = /** @type {string} */ (env.DOCKET_RUN_ID);
-  const attempt = Number(env.DOCKET_ATTEMPT);
-  const client = new DocketClient({ serverUrl: /** @type {string} */ (env.DOCKET_URL), token: env.DOCKET_ATTEMPT_TOKEN, timeoutMs: 30_000 });
+  const runId = env.DOCKET_RUN_ID as string;
+  const client = new DocketClient({ serverUrl: (env.DOCKET_URL as string), token: env.DOCKET_ATTEMPT_TOKEN, timeoutMs: 30_000 });
   const sourceRevision = env.DOCKET_SOURCE_REVISION || (await headRevision(cwd));
 
   // The agent gets everything but the credential and the daemon's own plumbing.
@@ -290,8 +282,7 @@ export async function runDaemon(command, { env = process.env, cwd = process.cwd(
 
   const buffer = new ReportBuffer(limits);
   let stopping = false;
-  /** @type {string | null} */
-  let attemptOver = null;
+  let attemptOver: string | null = null;
   let linesSent = 0;
 
   const child = spawn(command[0], command.slice(1), { cwd, env: agentEnv, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -300,7 +291,7 @@ export async function runDaemon(command, { env = process.env, cwd = process.cwd(
     child.once('error', (e) => resolve(e));
   });
   if (started) {
-    const e = /** @type {any} */ (started);
+    const e = started as any;
     const error = e.code === 'ENOENT' ? `agent command not found: ${command[0]}` : `agent command failed to start: ${e.message}`;
     log(`docket-runner daemon: ${error}`);
     writeState(stateDir, 'launch.json', { ok: false, error });
@@ -311,7 +302,7 @@ export async function runDaemon(command, { env = process.env, cwd = process.cwd(
     child.once('exit', (code, signal) => resolve({ code, signal }));
   });
 
-  const onLine = (/** @type {string} */ line) => {
+  const onLine = (line: string) => {
     const m = PHASE_LINE.exec(line);
     if (m && PHASES.includes(m[1])) {
       buffer.setPhase(m[1]);
@@ -322,7 +313,7 @@ export async function runDaemon(command, { env = process.env, cwd = process.cwd(
   };
   const streamsDone = Promise.all([pipeLines(child.stdout, onLine, echo), pipeLines(child.stderr, onLine, echo)]);
 
-  const stopAgent = async (/** @type {string} */ why) => {
+  const stopAgent = async (why: string) => {
     if (child.exitCode !== null || child.signalCode !== null) return;
     log(`docket-runner daemon: stopping the agent: ${why}`);
     child.kill('SIGTERM');
@@ -330,7 +321,7 @@ export async function runDaemon(command, { env = process.env, cwd = process.cwd(
     await agentExit;
     clearTimeout(t);
   };
-  const onSignal = (/** @type {NodeJS.Signals} */ sig) => {
+  const onSignal = (sig: NodeJS.Signals) => {
     stopping = true;
     void stopAgent(`received ${sig}`);
   };
@@ -339,8 +330,7 @@ export async function runDaemon(command, { env = process.env, cwd = process.cwd(
 
   const reports = new ReportSequence();
   /** The last failed report's error, so the retry waits at least its Retry-After. */
-  /** @type {unknown} */
-  let lastFailure = null;
+  let lastFailure: unknown = null;
   /** The report in flight, or the next batch; returns false when it must be retried later. */
   const sendBatch = async () => {
     const body = reports.current(buffer);
@@ -352,7 +342,7 @@ export async function runDaemon(command, { env = process.env, cwd = process.cwd(
     } catch (e) {
       lastFailure = e;
       const kind = classify(e);
-      if (kind === 'definitive' || kind === 'attempt_over') attemptOver = /** @type {ApiError} */ (e).code;
+      if (kind === 'definitive' || kind === 'attempt_over') attemptOver = (e as ApiError).code;
       else if (reports.refused(e)) {
         log(`docket-runner daemon: report ${body.seq} dropped: ${errorText(e)}`);
         return true;
@@ -395,7 +385,7 @@ export async function runDaemon(command, { env = process.env, cwd = process.cwd(
     }
   })();
 
-  const exit = /** @type {{ code: number | null, signal: NodeJS.Signals | null }} */ (await agentExit);
+  const exit = await agentExit as { code: number | null, signal: NodeJS.Signals | null };
   await reportLoop;
   await Promise.race([streamsDone, sleep(2_000)]); // output after exit from the agent's children is not awaited forever
   await attemptWatch;
@@ -441,8 +431,7 @@ export async function runDaemon(command, { env = process.env, cwd = process.cwd(
     }
   }
   let delivered = false;
-  /** @type {string | null} */
-  let answerState = null;
+  let answerState: string | null = null;
   let lastError = '';
   const finalBackoff = new Backoff({ baseMs: limits.backoffBaseMs, maxMs: limits.backoffMaxMs });
   // A progress report still in flight goes first, with its own seq; the final report follows it.
@@ -459,7 +448,7 @@ export async function runDaemon(command, { env = process.env, cwd = process.cwd(
       lastError = errorText(e);
       const kind = classify(e);
       if (kind === 'definitive' || kind === 'attempt_over') {
-        attemptOver = /** @type {ApiError} */ (e).code;
+        attemptOver = (e as ApiError).code;
         break;
       }
       if (body.final && e instanceof ApiError && (e.status === 400 || e.status === 413) && final.artifact.patch) {
@@ -493,14 +482,13 @@ export async function runDaemon(command, { env = process.env, cwd = process.cwd(
 
 /**
  * Split a stream into lines, passing the text through to `echo`.
- * @param {NodeJS.ReadableStream | null} stream @param {(line: string) => void} onLine @param {(chunk: string) => void} echo
  */
-function pipeLines(stream, onLine, echo) {
+function pipeLines(stream: NodeJS.ReadableStream | null, onLine: (line: string) => void, echo: (chunk: string) => void) {
   return new Promise((resolve) => {
     if (!stream) return resolve(undefined);
     let rest = '';
     stream.setEncoding('utf8');
-    stream.on('data', (/** @type {string} */ chunk) => {
+    stream.on('data', (chunk: string) => {
       echo(chunk);
       rest += chunk;
       let i;
@@ -521,8 +509,7 @@ function pipeLines(stream, onLine, echo) {
   });
 }
 
-/** @param {NodeJS.Signals | null} sig */
-function signalNumber(sig) {
-  const nums = /** @type {Record<string, number>} */ ({ SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGKILL: 9, SIGTERM: 15, SIGPIPE: 13, SIGABRT: 6, SIGSEGV: 11 });
+function signalNumber(sig: NodeJS.Signals | null) {
+  const nums = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGKILL: 9, SIGTERM: 15, SIGPIPE: 13, SIGABRT: 6, SIGSEGV: 11 } as Record<string, number>;
   return sig ? (nums[sig] ?? 0) : 0;
 }

@@ -1,8 +1,8 @@
 // Command dispatch and --help. Each command loads only what it needs, so the in-sandbox daemon
 // never loads the job database's native module.
 import { parseArgs } from 'node:util';
-import { ConfigError, flagsToKeys, optionsHelp, parseArgsOptions, readConfigFile, resolveConfig } from './config.mjs';
-import { CLI_VERSION } from './version.mjs';
+import { ConfigError, flagsToKeys, optionsHelp, parseArgsOptions, readConfigFile, resolveConfig } from './config.js';
+import { CLI_VERSION } from './version.js';
 
 const COMMON = ['config_dir', 'data_dir', 'json'];
 const LISTEN_KEYS = [
@@ -23,10 +23,9 @@ Usage:
   docket-runner daemon -- <agent command...>      (inside a sandbox; started by listen)
 
 Run \`docket-runner <command> --help\` for a command's options.
-Configuration: flags, then DOCKET_* environment variables, then <config-dir>/config.json, then defaults.`;
+  Configuration: flags, then DOCKET_* environment variables, then <config-dir>/config.json, then defaults.`;
 
-/** @type {Record<string, { keys: string[], help: string }>} */
-const COMMANDS = {
+const COMMANDS: Record<string, { keys: string[]; help: string }> = {
   register: {
     keys: REGISTER_KEYS,
     help: `docket-runner register: register this machine with a Docket deployment.
@@ -71,14 +70,13 @@ file the agent may write at $DOCKET_RESULT_FILE.`,
  * closed pipe as an 'error' event on stdout, which would otherwise end the process with a stack trace.
  */
 export function exitQuietlyOnClosedStdout(stream = process.stdout) {
-  stream.on('error', (/** @type {NodeJS.ErrnoException} */ e) => {
+  stream.on('error', (e: NodeJS.ErrnoException) => {
     if (e.code === 'EPIPE') process.exit(0);
     throw e;
   });
 }
 
-/** @param {string[]} argv @returns {Promise<number>} */
-export async function main(argv) {
+export async function main(argv: string[]): Promise<number> {
   exitQuietlyOnClosedStdout();
   const [command, ...rest] = argv;
   if (!command || command === '--help' || command === '-h' || command === 'help') {
@@ -99,7 +97,7 @@ export async function main(argv) {
       process.stdout.write(spec.help + '\n');
       return 0;
     }
-    const { runDaemon } = await import('./daemon.mjs');
+    const { runDaemon } = await import('./daemon.js');
     const code = await runDaemon(rest[0] === '--' ? rest.slice(1) : rest);
     // Exit now: retry timers still pending must not keep the sandbox alive once the result is in.
     await new Promise((resolve) => process.stdout.write('', resolve));
@@ -109,7 +107,7 @@ export async function main(argv) {
   try {
     ({ values } = parseArgs({ args: rest, options: { ...parseArgsOptions(spec.keys), help: { type: 'boolean', short: 'h' } }, strict: true, allowPositionals: false }));
   } catch (e) {
-    process.stderr.write(`docket-runner ${command}: ${/** @type {Error} */ (e).message}\nRun \`docket-runner ${command} --help\`.\n`);
+    process.stderr.write(`docket-runner ${command}: ${(e as Error).message}\nRun \`docket-runner ${command} --help\`.\n`);
     return 2;
   }
   if (values.help) {
@@ -130,9 +128,9 @@ export async function main(argv) {
     }
     throw e;
   }
-  const { Output } = await import('./output.mjs');
+  const { Output } = await import('./output.js');
   const out = new Output({ json: cfg.json });
-  if (command === 'register') return (await import('./commands.mjs')).register(cfg, file, out);
-  if (command === 'status') return (await import('./commands.mjs')).status(cfg, out);
-  return (await import('./commands.mjs')).listen(cfg, file, out);
+  if (command === 'register') return (await import('./commands.js')).register(cfg, file, out);
+  if (command === 'status') return (await import('./commands.js')).status(cfg, out);
+  return (await import('./commands.js')).listen(cfg, file, out);
 }

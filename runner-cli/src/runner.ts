@@ -2,14 +2,16 @@
 // reconciliation of every job that is not done.
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { classify, DocketClient, errorText, retryDelayMs, upgradeHint } from './api.mjs';
-import { Backoff } from './backoff.mjs';
-import { JobSupervisor } from './job.mjs';
-import { jobPaths, readJson, removeWorkDir } from './launchers/common.mjs';
-import { launchers } from './launchers/index.mjs';
-import { formatDuration } from './output.mjs';
-import { sleep } from './procs.mjs';
-import { CLI_VERSION } from './version.mjs';
+import { classify, DocketClient, errorText, retryDelayMs, upgradeHint } from './api.js';
+import { Backoff } from './backoff.js';
+import { type CallResult, JobSupervisor } from './job.js';
+import type { JobDb, JobRow } from './jobs.js';
+import { jobPaths, readJson, removeWorkDir } from './launchers/common.js';
+import { type Launcher, launchers } from './launchers/index.js';
+import type { Sandbox } from './launchers/process.js';
+import { formatDuration, type Output } from './output.js';
+import { sleep } from './procs.js';
+import { CLI_VERSION } from './version.js';
 
 /** Exit codes of `docket-runner listen` (also in README.md). */
 export const EXIT = {
@@ -28,22 +30,28 @@ const LOG_PRUNE_BATCH = 100;
 const LOG_PRUNE_EVERY_MS = 3_600_000;
 
 export class Runner {
-  /**
-   * @param {{ cfg: Record<string, any>, db: import('./jobs.mjs').JobDb, out: import('./output.mjs').Output, fileConfig?: any }} o
-   */
-  constructor({ cfg, db, out, fileConfig = {} }) {
+  cfg: Record<string, any>;
+  db: JobDb;
+  out: Output;
+  client: DocketClient;
+  launchers: Record<string, Launcher>;
+  /** What the server said about itself on register and heartbeat (lease timings and such). */
+  serverConfig: Record<string, any>;
+  stopCtl: AbortController;
+  exitCode: number;
+  jobs: Map<string, Promise<void>>;
+  wake: (() => void) | null;
+  lastPruneAtMs: number;
+  constructor({ cfg, db, out, fileConfig = {} }: { cfg: Record<string, any>; db: JobDb; out: Output; fileConfig?: any }) {
     this.cfg = cfg;
     this.db = db;
     this.out = out;
     this.client = new DocketClient({ serverUrl: cfg.server_url, token: cfg.machine_token, timeoutMs: cfg.request_timeout_ms });
-    this.launchers = launchers(cfg);
-    /** @type {Record<string, any>} */
+    this.launchers = launchers(cfg as { docker_path: string });
     this.serverConfig = { ...(fileConfig.server_config ?? {}) };
     this.stopCtl = new AbortController();
     this.exitCode = EXIT.ok;
-    /** @type {Map<string, Promise<void>>} */
     this.jobs = new Map();
-    /** @type {(() => void) | null} */
     this.wake = null;
     this.lastPruneAtMs = 0;
   }
@@ -58,16 +66,15 @@ export class Runner {
     return this.cfg.launchers;
   }
 
-  /** @param {string} why */
-  stop(why) {
+  stop(why: string) {
     if (this.stopping) return;
     this.out.emit('stopping', `stopping: ${why}`, { reason: why });
     this.stopCtl.abort();
     this.wake?.();
   }
 
-  /** The server answered 426: print how to upgrade, stop, leave the sandboxes. @param {any} err */
-  upgradeRequired(err) {
+  /** The server answered 426: print how to upgrade, stop, leave the sandboxes. */
+  upgradeRequired(err: any) {
     if (this.exitCode === EXIT.upgrade) return;
     this.exitCode = EXIT.upgrade;
     const min = err?.body?.min_cli_version;
@@ -86,8 +93,8 @@ export class Runner {
     this.stop('upgrade required');
   }
 
-  /** The server answered 401 machine_deregistered: the token never works again, so say so and stop. @param {any} err */
-  deregistered(err) {
+  /** The server answered 401 machine_deregistered: the token never works again, so say so and stop. */
+  deregistered(err: any) {
     if (this.exitCode === EXIT.deregistered) return;
     this.exitCode = EXIT.deregistered;
     this.out.emit(
@@ -100,8 +107,8 @@ export class Runner {
     this.stop('machine deregistered');
   }
 
-  /** @returns {Promise<number>} the exit code */
-  async run() {
+  /** @returns the exit code */
+  async run(): Promise<number> {
     this.out.emit('started', `docket-runner ${CLI_VERSION} listening to ${this.cfg.server_url} as ${this.cfg.machine_id ?? 'this machine'} ` +
       `(launchers ${this.protocols.join(', ')}; concurrency ${this.cfg.concurrency}; data ${this.cfg.data_dir})`,
       { cli_version: CLI_VERSION, server_url: this.cfg.server_url, machine_id: this.cfg.machine_id ?? null, protocols: this.protocols, labels: this.cfg.labels,
@@ -165,23 +172,21 @@ export class Runner {
     }
   }
 
-  /** @param {any} config */
-  takeServerConfig(config) {
+  takeServerConfig(config: any) {
     if (config && typeof config === 'object') Object.assign(this.serverConfig, config);
   }
 
   /**
    * Log a failed heartbeat or claim. Returns 'stop' when the runner must stop.
-   * @param {unknown} e @param {string} what @param {Backoff} backoff
    */
-  handleLoopError(e, what, backoff) {
+  handleLoopError(e: unknown, what: string, backoff: Backoff) {
     if (this.stopping) return 'stop';
     const kind = classify(e);
     if (kind === 'upgrade') {
       this.upgradeRequired(e);
       return 'stop';
     }
-    const err = /** @type {any} */ (e);
+    const err = e as any;
     if (err?.status === 401 && err?.body?.reason === 'machine_deregistered') {
       this.deregistered(err);
       return 'stop';
@@ -225,8 +230,7 @@ export class Runner {
     }
   }
 
-  /** @param {any} claim */
-  startClaimed(claim) {
+  startClaimed(claim: any) {
     const admitted = this.db.admitClaim(claim);
     if (!admitted.admitted) {
       // Never run the same attempt twice, nor two attempts of one run at once: let this claim lapse.
@@ -239,8 +243,7 @@ export class Runner {
     this.track(sup, sup.runClaimed());
   }
 
-  /** @param {JobSupervisor} sup @param {Promise<void>} work */
-  track(sup, work) {
+  track(sup: JobSupervisor, work: Promise<void>) {
     const key = `${sup.runId}#${sup.attempt}`;
     const p = work
       .catch((e) => {
@@ -278,8 +281,7 @@ export class Runner {
     }
   }
 
-  /** @param {any} row */
-  async reconcileOne(row) {
+  async reconcileOne(row: JobRow) {
     const view = { run_id: row.run_id, attempt: row.attempt, phase: row.phase };
     if (row.state === 'cost-review') {
       this.out.run('cost_review', view, 'waits for an operator: cost review');
@@ -289,15 +291,14 @@ export class Runner {
       this.db.transition(row.run_id, row.attempt, 'interrupted', { reason: 'the listener that ran it is gone' });
     }
     const claim = JSON.parse(row.launch_json);
-    const sup = new JobSupervisor(this, this.db.get(row.run_id, row.attempt), claim);
+    const sup = new JobSupervisor(this, this.db.get(row.run_id, row.attempt)!, claim);
     const launcher = this.launchers[row.protocol] ?? this.launchers.process;
     const paths = jobPaths(this.cfg.data_dir, row.run_id, row.attempt);
     const sandbox = row.sandbox_id ? await launcher.adopt(row, paths) : null;
     sup.sandbox = sandbox;
 
     const backoff = this.backoff();
-    /** @type {import('./job.mjs').CallResult} */
-    let r = await sup.call('lease');
+    let r: CallResult = await sup.call('lease');
     for (let i = 1; i < RECONCILE_TRIES && r.kind === 'transient' && !this.stopping; i++) {
       await sleep(backoff.fail(), this.stopSignal);
       r = await sup.call('lease');
@@ -332,9 +333,8 @@ export class Runner {
   /**
    * Whether the daemon delivered its final report (final.json says so) and its sandbox is gone or
    * going: then a task_gone at startup is the run's own end, not a workload to destroy.
-   * @param {JobSupervisor} sup @param {import('./launchers/process.mjs').Sandbox | null} sandbox
    */
-  async endedWhileAway(sup, sandbox) {
+  async endedWhileAway(sup: JobSupervisor, sandbox: Sandbox | null) {
     if (sandbox) return sup.endedByItsDaemon(sandbox);
     return readJson(join(sup.paths.stateDir, 'final.json'))?.delivered === true;
   }
@@ -348,7 +348,7 @@ export class Runner {
     const rows = this.db.expiredJobDirs(beforeMs, LOG_PRUNE_BATCH);
     for (const row of rows) {
       try {
-        rmSync(row.job_dir, { recursive: true, force: true });
+        rmSync(row.job_dir!, { recursive: true, force: true });
         this.db.update(row.run_id, row.attempt, { job_dir: null, work_dir: null });
       } catch (e) {
         this.out.run('prune_failed', { run_id: row.run_id, attempt: row.attempt }, `could not remove ${row.job_dir}: ${errorText(e)}`, { error: errorText(e) });

@@ -5,11 +5,10 @@
  * The delay before retry number `failures` (1 for the first retry).
  * "Equal jitter": half of the exponential step is fixed, half is random, so a delay is never
  * zero (no hot loop against a failing server) and never above `maxMs`.
- * @param {number} failures consecutive failures so far, >= 1
- * @param {{ baseMs: number, maxMs: number, random?: () => number }} opts
- * @returns {number} milliseconds, in [min(baseMs, maxMs)/2, maxMs]
+ * @param failures consecutive failures so far, >= 1
+ * @returns milliseconds, in [min(baseMs, maxMs)/2, maxMs]
  */
-export function backoffDelayMs(failures, { baseMs, maxMs, random = Math.random }) {
+export function backoffDelayMs(failures: number, { baseMs, maxMs, random = Math.random }: { baseMs: number; maxMs: number; random?: () => number }): number {
   if (!(baseMs > 0) || !(maxMs > 0)) throw new RangeError('backoff base and max must be positive');
   const n = Math.max(1, Math.min(Math.floor(failures) || 1, 32)); // 2^32 * base overflows any max
   const step = Math.min(maxMs, baseMs * 2 ** (n - 1));
@@ -19,13 +18,14 @@ export function backoffDelayMs(failures, { baseMs, maxMs, random = Math.random }
 
 /** Tracks consecutive failures of one kind of call and hands out the next delay. */
 export class Backoff {
-  /** @param {{ baseMs: number, maxMs: number, random?: () => number }} opts */
-  constructor(opts) {
+  failures: number;
+  opts: { baseMs: number; maxMs: number; random?: () => number };
+  constructor(opts: { baseMs: number; maxMs: number; random?: () => number }) {
     this.opts = opts;
     this.failures = 0;
   }
-  /** @returns {number} the delay to wait before the next try */
-  fail() {
+  /** @returns the delay to wait before the next try */
+  fail(): number {
     this.failures += 1;
     return backoffDelayMs(this.failures, this.opts);
   }

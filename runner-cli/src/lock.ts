@@ -2,11 +2,11 @@
 // A lock whose process is gone (or whose pid now belongs to another process) is stale and taken over.
 import { linkSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { processStartTicks, pidAlive } from './procs.mjs';
+import { processStartTicks, pidAlive } from './procs.js';
 
 export class LockedError extends Error {
-  /** @param {string} message @param {number} pid */
-  constructor(message, pid) {
+  pid: number;
+  constructor(message: string, pid: number) {
     super(message);
     this.name = 'LockedError';
     this.pid = pid;
@@ -15,10 +15,8 @@ export class LockedError extends Error {
 
 /**
  * Who holds the lock of a data directory, if anyone alive does.
- * @param {string} dataDir
- * @returns {{ pid: number, started_at_ms?: number } | null}
  */
-export function lockHolder(dataDir) {
+export function lockHolder(dataDir: string): { pid: number; started_at_ms?: number }|null {
   let info;
   try {
     info = JSON.parse(readFileSync(join(dataDir, 'listen.lock'), 'utf8'));
@@ -34,9 +32,8 @@ export function lockHolder(dataDir) {
 
 /**
  * Take the lock or throw LockedError. Returns a release function.
- * @param {string} dataDir
  */
-export function acquireLock(dataDir) {
+export function acquireLock(dataDir: string) {
   const path = join(dataDir, 'listen.lock');
   const tmp = `${path}.${process.pid}`;
   const info = { pid: process.pid, start_ticks: processStartTicks(process.pid), started_at_ms: Date.now() };
@@ -57,7 +54,7 @@ export function acquireLock(dataDir) {
           }
         };
       } catch (e) {
-        if (/** @type {any} */ (e).code !== 'EEXIST') throw e;
+        if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
       }
       const holder = lockHolder(dataDir);
       if (holder) {
