@@ -94,12 +94,12 @@ export class Runner {
   }
 
   /** The server answered 401 machine_deregistered: the token never works again, so say so and stop. */
-  deregistered(err: any) {
+  deregistered() {
     if (this.exitCode === EXIT.deregistered) return;
     this.exitCode = EXIT.deregistered;
     this.out.emit(
       'deregistered',
-      `this machine (${this.cfg.machine_id ?? 'unknown id'}) was deregistered by an admin of its organization: ${err?.message}. ` +
+      `this machine (${this.cfg.machine_id ?? 'unknown id'}) was deregistered by an admin of its organization. ` +
         'Ask an admin for a new registration token, run `docket-runner register --server <url> --token <token>`, ' +
         'then start `docket-runner listen` again; running sandboxes are left as they are and the next start reconciles them.',
       { machine_id: this.cfg.machine_id ?? null, reason: 'machine_deregistered' },
@@ -188,7 +188,7 @@ export class Runner {
     }
     const err = e as any;
     if (err?.status === 401 && err?.body?.reason === 'machine_deregistered') {
-      this.deregistered(err);
+      this.deregistered();
       return 'stop';
     }
     const hint = err?.status === 401 ? ' (the machine token was refused; if this lasts, run `docket-runner register` again)'
