@@ -630,7 +630,7 @@ describe("odd path parameters", () => {
     });
   }
 
-  it("paths and methods nobody serves are a structured 404", async () => {
+  it("paths and methods nobody serves are a structured 404 (405 with Allow on a known path)", async () => {
     await fc.assert(
       fc.asyncProperty(fc.constantFrom("GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"), fc.webPath(), async (method, path) => {
         const served = app.routes.some((r) => r.method === method && new RegExp(`^${r.path.replace(/:[a-z]+/g, "[^/]+")}$`).test(`/v1${path}`));
