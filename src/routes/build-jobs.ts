@@ -20,7 +20,7 @@ import { listEntries } from "../ledger/ledger";
 import type { RunView } from "../run/view";
 import { validate } from "../validate";
 import { jobIdSchema, requestIdParam } from "./projects";
-import { afterCursor, pageOf } from "../lib/pagination";
+import { afterCursor, keysetCursor, pageOf, pageQuery, pageSize } from "../lib/pagination";
 
 const jobParam = z.object({ id: jobIdSchema });
 
@@ -28,8 +28,7 @@ const listQuery = z
   .object({
     status: z.enum(JOB_STATUSES).optional(),
     request_id: requestIdParam.optional(),
-    limit: z.coerce.number().int().min(1).max(200).optional(),
-    cursor: z.string().regex(/^\d+\.[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/, "must be a cursor from a previous page").optional(),
+    ...pageQuery(keysetCursor("[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")),
   })
   .strict();
 
@@ -81,7 +80,7 @@ function artifactView(jobId: string, outcome: string | null, run: RunView) {
 export const buildJobRoutes = new Hono<AppEnv>()
   .get("/build-jobs", requireMember, validate("query", listQuery), async (c) => {
     const q = c.req.valid("query");
-    const limit = Math.min(q.limit ?? 50, c.get("config").pageSizeMax);
+    const limit = pageSize(q.limit, 50, c.get("config").pageSizeMax);
     const conditions = [eq(buildJobs.orgId, c.get("caller").orgId)];
     if (q.status) conditions.push(eq(buildJobs.status, q.status));
     if (q.request_id) conditions.push(eq(buildJobs.requestId, q.request_id));

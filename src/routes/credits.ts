@@ -7,6 +7,7 @@ import type { AppEnv } from "../app-types";
 import { requireAdmin, requireMember } from "../auth";
 import { DocketError } from "../errors";
 import { audit, grant, listEntries, readBalance } from "../ledger/ledger";
+import { pageQuery, pageSize, seqCursor } from "../lib/pagination";
 import { validate } from "../validate";
 
 const MAX_GRANT_CENTS = 100_000_000; // $1,000,000 in one grant
@@ -22,8 +23,7 @@ const grantKey = z.string().min(1).max(200).regex(/^[\x21-\x7e]+$/, "must be pri
 
 const entriesQuery = z
   .object({
-    limit: z.coerce.number().int().min(1).max(1_000).optional(),
-    before: z.coerce.number().int().min(1).optional(),
+    ...pageQuery(seqCursor, 1_000),
     job_id: z.string().min(1).max(128).optional(),
   })
   .strict();
@@ -34,7 +34,7 @@ export const creditRoutes = new Hono<AppEnv>()
     const orgId = c.get("caller").orgId;
     const config = c.get("config");
     const balance = await readBalance(c.env.DB, orgId);
-    const entries = await listEntries(c.env.DB, orgId, { beforeSeq: q.before, limit: Math.min(q.limit ?? 50, config.pageSizeMax), jobId: q.job_id });
+    const entries = await listEntries(c.env.DB, orgId, { cursor: q.cursor, limit: pageSize(q.limit, 50, config.pageSizeMax), jobId: q.job_id });
     return c.json({
       ...balance,
       limits: { min_available_cents: config.buildMinAvailableCents, reservation_cents: config.buildReservationCents },

@@ -19,7 +19,7 @@ import { normalizeLabels } from "../run/labels";
 import { checkProject } from "../bounds";
 import { BOUND_CEILINGS } from "../config";
 import { atMostKeys, labelList, refuseBodyThatIsNotJson, validate } from "../validate";
-import { afterCursor, pageOf } from "../lib/pagination";
+import { afterCursor, keysetCursor, pageOf, pageQuery, pageSize } from "../lib/pagination";
 
 export const projectIdParam = z.string().regex(/^prj_[0-9a-f]{24}$/, "must be a project id like prj_<24 hex digits>");
 export const requestIdParam = z.string().regex(/^req_[0-9a-f]{24}$/, "must be a build request id like req_<24 hex digits>");
@@ -71,14 +71,9 @@ const planBody = z
 
 const dispatchBody = z.object({}).strict();
 
-const listQuery = z
-  .object({
-    limit: z.coerce.number().int().min(1).max(200).optional(),
-    cursor: z.string().regex(/^\d+\.[a-z]{3}_[0-9a-f]{24}$/, "must be a cursor from a previous page").optional(),
-  })
-  .strict();
+const listQuery = z.object(pageQuery(keysetCursor("prj_[0-9a-f]{24}"))).strict();
 
-const requestListQuery = listQuery.extend({ project_id: projectIdParam.optional(), label: z.enum(REQUEST_LABELS).optional() }).strict();
+const requestListQuery = z.object(pageQuery(keysetCursor("req_[0-9a-f]{24}"))).extend({ project_id: projectIdParam.optional(), label: z.enum(REQUEST_LABELS).optional() }).strict();
 
 /** The creator of a project or request, or an admin. */
 function requireOwner(caller: Caller, createdBy: string, what: string): void {
@@ -111,7 +106,7 @@ export const projectRoutes = new Hono<AppEnv>()
   })
   .get("/projects", requireMember, validate("query", listQuery), async (c) => {
     const q = c.req.valid("query");
-    const limit = Math.min(q.limit ?? 50, c.get("config").pageSizeMax);
+    const limit = pageSize(q.limit, 50, c.get("config").pageSizeMax);
     const conditions = [eq(projects.orgId, c.get("caller").orgId)];
     if (q.cursor) conditions.push(afterCursor(projects.createdAtMs, projects.id, q.cursor));
     const rows = await drizzle(c.env.DB).select().from(projects).where(and(...conditions)).orderBy(desc(projects.createdAtMs), desc(projects.id)).limit(limit + 1);
@@ -157,7 +152,7 @@ export const projectRoutes = new Hono<AppEnv>()
   })
   .get("/build-requests", requireMember, validate("query", requestListQuery), async (c) => {
     const q = c.req.valid("query");
-    const limit = Math.min(q.limit ?? 50, c.get("config").pageSizeMax);
+    const limit = pageSize(q.limit, 50, c.get("config").pageSizeMax);
     const conditions = [eq(buildRequests.orgId, c.get("caller").orgId)];
     if (q.project_id) conditions.push(eq(buildRequests.projectId, q.project_id));
     if (q.label) conditions.push(eq(buildRequests.label, q.label));

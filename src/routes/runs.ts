@@ -19,7 +19,7 @@ import { checkDispatch } from "../bounds";
 import { BOUND_CEILINGS } from "../config";
 import { atMostKeys, labelList, runIdParam, validate } from "../validate";
 import { runStub } from "./stubs";
-import { afterCursor, pageOf } from "../lib/pagination";
+import { afterCursor, keysetCursor, pageOf, pageQuery, pageSize, seqCursor } from "../lib/pagination";
 
 export const dispatchBody = z
   .object({
@@ -54,19 +54,14 @@ const idempotencyKey = z.string().min(1).max(200).regex(/^[\x21-\x7e]+$/, "must 
 const listQuery = z
   .object({
     state: z.enum(RUN_STATES).optional(),
-    limit: z.coerce.number().int().min(1).max(200).optional(),
-    cursor: z.string().regex(/^\d+\.run_[0-9a-f]{24}$/, "must be a cursor from a previous page").optional(),
+    ...pageQuery(keysetCursor("run_[0-9a-f]{24}")),
   })
   .strict();
 
 const cancelBody = z.object({ reason: z.string().max(1_000).optional() }).strict();
 
-const eventsQuery = z
-  .object({
-    after: z.coerce.number().int().min(0).optional(),
-    limit: z.coerce.number().int().min(1).max(1_000).optional(),
-  })
-  .strict();
+// An events page's cursor is a sequence number, the same as the live stream's ?after= and Last-Event-ID.
+const eventsQuery = z.object(pageQuery(seqCursor, 1_000)).strict();
 
 const idParam = z.object({ id: runIdParam });
 
@@ -142,7 +137,7 @@ export const runRoutes = new Hono<AppEnv>()
   })
   .get("/runs", requireMember, validate("query", listQuery), async (c) => {
     const q = c.req.valid("query");
-    const limit = Math.min(q.limit ?? 50, c.get("config").pageSizeMax);
+    const limit = pageSize(q.limit, 50, c.get("config").pageSizeMax);
     const orgId = c.get("caller").orgId;
     const conditions = [eq(runs.orgId, orgId)];
     if (q.state) conditions.push(eq(runs.state, q.state));
@@ -185,9 +180,17 @@ export const runRoutes = new Hono<AppEnv>()
   .get("/runs/:id/events", requireMember, validate("param", idParam), validate("query", eventsQuery), async (c) => {
     const { id } = c.req.valid("param");
     const q = c.req.valid("query");
-    const after = q.after ?? 0;
-    const result = unwrap(await runStub(c.env, id).readEvents(c.get("caller").orgId, after, q.limit ?? 100));
-    const last = result.events[result.events.length - 1];
-    return c.json({ events: result.events.map((e) => ({ ...e, data: JSON.parse(e.data) })), next_after: last ? last.seq : after, terminal: result.terminal });
+    const after = Number(q.cursor ?? 0);
+    const limit = q.limit ?? 100;
+    const result = unwrap(await runStub(c.env, id).readEvents(c.get("caller").orgId, after, limit + 1));
+    const events = result.events.slice(0, limit);
+    const last = events[events.length - 1];
+    // More may follow while the page is full or the run has not ended; an ended run's short page is the last.
+    const more = result.events.length > limit || !result.terminal;
+    return c.json({
+      events: events.map((e) => ({ ...e, data: JSON.parse(e.data) })),
+      next_cursor: more ? String(last ? last.seq : after) : null,
+      terminal: result.terminal,
+    });
   });
 

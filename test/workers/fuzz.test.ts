@@ -658,8 +658,9 @@ describe("odd query parameters", () => {
   const lists: { path: string; keys: string[] }[] = [
     { path: "/v1/runs", keys: ["state", "limit", "cursor"] },
     { path: "/v1/tokens", keys: ["kind", "limit", "cursor"] },
-    { path: `/v1/runs/{run}/events`, keys: ["after", "limit"] },
-    { path: "/v1/credits", keys: ["limit", "before", "job_id"] },
+    { path: `/v1/runs/{run}/events`, keys: ["cursor", "limit"] },
+    { path: "/v1/credits", keys: ["limit", "cursor", "job_id"] },
+    { path: "/v1/runners", keys: ["limit", "cursor"] },
     { path: "/v1/projects", keys: ["limit", "cursor"] },
     { path: "/v1/build-requests", keys: ["project_id", "label", "limit", "cursor"] },
     { path: "/v1/build-jobs", keys: ["status", "request_id", "limit", "cursor"] },

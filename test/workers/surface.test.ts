@@ -4,7 +4,11 @@
 
 import { describe, expect, it } from "vitest";
 import { app } from "../../src/app";
-import { call, CLI_VERSION, createOrg, registerRunner } from "./helpers";
+import { createProject, createRequest, dispatchBuild, grantCredit, readyToBuild } from "./builds-helpers";
+import { finishRun } from "./events-helpers";
+import { call, CLI_VERSION, createOrg, dispatch, registerRunner } from "./helpers";
+
+type Json = Record<string, any>;
 
 describe("a malformed cli_version", () => {
   it("is 400 invalid_request naming cli_version on register, heartbeat and claim, never 426", async () => {
@@ -80,5 +84,91 @@ describe("an unsupported method on a known path", () => {
     expect(unknown.body.error.code).toBe("not_found");
     expect(unknown.headers.get("Allow")).toBeNull();
     expect((await call("DELETE", "/v1/runs/run_0/extra/deep")).status).toBe(404);
+  });
+});
+
+/** Every page of a list with `limit`, by next_cursor alone, as a client written from the docs would. */
+async function pageThrough(token: string, path: string, items: string, limit: number): Promise<Json[]> {
+  const all: Json[] = [];
+  let cursor: string | null = null;
+  for (let page = 0; page < 100; page++) {
+    const sep = path.includes("?") ? "&" : "?";
+    const res = await call("GET", `${path}${sep}limit=${limit}${cursor === null ? "" : `&cursor=${encodeURIComponent(cursor)}`}`, { token });
+    expect(res.status, `${path}: ${JSON.stringify(res.body)}`).toBe(200);
+    expect(Object.keys(res.body)).not.toContain("next_after");
+    expect(Object.keys(res.body)).not.toContain("next_before");
+    expect(res.body).toHaveProperty("next_cursor");
+    expect(res.body[items].length).toBeLessThanOrEqual(limit);
+    all.push(...res.body[items]);
+    if (res.body.next_cursor === null) return all;
+    expect(typeof res.body.next_cursor).toBe("string");
+    cursor = res.body.next_cursor;
+  }
+  throw new Error(`${path}: no last page`);
+}
+
+describe("every list pages with limit, cursor and next_cursor", () => {
+  it("runs, tokens, runners, projects, build requests, build jobs and credit entries: all items once, newest first, null on the last page", async () => {
+    const { admin, requestIds, projectId } = await readyToBuild({ creditCents: 100_000, requests: 3, name: "lists" });
+    for (const id of requestIds) expect((await dispatchBuild(admin, id)).status).toBe(201);
+    await grantCredit(admin, 500);
+    for (let i = 0; i < 2; i++) await registerRunner(admin, { name: `extra-${i}` });
+    for (let i = 0; i < 2; i++) await call("POST", "/v1/tokens", { token: admin, body: { kind: "registration" } });
+    for (let i = 0; i < 2; i++) await createProject(admin);
+    await createRequest(admin, projectId, "one more");
+    for (let i = 0; i < 2; i++) await dispatch(admin);
+
+    const lists: { path: string; items: string; key: string }[] = [
+      { path: "/v1/runs", items: "runs", key: "id" },
+      { path: "/v1/tokens", items: "tokens", key: "id" },
+      { path: "/v1/runners", items: "runners", key: "id" },
+      { path: "/v1/projects", items: "projects", key: "id" },
+      { path: "/v1/build-requests", items: "requests", key: "id" },
+      { path: "/v1/build-jobs", items: "jobs", key: "id" },
+      { path: "/v1/credits", items: "entries", key: "seq" },
+    ];
+    for (const list of lists) {
+      const whole = await call("GET", `${list.path}?limit=200`, { token: admin });
+      expect(whole.body.next_cursor, list.path).toBeNull();
+      const expected = whole.body[list.items].map((x: Json) => x[list.key]);
+      expect(expected.length, list.path).toBeGreaterThanOrEqual(3);
+      for (const limit of [1, 2]) {
+        const paged = await pageThrough(admin, list.path, list.items, limit);
+        expect(paged.map((x) => x[list.key]), `${list.path} limit=${limit}`).toEqual(expected);
+      }
+    }
+  });
+
+  it("a run's events: the cursor is a sequence number; next_cursor stays a resume point while the run runs and is null after its last event", async () => {
+    const { admin } = await createOrg();
+    const ended = await dispatch(admin);
+    await finishRun(admin, ended);
+    const running = await dispatch(admin);
+    const open = await call("GET", `/v1/runs/${running}/events?limit=1000`, { token: admin });
+    expect(open.body.terminal).toBe(false);
+    const lastSeq = open.body.events[open.body.events.length - 1].seq;
+    expect(open.body.next_cursor).toBe(String(lastSeq));
+    const empty = await call("GET", `/v1/runs/${running}/events?cursor=${lastSeq}`, { token: admin });
+    expect(empty.body).toMatchObject({ events: [], next_cursor: String(lastSeq), terminal: false });
+
+    const all = await call("GET", `/v1/runs/${ended}/events?limit=1000`, { token: admin });
+    expect(all.body.terminal).toBe(true);
+    expect(all.body.next_cursor).toBeNull();
+    const seqs = all.body.events.map((e: Json) => e.seq);
+    expect(seqs.length).toBeGreaterThan(2);
+    const paged = await pageThrough(admin, `/v1/runs/${ended}/events`, "events", 1);
+    expect(paged.map((e) => e.seq)).toEqual(seqs);
+  });
+
+  it("the old names are refused: after= on an events page, before= on credit entries", async () => {
+    const { admin } = await createOrg();
+    const run = await dispatch(admin);
+    const after = await call("GET", `/v1/runs/${run}/events?after=0`, { token: admin });
+    expect(after.status).toBe(400);
+    const before = await call("GET", "/v1/credits?before=5", { token: admin });
+    expect(before.status).toBe(400);
+    const bad = await call("GET", "/v1/runners?cursor=nonsense", { token: admin });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error).toMatchObject({ code: "invalid_request", field: "cursor" });
   });
 });
