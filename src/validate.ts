@@ -55,6 +55,23 @@ export async function refuseBodyThatIsNotJson(req: HonoRequest): Promise<void> {
   }
 }
 
+/** An Idempotency-Key (docs/protocol.md, "Idempotency"): 1–200 printable ASCII characters without spaces. */
+export const idempotencyKey = z.string().min(1).max(200).regex(/^[\x21-\x7e]+$/, "must be printable ASCII without spaces");
+
+/**
+ * The Idempotency-Key header of a request, or null without one; a malformed key is 400
+ * invalid_request naming the header. `schema` narrows the rule where the key becomes an id.
+ */
+export function idempotencyKeyOf(req: HonoRequest, schema: z.ZodType<string> = idempotencyKey): string | null {
+  const header = req.header("Idempotency-Key");
+  if (header === undefined) return null;
+  const parsed = schema.safeParse(header);
+  if (!parsed.success) {
+    throw new DocketError("invalid_request", `header Idempotency-Key: ${parsed.error.issues[0].message}`, { field: "Idempotency-Key" });
+  }
+  return parsed.data;
+}
+
 /** Reusable field schemas. */
 export const runIdParam = z.string().regex(/^run_[0-9a-f]{24}$/, "must be a run id like run_<24 hex digits>");
 export const attemptParam = z.coerce.number().int().min(1).max(1_000_000);

@@ -5,10 +5,9 @@ import { Hono } from "hono";
 import { z } from "zod";
 import type { AppEnv } from "../app-types";
 import { requireAdmin, requireMember } from "../auth";
-import { DocketError } from "../errors";
 import { audit, grant, listEntries, readBalance } from "../ledger/ledger";
 import { pageQuery, pageSize, seqCursor } from "../lib/pagination";
-import { validate } from "../validate";
+import { idempotencyKeyOf, validate } from "../validate";
 
 const MAX_GRANT_CENTS = 100_000_000; // $1,000,000 in one grant
 
@@ -18,8 +17,6 @@ const grantBody = z
     note: z.string().trim().min(1).max(1_000).optional(),
   })
   .strict();
-
-const grantKey = z.string().min(1).max(200).regex(/^[\x21-\x7e]+$/, "must be printable ASCII without spaces");
 
 const entriesQuery = z
   .object({
@@ -42,15 +39,7 @@ export const creditRoutes = new Hono<AppEnv>()
     });
   })
   .post("/credits/grants", requireMember, requireAdmin, validate("json", grantBody), async (c) => {
-    const header = c.req.header("Idempotency-Key");
-    let key: string | null = null;
-    if (header !== undefined) {
-      const parsed = grantKey.safeParse(header);
-      if (!parsed.success) {
-        throw new DocketError("invalid_request", `header Idempotency-Key: ${parsed.error.issues[0].message}`, { field: "Idempotency-Key" });
-      }
-      key = parsed.data;
-    }
+    const key = idempotencyKeyOf(c.req);
     const body = c.req.valid("json");
     const caller = c.get("caller");
     const result = await grant(c.env.DB, {

@@ -18,7 +18,7 @@ import { log } from "../lib/log";
 import { normalizeLabels } from "../run/labels";
 import { checkProject } from "../bounds";
 import { BOUND_CEILINGS } from "../config";
-import { atMostKeys, labelList, refuseBodyThatIsNotJson, validate } from "../validate";
+import { atMostKeys, idempotencyKeyOf, labelList, refuseBodyThatIsNotJson, validate } from "../validate";
 import { afterCursor, keysetCursor, pageOf, pageQuery, pageSize } from "../lib/pagination";
 
 export const projectIdParam = z.string().regex(/^prj_[0-9a-f]{24}$/, "must be a project id like prj_<24 hex digits>");
@@ -202,15 +202,8 @@ export const projectRoutes = new Hono<AppEnv>()
     return c.json(requestView(after));
   })
   .post("/build-requests/:id/dispatch", requireMember, validate("param", z.object({ id: requestIdParam })), async (c) => {
-    const header = c.req.header("Idempotency-Key");
-    let jobId = newId("job");
-    if (header !== undefined) {
-      const parsed = jobIdSchema.safeParse(header);
-      if (!parsed.success) {
-        throw new DocketError("invalid_request", `header Idempotency-Key: ${parsed.error.issues[0].message}`, { field: "Idempotency-Key" });
-      }
-      jobId = parsed.data;
-    }
+    // The key is the job's id, so it follows the job id's narrower rule (docs/protocol.md, "Idempotency").
+    const jobId = idempotencyKeyOf(c.req, jobIdSchema) ?? newId("job");
     // The body is optional; when present it must be an empty JSON object.
     await refuseBodyThatIsNotJson(c.req);
     const text = await c.req.text();

@@ -17,7 +17,7 @@ import { loadConfig } from "../config";
 import { RUN_STATES } from "../run/states";
 import { checkDispatch } from "../bounds";
 import { BOUND_CEILINGS } from "../config";
-import { atMostKeys, labelList, runIdParam, validate } from "../validate";
+import { atMostKeys, idempotencyKeyOf, labelList, runIdParam, validate } from "../validate";
 import { runStub } from "./stubs";
 import { afterCursor, keysetCursor, pageOf, pageQuery, pageSize, seqCursor } from "../lib/pagination";
 
@@ -48,8 +48,6 @@ export const dispatchBody = z
   .strict();
 
 export type DispatchBody = z.infer<typeof dispatchBody>;
-
-const idempotencyKey = z.string().min(1).max(200).regex(/^[\x21-\x7e]+$/, "must be printable ASCII without spaces");
 
 const listQuery = z
   .object({
@@ -121,17 +119,7 @@ export async function dispatchRun(env: AppEnv["Bindings"], orgId: string, body: 
 
 export const runRoutes = new Hono<AppEnv>()
   .post("/runs", requireMember, validate("json", dispatchBody, checkDispatch), async (c) => {
-    const header = c.req.header("Idempotency-Key");
-    let key: string | null = null;
-    if (header !== undefined) {
-      const parsed = idempotencyKey.safeParse(header);
-      if (!parsed.success) {
-        throw new DocketError("invalid_request", `header Idempotency-Key: ${parsed.error.issues[0].message}`, {
-          field: "Idempotency-Key",
-        });
-      }
-      key = parsed.data;
-    }
+    const key = idempotencyKeyOf(c.req);
     const { run, replayed } = await dispatchRun(c.env, c.get("caller").orgId, c.req.valid("json"), key);
     return c.json(run, replayed ? 200 : 201);
   })

@@ -4,7 +4,7 @@
 
 import { describe, expect, it } from "vitest";
 import { app } from "../../src/app";
-import { createProject, createRequest, dispatchBuild, grantCredit, readyToBuild } from "./builds-helpers";
+import { createProject, createRequest, dispatchBuild, grantCredit, readyToBuild, savePlan } from "./builds-helpers";
 import { finishRun } from "./events-helpers";
 import { call, CLI_VERSION, createOrg, dispatch, registerRunner } from "./helpers";
 
@@ -171,4 +171,66 @@ describe("every list pages with limit, cursor and next_cursor", () => {
     expect(bad.status).toBe(400);
     expect(bad.body.error).toMatchObject({ code: "invalid_request", field: "cursor" });
   });
+});
+
+describe("one Idempotency-Key rule on every endpoint that takes it", () => {
+  /** Each endpoint: a first payload, another payload, and how to send one under a key. */
+  type Endpoint = {
+    name: string;
+    setup: () => Promise<{ token: string; send: (payload: "first" | "other", key: string) => ReturnType<typeof call> }>;
+  };
+  const endpoints: Endpoint[] = [
+    {
+      name: "POST /v1/runs",
+      setup: async () => {
+        const { admin } = await createOrg();
+        return {
+          token: admin,
+          send: (payload, key) => call("POST", "/v1/runs", { token: admin, body: { brief: payload, launch: { command: ["node", "agent.mjs"] } }, headers: { "Idempotency-Key": key } }),
+        };
+      },
+    },
+    {
+      name: "POST /v1/credits/grants",
+      setup: async () => {
+        const { admin } = await createOrg();
+        return {
+          token: admin,
+          send: (payload, key) => call("POST", "/v1/credits/grants", { token: admin, body: { amount_cents: payload === "first" ? 100 : 200 }, headers: { "Idempotency-Key": key } }),
+        };
+      },
+    },
+    {
+      name: "POST /v1/build-requests/:id/dispatch",
+      setup: async () => {
+        const { admin, requestIds } = await readyToBuild({ creditCents: 100_000, requests: 2, name: "idem" });
+        // The other payload is the same key on another request, whose plan differs.
+        await savePlan(admin, requestIds[1], { chain_target: "base-mainnet" });
+        return {
+          token: admin,
+          send: (payload, key) => call("POST", `/v1/build-requests/${requestIds[payload === "first" ? 0 : 1]}/dispatch`, { token: admin, body: {}, headers: { "Idempotency-Key": key } }),
+        };
+      },
+    },
+  ];
+
+  for (const endpoint of endpoints) {
+    it(`${endpoint.name}: new is 201, a replay is 200 with the same body, another payload is 409, a malformed key is 400`, async () => {
+      const { send } = await endpoint.setup();
+      const first = await send("first", "key-1");
+      expect(first.status, JSON.stringify(first.body)).toBe(201);
+      const replay = await send("first", "key-1");
+      expect(replay.status).toBe(200);
+      expect(replay.body).toEqual(first.body);
+      const other = await send("other", "key-1");
+      expect(other.status).toBe(409);
+      expect(other.body.error.code).toBe("idempotency_conflict");
+      for (const bad of ["", "has space", "x".repeat(201)]) {
+        const res = await send("other", bad);
+        expect(res.status, `key ${JSON.stringify(bad)}`).toBe(400);
+        expect(res.body.error).toMatchObject({ code: "invalid_request", field: "Idempotency-Key" });
+        expect(res.body.error.message).toContain("Idempotency-Key");
+      }
+    });
+  }
 });
