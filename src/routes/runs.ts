@@ -13,7 +13,7 @@ import { canonicalJson } from "../lib/canonical-json";
 import { newId, sha256Hex } from "../lib/crypto";
 import { normalizeLabels } from "../run/labels";
 import { keyExpired } from "../run/idempotency";
-import { loadConfig } from "../config";
+import { loadConfig, type Config } from "../config";
 import { RUN_STATES } from "../run/states";
 import { checkDispatch } from "../bounds";
 import { BOUND_CEILINGS } from "../config";
@@ -117,11 +117,16 @@ export async function dispatchRun(env: AppEnv["Bindings"], orgId: string, body: 
   return { run, replayed };
 }
 
+/** The run as every run answer shows it: with its completion callback's receipt, which lives in D1 apart from the run (docs/callbacks.md). */
+async function runAnswer<T extends { id: string; callback_url: string | null }>(env: AppEnv["Bindings"], run: T, config: Config) {
+  return { ...run, callback: callbackView(run.callback_url, await readDelivery(env.DB, run.id), config) };
+}
+
 export const runRoutes = new Hono<AppEnv>()
   .post("/runs", requireMember, validate("json", dispatchBody, checkDispatch), async (c) => {
     const key = idempotencyKeyOf(c.req);
     const { run, replayed } = await dispatchRun(c.env, c.get("caller").orgId, c.req.valid("json"), key);
-    return c.json(run, replayed ? 200 : 201);
+    return c.json(await runAnswer(c.env, run, c.get("config")), replayed ? 200 : 201);
   })
   .get("/runs", requireMember, validate("query", listQuery), async (c) => {
     const q = c.req.valid("query");
@@ -155,15 +160,13 @@ export const runRoutes = new Hono<AppEnv>()
   .get("/runs/:id", requireMember, validate("param", idParam), async (c) => {
     const { id } = c.req.valid("param");
     const run = unwrap(await runStub(c.env, id).read(c.get("caller").orgId));
-    // The completion callback's receipt lives in D1, apart from the run (docs/callbacks.md).
-    const callback = callbackView(run.callback_url, await readDelivery(c.env.DB, id), c.get("config"));
-    return c.json({ ...run, callback });
+    return c.json(await runAnswer(c.env, run, c.get("config")));
   })
   .post("/runs/:id/cancel", requireMember, validate("param", idParam), validate("json", cancelBody), async (c) => {
     const { id } = c.req.valid("param");
     const caller = c.get("caller");
     const result = unwrap(await runStub(c.env, id).cancel(caller.orgId, `member:${caller.tokenId}`, c.req.valid("json").reason ?? null));
-    return c.json(result.run, result.immediate ? 200 : 202);
+    return c.json(await runAnswer(c.env, result.run, c.get("config")), result.immediate ? 200 : 202);
   })
   .get("/runs/:id/events", requireMember, validate("param", idParam), validate("query", eventsQuery), async (c) => {
     const { id } = c.req.valid("param");

@@ -59,6 +59,14 @@ describe("docs/protocol.md lists every field the answers have, and no other", ()
     const tokens = await call("GET", "/v1/tokens", { token: admin });
     expect(tokens.body.tokens.map((t: Json) => t.kind).sort()).toEqual(["member", "registration"]);
     expectShape("token", tokens.body.tokens);
+    // A new token is answered as it is listed, plus the token itself.
+    const minted = await call("POST", "/v1/tokens", { token: admin, body: { kind: "member", name: "ci" } });
+    expect(minted.status).toBe(201);
+    const { token: secret, ...asListed } = minted.body;
+    expect(typeof secret).toBe("string");
+    const listed = (await call("GET", "/v1/tokens", { token: admin })).body.tokens.find((t: Json) => t.id === minted.body.id);
+    expect(asListed).toEqual(listed);
+    expectShape("token", [asListed]);
     const rotated = await call("POST", "/v1/orgs/current/callback-secret/rotate", { token: admin, body: {} });
     expect(rotated.status).toBe(200);
     expectShape("callback-secret-rotated", [rotated.body]);
@@ -84,10 +92,14 @@ describe("docs/protocol.md lists every field the answers have, and no other", ()
       const runs = [completed, await getRun(admin, stopping)];
       expect(runs.every((r) => r.steps.length === 1) && completed.artifact !== null && runs[1].stop_request !== null).toBe(true);
       expectShape("run", runs);
-      // The dispatch answer is the same run without the callback receipt.
-      const dispatched = await call("POST", "/v1/runs", { token: admin, body: { brief: "b", launch: { command: ["x"] } } });
-      const topLevel = documented("run").filter((p) => !p.includes(".") && p !== "callback");
+      // The dispatch and cancel answers are the run as GET shows it, callback receipt included.
+      const dispatched = await call("POST", "/v1/runs", { token: admin, body: { brief: "b", launch: { command: ["x"] }, callback_url: "https://receiver.example/docs" } });
+      const topLevel = documented("run").filter((p) => !p.includes(".") && !p.includes("["));
       expect(Object.keys(dispatched.body).sort()).toEqual(topLevel.sort());
+      expect(dispatched.body).toEqual(await getRun(admin, dispatched.body.id));
+      const cancelled = await call("POST", `/v1/runs/${dispatched.body.id}/cancel`, { token: admin, body: {} });
+      expect(cancelled.status).toBe(200);
+      expect(cancelled.body).toEqual(await getRun(admin, dispatched.body.id));
 
       const list = await call("GET", "/v1/runs", { token: admin });
       expect(list.body.runs).toHaveLength(3);
