@@ -8,7 +8,7 @@ import { z } from "zod";
 import type { AppEnv, Caller } from "../app-types";
 import { requireMember } from "../auth";
 import { dispatchBuild } from "../builds/dispatcher";
-import { BUILD_ENV_PREFIX, jobView, projectView, requestView } from "../builds/payload";
+import { BUILD_ENV_PREFIX, jobView, projectView, requestView, type RequestRow } from "../builds/payload";
 import { PLAN_EDITABLE_LABELS, REQUEST_LABELS } from "../builds/states";
 import { loadProject, loadRequest } from "../builds/store";
 import { buildJobs, buildRequests, projects } from "../db/ledger-schema";
@@ -20,6 +20,7 @@ import { checkProject } from "../bounds";
 import { BOUND_CEILINGS } from "../config";
 import { atMostKeys, idempotencyKeyOf, labelList, refuseBodyThatIsNotJson, validate } from "../validate";
 import { afterCursor, keysetCursor, pageOf, pageQuery, pageSize } from "../lib/pagination";
+import { jobAnswer } from "./job-answer";
 
 export const projectIdParam = z.string().regex(/^prj_[0-9a-f]{24}$/, "must be a project id like prj_<24 hex digits>");
 export const requestIdParam = z.string().regex(/^req_[0-9a-f]{24}$/, "must be a build request id like req_<24 hex digits>");
@@ -74,6 +75,17 @@ const dispatchBody = z.object({}).strict();
 const listQuery = z.object(pageQuery(keysetCursor("prj_[0-9a-f]{24}"))).strict();
 
 const requestListQuery = z.object(pageQuery(keysetCursor("req_[0-9a-f]{24}"))).extend({ project_id: projectIdParam.optional(), label: z.enum(REQUEST_LABELS).optional() }).strict();
+
+/** A build request as every answer about one request shows it: with its latest jobs. */
+async function requestAnswer(db: D1Database, request: RequestRow) {
+  const jobs = await drizzle(db)
+    .select()
+    .from(buildJobs)
+    .where(and(eq(buildJobs.orgId, request.orgId), eq(buildJobs.requestId, request.id)))
+    .orderBy(desc(buildJobs.createdAtMs))
+    .limit(20);
+  return { ...requestView(request), jobs: jobs.map(jobView) };
+}
 
 /** The creator of a project or request, or an admin. */
 function requireOwner(caller: Caller, createdBy: string, what: string): void {
@@ -167,15 +179,8 @@ export const projectRoutes = new Hono<AppEnv>()
     return c.json({ requests: kept.map(requestView), next_cursor: next });
   })
   .get("/build-requests/:id", requireMember, validate("param", z.object({ id: requestIdParam })), async (c) => {
-    const orgId = c.get("caller").orgId;
-    const request = await loadRequest(c.env.DB, orgId, c.req.valid("param").id);
-    const jobs = await drizzle(c.env.DB)
-      .select()
-      .from(buildJobs)
-      .where(and(eq(buildJobs.orgId, orgId), eq(buildJobs.requestId, request.id)))
-      .orderBy(desc(buildJobs.createdAtMs))
-      .limit(20);
-    return c.json({ ...requestView(request), jobs: jobs.map(jobView) });
+    const request = await loadRequest(c.env.DB, c.get("caller").orgId, c.req.valid("param").id);
+    return c.json(await requestAnswer(c.env.DB, request));
   })
   .put("/build-requests/:id/plan", requireMember, validate("param", z.object({ id: requestIdParam })), validate("json", planBody), async (c) => {
     const caller = c.get("caller");
@@ -199,7 +204,7 @@ export const projectRoutes = new Hono<AppEnv>()
       throw new DocketError("request_locked", `the plan of a request labelled ${after.label} or with a held job cannot change`, { label: after.label });
     }
     log("build.plan_saved", { org: caller.orgId, request: request.id, by: caller.tokenId, reason: "a member saved the plan" });
-    return c.json(requestView(after));
+    return c.json(await requestAnswer(c.env.DB, after));
   })
   .post("/build-requests/:id/dispatch", requireMember, validate("param", z.object({ id: requestIdParam })), async (c) => {
     // The key is the job's id, so it follows the job id's narrower rule (docs/protocol.md, "Idempotency").
@@ -230,5 +235,5 @@ export const projectRoutes = new Hono<AppEnv>()
       tokenId: caller.tokenId,
       origin: new URL(c.req.url).origin,
     });
-    return c.json({ ...jobView(result.job), message: result.message }, result.status);
+    return c.json({ ...(await jobAnswer(c.env, result.job)), message: result.message }, result.status);
   });

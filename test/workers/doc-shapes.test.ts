@@ -5,6 +5,7 @@
 import { describe, expect, it } from "vitest";
 import protocol from "../../docs/protocol.md?raw";
 import { createOrgWithSecret, finishRun, stubReceiver, waitFor } from "./events-helpers";
+import { createProject, createRequest, readyToBuild } from "./builds-helpers";
 import { ADMIN_SECRET, attemptCall, call, claim, dispatch, getRun, registerRunner } from "./helpers";
 
 type Json = Record<string, any>;
@@ -43,8 +44,8 @@ function answered(values: Json[], doc: string[]): string[] {
   return [...paths].sort();
 }
 
-function expectShape(name: string, values: Json[]) {
-  const doc = documented(name);
+function expectShape(name: string, values: Json[], without: string[] = []) {
+  const doc = documented(name).filter((p) => !without.some((w) => p === w || p.startsWith(`${w}.`) || p.startsWith(`${w}[]`)));
   expect(new Set(doc).size, `${name}: a field listed twice`).toBe(doc.length);
   expect(answered(values, doc), `docs/protocol.md shape "${name}"`).toEqual([...doc].sort());
 }
@@ -110,5 +111,40 @@ describe("docs/protocol.md lists every field the answers have, and no other", ()
     } finally {
       receiver.restore();
     }
+  });
+
+  it("a project, a build request, a build job and a credit entry: the same on create, change, read and list", async () => {
+    const { admin, projectId, requestIds } = await readyToBuild({ creditCents: 10_000, requests: 2, name: "docs-builds" });
+    const bare = await call("POST", "/v1/projects", { token: admin, body: { name: "bare", source_url: "https://github.com/acme/bare", launch: { command: ["x"] } } });
+    expect(bare.status).toBe(201);
+    const projects = [bare.body, (await call("GET", `/v1/projects/${projectId}`, { token: admin })).body];
+    expect(bare.body).toEqual((await call("GET", `/v1/projects/${bare.body.id}`, { token: admin })).body);
+    expectShape("project", projects);
+    expectShape("project", (await call("GET", "/v1/projects", { token: admin })).body.projects);
+
+    const created = await call("POST", `/v1/projects/${await createProject(admin)}/requests`, { token: admin, body: { title: "t" } });
+    expect(created.status).toBe(201);
+    expect(created.body).toEqual((await call("GET", `/v1/build-requests/${created.body.id}`, { token: admin })).body);
+    const planned = await call("PUT", `/v1/build-requests/${requestIds[1]}/plan`, { token: admin, body: { pinned_commit: "a".repeat(40), migration_plan: "p", chain_target: "base" } });
+    expect(planned.status).toBe(200);
+    expect(planned.body).toEqual((await call("GET", `/v1/build-requests/${requestIds[1]}`, { token: admin })).body);
+    expectShape("build-request", [created.body, planned.body]);
+    expectShape("build-request", (await call("GET", "/v1/build-requests", { token: admin })).body.requests, ["jobs"]);
+
+    const dispatched = await call("POST", `/v1/build-requests/${requestIds[0]}/dispatch`, { token: admin, body: {}, headers: { "Idempotency-Key": "docs-job" } });
+    expect(dispatched.status).toBe(201);
+    const { message, ...job } = dispatched.body;
+    expect(message).toBeNull();
+    const read = (await call("GET", "/v1/build-jobs/docs-job", { token: admin })).body;
+    expect(job).toEqual(read);
+    expectShape("build-job", [read]);
+    expectShape("build-job", (await call("GET", "/v1/build-jobs", { token: admin })).body.jobs, ["run", "entries"]);
+    expectShape("build-job", (await call("GET", `/v1/build-requests/${requestIds[0]}`, { token: admin })).body.jobs, ["run", "entries"]);
+
+    const credit = await call("GET", "/v1/credits", { token: admin });
+    expect(credit.body.entries.map((e: Json) => e.kind).sort()).toEqual(["grant", "reserve"]);
+    expectShape("credit-entry", credit.body.entries);
+    expectShape("credit-entry", read.entries);
+    await createRequest(admin, projectId, "unused");
   });
 });
