@@ -20,7 +20,7 @@ const grantBody = z
 
 const entriesQuery = z
   .object({
-    ...pageQuery(seqCursor, 1_000),
+    ...pageQuery(seqCursor),
     job_id: z.string().min(1).max(128).optional(),
   })
   .strict();

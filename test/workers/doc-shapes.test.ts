@@ -102,6 +102,9 @@ describe("docs/protocol.md lists every field the answers have, and no other", ()
       expect(cancelled.status).toBe(200);
       expect(cancelled.body).toEqual(await getRun(admin, dispatched.body.id));
 
+      const events = await call("GET", `/v1/runs/${done}/events?limit=1000`, { token: admin });
+      expect(events.body.events.length).toBeGreaterThan(2);
+      expectShape("run-event", events.body.events);
       const list = await call("GET", "/v1/runs", { token: admin });
       expect(list.body.runs).toHaveLength(3);
       expectShape("run-list-item", list.body.runs);
