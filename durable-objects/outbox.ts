@@ -5,6 +5,7 @@
 
 import type { Config } from "../src/config";
 import type { Env, OutboxMessage } from "../src/env";
+import { exponentialBackoffMs } from "../src/lib/backoff";
 import { logRun } from "../src/lib/log";
 import { eventAttempt } from "../src/queue/messages";
 import type { RunEventDraft, RunRecord } from "../src/run/types";
@@ -15,6 +16,11 @@ export interface StoredEvent {
   at_ms: number;
   /** The event's JSON text: plain strings cross Durable Object RPC without type gymnastics. */
   data: string;
+}
+
+/** Delay after the `attempts`-th failed publish: OUTBOX_BACKOFF_MS * 2^attempts, the exponent at most 16 (no cap on the delay). */
+export function publishRetryMs(config: Pick<Config, "outboxBackoffMs">, attempts: number): number {
+  return exponentialBackoffMs({ baseMs: config.outboxBackoffMs, maxDoublings: 16 }, attempts);
 }
 
 interface OutboxRow {
@@ -120,7 +126,7 @@ export class Outbox {
       }
     } catch (err) {
       const attempts = due[0].attempts + 1;
-      const retryAt = now + this.config.outboxBackoffMs * 2 ** Math.min(attempts, 16);
+      const retryAt = now + publishRetryMs(this.config, attempts);
       this.sql.exec(
         `UPDATE outbox SET attempts = attempts + 1, next_attempt_at_ms = ?, last_error = ? WHERE seq IN (${due.map(() => "?").join(",")})`,
         retryAt,

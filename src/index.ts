@@ -3,7 +3,7 @@
 
 import { checkRunAlarms } from "./alarm-backstop";
 import { app } from "./app";
-import { reconcileUnconfirmedJobs, settleEndedJobs } from "./builds/dispatcher";
+import { reconcileUnconfirmedJobs, settleEndedJobs } from "./builds/reconcile";
 import { loadConfig } from "./config";
 import type { Env } from "./env";
 import { log } from "./lib/log";

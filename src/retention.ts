@@ -9,7 +9,7 @@ import { drizzle } from "drizzle-orm/d1";
 import type { Config } from "./config";
 import { endedRuns, idempotencyKeys } from "./db/schema";
 import type { Env } from "./env";
-import { runStub } from "./routes/stubs";
+import { runStub } from "./lib/stubs";
 import { log, logRun } from "./lib/log";
 import { keyExpired } from "./run/idempotency";
 

@@ -1,7 +1,7 @@
 // What a build job sends to the run engine, and how projects, requests and jobs look in the API.
 
 import type { buildJobs, buildRequests, projects } from "../db/ledger-schema";
-import type { DispatchBody } from "../routes/runs";
+import type { DispatchInput } from "../run/dispatch";
 import type { LaunchSpec } from "../run/types";
 import { HELD_JOB_STATUSES, type JobStatus } from "./states";
 
@@ -34,7 +34,7 @@ export function dispatchPayload(job: JobRow) {
 export const BUILD_ENV_PREFIX = "DOCKET_";
 
 /** The run the job becomes: a pure function of the job row, so retries never conflict with themselves. */
-export function runBodyFor(job: JobRow): DispatchBody {
+export function runBodyFor(job: JobRow): DispatchInput {
   const p = dispatchPayload(job);
   const launch = JSON.parse(job.launch) as LaunchSpec;
   return {

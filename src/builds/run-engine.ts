@@ -3,13 +3,13 @@
 
 import type { Env } from "../env";
 import { isRefusal } from "../errors";
-import { dispatchRun, type DispatchBody } from "../routes/runs";
-import { runStub } from "../routes/stubs";
+import { dispatchRun, type DispatchInput } from "../run/dispatch";
+import { runStub } from "../lib/stubs";
 import type { RunView } from "../run/view";
 
 export const runEngine = {
   /** Creates the run, or replays it: the same key and payload never create a second run. */
-  async dispatch(env: Env, orgId: string, body: DispatchBody, key: string): Promise<RunView> {
+  async dispatch(env: Env, orgId: string, body: DispatchInput, key: string): Promise<RunView> {
     return (await dispatchRun(env, orgId, body, key)).run;
   },
 

@@ -12,7 +12,7 @@ import type { Env } from "../env";
 import { isRefusal } from "../errors";
 import { logRun } from "../lib/log";
 import { QUEUE_DELAY_MAX_S, type CallbackMessage } from "../queue/messages";
-import { runStub } from "../routes/stubs";
+import { runStub } from "../lib/stubs";
 import type { RunView } from "../run/view";
 import { callbackBackoffMs, claimAttempt, markFailed, readDelivery, recordAttempt, type DeliveryRow } from "./deliveries";
 import { signingSecrets } from "./secret";

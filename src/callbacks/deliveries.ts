@@ -8,6 +8,7 @@ import { and, eq, sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import type { Config } from "../config";
 import { callbackDeliveries } from "../db/schema";
+import { exponentialBackoffMs } from "../lib/backoff";
 
 export type DeliveryRow = typeof callbackDeliveries.$inferSelect;
 
@@ -99,5 +100,5 @@ export type CallbackView = ReturnType<typeof callbackView>;
 
 /** Backoff before the next attempt: base * 2^(attempt-1), capped (attempt counts from 1). */
 export function callbackBackoffMs(config: Config, attempt: number): number {
-  return Math.min(config.callbackBackoffMaxMs, config.callbackBackoffBaseMs * 2 ** Math.min(Math.max(0, attempt - 1), 30));
+  return exponentialBackoffMs({ baseMs: config.callbackBackoffBaseMs, maxMs: config.callbackBackoffMaxMs, maxDoublings: 30 }, attempt - 1);
 }

@@ -5,7 +5,7 @@ import { DocketError, isRefusal, unwrap } from "../errors";
 import type { Env, OutboxMessage } from "../env";
 import { logRun } from "../lib/log";
 import { eventsQueue } from "../queue/messages";
-import { runStub } from "../routes/stubs";
+import { runStub } from "../lib/stubs";
 import { isRunState, isTerminal } from "../run/states";
 import { ensurePending, readDelivery, startRound, type DeliveryRow } from "./deliveries";
 

@@ -13,7 +13,7 @@ import type { Env } from "../env";
 import { log, logRun } from "../lib/log";
 import { performEffects } from "./effects";
 import { isRefusal } from "../errors";
-import { runStub } from "../routes/stubs";
+import { runStub } from "../lib/stubs";
 import { eventAttempt, type CallbackMessage, isCallbackMessage, parseOutboxMessage, queueRetryDelaySeconds } from "./messages";
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);

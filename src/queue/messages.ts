@@ -3,6 +3,7 @@
 
 import type { Config } from "../config";
 import type { Env, OutboxMessage } from "../env";
+import { exponentialBackoffMs } from "../lib/backoff";
 
 /** One completion-callback delivery: each delivery of this message is at most one attempt. */
 export interface CallbackMessage {
@@ -48,7 +49,7 @@ export function eventAttempt(data: Record<string, unknown>): number {
 
 /** Delay before the queue delivers a failed message again: base * 2^(attempts-1), capped. */
 export function queueRetryDelaySeconds(config: Config, attempts: number): number {
-  const ms = Math.min(config.queueRetryMaxMs, config.queueRetryBaseMs * 2 ** Math.min(Math.max(0, attempts - 1), 30));
+  const ms = exponentialBackoffMs({ baseMs: config.queueRetryBaseMs, maxMs: config.queueRetryMaxMs, maxDoublings: 30 }, attempts - 1);
   return Math.min(QUEUE_DELAY_MAX_S, Math.ceil(ms / 1_000));
 }
 

@@ -8,7 +8,7 @@ import { Hono } from "hono";
 import { z } from "zod";
 import type { AppEnv } from "../app-types";
 import { requireAdmin, requireMember } from "../auth";
-import { completeByCallback, reconcileJob } from "../builds/dispatcher";
+import { completeByCallback, reconcileJob } from "../builds/reconcile";
 import { jobView } from "../builds/payload";
 import { runEngine } from "../builds/run-engine";
 import { resolveJob } from "../builds/settle";

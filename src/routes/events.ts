@@ -10,7 +10,7 @@ import { callbackView } from "../callbacks/deliveries";
 import { redeliverCallback } from "../callbacks/schedule";
 import { DocketError, unwrap } from "../errors";
 import { runIdParam, validate } from "../validate";
-import { runStub } from "./stubs";
+import { runStub } from "../lib/stubs";
 
 const idParam = z.object({ id: runIdParam });
 

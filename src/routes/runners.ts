@@ -19,7 +19,7 @@ import { log } from "../lib/log";
 import { afterCursor, keysetCursor, pageOf, pageQuery, pageSize } from "../lib/pagination";
 import { normalizeLabels } from "../run/labels";
 import { attemptParam, cliVersion, labelList, protocolList, runIdParam, validate } from "../validate";
-import { runStub, schedulerStub } from "./stubs";
+import { runStub, schedulerStub } from "../lib/stubs";
 
 const registerBody = z
   .object({

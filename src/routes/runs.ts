@@ -7,18 +7,15 @@ import { z } from "zod";
 import type { AppEnv } from "../app-types";
 import { callbackView, readDelivery } from "../callbacks/deliveries";
 import { requireMember } from "../auth";
-import { idempotencyKeys, runs } from "../db/schema";
-import { DocketError, unwrap } from "../errors";
-import { canonicalJson } from "../lib/canonical-json";
-import { newId, sha256Hex } from "../lib/crypto";
-import { normalizeLabels } from "../run/labels";
-import { keyExpired } from "../run/idempotency";
-import { loadConfig, type Config } from "../config";
+import { runs } from "../db/schema";
+import { unwrap } from "../errors";
+import { type Config } from "../config";
 import { RUN_STATES } from "../run/states";
 import { checkDispatch } from "../bounds";
 import { BOUND_CEILINGS } from "../config";
 import { atMostKeys, idempotencyKeyOf, labelList, runIdParam, validate } from "../validate";
-import { runStub } from "./stubs";
+import { runStub } from "../lib/stubs";
+import { dispatchRun } from "../run/dispatch";
 import { afterCursor, keysetCursor, pageOf, pageQuery, pageSize, seqCursor } from "../lib/pagination";
 
 export const dispatchBody = z
@@ -62,60 +59,6 @@ const cancelBody = z.object({ reason: z.string().max(1_000).optional() }).strict
 const eventsQuery = z.object(pageQuery(seqCursor, 1_000)).strict();
 
 const idParam = z.object({ id: runIdParam });
-
-/**
- * Creates a run, or replays it for a repeated Idempotency-Key with the same payload. The key is
- * claimed before the run object exists, so a crash in between is finished by the retry; a replay
- * that finds the run also finishes its queue row, events and alarm (RunObject.create).
- */
-export async function dispatchRun(env: AppEnv["Bindings"], orgId: string, body: DispatchBody, key: string | null) {
-  const db = drizzle(env.DB);
-  const payloadHash = await sha256Hex(canonicalJson(body));
-  let runId = newId("run");
-  let replayed = false;
-  if (key !== null) {
-    const inserted = await db
-      .insert(idempotencyKeys)
-      .values({ orgId, key, payloadHash, runId, createdAtMs: Date.now() })
-      // A key older than IDEMPOTENCY_KEY_TTL_MS is taken over: it names the new run from now on.
-      .onConflictDoUpdate({
-        target: [idempotencyKeys.orgId, idempotencyKeys.key],
-        set: { payloadHash, runId, createdAtMs: Date.now() },
-        setWhere: keyExpired(Date.now() - loadConfig(env).idempotencyKeyTtlMs),
-      })
-      .returning({ runId: idempotencyKeys.runId });
-    if (inserted.length === 0) {
-      const existing = await db
-        .select()
-        .from(idempotencyKeys)
-        .where(and(eq(idempotencyKeys.orgId, orgId), eq(idempotencyKeys.key, key)))
-        .get();
-      if (!existing) throw new DocketError("internal", "idempotency key vanished");
-      if (existing.payloadHash !== payloadHash) {
-        throw new DocketError("idempotency_conflict", "this Idempotency-Key was used with another payload", {
-          run_id: existing.runId,
-        });
-      }
-      runId = existing.runId;
-      replayed = true;
-    }
-  }
-  const protocol = body.launch.protocol ?? "process";
-  const labels = normalizeLabels(body.labels ?? []);
-  const run = await runStub(env, runId).create({
-    id: runId,
-    orgId,
-    brief: body.brief,
-    repository: body.repository ? { url: body.repository.url, commit: body.repository.commit ?? null } : null,
-    labels,
-    priority: body.priority ?? 0,
-    launch: { protocol, command: body.launch.command, image: body.launch.image ?? null, env: body.launch.env ?? {} },
-    callbackUrl: body.callback_url ?? null,
-    metadata: body.metadata ?? {},
-    createdAtMs: Date.now(),
-  });
-  return { run, replayed };
-}
 
 /** The run as every run answer shows it: with its completion callback's receipt, which lives in D1 apart from the run (docs/callbacks.md). */
 async function runAnswer<T extends { id: string; callback_url: string | null }>(env: AppEnv["Bindings"], run: T, config: Config) {

@@ -4,8 +4,9 @@
 
 import type { Config } from "../config";
 import type { ErrorBody } from "../errors";
+import { exponentialBackoffMs } from "../lib/backoff";
 import { canTransition, HELD_STATES, isTerminal, type RunState } from "./states";
-import type { Hop, RunCommand, RunEventDraft, RunRecord, Step } from "./types";
+import type { FinalReport, Hop, RunCommand, RunEventDraft, RunRecord, Step } from "./types";
 
 export type DecideConfig = Pick<
   Config,
@@ -75,8 +76,7 @@ function currentStep(run: RunRecord): Step | undefined {
 
 /** Launch-failure backoff: exponential with equal jitter, so the delay is in [d/2, d]. */
 export function backoffMs(config: DecideConfig, attempt: number, jitter: number): number {
-  const exp = Math.min(config.backoffMaxMs, config.backoffBaseMs * 2 ** Math.max(0, attempt - 1));
-  return Math.round(exp / 2 + (exp / 2) * Math.min(1, Math.max(0, jitter)));
+  return exponentialBackoffMs({ baseMs: config.backoffBaseMs, maxMs: config.backoffMaxMs, jitter: "equal" }, attempt - 1, jitter);
 }
 
 /**
@@ -154,265 +154,315 @@ function replayedReport(run: RunRecord, command: Extract<RunCommand, { type: "re
   return null;
 }
 
+type Command<T extends RunCommand["type"]> = Extract<RunCommand, { type: T }>;
+type Rule<T extends RunCommand["type"]> = (d: Draft, command: Command<T>, config: DecideConfig) => Decision;
+
+/** One rule per command; decide() only picks the rule (dispatch-lifecycle.md, "Decisions"). */
+const RULES: { [T in RunCommand["type"]]: Rule<T> } = {
+  claim: decideClaim,
+  launched: decideLaunched,
+  lease: decideLease,
+  launch_failed: decideLaunchFailed,
+  stopped: decideStopped,
+  report: decideReport,
+  cancel: decideCancel,
+  deadline: (d, command, config) => reap(d, config, command.recoveredAtMs, command.jitter),
+  pause: decidePause,
+  quiesced: decideQuiesced,
+  resume: decideResume,
+  block: decideBlock,
+  authorize: decideAuthorize,
+  publish: decidePublish,
+  published: decidePublished,
+  publish_interrupted: decidePublishInterrupted,
+  publish_failed: decidePublishFailed,
+};
+
 export function decide(input: RunRecord, command: RunCommand, now: number, config: DecideConfig): Decision {
-  const run: RunRecord = structuredClone(input);
-  const d = new Draft(run, now);
-  switch (command.type) {
-    case "claim": {
-      if (run.state !== "queued") {
-        return refuse(isTerminal(run.state) ? "task_gone" : "invalid_transition", `run ${run.id} is ${run.state}, not queued`, {
-          state: run.state,
-        });
-      }
-      if (run.hold) return refuse("invalid_transition", `run ${run.id} is held by an operator`, { state: run.state });
-      if (run.notBeforeMs > now) {
-        return refuse("invalid_transition", `run ${run.id} is backing off until ${run.notBeforeMs}`, {
-          state: run.state,
-          not_before_ms: run.notBeforeMs,
-        });
-      }
-      run.attempt += 1;
-      run.machineId = command.machineId;
-      run.sandboxId = null;
-      run.claimedAtMs = now;
-      run.launchedAtMs = null;
-      run.lastReportAtMs = null;
-      run.leaseExpiresAtMs = now + config.leaseTtlMs;
-      run.launchDeadlineAtMs = now + config.launchDeadlineMs;
-      run.steps.push({
-        attempt: run.attempt,
-        machineId: command.machineId,
-        claimedAtMs: now,
-        launchedAtMs: null,
-        sandboxId: null,
-        endedAtMs: null,
-        outcome: null,
-        error: null,
-      });
-      d.to("claimed", `claimed by machine ${command.machineId}`);
-      return d.done();
-    }
+  const d = new Draft(structuredClone(input), now);
+  const rule = RULES[command.type] as Rule<RunCommand["type"]>;
+  return rule(d, command, config);
+}
 
-    case "launched": {
-      const bad = checkAttempt(run, command.attempt, command.machineId);
-      if (bad) return bad;
-      if (run.state !== "claimed") {
-        if (run.sandboxId === command.sandboxId) return d.done(); // a replayed launched call
-        if (run.sandboxId === null) {
-          // The daemon's first report proved the launch before this call arrived: record the sandbox.
-          run.sandboxId = command.sandboxId;
-          const step = currentStep(run);
-          if (step) step.sandboxId = command.sandboxId;
-          d.touch();
-          return d.done();
-        }
-        return refuse("invalid_transition", `attempt ${run.attempt} was already launched`, { state: run.state });
-      }
-      run.sandboxId = command.sandboxId;
-      run.launchedAtMs = now;
-      run.launchDeadlineAtMs = null;
-      run.leaseExpiresAtMs = now + config.leaseTtlMs;
-      const step = currentStep(run);
-      if (step) {
-        step.launchedAtMs = now;
-        step.sandboxId = command.sandboxId;
-      }
-      d.to("implementing", `launched in sandbox ${command.sandboxId}`);
-      return d.done();
-    }
-
-    case "lease": {
-      const bad = checkAttempt(run, command.attempt, command.machineId);
-      if (bad) return bad;
-      run.leaseExpiresAtMs = now + config.leaseTtlMs;
-      d.touch();
-      return d.done();
-    }
-
-    case "launch_failed": {
-      const bad = checkAttempt(run, command.attempt, command.machineId);
-      if (bad) return bad;
-      if (run.state !== "claimed") {
-        return refuse("invalid_transition", `attempt ${run.attempt} was launched; report its end instead`, {
-          state: run.state,
-        });
-      }
-      endAttempt(d, config, `launch failed: ${command.error}`, command.jitter);
-      return d.done();
-    }
-
-    case "stopped": {
-      const bad = checkAttempt(run, command.attempt, command.machineId);
-      if (bad) return bad;
-      const reason = command.reason ?? "sandbox stopped";
-      if (run.stopRequest) {
-        d.to("cancelled", "stop request carried out by the runner");
-      } else if (run.state === "pausing") {
-        d.endStep("paused", null);
-        d.to("paused", `execution stopped: ${reason}`);
-      } else {
-        run.lastError = reason;
-        d.to("failed", reason);
-      }
-      return d.done();
-    }
-
-    case "report": {
-      const replayed = replayedReport(run, command);
-      if (replayed) return replayed;
-      const bad = checkAttempt(run, command.attempt, null);
-      if (bad) return bad;
-      run.lastReportAtMs = now;
-      if (command.seq != null) run.lastReportSeq = { attempt: run.attempt, seq: command.seq };
-      d.touch();
-      if (run.state === "claimed") {
-        // The daemon can speak before the runner's launched call arrives; its report proves the launch.
-        run.launchedAtMs = now;
-        run.launchDeadlineAtMs = null;
-        const step = currentStep(run);
-        if (step) step.launchedAtMs = now;
-        d.to("implementing", "the daemon reported before the launched call");
-      }
-      if (command.phase && command.phase !== run.phase) {
-        run.phase = command.phase;
-        d.emit("run.phase", { phase: command.phase, attempt: run.attempt });
-      }
-      if (command.lines.length > 0) d.emit("run.output", { lines: command.lines, attempt: run.attempt });
-      const final = command.final;
-      if (!final) return d.done();
-      run.costCents = final.costCents;
-      if (final.artifact) {
-        run.artifact = {
-          ...final.artifact,
-          exitCodes: final.exitCodes,
-          empty: final.artifact.patch.trim().length === 0,
-        };
-        d.emit("run.artifact", { attempt: run.attempt, empty: run.artifact.empty, cost_cents: final.costCents });
-      }
-      if (run.stopRequest) {
-        d.to("cancelled", "stop request pending when the daemon finished");
-      } else if (final.outcome === "completed" && run.state === "implementing") {
-        d.to("completed", "the daemon reported a result for review");
-      } else if (final.outcome === "completed") {
-        d.endStep("paused", null);
-        d.to("paused", "the daemon finished while pausing");
-      } else {
-        run.lastError = final.error ?? "the agent failed";
-        d.to("failed", run.lastError);
-      }
-      return d.done();
-    }
-
-    case "cancel": {
-      if (run.state === "cancelled") return d.done();
-      if (isTerminal(run.state)) return refuse("task_gone", `run ${run.id} is ${run.state}`, { state: run.state });
-      if (run.state === "queued" || run.state === "paused" || run.state === "blocked") {
-        run.stopRequest = { requestedAtMs: now, reason: command.reason, by: command.by };
-        d.to("cancelled", command.reason ? `cancelled: ${command.reason}` : "cancelled");
-        return d.done();
-      }
-      if (run.state === "publishing") {
-        // The table has no publishing -> cancelled: an accepted stop could not always end cancelled.
-        return refuse("invalid_transition", `run ${run.id} is publishing: cancel it once it is paused or has ended`, { state: run.state });
-      }
-      if (!run.stopRequest) {
-        run.stopRequest = { requestedAtMs: now, reason: command.reason, by: command.by };
-        run.version += 1;
-        d.emit("run.stop_requested", { by: command.by, reason: command.reason, attempt: run.attempt });
-      }
-      return d.done();
-    }
-
-    case "deadline":
-      return reap(d, config, command.recoveredAtMs, command.jitter);
-
-    case "pause": {
-      if (command.hold) run.hold = true;
-      if (run.state === "queued") {
-        d.to("paused", command.reason ?? "paused before a runner took it");
-      } else if (run.state === "implementing") {
-        run.continuation = "implementing";
-        d.to("pausing", command.reason ?? "pause requested");
-      } else {
-        return refuse("invalid_transition", `a ${run.state} run cannot be paused`, { state: run.state });
-      }
-      return d.done();
-    }
-
-    case "quiesced": {
-      if (run.state !== "pausing") return refuse("invalid_transition", `run ${run.id} is not pausing`, { state: run.state });
-      d.endStep("paused", null);
-      d.to("paused", "execution quiescent");
-      if (run.stopRequest) d.to("cancelled", "stop request carried out at a checkpoint");
-      return d.done();
-    }
-
-    case "resume": {
-      if (run.state !== "paused") return refuse("invalid_transition", `run ${run.id} is not paused`, { state: run.state });
-      run.hold = false;
-      run.queuedAtMs = now;
-      run.notBeforeMs = now;
-      run.machineId = null;
-      run.sandboxId = null;
-      d.to("queued", run.continuation ? `continuation of ${run.continuation}` : "resumed");
-      return d.done();
-    }
-
-    case "block": {
-      if (!canTransition(run.state, "blocked")) {
-        return refuse("invalid_transition", `a ${run.state} run cannot be blocked`, { state: run.state });
-      }
-      if (run.stopRequest) {
-        // A pending stop outranks the blocker: the run ends cancelled, never waits for a human.
-        d.to("cancelled", `stop request carried out instead of blocking: ${command.reason}`);
-        return d.done();
-      }
-      if (HELD_STATES.includes(run.state)) d.endStep("blocked", command.reason);
-      run.blocker = command.reason;
-      d.to("blocked", command.reason);
-      return d.done();
-    }
-
-    case "authorize": {
-      if (run.state !== "blocked") return refuse("invalid_transition", `run ${run.id} is not blocked`, { state: run.state });
-      run.blocker = null;
-      run.queuedAtMs = now;
-      run.notBeforeMs = now;
-      run.machineId = null;
-      d.to("queued", "a human authorized the run again");
-      return d.done();
-    }
-
-    case "publish": {
-      if (run.state === "implementing" && run.stopRequest) {
-        d.to("cancelled", "stop request carried out before publication");
-      } else if (run.state === "implementing") {
-        d.to("publishing", "verified outcome accepted");
-      } else if (run.state === "queued" && run.continuation === "publishing") {
-        d.to("publishing", "publication continuation reconciled");
-      } else {
-        return refuse("invalid_transition", `a ${run.state} run cannot publish`, { state: run.state });
-      }
-      return d.done();
-    }
-
-    case "published":
-    case "publish_interrupted":
-    case "publish_failed": {
-      if (run.state !== "publishing") return refuse("invalid_transition", `run ${run.id} is not publishing`, { state: run.state });
-      if (command.type === "published") {
-        d.to("completed", "pull request confirmed");
-      } else if (command.type === "publish_interrupted") {
-        run.continuation = "publishing";
-        d.to("paused", command.reason);
-        if (run.stopRequest) d.to("cancelled", "stop request carried out at a recoverable boundary");
-      } else {
-        run.lastError = command.error;
-        d.to("failed", command.error);
-      }
-      return d.done();
-    }
+function decideClaim(d: Draft, command: Command<"claim">, config: DecideConfig): Decision {
+  const { run, now } = d;
+  if (run.state !== "queued") {
+    return refuse(isTerminal(run.state) ? "task_gone" : "invalid_transition", `run ${run.id} is ${run.state}, not queued`, {
+      state: run.state,
+    });
   }
+  if (run.hold) return refuse("invalid_transition", `run ${run.id} is held by an operator`, { state: run.state });
+  if (run.notBeforeMs > now) {
+    return refuse("invalid_transition", `run ${run.id} is backing off until ${run.notBeforeMs}`, {
+      state: run.state,
+      not_before_ms: run.notBeforeMs,
+    });
+  }
+  run.attempt += 1;
+  run.machineId = command.machineId;
+  run.sandboxId = null;
+  run.claimedAtMs = now;
+  run.launchedAtMs = null;
+  run.lastReportAtMs = null;
+  run.leaseExpiresAtMs = now + config.leaseTtlMs;
+  run.launchDeadlineAtMs = now + config.launchDeadlineMs;
+  run.steps.push({
+    attempt: run.attempt,
+    machineId: command.machineId,
+    claimedAtMs: now,
+    launchedAtMs: null,
+    sandboxId: null,
+    endedAtMs: null,
+    outcome: null,
+    error: null,
+  });
+  d.to("claimed", `claimed by machine ${command.machineId}`);
+  return d.done();
+}
+
+function decideLaunched(d: Draft, command: Command<"launched">, config: DecideConfig): Decision {
+  const { run, now } = d;
+  const bad = checkAttempt(run, command.attempt, command.machineId);
+  if (bad) return bad;
+  if (run.state !== "claimed") {
+    if (run.sandboxId === command.sandboxId) return d.done(); // a replayed launched call
+    if (run.sandboxId === null) {
+      // The daemon's first report proved the launch before this call arrived: record the sandbox.
+      run.sandboxId = command.sandboxId;
+      const step = currentStep(run);
+      if (step) step.sandboxId = command.sandboxId;
+      d.touch();
+      return d.done();
+    }
+    return refuse("invalid_transition", `attempt ${run.attempt} was already launched`, { state: run.state });
+  }
+  run.sandboxId = command.sandboxId;
+  run.launchedAtMs = now;
+  run.launchDeadlineAtMs = null;
+  run.leaseExpiresAtMs = now + config.leaseTtlMs;
+  const step = currentStep(run);
+  if (step) {
+    step.launchedAtMs = now;
+    step.sandboxId = command.sandboxId;
+  }
+  d.to("implementing", `launched in sandbox ${command.sandboxId}`);
+  return d.done();
+}
+
+function decideLease(d: Draft, command: Command<"lease">, config: DecideConfig): Decision {
+  const bad = checkAttempt(d.run, command.attempt, command.machineId);
+  if (bad) return bad;
+  d.run.leaseExpiresAtMs = d.now + config.leaseTtlMs;
+  d.touch();
+  return d.done();
+}
+
+function decideLaunchFailed(d: Draft, command: Command<"launch_failed">, config: DecideConfig): Decision {
+  const run = d.run;
+  const bad = checkAttempt(run, command.attempt, command.machineId);
+  if (bad) return bad;
+  if (run.state !== "claimed") {
+    return refuse("invalid_transition", `attempt ${run.attempt} was launched; report its end instead`, {
+      state: run.state,
+    });
+  }
+  endAttempt(d, config, `launch failed: ${command.error}`, command.jitter);
+  return d.done();
+}
+
+function decideStopped(d: Draft, command: Command<"stopped">): Decision {
+  const run = d.run;
+  const bad = checkAttempt(run, command.attempt, command.machineId);
+  if (bad) return bad;
+  const reason = command.reason ?? "sandbox stopped";
+  if (run.stopRequest) {
+    d.to("cancelled", "stop request carried out by the runner");
+  } else if (run.state === "pausing") {
+    d.endStep("paused", null);
+    d.to("paused", `execution stopped: ${reason}`);
+  } else {
+    run.lastError = reason;
+    d.to("failed", reason);
+  }
+  return d.done();
+}
+
+function decideReport(d: Draft, command: Command<"report">): Decision {
+  const { run, now } = d;
+  const replayed = replayedReport(run, command);
+  if (replayed) return replayed;
+  const bad = checkAttempt(run, command.attempt, null);
+  if (bad) return bad;
+  run.lastReportAtMs = now;
+  if (command.seq != null) run.lastReportSeq = { attempt: run.attempt, seq: command.seq };
+  d.touch();
+  if (run.state === "claimed") {
+    // The daemon can speak before the runner's launched call arrives; its report proves the launch.
+    run.launchedAtMs = now;
+    run.launchDeadlineAtMs = null;
+    const step = currentStep(run);
+    if (step) step.launchedAtMs = now;
+    d.to("implementing", "the daemon reported before the launched call");
+  }
+  if (command.phase && command.phase !== run.phase) {
+    run.phase = command.phase;
+    d.emit("run.phase", { phase: command.phase, attempt: run.attempt });
+  }
+  if (command.lines.length > 0) d.emit("run.output", { lines: command.lines, attempt: run.attempt });
+  if (command.final) endByFinalReport(d, command.final);
+  return d.done();
+}
+
+/** The daemon's final report: its cost and artifact, then the run's end (a pending stop outranks the outcome). */
+function endByFinalReport(d: Draft, final: FinalReport): void {
+  const run = d.run;
+  run.costCents = final.costCents;
+  if (final.artifact) {
+    run.artifact = {
+      ...final.artifact,
+      exitCodes: final.exitCodes,
+      empty: final.artifact.patch.trim().length === 0,
+    };
+    d.emit("run.artifact", { attempt: run.attempt, empty: run.artifact.empty, cost_cents: final.costCents });
+  }
+  if (run.stopRequest) {
+    d.to("cancelled", "stop request pending when the daemon finished");
+  } else if (final.outcome === "completed" && run.state === "implementing") {
+    d.to("completed", "the daemon reported a result for review");
+  } else if (final.outcome === "completed") {
+    d.endStep("paused", null);
+    d.to("paused", "the daemon finished while pausing");
+  } else {
+    run.lastError = final.error ?? "the agent failed";
+    d.to("failed", run.lastError);
+  }
+}
+
+function decideCancel(d: Draft, command: Command<"cancel">): Decision {
+  const { run, now } = d;
+  if (run.state === "cancelled") return d.done();
+  if (isTerminal(run.state)) return refuse("task_gone", `run ${run.id} is ${run.state}`, { state: run.state });
+  if (run.state === "queued" || run.state === "paused" || run.state === "blocked") {
+    run.stopRequest = { requestedAtMs: now, reason: command.reason, by: command.by };
+    d.to("cancelled", command.reason ? `cancelled: ${command.reason}` : "cancelled");
+    return d.done();
+  }
+  if (run.state === "publishing") {
+    // The table has no publishing -> cancelled: an accepted stop could not always end cancelled.
+    return refuse("invalid_transition", `run ${run.id} is publishing: cancel it once it is paused or has ended`, { state: run.state });
+  }
+  if (!run.stopRequest) {
+    run.stopRequest = { requestedAtMs: now, reason: command.reason, by: command.by };
+    run.version += 1;
+    d.emit("run.stop_requested", { by: command.by, reason: command.reason, attempt: run.attempt });
+  }
+  return d.done();
+}
+
+function decidePause(d: Draft, command: Command<"pause">): Decision {
+  const run = d.run;
+  if (command.hold) run.hold = true;
+  if (run.state === "queued") {
+    d.to("paused", command.reason ?? "paused before a runner took it");
+  } else if (run.state === "implementing") {
+    run.continuation = "implementing";
+    d.to("pausing", command.reason ?? "pause requested");
+  } else {
+    return refuse("invalid_transition", `a ${run.state} run cannot be paused`, { state: run.state });
+  }
+  return d.done();
+}
+
+function decideQuiesced(d: Draft): Decision {
+  const run = d.run;
+  if (run.state !== "pausing") return refuse("invalid_transition", `run ${run.id} is not pausing`, { state: run.state });
+  d.endStep("paused", null);
+  d.to("paused", "execution quiescent");
+  if (run.stopRequest) d.to("cancelled", "stop request carried out at a checkpoint");
+  return d.done();
+}
+
+function decideResume(d: Draft): Decision {
+  const { run, now } = d;
+  if (run.state !== "paused") return refuse("invalid_transition", `run ${run.id} is not paused`, { state: run.state });
+  run.hold = false;
+  run.queuedAtMs = now;
+  run.notBeforeMs = now;
+  run.machineId = null;
+  run.sandboxId = null;
+  d.to("queued", run.continuation ? `continuation of ${run.continuation}` : "resumed");
+  return d.done();
+}
+
+function decideBlock(d: Draft, command: Command<"block">): Decision {
+  const run = d.run;
+  if (!canTransition(run.state, "blocked")) {
+    return refuse("invalid_transition", `a ${run.state} run cannot be blocked`, { state: run.state });
+  }
+  if (run.stopRequest) {
+    // A pending stop outranks the blocker: the run ends cancelled, never waits for a human.
+    d.to("cancelled", `stop request carried out instead of blocking: ${command.reason}`);
+    return d.done();
+  }
+  if (HELD_STATES.includes(run.state)) d.endStep("blocked", command.reason);
+  run.blocker = command.reason;
+  d.to("blocked", command.reason);
+  return d.done();
+}
+
+function decideAuthorize(d: Draft): Decision {
+  const { run, now } = d;
+  if (run.state !== "blocked") return refuse("invalid_transition", `run ${run.id} is not blocked`, { state: run.state });
+  run.blocker = null;
+  run.queuedAtMs = now;
+  run.notBeforeMs = now;
+  run.machineId = null;
+  d.to("queued", "a human authorized the run again");
+  return d.done();
+}
+
+function decidePublish(d: Draft): Decision {
+  const run = d.run;
+  if (run.state === "implementing" && run.stopRequest) {
+    d.to("cancelled", "stop request carried out before publication");
+  } else if (run.state === "implementing") {
+    d.to("publishing", "verified outcome accepted");
+  } else if (run.state === "queued" && run.continuation === "publishing") {
+    d.to("publishing", "publication continuation reconciled");
+  } else {
+    return refuse("invalid_transition", `a ${run.state} run cannot publish`, { state: run.state });
+  }
+  return d.done();
+}
+
+/** The three ends of a publication apply only to a publishing run. */
+function notPublishing(run: RunRecord): Decision | null {
+  return run.state === "publishing" ? null : refuse("invalid_transition", `run ${run.id} is not publishing`, { state: run.state });
+}
+
+function decidePublished(d: Draft): Decision {
+  const bad = notPublishing(d.run);
+  if (bad) return bad;
+  d.to("completed", "pull request confirmed");
+  return d.done();
+}
+
+function decidePublishInterrupted(d: Draft, command: Command<"publish_interrupted">): Decision {
+  const run = d.run;
+  const bad = notPublishing(run);
+  if (bad) return bad;
+  run.continuation = "publishing";
+  d.to("paused", command.reason);
+  if (run.stopRequest) d.to("cancelled", "stop request carried out at a recoverable boundary");
+  return d.done();
+}
+
+function decidePublishFailed(d: Draft, command: Command<"publish_failed">): Decision {
+  const bad = notPublishing(d.run);
+  if (bad) return bad;
+  d.run.lastError = command.error;
+  d.to("failed", command.error);
+  return d.done();
 }
 
 /**

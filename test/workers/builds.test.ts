@@ -5,7 +5,7 @@
 
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
-import { reconcileUnconfirmedJobs, settleEndedJobs } from "../../src/builds/dispatcher";
+import { reconcileUnconfirmedJobs, settleEndedJobs } from "../../src/builds/reconcile";
 import { runEngine } from "../../src/builds/run-engine";
 import { loadConfig } from "../../src/config";
 import { DocketError } from "../../src/errors";

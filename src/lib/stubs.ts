@@ -1,3 +1,5 @@
+// The Durable Object stubs by name: one run object per run id, one scheduler object per org.
+
 import type { Env } from "../env";
 
 export function runStub(env: Env, runId: string) {

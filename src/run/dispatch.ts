@@ -1,0 +1,83 @@
+// Creating a run with an optional idempotency key: the domain half of POST /v1/runs, also used by
+// build jobs (src/builds/run-engine.ts), so the route only translates HTTP to this call and back.
+
+import { and, eq } from "drizzle-orm";
+import { drizzle } from "drizzle-orm/d1";
+import { loadConfig } from "../config";
+import { idempotencyKeys } from "../db/schema";
+import type { Env } from "../env";
+import { DocketError } from "../errors";
+import { canonicalJson } from "../lib/canonical-json";
+import { newId, sha256Hex } from "../lib/crypto";
+import { runStub } from "../lib/stubs";
+import { keyExpired } from "./idempotency";
+import { normalizeLabels } from "./labels";
+
+/**
+ * A dispatch as the API takes it (field names of the request body, already validated). Its
+ * canonical JSON is what an Idempotency-Key is bound to, so it stays the body's own shape.
+ */
+export interface DispatchInput {
+  brief: string;
+  repository?: { url: string; commit?: string | null } | null;
+  labels?: string[];
+  priority?: number;
+  launch: { protocol?: string; command: string[]; image?: string | null; env?: Record<string, string> };
+  callback_url?: string | null;
+  metadata?: Record<string, string>;
+}
+
+/**
+ * Creates a run, or replays it for a repeated Idempotency-Key with the same payload. The key is
+ * claimed before the run object exists, so a crash in between is finished by the retry; a replay
+ * that finds the run also finishes its queue row, events and alarm (RunObject.create).
+ */
+export async function dispatchRun(env: Env, orgId: string, body: DispatchInput, key: string | null) {
+  const payloadHash = await sha256Hex(canonicalJson(body));
+  const claimed = key === null ? { runId: newId("run"), replayed: false } : await claimKey(env, orgId, key, payloadHash);
+  const runId = claimed.runId;
+  const protocol = body.launch.protocol ?? "process";
+  const labels = normalizeLabels(body.labels ?? []);
+  const run = await runStub(env, runId).create({
+    id: runId,
+    orgId,
+    brief: body.brief,
+    repository: body.repository ? { url: body.repository.url, commit: body.repository.commit ?? null } : null,
+    labels,
+    priority: body.priority ?? 0,
+    launch: { protocol, command: body.launch.command, image: body.launch.image ?? null, env: body.launch.env ?? {} },
+    callbackUrl: body.callback_url ?? null,
+    metadata: body.metadata ?? {},
+    createdAtMs: Date.now(),
+  });
+  return { run, replayed: claimed.replayed };
+}
+
+/** Binds the key to a new run id, or finds the run it already names (same payload) or refuses (another payload). */
+async function claimKey(env: Env, orgId: string, key: string, payloadHash: string): Promise<{ runId: string; replayed: boolean }> {
+  const db = drizzle(env.DB);
+  const runId = newId("run");
+  const inserted = await db
+    .insert(idempotencyKeys)
+    .values({ orgId, key, payloadHash, runId, createdAtMs: Date.now() })
+    // A key older than IDEMPOTENCY_KEY_TTL_MS is taken over: it names the new run from now on.
+    .onConflictDoUpdate({
+      target: [idempotencyKeys.orgId, idempotencyKeys.key],
+      set: { payloadHash, runId, createdAtMs: Date.now() },
+      setWhere: keyExpired(Date.now() - loadConfig(env).idempotencyKeyTtlMs),
+    })
+    .returning({ runId: idempotencyKeys.runId });
+  if (inserted.length > 0) return { runId, replayed: false };
+  const existing = await db
+    .select()
+    .from(idempotencyKeys)
+    .where(and(eq(idempotencyKeys.orgId, orgId), eq(idempotencyKeys.key, key)))
+    .get();
+  if (!existing) throw new DocketError("internal", "idempotency key vanished");
+  if (existing.payloadHash !== payloadHash) {
+    throw new DocketError("idempotency_conflict", "this Idempotency-Key was used with another payload", {
+      run_id: existing.runId,
+    });
+  }
+  return { runId: existing.runId, replayed: true };
+}
