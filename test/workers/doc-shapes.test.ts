@@ -148,6 +148,14 @@ describe("docs/protocol.md lists every field the answers have, and no other", ()
     expect(credit.body.entries.map((e: Json) => e.kind).sort()).toEqual(["grant", "reserve"]);
     expectShape("credit-entry", credit.body.entries);
     expectShape("credit-entry", read.entries);
+    // A grant answers its entry as the ledger lists it, and the balance as GET /v1/credits shows it.
+    const granted = await call("POST", "/v1/credits/grants", { token: admin, body: { amount_cents: 5 } });
+    expect(granted.status).toBe(201);
+    const { entry, ...balance } = granted.body;
+    expectShape("credit-entry", [entry]);
+    const after = (await call("GET", "/v1/credits", { token: admin })).body;
+    expect(after.entries[0]).toEqual(entry);
+    expect(balance).toEqual({ granted_cents: after.granted_cents, available_cents: after.available_cents, held_cents: after.held_cents, spent_cents: after.spent_cents });
     await createRequest(admin, projectId, "unused");
   });
 });
