@@ -282,7 +282,7 @@ export class RunObject extends DurableObject<Env> {
   private prunedRefusal(afterSeq: number): Refusal | null {
     const through = this.outbox.prunedThroughSeq();
     if (afterSeq >= through) return null;
-    return refusal("events_pruned", `events up to ${through} were deleted after the retention period; read from after=${through}`, {
+    return refusal("events_pruned", `events up to ${through} were deleted after the retention period; read again from sequence number ${through} (an events page's cursor, the stream's after)`, {
       pruned_through_seq: through,
     });
   }

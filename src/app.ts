@@ -41,7 +41,40 @@ export const app = new Hono<AppEnv>()
   .route("/v1", projectRoutes)
   .route("/v1", buildJobRoutes);
 
-app.notFound((c) => errorResponse(new DocketError("not_found", `no route for ${c.req.method} ${c.req.path}`)));
+/** Each registered route's path as a pattern and the methods it answers (middleware, "ALL", is left out). */
+let routeTable: { pattern: RegExp; methods: Set<string> }[] | null = null;
+
+function routesOf(): { pattern: RegExp; methods: Set<string> }[] {
+  if (routeTable) return routeTable;
+  const byPath = new Map<string, Set<string>>();
+  for (const route of app.routes) {
+    if (route.method === "ALL") continue;
+    const methods = byPath.get(route.path) ?? new Set<string>();
+    methods.add(route.method);
+    byPath.set(route.path, methods);
+  }
+  routeTable = [...byPath].map(([path, methods]) => {
+    const segments = path.split("/").map((s) => (s.startsWith(":") ? "[^/]+" : s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")));
+    return { pattern: new RegExp(`^${segments.join("/")}$`), methods };
+  });
+  return routeTable;
+}
+
+/** The methods a known path answers, in a stable order; empty for a path no route has. */
+export function allowedMethods(path: string): string[] {
+  const methods = new Set<string>();
+  for (const route of routesOf()) if (route.pattern.test(path)) for (const m of route.methods) methods.add(m);
+  return [...methods].sort();
+}
+
+// A known path asked with a method it does not answer is 405 with Allow; an unknown path is 404.
+app.notFound((c) => {
+  const allow = allowedMethods(c.req.path);
+  if (allow.length === 0) return errorResponse(new DocketError("not_found", `no route for ${c.req.method} ${c.req.path}`));
+  const response = errorResponse(new DocketError("method_not_allowed", `${c.req.method} is not allowed on ${c.req.path}; allowed: ${allow.join(", ")}`, { allow }));
+  response.headers.set("Allow", allow.join(", "));
+  return response;
+});
 
 app.onError(async (err, c) => {
   if (err instanceof DocketError && err.code === "unauthorized") return errorResponse(await countFailedAuth(c, err));

@@ -7,6 +7,7 @@ export const ERROR_STATUS = {
   forbidden: 403,
   other_organization: 403,
   not_found: 404,
+  method_not_allowed: 405,
   other_machine: 409,
   stale_attempt: 409,
   lease_expired: 409,

@@ -5,7 +5,7 @@ import { zValidator } from "@hono/zod-validator";
 import type { Context, HonoRequest, ValidationTargets } from "hono";
 import type { AppEnv } from "./app-types";
 import { z } from "zod";
-import { BOUND_CEILINGS, type Config } from "./config";
+import { BOUND_CEILINGS, parseVersion, type Config } from "./config";
 import { DocketError } from "./errors";
 
 /** The field an issue names; one about the whole input (an unknown key, say) names the input itself. */
@@ -55,10 +55,28 @@ export async function refuseBodyThatIsNotJson(req: HonoRequest): Promise<void> {
   }
 }
 
+/** An Idempotency-Key (docs/protocol.md, "Idempotency"): 1–200 printable ASCII characters without spaces. */
+export const idempotencyKey = z.string().min(1).max(200).regex(/^[\x21-\x7e]+$/, "must be printable ASCII without spaces");
+
+/**
+ * The Idempotency-Key header of a request, or null without one; a malformed key is 400
+ * invalid_request naming the header. `schema` narrows the rule where the key becomes an id.
+ */
+export function idempotencyKeyOf(req: HonoRequest, schema: z.ZodType<string> = idempotencyKey): string | null {
+  const header = req.header("Idempotency-Key");
+  if (header === undefined) return null;
+  const parsed = schema.safeParse(header);
+  if (!parsed.success) {
+    throw new DocketError("invalid_request", `header Idempotency-Key: ${parsed.error.issues[0].message}`, { field: "Idempotency-Key" });
+  }
+  return parsed.data;
+}
+
 /** Reusable field schemas. */
 export const runIdParam = z.string().regex(/^run_[0-9a-f]{24}$/, "must be a run id like run_<24 hex digits>");
 export const attemptParam = z.coerce.number().int().min(1).max(1_000_000);
-export const cliVersion = z.string().min(1).max(64);
+// A version that is not semver is a malformed call (400), not an old runner (426).
+export const cliVersion = z.string().min(1).max(64).refine((v) => parseVersion(v) !== null, "must be a semantic version like 1.2.3");
 export const protocolList = z.array(z.string().min(1).max(32)).min(1).max(16);
 export const labelList = z
   .array(z.string().min(1).max(64).regex(/^[A-Za-z0-9_.:\/-]+$/, "labels are letters, digits and _ . : / -"))

@@ -1,12 +1,13 @@
 // The credit ledger: balances, entries, grants and the audit that recomputes everything from the
 // append-only entries (../shared/DESIGN.md, invariant 5: available + held + spent = granted).
 
-import { and, desc, eq, lt } from "drizzle-orm";
+import { and, desc, eq } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import { creditBalances, ledgerEntries, LEDGER_KINDS, type LedgerKind } from "../db/ledger-schema";
 import { DocketError } from "../errors";
 import { newId } from "../lib/crypto";
 import { log } from "../lib/log";
+import { pastSeq, seqPageOf } from "../lib/pagination";
 import { applyOp, ENTRY_EFFECT, ensureBalance, insertGrant } from "./entries";
 
 export interface Balance {
@@ -44,10 +45,10 @@ export function entryView(e: typeof ledgerEntries.$inferSelect) {
   };
 }
 
-/** Entries newest first; `beforeSeq` pages back. */
-export async function listEntries(db: D1Database, orgId: string, opts: { beforeSeq?: number; limit: number; jobId?: string }) {
+/** Entries newest first; `cursor` (a previous page's next_cursor, a seq) pages back. */
+export async function listEntries(db: D1Database, orgId: string, opts: { cursor?: string; limit: number; jobId?: string }) {
   const conditions = [eq(ledgerEntries.orgId, orgId)];
-  if (opts.beforeSeq !== undefined) conditions.push(lt(ledgerEntries.seq, opts.beforeSeq));
+  if (opts.cursor !== undefined) conditions.push(pastSeq(ledgerEntries.seq, opts.cursor, "newest"));
   if (opts.jobId !== undefined) conditions.push(eq(ledgerEntries.jobId, opts.jobId));
   const rows = await drizzle(db)
     .select()
@@ -55,8 +56,8 @@ export async function listEntries(db: D1Database, orgId: string, opts: { beforeS
     .where(and(...conditions))
     .orderBy(desc(ledgerEntries.seq))
     .limit(opts.limit + 1);
-  const page = rows.slice(0, opts.limit);
-  return { entries: page.map(entryView), next_before: rows.length > opts.limit ? page[page.length - 1].seq : null };
+  const { kept, next } = seqPageOf(rows, opts.limit);
+  return { entries: kept.map(entryView), next_cursor: next };
 }
 
 /**

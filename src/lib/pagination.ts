@@ -1,20 +1,62 @@
-// Keyset pagination, newest first, over (created_at_ms, id). A cursor is "<created_at_ms>.<id>" of
-// the last row of the previous page, so pages stay stable while new rows arrive.
+// One pagination style for every list (docs/protocol.md, "Lists"): `limit` and `cursor` in the
+// query, `next_cursor` in the answer, null on the last page. A cursor is opaque to clients; two
+// kinds exist underneath:
+// - keyset, newest first, over (a time, id): "<ms>.<id>" of the last row of the previous page, so
+//   pages stay stable while new rows arrive (runs, tokens, runners, projects, build requests and jobs);
+// - a sequence number, for lists numbered in order (a run's events, credit entries).
 
-import { and, eq, lt, or, type SQL } from "drizzle-orm";
+import { and, eq, gt, lt, or, type SQL } from "drizzle-orm";
 import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
+import { z } from "zod";
 
-/** The condition for rows after the cursor. */
-export function afterCursor(createdAtMs: SQLiteColumn, id: SQLiteColumn, cursor: string): SQL {
-  const dot = cursor.indexOf(".");
-  const atMs = Number(cursor.slice(0, dot));
-  const lastId = cursor.slice(dot + 1);
-  return or(lt(createdAtMs, atMs), and(eq(createdAtMs, atMs), lt(id, lastId)))!;
+const CURSOR_MESSAGE = "must be a cursor from a previous page's next_cursor";
+
+/** `limit` (1–`max`) and `cursor` (checked by `cursor`), the query fields of every list. */
+export function pageQuery(cursor: z.ZodString, max = 200) {
+  return { limit: z.coerce.number().int().min(1).max(max).optional(), cursor: cursor.optional() };
 }
 
-/** Splits `limit + 1` fetched rows into the page and the next cursor (null on the last page). */
-export function pageOf<T extends { createdAtMs: number; id: string }>(rows: T[], limit: number): { kept: T[]; next: string | null } {
+/** A keyset cursor over rows whose ids match `id` (a regex source, such as `run_[0-9a-f]{24}`). */
+export const keysetCursor = (id: string) => z.string().regex(new RegExp(`^\\d{1,15}\\.${id}$`), CURSOR_MESSAGE);
+
+/** A sequence-number cursor. */
+export const seqCursor = z.string().regex(/^\d{1,15}$/, CURSOR_MESSAGE);
+
+/** The page size: the caller's `limit`, else `fallback`, never above `ceiling` (PAGE_SIZE_MAX). */
+export function pageSize(limit: number | undefined, fallback: number, ceiling: number): number {
+  return Math.min(limit ?? fallback, ceiling);
+}
+
+/** The condition for rows after the keyset cursor, newest first. */
+export function afterCursor(atMs: SQLiteColumn, id: SQLiteColumn, cursor: string): SQL {
+  const dot = cursor.indexOf(".");
+  const cursorMs = Number(cursor.slice(0, dot));
+  const lastId = cursor.slice(dot + 1);
+  return or(lt(atMs, cursorMs), and(eq(atMs, cursorMs), lt(id, lastId)))!;
+}
+
+/**
+ * Splits `limit + 1` fetched rows into the page and the next keyset cursor (null on the last page).
+ * `at` is the row's time the list is ordered by (created_at_ms unless said otherwise).
+ */
+export function pageOf<T extends { id: string }>(
+  rows: T[],
+  limit: number,
+  at: (row: T) => number = (row) => (row as unknown as { createdAtMs: number }).createdAtMs,
+): { kept: T[]; next: string | null } {
   const kept = rows.slice(0, limit);
   const last = kept[kept.length - 1];
-  return { kept, next: rows.length > limit && last ? `${last.createdAtMs}.${last.id}` : null };
+  return { kept, next: rows.length > limit && last ? `${at(last)}.${last.id}` : null };
+}
+
+/** The condition for rows past a sequence-number cursor: below it when newest first, above it when oldest first. */
+export function pastSeq(seq: SQLiteColumn, cursor: string, order: "newest" | "oldest"): SQL {
+  return order === "newest" ? lt(seq, Number(cursor)) : gt(seq, Number(cursor));
+}
+
+/** Splits `limit + 1` fetched rows, numbered by `seq`, into the page and the next cursor (null on the last page). */
+export function seqPageOf<T extends { seq: number }>(rows: T[], limit: number): { kept: T[]; next: string | null } {
+  const kept = rows.slice(0, limit);
+  const last = kept[kept.length - 1];
+  return { kept, next: rows.length > limit && last ? String(last.seq) : null };
 }

@@ -16,11 +16,11 @@ import { JOB_STATUSES } from "../builds/states";
 import { loadJob } from "../builds/store";
 import { buildJobs } from "../db/ledger-schema";
 import { DocketError } from "../errors";
-import { listEntries } from "../ledger/ledger";
 import type { RunView } from "../run/view";
 import { validate } from "../validate";
 import { jobIdSchema, requestIdParam } from "./projects";
-import { afterCursor, pageOf } from "../lib/pagination";
+import { afterCursor, keysetCursor, pageOf, pageQuery, pageSize } from "../lib/pagination";
+import { jobAnswer } from "./job-answer";
 
 const jobParam = z.object({ id: jobIdSchema });
 
@@ -28,8 +28,7 @@ const listQuery = z
   .object({
     status: z.enum(JOB_STATUSES).optional(),
     request_id: requestIdParam.optional(),
-    limit: z.coerce.number().int().min(1).max(200).optional(),
-    cursor: z.string().regex(/^\d+\.[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/, "must be a cursor from a previous page").optional(),
+    ...pageQuery(keysetCursor("[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")),
   })
   .strict();
 
@@ -43,16 +42,6 @@ const resolveBody = z
   .strict();
 
 const callbackParam = z.object({ token: z.string().regex(/^cb_[0-9a-f]{48}$/, "must be a completion callback token") });
-
-/** The run's live state, or null when the job has no run yet or its object cannot be read now. */
-async function liveRun(env: AppEnv["Bindings"], orgId: string, runId: string | null): Promise<RunView | null> {
-  if (!runId) return null;
-  try {
-    return await runEngine.read(env, orgId, runId);
-  } catch {
-    return null;
-  }
-}
 
 /** The artifact as a reviewer sees it: an empty or incomplete patch is said to be one. */
 function artifactView(jobId: string, outcome: string | null, run: RunView) {
@@ -81,7 +70,7 @@ function artifactView(jobId: string, outcome: string | null, run: RunView) {
 export const buildJobRoutes = new Hono<AppEnv>()
   .get("/build-jobs", requireMember, validate("query", listQuery), async (c) => {
     const q = c.req.valid("query");
-    const limit = Math.min(q.limit ?? 50, c.get("config").pageSizeMax);
+    const limit = pageSize(q.limit, 50, c.get("config").pageSizeMax);
     const conditions = [eq(buildJobs.orgId, c.get("caller").orgId)];
     if (q.status) conditions.push(eq(buildJobs.status, q.status));
     if (q.request_id) conditions.push(eq(buildJobs.requestId, q.request_id));
@@ -96,15 +85,8 @@ export const buildJobRoutes = new Hono<AppEnv>()
     return c.json({ jobs: kept.map(jobView), next_cursor: next });
   })
   .get("/build-jobs/:id", requireMember, validate("param", jobParam), async (c) => {
-    const orgId = c.get("caller").orgId;
-    const job = await loadJob(c.env.DB, orgId, c.req.valid("param").id);
-    const run = await liveRun(c.env, orgId, job.runId);
-    const entries = await listEntries(c.env.DB, orgId, { jobId: job.id, limit: 20 });
-    return c.json({
-      ...jobView(job),
-      run: run && { id: run.id, state: run.state, attempt: run.attempt, phase: run.phase, cost_cents: run.cost_cents, ended_at_ms: run.ended_at_ms },
-      entries: entries.entries,
-    });
+    const job = await loadJob(c.env.DB, c.get("caller").orgId, c.req.valid("param").id);
+    return c.json(await jobAnswer(c.env, job));
   })
   .get("/build-jobs/:id/artifact", requireMember, validate("param", jobParam), async (c) => {
     const orgId = c.get("caller").orgId;
@@ -118,14 +100,14 @@ export const buildJobRoutes = new Hono<AppEnv>()
     const caller = c.get("caller");
     const job = await loadJob(c.env.DB, caller.orgId, c.req.valid("param").id);
     const result = await reconcileJob(c.env, c.get("config"), job, { action: c.req.valid("json").action ?? "dispatch", actor: `member:${caller.tokenId}` });
-    return c.json({ outcome: result.outcome, message: result.message, job: jobView(result.job) }, result.outcome === "unconfirmed" ? 202 : 200);
+    return c.json({ outcome: result.outcome, message: result.message, job: await jobAnswer(c.env, result.job) }, result.outcome === "unconfirmed" ? 202 : 200);
   })
   .post("/build-jobs/:id/resolve", requireMember, requireAdmin, validate("param", jobParam), validate("json", resolveBody), async (c) => {
     const caller = c.get("caller");
     const body = c.req.valid("json");
     const job = await loadJob(c.env.DB, caller.orgId, c.req.valid("param").id);
     const after = await resolveJob(c.env, job, { costCents: body.cost_cents, note: body.note, actor: `member:${caller.tokenId}` });
-    return c.json(jobView(after));
+    return c.json(await jobAnswer(c.env, after));
   })
   // The exact completion callback URL of a job: unauthenticated, because it is a capability that
   // only triggers settlement from the run object's own record; its body is never trusted.

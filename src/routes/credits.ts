@@ -5,9 +5,9 @@ import { Hono } from "hono";
 import { z } from "zod";
 import type { AppEnv } from "../app-types";
 import { requireAdmin, requireMember } from "../auth";
-import { DocketError } from "../errors";
 import { audit, grant, listEntries, readBalance } from "../ledger/ledger";
-import { validate } from "../validate";
+import { pageQuery, pageSize, seqCursor } from "../lib/pagination";
+import { idempotencyKeyOf, validate } from "../validate";
 
 const MAX_GRANT_CENTS = 100_000_000; // $1,000,000 in one grant
 
@@ -18,12 +18,9 @@ const grantBody = z
   })
   .strict();
 
-const grantKey = z.string().min(1).max(200).regex(/^[\x21-\x7e]+$/, "must be printable ASCII without spaces");
-
 const entriesQuery = z
   .object({
-    limit: z.coerce.number().int().min(1).max(1_000).optional(),
-    before: z.coerce.number().int().min(1).optional(),
+    ...pageQuery(seqCursor),
     job_id: z.string().min(1).max(128).optional(),
   })
   .strict();
@@ -34,7 +31,7 @@ export const creditRoutes = new Hono<AppEnv>()
     const orgId = c.get("caller").orgId;
     const config = c.get("config");
     const balance = await readBalance(c.env.DB, orgId);
-    const entries = await listEntries(c.env.DB, orgId, { beforeSeq: q.before, limit: Math.min(q.limit ?? 50, config.pageSizeMax), jobId: q.job_id });
+    const entries = await listEntries(c.env.DB, orgId, { cursor: q.cursor, limit: pageSize(q.limit, 50, config.pageSizeMax), jobId: q.job_id });
     return c.json({
       ...balance,
       limits: { min_available_cents: config.buildMinAvailableCents, reservation_cents: config.buildReservationCents },
@@ -42,15 +39,7 @@ export const creditRoutes = new Hono<AppEnv>()
     });
   })
   .post("/credits/grants", requireMember, requireAdmin, validate("json", grantBody), async (c) => {
-    const header = c.req.header("Idempotency-Key");
-    let key: string | null = null;
-    if (header !== undefined) {
-      const parsed = grantKey.safeParse(header);
-      if (!parsed.success) {
-        throw new DocketError("invalid_request", `header Idempotency-Key: ${parsed.error.issues[0].message}`, { field: "Idempotency-Key" });
-      }
-      key = parsed.data;
-    }
+    const key = idempotencyKeyOf(c.req);
     const body = c.req.valid("json");
     const caller = c.get("caller");
     const result = await grant(c.env.DB, {

@@ -4,6 +4,7 @@ import { z } from "zod";
 import type { AppEnv } from "../app-types";
 import { requireAdmin, requireMember, requireOperator } from "../auth";
 import { rotateCallbackSecret } from "../callbacks/secret";
+import { tokenView, type TokenRow } from "../credentials/tokens";
 import type { Config } from "../config";
 import { orgs, tokens } from "../db/schema";
 import { DocketError } from "../errors";
@@ -50,7 +51,8 @@ async function mintToken(
 ) {
   const token = newToken(kind);
   const row = { id: newId("tok"), orgId, kind, role, name, tokenHash: await sha256Hex(token), machineId: null, ...limits };
-  const answer = { id: row.id, token, kind, role, name, created_at_ms: row.createdAtMs, expires_at_ms: row.expiresAtMs, max_uses: row.maxUses };
+  // The token as GET /v1/tokens lists it, plus the token itself.
+  const answer = { ...tokenView({ ...row, revokedAtMs: null, uses: 0 } as TokenRow, row.createdAtMs), token };
   return { row, answer };
 }
 

@@ -8,7 +8,7 @@ import { z } from "zod";
 import type { AppEnv, Caller } from "../app-types";
 import { requireMember } from "../auth";
 import { dispatchBuild } from "../builds/dispatcher";
-import { BUILD_ENV_PREFIX, jobView, projectView, requestView } from "../builds/payload";
+import { BUILD_ENV_PREFIX, jobView, projectView, requestView, type RequestRow } from "../builds/payload";
 import { PLAN_EDITABLE_LABELS, REQUEST_LABELS } from "../builds/states";
 import { loadProject, loadRequest } from "../builds/store";
 import { buildJobs, buildRequests, projects } from "../db/ledger-schema";
@@ -18,8 +18,9 @@ import { log } from "../lib/log";
 import { normalizeLabels } from "../run/labels";
 import { checkProject } from "../bounds";
 import { BOUND_CEILINGS } from "../config";
-import { atMostKeys, labelList, refuseBodyThatIsNotJson, validate } from "../validate";
-import { afterCursor, pageOf } from "../lib/pagination";
+import { atMostKeys, idempotencyKeyOf, labelList, refuseBodyThatIsNotJson, validate } from "../validate";
+import { afterCursor, keysetCursor, pageOf, pageQuery, pageSize } from "../lib/pagination";
+import { jobAnswer } from "./job-answer";
 
 export const projectIdParam = z.string().regex(/^prj_[0-9a-f]{24}$/, "must be a project id like prj_<24 hex digits>");
 export const requestIdParam = z.string().regex(/^req_[0-9a-f]{24}$/, "must be a build request id like req_<24 hex digits>");
@@ -71,14 +72,20 @@ const planBody = z
 
 const dispatchBody = z.object({}).strict();
 
-const listQuery = z
-  .object({
-    limit: z.coerce.number().int().min(1).max(200).optional(),
-    cursor: z.string().regex(/^\d+\.[a-z]{3}_[0-9a-f]{24}$/, "must be a cursor from a previous page").optional(),
-  })
-  .strict();
+const listQuery = z.object(pageQuery(keysetCursor("prj_[0-9a-f]{24}"))).strict();
 
-const requestListQuery = listQuery.extend({ project_id: projectIdParam.optional(), label: z.enum(REQUEST_LABELS).optional() }).strict();
+const requestListQuery = z.object(pageQuery(keysetCursor("req_[0-9a-f]{24}"))).extend({ project_id: projectIdParam.optional(), label: z.enum(REQUEST_LABELS).optional() }).strict();
+
+/** A build request as every answer about one request shows it: with its latest jobs. */
+async function requestAnswer(db: D1Database, request: RequestRow) {
+  const jobs = await drizzle(db)
+    .select()
+    .from(buildJobs)
+    .where(and(eq(buildJobs.orgId, request.orgId), eq(buildJobs.requestId, request.id)))
+    .orderBy(desc(buildJobs.createdAtMs))
+    .limit(20);
+  return { ...requestView(request), jobs: jobs.map(jobView) };
+}
 
 /** The creator of a project or request, or an admin. */
 function requireOwner(caller: Caller, createdBy: string, what: string): void {
@@ -111,7 +118,7 @@ export const projectRoutes = new Hono<AppEnv>()
   })
   .get("/projects", requireMember, validate("query", listQuery), async (c) => {
     const q = c.req.valid("query");
-    const limit = Math.min(q.limit ?? 50, c.get("config").pageSizeMax);
+    const limit = pageSize(q.limit, 50, c.get("config").pageSizeMax);
     const conditions = [eq(projects.orgId, c.get("caller").orgId)];
     if (q.cursor) conditions.push(afterCursor(projects.createdAtMs, projects.id, q.cursor));
     const rows = await drizzle(c.env.DB).select().from(projects).where(and(...conditions)).orderBy(desc(projects.createdAtMs), desc(projects.id)).limit(limit + 1);
@@ -157,7 +164,7 @@ export const projectRoutes = new Hono<AppEnv>()
   })
   .get("/build-requests", requireMember, validate("query", requestListQuery), async (c) => {
     const q = c.req.valid("query");
-    const limit = Math.min(q.limit ?? 50, c.get("config").pageSizeMax);
+    const limit = pageSize(q.limit, 50, c.get("config").pageSizeMax);
     const conditions = [eq(buildRequests.orgId, c.get("caller").orgId)];
     if (q.project_id) conditions.push(eq(buildRequests.projectId, q.project_id));
     if (q.label) conditions.push(eq(buildRequests.label, q.label));
@@ -172,15 +179,8 @@ export const projectRoutes = new Hono<AppEnv>()
     return c.json({ requests: kept.map(requestView), next_cursor: next });
   })
   .get("/build-requests/:id", requireMember, validate("param", z.object({ id: requestIdParam })), async (c) => {
-    const orgId = c.get("caller").orgId;
-    const request = await loadRequest(c.env.DB, orgId, c.req.valid("param").id);
-    const jobs = await drizzle(c.env.DB)
-      .select()
-      .from(buildJobs)
-      .where(and(eq(buildJobs.orgId, orgId), eq(buildJobs.requestId, request.id)))
-      .orderBy(desc(buildJobs.createdAtMs))
-      .limit(20);
-    return c.json({ ...requestView(request), jobs: jobs.map(jobView) });
+    const request = await loadRequest(c.env.DB, c.get("caller").orgId, c.req.valid("param").id);
+    return c.json(await requestAnswer(c.env.DB, request));
   })
   .put("/build-requests/:id/plan", requireMember, validate("param", z.object({ id: requestIdParam })), validate("json", planBody), async (c) => {
     const caller = c.get("caller");
@@ -204,18 +204,11 @@ export const projectRoutes = new Hono<AppEnv>()
       throw new DocketError("request_locked", `the plan of a request labelled ${after.label} or with a held job cannot change`, { label: after.label });
     }
     log("build.plan_saved", { org: caller.orgId, request: request.id, by: caller.tokenId, reason: "a member saved the plan" });
-    return c.json(requestView(after));
+    return c.json(await requestAnswer(c.env.DB, after));
   })
   .post("/build-requests/:id/dispatch", requireMember, validate("param", z.object({ id: requestIdParam })), async (c) => {
-    const header = c.req.header("Idempotency-Key");
-    let jobId = newId("job");
-    if (header !== undefined) {
-      const parsed = jobIdSchema.safeParse(header);
-      if (!parsed.success) {
-        throw new DocketError("invalid_request", `header Idempotency-Key: ${parsed.error.issues[0].message}`, { field: "Idempotency-Key" });
-      }
-      jobId = parsed.data;
-    }
+    // The key is the job's id, so it follows the job id's narrower rule (docs/protocol.md, "Idempotency").
+    const jobId = idempotencyKeyOf(c.req, jobIdSchema) ?? newId("job");
     // The body is optional; when present it must be an empty JSON object.
     await refuseBodyThatIsNotJson(c.req);
     const text = await c.req.text();
@@ -242,5 +235,5 @@ export const projectRoutes = new Hono<AppEnv>()
       tokenId: caller.tokenId,
       origin: new URL(c.req.url).origin,
     });
-    return c.json({ ...jobView(result.job), message: result.message }, result.status);
+    return c.json({ ...(await jobAnswer(c.env, result.job)), message: result.message }, result.status);
   });

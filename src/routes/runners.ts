@@ -16,6 +16,7 @@ import { DocketError, unwrap } from "../errors";
 import { addCost, addD1, COST_HEADER, countedBatch, formatCost } from "../lib/cost";
 import { newId, newToken, sha256Hex } from "../lib/crypto";
 import { log } from "../lib/log";
+import { afterCursor, keysetCursor, pageOf, pageQuery, pageSize } from "../lib/pagination";
 import { normalizeLabels } from "../run/labels";
 import { attemptParam, cliVersion, labelList, protocolList, runIdParam, validate } from "../validate";
 import { runStub, schedulerStub } from "../lib/stubs";
@@ -35,6 +36,8 @@ const heartbeatBody = z.object({ cli_version: cliVersion, protocols: protocolLis
 const claimBody = z
   .object({ cli_version: cliVersion, protocols: protocolList, wait_ms: z.number().int().min(0).max(600_000).optional() })
   .strict();
+
+const listQuery = z.object(pageQuery(keysetCursor("mch_[0-9a-f]{24}"))).strict();
 
 const attemptPath = z.object({ id: runIdParam, n: attemptParam });
 const machinePath = z.object({ id: z.string().regex(/^mch_[0-9a-f]{24}$/, "must be a machine id like mch_<24 hex digits>") });
@@ -124,14 +127,19 @@ function boundLines(lines: string[], config: Config): string[] {
 }
 
 export const runnerRoutes = new Hono<AppEnv>()
-  .get("/runners", requireMember, async (c) => {
+  .get("/runners", requireMember, validate("query", listQuery), async (c) => {
+    const q = c.req.valid("query");
+    const limit = pageSize(q.limit, 50, c.get("config").pageSizeMax);
+    const conditions = [eq(machines.orgId, c.get("caller").orgId), isNull(machines.deregisteredAtMs)];
+    if (q.cursor) conditions.push(afterCursor(machines.registeredAtMs, machines.id, q.cursor));
     const rows = await drizzle(c.env.DB)
       .select()
       .from(machines)
-      .where(and(eq(machines.orgId, c.get("caller").orgId), isNull(machines.deregisteredAtMs)))
-      .orderBy(desc(machines.registeredAtMs))
-      .limit(c.get("config").pageSizeMax);
-    return c.json({ runners: rows.map(machineView) });
+      .where(and(...conditions))
+      .orderBy(desc(machines.registeredAtMs), desc(machines.id))
+      .limit(limit + 1);
+    const { kept, next } = pageOf(rows, limit, (m) => m.registeredAtMs);
+    return c.json({ runners: kept.map(machineView), next_cursor: next });
   })
   .delete("/runners/:id", requireMember, requireAdmin, validate("param", machinePath), async (c) => {
     const { id } = c.req.valid("param");

@@ -8,14 +8,15 @@ import type { AppEnv } from "../app-types";
 import { callbackView, readDelivery } from "../callbacks/deliveries";
 import { requireMember } from "../auth";
 import { runs } from "../db/schema";
-import { DocketError, unwrap } from "../errors";
+import { unwrap } from "../errors";
+import { type Config } from "../config";
 import { RUN_STATES } from "../run/states";
 import { checkDispatch } from "../bounds";
 import { BOUND_CEILINGS } from "../config";
-import { atMostKeys, labelList, runIdParam, validate } from "../validate";
+import { atMostKeys, idempotencyKeyOf, labelList, runIdParam, validate } from "../validate";
 import { runStub } from "../lib/stubs";
 import { dispatchRun } from "../run/dispatch";
-import { afterCursor, pageOf } from "../lib/pagination";
+import { afterCursor, keysetCursor, pageOf, pageQuery, pageSize, seqCursor } from "../lib/pagination";
 
 export const dispatchBody = z
   .object({
@@ -45,46 +46,34 @@ export const dispatchBody = z
 
 export type DispatchBody = z.infer<typeof dispatchBody>;
 
-const idempotencyKey = z.string().min(1).max(200).regex(/^[\x21-\x7e]+$/, "must be printable ASCII without spaces");
-
 const listQuery = z
   .object({
     state: z.enum(RUN_STATES).optional(),
-    limit: z.coerce.number().int().min(1).max(200).optional(),
-    cursor: z.string().regex(/^\d+\.run_[0-9a-f]{24}$/, "must be a cursor from a previous page").optional(),
+    ...pageQuery(keysetCursor("run_[0-9a-f]{24}")),
   })
   .strict();
 
 const cancelBody = z.object({ reason: z.string().max(1_000).optional() }).strict();
 
-const eventsQuery = z
-  .object({
-    after: z.coerce.number().int().min(0).optional(),
-    limit: z.coerce.number().int().min(1).max(1_000).optional(),
-  })
-  .strict();
+// An events page's cursor is a sequence number, the same as the live stream's ?after= and Last-Event-ID.
+const eventsQuery = z.object(pageQuery(seqCursor, 1_000)).strict();
 
 const idParam = z.object({ id: runIdParam });
 
+/** The run as every run answer shows it: with its completion callback's receipt, which lives in D1 apart from the run (docs/callbacks.md). */
+async function runAnswer<T extends { id: string; callback_url: string | null }>(env: AppEnv["Bindings"], run: T, config: Config) {
+  return { ...run, callback: callbackView(run.callback_url, await readDelivery(env.DB, run.id), config) };
+}
+
 export const runRoutes = new Hono<AppEnv>()
   .post("/runs", requireMember, validate("json", dispatchBody, checkDispatch), async (c) => {
-    const header = c.req.header("Idempotency-Key");
-    let key: string | null = null;
-    if (header !== undefined) {
-      const parsed = idempotencyKey.safeParse(header);
-      if (!parsed.success) {
-        throw new DocketError("invalid_request", `header Idempotency-Key: ${parsed.error.issues[0].message}`, {
-          field: "Idempotency-Key",
-        });
-      }
-      key = parsed.data;
-    }
+    const key = idempotencyKeyOf(c.req);
     const { run, replayed } = await dispatchRun(c.env, c.get("caller").orgId, c.req.valid("json"), key);
-    return c.json(run, replayed ? 200 : 201);
+    return c.json(await runAnswer(c.env, run, c.get("config")), replayed ? 200 : 201);
   })
   .get("/runs", requireMember, validate("query", listQuery), async (c) => {
     const q = c.req.valid("query");
-    const limit = Math.min(q.limit ?? 50, c.get("config").pageSizeMax);
+    const limit = pageSize(q.limit, 50, c.get("config").pageSizeMax);
     const orgId = c.get("caller").orgId;
     const conditions = [eq(runs.orgId, orgId)];
     if (q.state) conditions.push(eq(runs.state, q.state));
@@ -114,22 +103,28 @@ export const runRoutes = new Hono<AppEnv>()
   .get("/runs/:id", requireMember, validate("param", idParam), async (c) => {
     const { id } = c.req.valid("param");
     const run = unwrap(await runStub(c.env, id).read(c.get("caller").orgId));
-    // The completion callback's receipt lives in D1, apart from the run (docs/callbacks.md).
-    const callback = callbackView(run.callback_url, await readDelivery(c.env.DB, id), c.get("config"));
-    return c.json({ ...run, callback });
+    return c.json(await runAnswer(c.env, run, c.get("config")));
   })
   .post("/runs/:id/cancel", requireMember, validate("param", idParam), validate("json", cancelBody), async (c) => {
     const { id } = c.req.valid("param");
     const caller = c.get("caller");
     const result = unwrap(await runStub(c.env, id).cancel(caller.orgId, `member:${caller.tokenId}`, c.req.valid("json").reason ?? null));
-    return c.json(result.run, result.immediate ? 200 : 202);
+    return c.json(await runAnswer(c.env, result.run, c.get("config")), result.immediate ? 200 : 202);
   })
   .get("/runs/:id/events", requireMember, validate("param", idParam), validate("query", eventsQuery), async (c) => {
     const { id } = c.req.valid("param");
     const q = c.req.valid("query");
-    const after = q.after ?? 0;
-    const result = unwrap(await runStub(c.env, id).readEvents(c.get("caller").orgId, after, q.limit ?? 100));
-    const last = result.events[result.events.length - 1];
-    return c.json({ events: result.events.map((e) => ({ ...e, data: JSON.parse(e.data) })), next_after: last ? last.seq : after, terminal: result.terminal });
+    const after = Number(q.cursor ?? 0);
+    const limit = q.limit ?? 100;
+    const result = unwrap(await runStub(c.env, id).readEvents(c.get("caller").orgId, after, limit + 1));
+    const events = result.events.slice(0, limit);
+    const last = events[events.length - 1];
+    // More may follow while the page is full or the run has not ended; an ended run's short page is the last.
+    const more = result.events.length > limit || !result.terminal;
+    return c.json({
+      events: events.map((e) => ({ ...e, data: JSON.parse(e.data) })),
+      next_cursor: more ? String(last ? last.seq : after) : null,
+      terminal: result.terminal,
+    });
   });
 

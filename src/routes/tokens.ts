@@ -11,14 +11,13 @@ import { revokeStatement, tokenView } from "../credentials/tokens";
 import { tokens } from "../db/schema";
 import { DocketError } from "../errors";
 import { log } from "../lib/log";
-import { afterCursor, pageOf } from "../lib/pagination";
+import { afterCursor, keysetCursor, pageOf, pageQuery, pageSize } from "../lib/pagination";
 import { validate } from "../validate";
 
 const listQuery = z
   .object({
     kind: z.enum(["member", "registration"]).optional(),
-    limit: z.coerce.number().int().min(1).max(200).optional(),
-    cursor: z.string().regex(/^\d+\.tok_[0-9a-f]{24}$/, "must be a cursor from a previous page").optional(),
+    ...pageQuery(keysetCursor("tok_[0-9a-f]{24}")),
   })
   .strict();
 
@@ -37,7 +36,7 @@ async function readToken(db: D1Database, orgId: string, id: string) {
 export const tokenRoutes = new Hono<AppEnv>()
   .get("/tokens", requireMember, requireAdmin, validate("query", listQuery), async (c) => {
     const q = c.req.valid("query");
-    const limit = Math.min(q.limit ?? 50, c.get("config").pageSizeMax);
+    const limit = pageSize(q.limit, 50, c.get("config").pageSizeMax);
     const conditions = [eq(tokens.orgId, c.get("caller").orgId), inArray(tokens.kind, q.kind ? [q.kind] : ["member", "registration"])];
     if (q.cursor) conditions.push(afterCursor(tokens.createdAtMs, tokens.id, q.cursor));
     const rows = await drizzle(c.env.DB)

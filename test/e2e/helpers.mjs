@@ -153,13 +153,13 @@ export async function waitForRun(docket, token, runId, pred, timeoutMs = 30_000)
 /** @param {Awaited<ReturnType<typeof startDocket>>} docket @param {string} token @param {string} runId */
 export async function allEvents(docket, token, runId) {
   const out = [];
-  let after = 0;
+  let cursor = '0';
   for (let i = 0; i < 50; i++) {
-    const res = await docket.api('GET', `/v1/runs/${runId}/events?after=${after}&limit=100`, { token });
+    const res = await docket.api('GET', `/v1/runs/${runId}/events?cursor=${cursor}&limit=100`, { token });
     const events = res.body?.events ?? [];
     out.push(...events);
-    if (events.length === 0 || res.body.next_after == null || res.body.next_after === after) break;
-    after = res.body.next_after;
+    if (events.length === 0 || res.body.next_cursor == null || res.body.next_cursor === cursor) break;
+    cursor = res.body.next_cursor;
   }
   return out;
 }

@@ -431,13 +431,13 @@ async function checkRuns(api, token, views) {
 /** @param {ReturnType<typeof client>} api @param {string} token @param {string} runId */
 async function allEvents(api, token, runId) {
   const out = [];
-  let after = 0;
+  let cursor = '0';
   for (let i = 0; i < 100; i++) {
-    const res = await call(() => api('GET', `/v1/runs/${runId}/events?after=${after}&limit=200`, { token }));
+    const res = await call(() => api('GET', `/v1/runs/${runId}/events?cursor=${cursor}&limit=200`, { token }));
     const events = res.body?.events ?? [];
     out.push(...events);
-    if (events.length === 0 || res.body.next_after == null || res.body.next_after === after) break;
-    after = res.body.next_after;
+    if (events.length === 0 || res.body.next_cursor == null || res.body.next_cursor === cursor) break;
+    cursor = res.body.next_cursor;
   }
   return out;
 }

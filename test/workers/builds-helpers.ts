@@ -186,7 +186,7 @@ export async function deliverEvents(events: OutboxMessage[]) {
 
 /** The run's stored events (as the consumer would receive them again). */
 export async function runEvents(token: string, runId: string, orgId: string): Promise<OutboxMessage[]> {
-  const res = await call("GET", `/v1/runs/${runId}/events?after=0&limit=1000`, { token });
+  const res = await call("GET", `/v1/runs/${runId}/events?limit=1000`, { token });
   expect(res.status).toBe(200);
   return res.body.events.map((e: Json) => ({ run_id: runId, org_id: orgId, seq: e.seq, type: e.type, at_ms: e.at_ms, data: e.data }));
 }

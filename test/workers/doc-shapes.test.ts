@@ -5,6 +5,7 @@
 import { describe, expect, it } from "vitest";
 import protocol from "../../docs/protocol.md?raw";
 import { createOrgWithSecret, finishRun, stubReceiver, waitFor } from "./events-helpers";
+import { createProject, createRequest, readyToBuild } from "./builds-helpers";
 import { ADMIN_SECRET, attemptCall, call, claim, dispatch, getRun, registerRunner } from "./helpers";
 
 type Json = Record<string, any>;
@@ -43,8 +44,8 @@ function answered(values: Json[], doc: string[]): string[] {
   return [...paths].sort();
 }
 
-function expectShape(name: string, values: Json[]) {
-  const doc = documented(name);
+function expectShape(name: string, values: Json[], without: string[] = []) {
+  const doc = documented(name).filter((p) => !without.some((w) => p === w || p.startsWith(`${w}.`) || p.startsWith(`${w}[]`)));
   expect(new Set(doc).size, `${name}: a field listed twice`).toBe(doc.length);
   expect(answered(values, doc), `docs/protocol.md shape "${name}"`).toEqual([...doc].sort());
 }
@@ -59,6 +60,14 @@ describe("docs/protocol.md lists every field the answers have, and no other", ()
     const tokens = await call("GET", "/v1/tokens", { token: admin });
     expect(tokens.body.tokens.map((t: Json) => t.kind).sort()).toEqual(["member", "registration"]);
     expectShape("token", tokens.body.tokens);
+    // A new token is answered as it is listed, plus the token itself.
+    const minted = await call("POST", "/v1/tokens", { token: admin, body: { kind: "member", name: "ci" } });
+    expect(minted.status).toBe(201);
+    const { token: secret, ...asListed } = minted.body;
+    expect(typeof secret).toBe("string");
+    const listed = (await call("GET", "/v1/tokens", { token: admin })).body.tokens.find((t: Json) => t.id === minted.body.id);
+    expect(asListed).toEqual(listed);
+    expectShape("token", [asListed]);
     const rotated = await call("POST", "/v1/orgs/current/callback-secret/rotate", { token: admin, body: {} });
     expect(rotated.status).toBe(200);
     expectShape("callback-secret-rotated", [rotated.body]);
@@ -84,11 +93,18 @@ describe("docs/protocol.md lists every field the answers have, and no other", ()
       const runs = [completed, await getRun(admin, stopping)];
       expect(runs.every((r) => r.steps.length === 1) && completed.artifact !== null && runs[1].stop_request !== null).toBe(true);
       expectShape("run", runs);
-      // The dispatch answer is the same run without the callback receipt.
-      const dispatched = await call("POST", "/v1/runs", { token: admin, body: { brief: "b", launch: { command: ["x"] } } });
-      const topLevel = documented("run").filter((p) => !p.includes(".") && p !== "callback");
+      // The dispatch and cancel answers are the run as GET shows it, callback receipt included.
+      const dispatched = await call("POST", "/v1/runs", { token: admin, body: { brief: "b", launch: { command: ["x"] }, callback_url: "https://receiver.example/docs" } });
+      const topLevel = documented("run").filter((p) => !p.includes(".") && !p.includes("["));
       expect(Object.keys(dispatched.body).sort()).toEqual(topLevel.sort());
+      expect(dispatched.body).toEqual(await getRun(admin, dispatched.body.id));
+      const cancelled = await call("POST", `/v1/runs/${dispatched.body.id}/cancel`, { token: admin, body: {} });
+      expect(cancelled.status).toBe(200);
+      expect(cancelled.body).toEqual(await getRun(admin, dispatched.body.id));
 
+      const events = await call("GET", `/v1/runs/${done}/events?limit=1000`, { token: admin });
+      expect(events.body.events.length).toBeGreaterThan(2);
+      expectShape("run-event", events.body.events);
       const list = await call("GET", "/v1/runs", { token: admin });
       expect(list.body.runs).toHaveLength(3);
       expectShape("run-list-item", list.body.runs);
@@ -98,5 +114,48 @@ describe("docs/protocol.md lists every field the answers have, and no other", ()
     } finally {
       receiver.restore();
     }
+  });
+
+  it("a project, a build request, a build job and a credit entry: the same on create, change, read and list", async () => {
+    const { admin, projectId, requestIds } = await readyToBuild({ creditCents: 10_000, requests: 2, name: "docs-builds" });
+    const bare = await call("POST", "/v1/projects", { token: admin, body: { name: "bare", source_url: "https://github.com/acme/bare", launch: { command: ["x"] } } });
+    expect(bare.status).toBe(201);
+    const projects = [bare.body, (await call("GET", `/v1/projects/${projectId}`, { token: admin })).body];
+    expect(bare.body).toEqual((await call("GET", `/v1/projects/${bare.body.id}`, { token: admin })).body);
+    expectShape("project", projects);
+    expectShape("project", (await call("GET", "/v1/projects", { token: admin })).body.projects);
+
+    const created = await call("POST", `/v1/projects/${await createProject(admin)}/requests`, { token: admin, body: { title: "t" } });
+    expect(created.status).toBe(201);
+    expect(created.body).toEqual((await call("GET", `/v1/build-requests/${created.body.id}`, { token: admin })).body);
+    const planned = await call("PUT", `/v1/build-requests/${requestIds[1]}/plan`, { token: admin, body: { pinned_commit: "a".repeat(40), migration_plan: "p", chain_target: "base" } });
+    expect(planned.status).toBe(200);
+    expect(planned.body).toEqual((await call("GET", `/v1/build-requests/${requestIds[1]}`, { token: admin })).body);
+    expectShape("build-request", [created.body, planned.body]);
+    expectShape("build-request", (await call("GET", "/v1/build-requests", { token: admin })).body.requests, ["jobs"]);
+
+    const dispatched = await call("POST", `/v1/build-requests/${requestIds[0]}/dispatch`, { token: admin, body: {}, headers: { "Idempotency-Key": "docs-job" } });
+    expect(dispatched.status).toBe(201);
+    const { message, ...job } = dispatched.body;
+    expect(message).toBeNull();
+    const read = (await call("GET", "/v1/build-jobs/docs-job", { token: admin })).body;
+    expect(job).toEqual(read);
+    expectShape("build-job", [read]);
+    expectShape("build-job", (await call("GET", "/v1/build-jobs", { token: admin })).body.jobs, ["run", "entries"]);
+    expectShape("build-job", (await call("GET", `/v1/build-requests/${requestIds[0]}`, { token: admin })).body.jobs, ["run", "entries"]);
+
+    const credit = await call("GET", "/v1/credits", { token: admin });
+    expect(credit.body.entries.map((e: Json) => e.kind).sort()).toEqual(["grant", "reserve"]);
+    expectShape("credit-entry", credit.body.entries);
+    expectShape("credit-entry", read.entries);
+    // A grant answers its entry as the ledger lists it, and the balance as GET /v1/credits shows it.
+    const granted = await call("POST", "/v1/credits/grants", { token: admin, body: { amount_cents: 5 } });
+    expect(granted.status).toBe(201);
+    const { entry, ...balance } = granted.body;
+    expectShape("credit-entry", [entry]);
+    const after = (await call("GET", "/v1/credits", { token: admin })).body;
+    expect(after.entries[0]).toEqual(entry);
+    expect(balance).toEqual({ granted_cents: after.granted_cents, available_cents: after.available_cents, held_cents: after.held_cents, spent_cents: after.spent_cents });
+    await createRequest(admin, projectId, "unused");
   });
 });

@@ -31,7 +31,7 @@ export async function finishRun(admin: string, runId: string, outcome: "complete
 }
 
 export async function allEvents(token: string, runId: string): Promise<Json[]> {
-  const res = await call("GET", `/v1/runs/${runId}/events?after=0&limit=1000`, { token });
+  const res = await call("GET", `/v1/runs/${runId}/events?limit=1000`, { token });
   if (res.status !== 200) throw new Error(`events: ${res.status} ${JSON.stringify(res.body)}`);
   return res.body.events;
 }

@@ -630,7 +630,7 @@ describe("odd path parameters", () => {
     });
   }
 
-  it("paths and methods nobody serves are a structured 404", async () => {
+  it("paths and methods nobody serves are a structured 404 (405 with Allow on a known path)", async () => {
     await fc.assert(
       fc.asyncProperty(fc.constantFrom("GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"), fc.webPath(), async (method, path) => {
         const served = app.routes.some((r) => r.method === method && new RegExp(`^${r.path.replace(/:[a-z]+/g, "[^/]+")}$`).test(`/v1${path}`));
@@ -658,8 +658,9 @@ describe("odd query parameters", () => {
   const lists: { path: string; keys: string[] }[] = [
     { path: "/v1/runs", keys: ["state", "limit", "cursor"] },
     { path: "/v1/tokens", keys: ["kind", "limit", "cursor"] },
-    { path: `/v1/runs/{run}/events`, keys: ["after", "limit"] },
-    { path: "/v1/credits", keys: ["limit", "before", "job_id"] },
+    { path: `/v1/runs/{run}/events`, keys: ["cursor", "limit"] },
+    { path: "/v1/credits", keys: ["limit", "cursor", "job_id"] },
+    { path: "/v1/runners", keys: ["limit", "cursor"] },
     { path: "/v1/projects", keys: ["limit", "cursor"] },
     { path: "/v1/build-requests", keys: ["project_id", "label", "limit", "cursor"] },
     { path: "/v1/build-jobs", keys: ["status", "request_id", "limit", "cursor"] },

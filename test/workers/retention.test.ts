@@ -134,7 +134,7 @@ describe("event retention in the run object", () => {
     const { runId, lastSeq } = await endedRun(admin);
     await ageEnd(runId, config.eventRetentionMs - 60_000);
     await runAlarm(runId);
-    const page = await call("GET", `/v1/runs/${runId}/events?after=0`, { token: admin });
+    const page = await call("GET", `/v1/runs/${runId}/events`, { token: admin });
     expect(page.status).toBe(200);
     expect(page.body.events.map((e: { seq: number }) => e.seq)).toEqual(Array.from({ length: lastSeq }, (_, i) => i + 1));
     const stream = await exports.default.fetch(
@@ -152,10 +152,10 @@ describe("event retention in the run object", () => {
     expect(lastSeq).toBeGreaterThan(2);
     await ageEnd(runId, config.eventRetentionMs + 1);
     await runAlarm(runId);
-    const old = await call("GET", `/v1/runs/${runId}/events?after=0`, { token: admin });
+    const old = await call("GET", `/v1/runs/${runId}/events`, { token: admin });
     expect(old.status).toBe(410);
     expect(old.body.error).toMatchObject({ code: "events_pruned", pruned_through_seq: lastSeq - 1 });
-    const tail = await call("GET", `/v1/runs/${runId}/events?after=${lastSeq - 1}`, { token: admin });
+    const tail = await call("GET", `/v1/runs/${runId}/events?cursor=${lastSeq - 1}`, { token: admin });
     expect(tail.status).toBe(200);
     expect(tail.body.events.map((e: { seq: number }) => e.seq)).toEqual([lastSeq]);
     expect(tail.body.terminal).toBe(true);
@@ -175,7 +175,7 @@ describe("event retention in the run object", () => {
       state.storage.sql.exec("UPDATE outbox SET at_ms = at_ms - ?", config.eventRetentionMs * 2);
     });
     await runAlarm(runId);
-    expect((await call("GET", `/v1/runs/${runId}/events?after=0`, { token: admin })).status).toBe(200);
+    expect((await call("GET", `/v1/runs/${runId}/events`, { token: admin })).status).toBe(200);
   });
 });
 
@@ -207,7 +207,7 @@ describe("event retention in D1", () => {
     await env.DB.prepare("UPDATE ended_runs SET ended_at_ms = ended_at_ms - ? WHERE run_id = ?").bind(config.eventRetentionMs + 1, runId).run();
     await tick(Date.now());
     expect(await storedSeqs(runId)).toEqual([]);
-    const old = await call("GET", `/v1/runs/${runId}/events?after=0`, { token: admin });
+    const old = await call("GET", `/v1/runs/${runId}/events`, { token: admin });
     expect(old.status).toBe(410);
     expect(old.body.error).toMatchObject({ code: "events_pruned", pruned_through_seq: lastSeq - 1 });
     const left = await env.DB.prepare("SELECT COUNT(*) AS n FROM ended_runs WHERE run_id = ?").bind(runId).first<{ n: number }>();
