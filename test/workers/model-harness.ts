@@ -158,6 +158,8 @@ class Sequence {
   last: Call | null = null;
   /** The seq of the last report materialized: increasing across the run, so within each attempt too. */
   reportSeq = 0;
+  /** When the previous step's reads ended: a real alarm may fire between then and the next step. */
+  lastStepEndMs = 0;
   readonly history: string[] = [];
   runId = "";
   readonly key = `model-${crypto.randomUUID()}`;
@@ -322,7 +324,8 @@ class Sequence {
     this.checkAnswer(c, res, outcome);
     this.checkRun(prev, view, c, res.status, outcome);
     this.checkEvents(prev, view, fresh, c, res.status, outcome);
-    this.checkTimes(view, outcome, res.t0, t2);
+    this.checkTimes(view, outcome, c, res.t0, t2);
+    this.lastStepEndMs = t2;
 
     // The model takes the run's clock from the run itself: ageRun moved it, calls set it.
     const stepIndex = view.attempt - 1;
@@ -449,7 +452,7 @@ class Sequence {
     }
   }
 
-  checkTimes(view: RunView, o: Outcome, t0: number, t2: number): void {
+  checkTimes(view: RunView, o: Outcome, c: Call, t0: number, t2: number): void {
     const ttl = timing.leaseTtlMs;
     if (o.setsLease && !o.background) {
       const at = view.lease_expires_at_ms ?? -1;
@@ -457,7 +460,10 @@ class Sequence {
     }
     if (o.backoffFor !== undefined) {
       const [lo, hi] = backoffRange(timing, o.backoffFor);
-      this.ensure(view.not_before_ms >= t0 + lo - 1 && view.not_before_ms <= t2 + hi + 1, "a requeue backs off within [d/2, d]", { t0, t2, not_before: view.not_before_ms, lo, hi });
+      // The run's real alarm may have requeued it between the previous step and this one's ageRun,
+      // which then moved the backoff back by ageMs with the rest of the run's clock.
+      const from = c.kind === "alarm" && c.ageMs > 0 && this.lastStepEndMs > 0 ? Math.min(t0, this.lastStepEndMs - c.ageMs) : t0;
+      this.ensure(view.not_before_ms >= from + lo - 1 && view.not_before_ms <= t2 + hi + 1, "a requeue backs off within [d/2, d]", { t0, t2, from, not_before: view.not_before_ms, lo, hi });
     }
   }
 
