@@ -1,4 +1,5 @@
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-pool-workers";
+import { availableParallelism } from "node:os";
 import { defineConfig } from "vitest/config";
 
 declare const process: { env: Record<string, string | undefined> };
@@ -13,6 +14,9 @@ export default defineConfig(async () => {
   const migrations = await readD1Migrations("./migrations");
   return {
     test: {
+      // Most test files wait on the local Workers runtime and on timers more than they compute:
+      // one more file at a time than there are cores keeps a 2-core machine busy.
+      maxWorkers: availableParallelism() + 1,
       projects: [
         {
           plugins: [
