@@ -1,5 +1,4 @@
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-pool-workers";
-import { availableParallelism } from "node:os";
 import { defineConfig } from "vitest/config";
 
 declare const process: { env: Record<string, string | undefined> };
@@ -14,9 +13,6 @@ export default defineConfig(async () => {
   const migrations = await readD1Migrations("./migrations");
   return {
     test: {
-      // Most test files wait on the local Workers runtime and on timers more than they compute:
-      // one more file at a time than there are cores keeps a 2-core machine busy.
-      maxWorkers: availableParallelism() + 1,
       projects: [
         {
           plugins: [
