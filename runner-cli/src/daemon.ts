@@ -34,6 +34,8 @@ export function daemonLimits(env: Record<string, string | undefined>) {
     maxPatchBytes: int('DOCKET_DAEMON_MAX_PATCH_BYTES', 4_900_000), // the server takes up to 5,000,000 characters
     finalTries: int('DOCKET_DAEMON_FINAL_TRIES', 8),
     stopGraceMs: int('DOCKET_DAEMON_STOP_GRACE_MS', 10_000),
+    // How long an agent that died of a signal waits for the daemon's own stop signal (see runDaemon).
+    stopSignalWaitMs: int('DOCKET_DAEMON_STOP_SIGNAL_WAIT_MS', 1_000),
     backoffBaseMs: int('DOCKET_DAEMON_BACKOFF_BASE_MS', 1_000),
     backoffMaxMs: int('DOCKET_DAEMON_BACKOFF_MAX_MS', 15_000),
   };
@@ -321,8 +323,11 @@ export async function runDaemon(command: string[], { env = process.env, cwd = pr
     await agentExit;
     clearTimeout(t);
   };
+  let signalled = () => {};
+  const stopSignal = new Promise<void>((resolve) => (signalled = resolve));
   const onSignal = (sig: NodeJS.Signals) => {
     stopping = true;
+    signalled();
     void stopAgent(`received ${sig}`);
   };
   process.on('SIGTERM', onSignal);
@@ -386,10 +391,13 @@ export async function runDaemon(command: string[], { env = process.env, cwd = pr
   })();
 
   const exit = await agentExit as { code: number | null, signal: NodeJS.Signals | null };
+  const agentCode = exit.code ?? 128 + signalNumber(exit.signal);
+  // A stop from outside signals the whole sandbox at once: the agent's exit can be seen before the
+  // daemon's own signal, so an agent that died of a signal waits briefly for it (bounded).
+  if (agentCode > 128 && !stopping) await Promise.race([stopSignal, sleep(limits.stopSignalWaitMs)]);
   await reportLoop;
   await Promise.race([streamsDone, sleep(2_000)]); // output after exit from the agent's children is not awaited forever
   await attemptWatch;
-  const agentCode = exit.code ?? 128 + signalNumber(exit.signal);
 
   if (attemptOver) {
     writeState(stateDir, 'final.json', { delivered: false, attempt_over: attemptOver, exit_codes: { agent: agentCode }, at_ms: Date.now() });
