@@ -5,7 +5,7 @@
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { callDirect as call } from "./direct";
-import { ageRun, CLI_VERSION, createOrg, registerRunner, runBody } from "./helpers";
+import { ageRun, CLI_VERSION, createOrg, registerRunner, runAlarm, runBody } from "./helpers";
 import { muteTransitionLogs } from "./quiet";
 
 type Json = Record<string, any>;
@@ -82,7 +82,12 @@ describe("200 claims racing for 50 runs", () => {
       granted1.map((c) => call("POST", `/v1/runs/${c.res.body.run_id}/attempts/1/launch-failed`, { token: c.token, body: { error: "image pull failed" } })),
     );
     expect(failed.every((f) => f.status === 200 && f.body.state === "queued")).toBe(true);
-    for (const id of runIds) await ageRun(id, 60_000);
+    // Aging skips the backoff's wall time; the alarm at its end is what tells the scheduler the
+    // run is claimable again (a scheduler that drained the label set forgot it), so run it too.
+    for (const id of runIds) {
+      await ageRun(id, 60_000);
+      await runAlarm(id);
+    }
     const second = await claimRace(machines);
     const granted2 = second.filter((c) => c.res.status === 200);
     expect(granted2).toHaveLength(RUNS);
