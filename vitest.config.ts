@@ -24,6 +24,8 @@ export default defineConfig(async () => {
                   ADMIN_SECRET: "test-admin-secret",
                   // Short long-polls keep "nothing came" answers quick; other timings keep their defaults.
                   CLAIM_WAIT_MS: "1000",
+                  // Every answer of every suite is checked against the OpenAPI document (src/openapi/operation.ts).
+                  CONTRACT_CHECK: "enforce",
                   BACKOFF_BASE_MS: "1000",
                   BACKOFF_MAX_MS: "8000",
                   // Model-based tests (test/workers/model-harness.ts): how many sequences, their length, and one

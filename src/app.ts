@@ -8,6 +8,7 @@ import { loadConfig, type Config } from "./config";
 import { DocketError, errorResponse } from "./errors";
 import { clientAddress, countCall } from "./rate-limit";
 import { log } from "./lib/log";
+import { DOCS_PAGE, openApiDocument } from "./openapi/document";
 import { buildJobRoutes } from "./routes/build-jobs";
 import { creditRoutes } from "./routes/credits";
 import { eventRoutes } from "./routes/events";
@@ -16,6 +17,9 @@ import { projectRoutes } from "./routes/projects";
 import { runRoutes } from "./routes/runs";
 import { runnerRoutes } from "./routes/runners";
 import { tokenRoutes } from "./routes/tokens";
+
+/** The files of the /docs page's renderer the Worker serves from its assets. */
+const DOCS_ASSETS = new Set(["swagger-ui-bundle.js", "swagger-ui.css"]);
 
 let cachedConfig: { vars: unknown; config: Config } | null = null;
 
@@ -30,8 +34,14 @@ export const app = new Hono<AppEnv>()
     await next();
   })
   .use("*", boundedBody)
-  .get("/", (c) => c.json({ service: "docket", api: "/v1", docs: "docs/protocol.md" }))
+  .get("/", (c) => c.json({ service: "docket", api: "/v1", openapi: "/v1/openapi.json", reference: "/docs", docs: "docs/protocol.md" }))
   .get("/healthz", (c) => c.json({ ok: true }))
+  .get("/docs", (c) => c.html(DOCS_PAGE))
+  .get("/docs/assets/:file", async (c) => {
+    const file = c.req.param("file");
+    if (!DOCS_ASSETS.has(file) || !c.env.ASSETS) return errorResponse(new DocketError("not_found", `no file ${file}`));
+    return c.env.ASSETS.fetch(new URL(`/${file}`, c.req.url));
+  })
   .route("/v1", orgRoutes)
   .route("/v1", tokenRoutes)
   .route("/v1", runnerRoutes)
@@ -40,6 +50,9 @@ export const app = new Hono<AppEnv>()
   .route("/v1", creditRoutes)
   .route("/v1", projectRoutes)
   .route("/v1", buildJobRoutes);
+
+// Registered last, so the document describes every route above.
+app.get("/v1/openapi.json", openApiDocument(app));
 
 /** Each registered route's path as a pattern and the methods it answers (middleware, "ALL", is left out). */
 let routeTable: { pattern: RegExp; methods: Set<string> }[] | null = null;

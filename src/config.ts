@@ -1,6 +1,9 @@
 // Every timing and limit of Docket, with its default. Each can be overridden by a Worker var of
 // the same name (wrangler.toml [vars], `wrangler dev --var NAME:VALUE`, or test bindings).
 
+import { BOUND_CEILINGS } from "./protocol/bounds";
+import { parseVersion } from "./protocol/version";
+
 export interface Config {
   /** How long a claim's lease lasts without a refresh. */
   leaseTtlMs: number;
@@ -37,6 +40,12 @@ export interface Config {
   claimWaitersMax: number;
   /** Page size limits for list endpoints. */
   pageSizeMax: number;
+  /**
+   * Whether each answer is checked against the OpenAPI document (src/openapi/operation.ts): "off",
+   * "log" (a contract.violation line) or "enforce" (the answer becomes a 500 naming the difference;
+   * the test suites run so).
+   */
+  contractCheck: "off" | "log" | "enforce";
   /** Outbox publishing: attempts before an event batch waits for an operator, and backoff between. */
   outboxMaxAttempts: number;
   outboxBackoffMs: number;
@@ -125,6 +134,7 @@ export const DEFAULTS: Config = {
   labelSetsTtlMs: 5_000,
   claimWaitersMax: 1_000,
   pageSizeMax: 200,
+  contractCheck: "off",
   outboxMaxAttempts: 8,
   outboxBackoffMs: 1_000,
   reportLineMaxChars: 4_000,
@@ -168,21 +178,8 @@ export const DEFAULTS: Config = {
   alarmBackstopBatch: 50,
 };
 
-/**
- * The hard ceiling of each configurable input bound: the request schemas refuse more whatever the
- * configuration says, so a bound may be lowered freely and raised only this far.
- */
-export const BOUND_CEILINGS = {
-  briefMaxChars: 100_000,
-  labelsMax: 64,
-  launchEnvMaxKeys: 1_000,
-  launchEnvMaxChars: 1_000_000,
-  metadataMaxKeys: 1_000,
-  artifactPatchMaxChars: 20_000_000,
-  reportLinesMax: 10_000,
-  // A run is one row in its Durable Object's SQLite, which refuses rows over 2 MB.
-  requestBodyMaxBytes: 1_900_000,
-} satisfies Partial<Record<keyof Config, number>>;
+// The schemas' hard ceilings (src/protocol/bounds.ts) are configurable bounds of this Config.
+BOUND_CEILINGS satisfies Partial<Record<keyof Config, number>>;
 
 const VAR_NAMES: Record<keyof Config, string> = {
   leaseTtlMs: "LEASE_TTL_MS",
@@ -203,6 +200,7 @@ const VAR_NAMES: Record<keyof Config, string> = {
   labelSetsTtlMs: "LABEL_SETS_TTL_MS",
   claimWaitersMax: "CLAIM_WAITERS_MAX",
   pageSizeMax: "PAGE_SIZE_MAX",
+  contractCheck: "CONTRACT_CHECK",
   outboxMaxAttempts: "OUTBOX_MAX_ATTEMPTS",
   outboxBackoffMs: "OUTBOX_BACKOFF_MS",
   reportLineMaxChars: "REPORT_LINE_MAX_CHARS",
@@ -256,6 +254,9 @@ export function loadConfig(vars: Record<string, unknown>): Config {
     if (key === "minCliVersion") {
       if (!parseVersion(text)) throw new Error(`MIN_CLI_VERSION must be a version like 1.2.3, got ${text}`);
       config.minCliVersion = text;
+    } else if (key === "contractCheck") {
+      if (text !== "off" && text !== "log" && text !== "enforce") throw new Error(`CONTRACT_CHECK must be off, log or enforce, got ${text}`);
+      config.contractCheck = text;
     } else if (key === "runnerUpgradeHint") {
       config.runnerUpgradeHint = text;
     } else if (key === "launchProtocols") {
@@ -281,43 +282,6 @@ export function loadConfig(vars: Record<string, unknown>): Config {
   if (config.labelSetsReadMax < 1) throw new Error("LABEL_SETS_READ_MAX must be at least 1");
   if (config.pruneBatchMax < 1) throw new Error("PRUNE_BATCH_MAX must be at least 1");
   return config;
-}
-
-/** A semantic version: major, minor, patch and its prerelease identifiers (build metadata is ignored). */
-export interface Version {
-  core: [number, number, number];
-  prerelease: string[];
-}
-
-export function parseVersion(v: string): Version | null {
-  const m = /^v?(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?(?:\+[0-9A-Za-z.-]*)?$/.exec(v.trim());
-  return m ? { core: [Number(m[1]), Number(m[2]), Number(m[3])], prerelease: m[4] ? m[4].split(".") : [] } : null;
-}
-
-/** Semver precedence (semver.org, item 11): negative when a < b, 0 when equal, positive when a > b. */
-export function compareVersions(a: Version, b: Version): number {
-  for (let i = 0; i < 3; i++) if (a.core[i] !== b.core[i]) return a.core[i] - b.core[i];
-  // A prerelease is below its release: 0.2.0-rc.1 < 0.2.0.
-  if (a.prerelease.length === 0 || b.prerelease.length === 0) return b.prerelease.length - a.prerelease.length;
-  for (let i = 0; i < Math.min(a.prerelease.length, b.prerelease.length); i++) {
-    const x = a.prerelease[i];
-    const y = b.prerelease[i];
-    if (x === y) continue;
-    const xNum = /^\d+$/.test(x);
-    const yNum = /^\d+$/.test(y);
-    if (xNum && yNum) return Number(x) - Number(y);
-    if (xNum !== yNum) return xNum ? -1 : 1; // numeric identifiers sort below alphanumeric ones
-    return x < y ? -1 : 1;
-  }
-  return a.prerelease.length - b.prerelease.length;
-}
-
-/** True when `version` is at least `minimum`; an unparsable version is never enough. */
-export function versionAtLeast(version: string, minimum: string): boolean {
-  const a = parseVersion(version);
-  const b = parseVersion(minimum);
-  if (!a || !b) return false;
-  return compareVersions(a, b) >= 0;
 }
 
 /** What a runner is told at register and heartbeat. */

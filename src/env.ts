@@ -10,6 +10,8 @@ export interface Env {
   RATE_LIMIT_ADDRESS?: RateLimit;
   RATE_LIMIT_MEMBER?: RateLimit;
   RATE_LIMIT_RUNNER?: RateLimit;
+  /** Static files: the /docs page's renderer (wrangler.toml, [assets]). */
+  ASSETS?: Fetcher;
   /** The deployment's operator secret for POST /v1/orgs. */
   ADMIN_SECRET?: string;
   [name: string]: unknown;

@@ -1,21 +1,28 @@
 // Validation at the edge of every route: handlers receive typed data, and bad input is a 400
 // invalid_request naming the field, never a 500 (../shared/DESIGN.md, "Protocol essentials").
 
-import { zValidator } from "@hono/zod-validator";
 import type { Context, HonoRequest, ValidationTargets } from "hono";
-import type { AppEnv } from "./app-types";
+import { uniqueSymbol, validator } from "hono-openapi";
 import { z } from "zod";
-import { BOUND_CEILINGS, parseVersion, type Config } from "./config";
+import type { AppEnv } from "./app-types";
+import type { Config } from "./config";
 import { DocketError } from "./errors";
+import { idempotencyKey } from "./protocol/common";
 
-/** The field an issue names; one about the whole input (an unknown key, say) names the input itself. */
-export function fieldOf(issue: z.core.$ZodIssue | undefined, whole = "body"): string {
-  if (!issue || issue.path.length === 0) return whole;
-  return issue.path.map(String).join(".");
+/** A validation issue, as every Standard Schema library reports it. */
+interface Issue {
+  readonly message: string;
+  readonly path?: ReadonlyArray<PropertyKey | { readonly key: PropertyKey }> | undefined;
 }
 
-export function invalid(error: z.ZodError, where: string): DocketError {
-  const issue = error.issues[0];
+/** The field an issue names; one about the whole input (an unknown key, say) names the input itself. */
+export function fieldOf(issue: Issue | undefined, whole = "body"): string {
+  if (!issue?.path || issue.path.length === 0) return whole;
+  return issue.path.map((p) => String(typeof p === "object" ? p.key : p)).join(".");
+}
+
+export function invalid(issues: readonly Issue[], where: string): DocketError {
+  const issue = issues[0];
   const field = fieldOf(issue, where);
   const what = field === where ? where : `${where} ${field}`;
   return new DocketError("invalid_request", `${what}: ${issue?.message ?? "is invalid"}`, { field });
@@ -24,7 +31,8 @@ export function invalid(error: z.ZodError, where: string): DocketError {
 const JSON_MEDIA_TYPE = /^application\/([\w.-]+\+)?json$/i;
 
 /**
- * zValidator whose failures throw invalid_request instead of answering in its own format. A JSON
+ * The contract's validator (hono-openapi's, which also puts the schema in the OpenAPI document)
+ * whose failures throw invalid_request instead of answering in its own format. A JSON
  * body must say so: the validator would read a body under another Content-Type as {}, so such a
  * body is refused here instead of being ignored (an empty body still counts as {}). `bounds`
  * checks the configured limits (src/bounds.ts) on the parsed value.
@@ -34,8 +42,8 @@ export function validate<T extends z.ZodType, Target extends keyof ValidationTar
   schema: T,
   bounds?: (config: Config, data: z.infer<T>) => void,
 ) {
-  const check = zValidator(target, schema, (result, c) => {
-    if (!result.success) throw invalid(result.error as unknown as z.ZodError, target === "json" ? "body" : target);
+  const check = validator(target, schema, (result, c) => {
+    if (!result.success) throw invalid(result.error, target === "json" ? "body" : target);
     // The app's first middleware sets the config (src/app.ts); the hook's context is not typed with it.
     if (bounds) bounds((c as unknown as Context<AppEnv>).get("config"), result.data as z.infer<T>);
   });
@@ -44,7 +52,8 @@ export function validate<T extends z.ZodType, Target extends keyof ValidationTar
     await refuseBodyThatIsNotJson(c.req);
     return check(c, next);
   };
-  return jsonOnly;
+  // The schema stays attached, so the OpenAPI document still shows the body.
+  return Object.assign(jsonOnly, { [uniqueSymbol]: (check as unknown as Record<symbol, unknown>)[uniqueSymbol] });
 }
 
 /** Refuses a non-empty body sent under another Content-Type than JSON (the text stays readable). */
@@ -54,9 +63,6 @@ export async function refuseBodyThatIsNotJson(req: HonoRequest): Promise<void> {
     throw new DocketError("invalid_request", "body: send JSON with Content-Type: application/json", { field: "Content-Type" });
   }
 }
-
-/** An Idempotency-Key (docs/protocol.md, "Idempotency"): 1–200 printable ASCII characters without spaces. */
-export const idempotencyKey = z.string().min(1).max(200).regex(/^[\x21-\x7e]+$/, "must be printable ASCII without spaces");
 
 /**
  * The Idempotency-Key header of a request, or null without one; a malformed key is 400
@@ -72,14 +78,5 @@ export function idempotencyKeyOf(req: HonoRequest, schema: z.ZodType<string> = i
   return parsed.data;
 }
 
-/** Reusable field schemas. */
-export const runIdParam = z.string().regex(/^run_[0-9a-f]{24}$/, "must be a run id like run_<24 hex digits>");
-export const attemptParam = z.coerce.number().int().min(1).max(1_000_000);
-// A version that is not semver is a malformed call (400), not an old runner (426).
-export const cliVersion = z.string().min(1).max(64).refine((v) => parseVersion(v) !== null, "must be a semantic version like 1.2.3");
-export const protocolList = z.array(z.string().min(1).max(32)).min(1).max(16);
-export const labelList = z
-  .array(z.string().min(1).max(64).regex(/^[A-Za-z0-9_.:\/-]+$/, "labels are letters, digits and _ . : / -"))
-  .max(BOUND_CEILINGS.labelsMax);
 /** A record with at most `max` keys (a schema's hard ceiling; the configured bound is in src/bounds.ts). */
 export const atMostKeys = (max: number) => (record: Record<string, unknown>) => Object.keys(record).length <= max;

@@ -7,20 +7,7 @@
 
 import { and, eq, gt, lt, or, type SQL } from "drizzle-orm";
 import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
-import { z } from "zod";
-
-const CURSOR_MESSAGE = "must be a cursor from a previous page's next_cursor";
-
-/** `limit` (1–`max`) and `cursor` (checked by `cursor`), the query fields of every list. */
-export function pageQuery(cursor: z.ZodString, max = 200) {
-  return { limit: z.coerce.number().int().min(1).max(max).optional(), cursor: cursor.optional() };
-}
-
-/** A keyset cursor over rows whose ids match `id` (a regex source, such as `run_[0-9a-f]{24}`). */
-export const keysetCursor = (id: string) => z.string().regex(new RegExp(`^\\d{1,15}\\.${id}$`), CURSOR_MESSAGE);
-
-/** A sequence-number cursor. */
-export const seqCursor = z.string().regex(/^\d{1,15}$/, CURSOR_MESSAGE);
+export { keysetCursor, pageQuery, seqCursor } from "../protocol/common";
 
 /** The page size: the caller's `limit`, else `fallback`, never above `ceiling` (PAGE_SIZE_MAX). */
 export function pageSize(limit: number | undefined, fallback: number, ceiling: number): number {

@@ -9,10 +9,11 @@ import { requireAdmin, requireMember } from "../auth";
 import { callbackView } from "../callbacks/deliveries";
 import { redeliverCallback } from "../callbacks/schedule";
 import { DocketError, unwrap } from "../errors";
-import { runIdParam, validate } from "../validate";
+import { validate } from "../validate";
+import { runId } from "../protocol/common";
 import { runStub } from "../lib/stubs";
 
-const idParam = z.object({ id: runIdParam });
+const idParam = z.object({ id: runId });
 
 const seqText = z.string().regex(/^\d{1,15}$/, "must be a sequence number (a non-negative integer)");
 

@@ -1,6 +1,5 @@
 import { Hono } from "hono";
 import { drizzle } from "drizzle-orm/d1";
-import { z } from "zod";
 import type { AppEnv } from "../app-types";
 import { requireAdmin, requireMember, requireOperator } from "../auth";
 import { rotateCallbackSecret } from "../callbacks/secret";
@@ -10,23 +9,12 @@ import { orgs, tokens } from "../db/schema";
 import { DocketError } from "../errors";
 import { newId, newToken, randomHex, sha256Hex } from "../lib/crypto";
 import { log } from "../lib/log";
+import { operation } from "../openapi/operation";
+import { CreatedOrg, CreatedToken, CreateOrgBody, CreateTokenBody, RotateCallbackSecretBody, RotatedCallbackSecret } from "../protocol/tokens";
 import { validate } from "../validate";
 
-const createOrg = z.object({ name: z.string().trim().min(1).max(100) }).strict();
-
-const createToken = z
-  .object({
-    kind: z.enum(["member", "registration"]),
-    role: z.enum(["admin", "member"]).optional(),
-    name: z.string().trim().min(1).max(100).optional(),
-    // Registration tokens only: the expiry (at most REGISTRATION_TOKEN_TTL_MAX_MS) and how many registrations it allows.
-    expires_in_ms: z.number().int().min(1).optional(),
-    max_uses: z.number().int().min(1).max(1_000_000).optional(),
-  })
-  .strict();
-
 /** When a new registration token expires: its creator's choice within the maximum, else the default. */
-function registrationExpiry(body: z.infer<typeof createToken>, config: Config, nowMs: number): number | null {
+function registrationExpiry(body: CreateTokenBody, config: Config, nowMs: number): number | null {
   if (body.kind !== "registration") {
     for (const field of ["expires_in_ms", "max_uses"] as const) {
       if (body[field] !== undefined) throw new DocketError("invalid_request", `body ${field}: only registration tokens expire or count their uses`, { field });
@@ -57,7 +45,17 @@ async function mintToken(
 }
 
 export const orgRoutes = new Hono<AppEnv>()
-  .post("/orgs", requireOperator, validate("json", createOrg), async (c) => {
+  .post(
+    "/orgs",
+    operation({
+      id: "createOrg",
+      summary: "Create an organization and its first admin token (operators)",
+      tag: "Organizations and tokens",
+      auth: "operator",
+      responses: { 201: { description: "The organization, its callback secret, and its first admin token.", schema: CreatedOrg } },
+    }),
+    requireOperator,
+    validate("json", CreateOrgBody), async (c) => {
     const { name } = c.req.valid("json");
     const org = { id: newId("org"), name, callbackSecret: randomHex(32), createdAtMs: Date.now() };
     const { row, answer } = await mintToken(c.env.DB, org.id, "member", "admin", "first admin");
@@ -71,7 +69,18 @@ export const orgRoutes = new Hono<AppEnv>()
       201,
     );
   })
-  .post("/tokens", requireMember, requireAdmin, validate("json", createToken), async (c) => {
+  .post(
+    "/tokens",
+    operation({
+      id: "createToken",
+      summary: "Create a member or runner registration token",
+      tag: "Organizations and tokens",
+      auth: "admin",
+      responses: { 201: { description: "The token; its secret is shown only here.", schema: CreatedToken } },
+    }),
+    requireMember,
+    requireAdmin,
+    validate("json", CreateTokenBody), async (c) => {
     const body = c.req.valid("json");
     const role = body.kind === "member" ? (body.role ?? "member") : null;
     const now = Date.now();
@@ -80,7 +89,19 @@ export const orgRoutes = new Hono<AppEnv>()
     await drizzle(c.env.DB).insert(tokens).values(row);
     return c.json(answer, 201);
   })
-  .post("/orgs/current/callback-secret/rotate", requireMember, requireAdmin, validate("json", z.object({}).strict()), async (c) => {
+  .post(
+    "/orgs/current/callback-secret/rotate",
+    operation({
+      id: "rotateCallbackSecret",
+      summary: "Rotate the secret completion callbacks are signed with",
+      tag: "Organizations and tokens",
+      auth: "admin",
+      responses: { 200: { description: "The new secret; the previous one still signs callbacks for a while.", schema: RotatedCallbackSecret } },
+      errors: ["not_found"],
+    }),
+    requireMember,
+    requireAdmin,
+    validate("json", RotateCallbackSecretBody), async (c) => {
     const caller = c.get("caller");
     const now = Date.now();
     const secret = await rotateCallbackSecret(c.env.DB, caller.orgId, now);

@@ -17,8 +17,9 @@ import { newId } from "../lib/crypto";
 import { log } from "../lib/log";
 import { normalizeLabels } from "../run/labels";
 import { checkProject } from "../bounds";
-import { BOUND_CEILINGS } from "../config";
-import { atMostKeys, idempotencyKeyOf, labelList, refuseBodyThatIsNotJson, validate } from "../validate";
+import { BOUND_CEILINGS } from "../protocol/bounds";
+import { atMostKeys, idempotencyKeyOf, refuseBodyThatIsNotJson, validate } from "../validate";
+import { labelList } from "../protocol/common";
 import { afterCursor, keysetCursor, pageOf, pageQuery, pageSize } from "../lib/pagination";
 import { jobAnswer } from "./job-answer";
 

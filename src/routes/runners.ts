@@ -8,7 +8,9 @@ import { z } from "zod";
 import type { AppEnv } from "../app-types";
 import { bearer, requireAdmin, requireAttemptToken, requireMachine, requireMember, requireRegistration } from "../auth";
 import { checkLabels, checkReport } from "../bounds";
-import { BOUND_CEILINGS, runnerConfig, versionAtLeast, type Config } from "../config";
+import { runnerConfig, type Config } from "../config";
+import { BOUND_CEILINGS } from "../protocol/bounds";
+import { versionAtLeast } from "../protocol/version";
 import { deregisterMachine, machineView } from "../credentials/machines";
 import { returnRegistrationUse, takeRegistrationUse } from "../credentials/tokens";
 import { machines, tokens } from "../db/schema";
@@ -18,7 +20,8 @@ import { newId, newToken, sha256Hex } from "../lib/crypto";
 import { log } from "../lib/log";
 import { afterCursor, keysetCursor, pageOf, pageQuery, pageSize } from "../lib/pagination";
 import { normalizeLabels } from "../run/labels";
-import { attemptParam, cliVersion, labelList, protocolList, runIdParam, validate } from "../validate";
+import { validate } from "../validate";
+import { attemptNumber, cliVersion, labelList, protocolList, runId } from "../protocol/common";
 import { runStub, schedulerStub } from "../lib/stubs";
 
 const registerBody = z
@@ -39,7 +42,7 @@ const claimBody = z
 
 const listQuery = z.object(pageQuery(keysetCursor("mch_[0-9a-f]{24}"))).strict();
 
-const attemptPath = z.object({ id: runIdParam, n: attemptParam });
+const attemptPath = z.object({ id: runId, n: attemptNumber });
 const machinePath = z.object({ id: z.string().regex(/^mch_[0-9a-f]{24}$/, "must be a machine id like mch_<24 hex digits>") });
 
 const launchedBody = z.object({ sandbox_id: z.string().min(1).max(200) }).strict();
@@ -272,7 +275,7 @@ export const runnerRoutes = new Hono<AppEnv>()
     const command = { type: "stopped" as const, attempt: n, machineId: caller.machineId!, reason: c.req.valid("json").reason ?? null };
     return c.json(unwrap(await runStub(c.env, id).machineCall(caller.orgId, command)));
   })
-  .post("/runs/:id/reports", requireAttemptToken, validate("param", z.object({ id: runIdParam })), validate("json", reportBody, checkReport), async (c) => {
+  .post("/runs/:id/reports", requireAttemptToken, validate("param", z.object({ id: runId })), validate("json", reportBody, checkReport), async (c) => {
     const { id } = c.req.valid("param");
     const body = c.req.valid("json");
     const config = c.get("config");

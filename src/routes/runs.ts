@@ -12,8 +12,9 @@ import { unwrap } from "../errors";
 import { type Config } from "../config";
 import { RUN_STATES } from "../run/states";
 import { checkDispatch } from "../bounds";
-import { BOUND_CEILINGS } from "../config";
-import { atMostKeys, idempotencyKeyOf, labelList, runIdParam, validate } from "../validate";
+import { BOUND_CEILINGS } from "../protocol/bounds";
+import { atMostKeys, idempotencyKeyOf, validate } from "../validate";
+import { labelList, runId } from "../protocol/common";
 import { runStub } from "../lib/stubs";
 import { dispatchRun } from "../run/dispatch";
 import { afterCursor, keysetCursor, pageOf, pageQuery, pageSize, seqCursor } from "../lib/pagination";
@@ -58,7 +59,7 @@ const cancelBody = z.object({ reason: z.string().max(1_000).optional() }).strict
 // An events page's cursor is a sequence number, the same as the live stream's ?after= and Last-Event-ID.
 const eventsQuery = z.object(pageQuery(seqCursor, 1_000)).strict();
 
-const idParam = z.object({ id: runIdParam });
+const idParam = z.object({ id: runId });
 
 /** The run as every run answer shows it: with its completion callback's receipt, which lives in D1 apart from the run (docs/callbacks.md). */
 async function runAnswer<T extends { id: string; callback_url: string | null }>(env: AppEnv["Bindings"], run: T, config: Config) {

@@ -4,24 +4,16 @@
 import { and, desc, eq, inArray } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import { Hono } from "hono";
-import { z } from "zod";
 import type { AppEnv } from "../app-types";
 import { requireAdmin, requireMember } from "../auth";
 import { revokeStatement, tokenView } from "../credentials/tokens";
 import { tokens } from "../db/schema";
 import { DocketError } from "../errors";
 import { log } from "../lib/log";
-import { afterCursor, keysetCursor, pageOf, pageQuery, pageSize } from "../lib/pagination";
+import { afterCursor, pageOf, pageSize } from "../lib/pagination";
+import { operation } from "../openapi/operation";
+import { ListTokensQuery, Token, TokenPage, TokenPath } from "../protocol/tokens";
 import { validate } from "../validate";
-
-const listQuery = z
-  .object({
-    kind: z.enum(["member", "registration"]).optional(),
-    ...pageQuery(keysetCursor("tok_[0-9a-f]{24}")),
-  })
-  .strict();
-
-const tokenIdParam = z.object({ id: z.string().regex(/^tok_[0-9a-f]{24}$/, "must be a token id like tok_<24 hex digits>") });
 
 /** One member or registration token of the organization, or null (machine tokens are not listed here). */
 async function readToken(db: D1Database, orgId: string, id: string) {
@@ -34,7 +26,18 @@ async function readToken(db: D1Database, orgId: string, id: string) {
 }
 
 export const tokenRoutes = new Hono<AppEnv>()
-  .get("/tokens", requireMember, requireAdmin, validate("query", listQuery), async (c) => {
+  .get(
+    "/tokens",
+    operation({
+      id: "listTokens",
+      summary: "List the organization's member and registration tokens",
+      tag: "Organizations and tokens",
+      auth: "admin",
+      responses: { 200: { description: "A page of tokens, newest first.", schema: TokenPage } },
+    }),
+    requireMember,
+    requireAdmin,
+    validate("query", ListTokensQuery), async (c) => {
     const q = c.req.valid("query");
     const limit = pageSize(q.limit, 50, c.get("config").pageSizeMax);
     const conditions = [eq(tokens.orgId, c.get("caller").orgId), inArray(tokens.kind, q.kind ? [q.kind] : ["member", "registration"])];
@@ -49,7 +52,20 @@ export const tokenRoutes = new Hono<AppEnv>()
     const now = Date.now();
     return c.json({ tokens: kept.map((t) => tokenView(t, now)), next_cursor: next });
   })
-  .delete("/tokens/:id", requireMember, requireAdmin, validate("param", tokenIdParam), async (c) => {
+  .delete(
+    "/tokens/:id",
+    operation({
+      id: "revokeToken",
+      summary: "Revoke a member or registration token",
+      description: "Revoking a revoked token answers it unchanged. The last active admin token cannot be revoked.",
+      tag: "Organizations and tokens",
+      auth: "admin",
+      responses: { 200: { description: "The token, revoked.", schema: Token } },
+      errors: ["not_found", "last_admin_token"],
+    }),
+    requireMember,
+    requireAdmin,
+    validate("param", TokenPath), async (c) => {
     const { id } = c.req.valid("param");
     const caller = c.get("caller");
     const now = Date.now();

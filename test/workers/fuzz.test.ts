@@ -10,7 +10,7 @@ import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { app } from "../../src/app";
 import { DEFAULTS } from "../../src/config";
-import { ERROR_STATUS } from "../../src/errors";
+import { ERROR_STATUS } from "../../src/protocol/errors";
 import { acceptLicense, createProject, createRequest, dispatchBuild, grantCredit, savePlan } from "./builds-helpers";
 import { send, type Answer } from "./direct";
 import { ADMIN_SECRET, ageRun, call, CLI_VERSION, createOrg, registerRunner, runBody } from "./helpers";

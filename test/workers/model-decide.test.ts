@@ -8,7 +8,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { decide, type DecideConfig } from "../../src/run/decide";
 import type { RunCommand, RunRecord } from "../../src/run/types";
-import { ERROR_STATUS } from "../../src/errors";
+import { ERROR_STATUS } from "../../src/protocol/errors";
 import { isTerminal, permitted, predict, type Call, type ModelRun } from "./run-model";
 import { newQueuedRun } from "../../src/run/new-run";
 

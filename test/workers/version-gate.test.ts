@@ -2,7 +2,8 @@
 // (../shared/spec/dispatch-lifecycle.md, "The API enforces the minimum CLI version with HTTP 426").
 
 import { describe, expect, it } from "vitest";
-import { DEFAULTS, loadConfig, versionAtLeast } from "../../src/config";
+import { DEFAULTS, loadConfig } from "../../src/config";
+import { versionAtLeast } from "../../src/protocol/version";
 import { checkRunnerVersion } from "../../src/routes/runners";
 import { call, claim, createOrg, dispatch, getRun, registerRunner } from "./helpers";
 
