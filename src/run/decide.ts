@@ -92,16 +92,25 @@ function endAttempt(d: Draft, config: DecideConfig, error: string, jitter: numbe
   }
   if (run.state === "claimed" && run.attempt < config.attemptBudget) {
     d.endStep("requeued", error);
-    d.to("queued", error);
-    run.machineId = null;
-    run.sandboxId = null;
-    run.leaseExpiresAtMs = null;
-    run.launchDeadlineAtMs = null;
-    run.queuedAtMs = d.now;
-    run.notBeforeMs = d.now + backoffMs(config, run.attempt, jitter);
+    requeue(d, error, d.now + backoffMs(config, run.attempt, jitter));
     return;
   }
   d.to("failed", run.state === "claimed" ? `attempt budget of ${config.attemptBudget} spent: ${error}` : error);
+}
+
+/**
+ * Back to the queue, claimable from `notBeforeMs`: no machine, sandbox, lease or launch deadline
+ * is left over from the attempt before, so the next claim starts clean.
+ */
+function requeue(d: Draft, reason: string, notBeforeMs: number): void {
+  const run = d.run;
+  d.to("queued", reason);
+  run.machineId = null;
+  run.sandboxId = null;
+  run.leaseExpiresAtMs = null;
+  run.launchDeadlineAtMs = null;
+  run.queuedAtMs = d.now;
+  run.notBeforeMs = notBeforeMs;
 }
 
 /** Checks that a machine call names the run's current attempt and that this machine holds it. */
@@ -386,11 +395,7 @@ function decideResume(d: Draft): Decision {
   const { run, now } = d;
   if (run.state !== "paused") return refuse("invalid_transition", `run ${run.id} is not paused`, { state: run.state });
   run.hold = false;
-  run.queuedAtMs = now;
-  run.notBeforeMs = now;
-  run.machineId = null;
-  run.sandboxId = null;
-  d.to("queued", run.continuation ? `continuation of ${run.continuation}` : "resumed");
+  requeue(d, run.continuation ? `continuation of ${run.continuation}` : "resumed", now);
   return d.done();
 }
 
@@ -414,10 +419,7 @@ function decideAuthorize(d: Draft): Decision {
   const { run, now } = d;
   if (run.state !== "blocked") return refuse("invalid_transition", `run ${run.id} is not blocked`, { state: run.state });
   run.blocker = null;
-  run.queuedAtMs = now;
-  run.notBeforeMs = now;
-  run.machineId = null;
-  d.to("queued", "a human authorized the run again");
+  requeue(d, "a human authorized the run again", now);
   return d.done();
 }
 

@@ -248,6 +248,10 @@ function runSequence(config: DecideConfig, steps: Step[]): void {
       if (next.attempt !== before.attempt) fail("a run with a stop request is never claimed again", trace);
     }
     if (next.state === "queued" && next.stopRequest !== null) fail("a run with a stop request is never queued", trace);
+    if (next.state === "queued" && before.state !== "queued") {
+      const leftOver = { machineId: next.machineId, sandboxId: next.sandboxId, leaseExpiresAtMs: next.leaseExpiresAtMs, launchDeadlineAtMs: next.launchDeadlineAtMs };
+      if (Object.values(leftOver).some((v) => v !== null)) fail("a requeued run keeps nothing of the attempt before", trace, leftOver);
+    }
     if (before.state === "queued" && next.state !== "queued" && command.type === "deadline") fail("a queued run is never reaped", trace);
     run = next;
   }
