@@ -40,7 +40,7 @@ export const Token = z.object({
   /** Registration tokens only: how many registrations it allows and has had; null otherwise. */
   max_uses: z.number().int().nullable(),
   uses: z.number().int().nullable(),
-});
+}).meta({ id: "Token" });
 
 /** A token just created: the listed fields and the secret, which is never shown again. */
 export const CreatedToken = Token.extend({ token: z.string() });
