@@ -4,13 +4,12 @@
 // Credentials go to `docker run` as `--env NAME` with the value in the docker CLI's environment,
 // so they never appear in a process listing.
 import { execFile, spawn } from 'node:child_process';
-import { dirname } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { PACKAGE_DIR } from '../package-dir.js';
 import { sleep } from '../procs.js';
 import type { ExitInfo, Sandbox } from './process.js';
 import { type JobPaths, type LaunchRequest, LaunchError, prepareSandbox, removeWorkDir, waitForHandshake } from './common.js';
 
-export const RUNNER_PACKAGE_DIR = dirname(dirname(dirname(fileURLToPath(import.meta.url))));
+export const RUNNER_PACKAGE_DIR = PACKAGE_DIR;
 
 /**
  * The argv of `docker run` for one attempt. Pure, so it can be checked without a docker engine.
