@@ -151,7 +151,7 @@ describe('the daemon against a flaky server', () => {
         },
       });
       expect(code).toBe(0);
-      const reports = server.requests.filter((r) => r.path === '/v1/runs/run_1/reports');
+      const reports = server.requests.filter((r) => r.path === `/v1/runs/${RUN_ID}/reports`);
       expect(reports.every((r) => r.auth === 'Bearer dkt_a_token')).toBe(true);
       const lines = reports.flatMap((r) => r.body.lines ?? []);
       expect(lines).toContain('token=none');
@@ -200,7 +200,7 @@ describe('the daemon against a flaky server', () => {
         },
       });
       expect(code).toBe(0);
-      const sent = server.requests.filter((r) => r.path === '/v1/runs/run_1/reports').map((r) => r.body);
+      const sent = server.requests.filter((r) => r.path === `/v1/runs/${RUN_ID}/reports`).map((r) => r.body);
       // Every try of a seq carries the same body; a new seq only follows an answered one.
       const seqs = sent.map((b) => b.seq);
       expect(seqs[0]).toBe(1);
