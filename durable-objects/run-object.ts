@@ -22,22 +22,12 @@ import { Outbox, type StoredEvent } from "./outbox";
 import { RunStreams, STREAM_ORG_HEADER, streamAfter, tooManyStreams } from "./run-streams";
 import { RUN_OBJECT_MIGRATIONS } from "./run-schema";
 import { migrate } from "./sql-migrations";
+import type { ClaimGrant } from "../src/protocol/runners";
 
 export type { NewRun } from "../src/run/new-run";
 
-export interface ClaimGrant {
-  run_id: string;
-  attempt: number;
-  attempt_token: string;
-  lease_expires_at_ms: number;
-  lease_ttl_ms: number;
-  lease_refresh_ms: number;
-  launch_deadline_at_ms: number;
-  sandbox_lifetime_ms: number;
-  brief: string;
-  repository: RunRecord["repository"];
-  launch: RunRecord["launch"];
-}
+/** A claimed attempt, as the contract describes it (src/protocol/runners.ts). */
+export type { ClaimGrant } from "../src/protocol/runners";
 
 type AttemptAnswer = ReturnType<typeof attemptView>;
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // docket-runner: the Docket runner CLI. See runner-cli/README.md.
-// The CLI is written in TypeScript (src/) and runs from its build (dist/, made by `npm run build`).
-import { main } from '../dist/cli.js';
+// The CLI is written in TypeScript (src/) and runs from its build (dist/, made by `npm run build`):
+// dist/runner-cli/src/ holds the CLI, dist/src/protocol/ the contract it shares with the server.
+import { main } from '../dist/runner-cli/src/cli.js';
 
 main(process.argv.slice(2)).then(
   (code) => {

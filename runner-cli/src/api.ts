@@ -1,5 +1,22 @@
 // The runner's side of docs/protocol.md: one function per call, and one place that decides what
 // an answer means for the runner (classify). No retries here; the callers own their loops.
+// Bodies are typed from the contract's request schemas and every answer is decoded with its answer
+// schema (src/protocol/runners.ts), so a server that renamed a field is a clear error at the call.
+import type { z } from 'zod';
+import {
+  AttemptAnswer,
+  ClaimGrant,
+  HeartbeatAnswer,
+  Registered,
+  type ClaimBody,
+  type HeartbeatBody,
+  type LaunchedBody,
+  type LaunchFailedBody,
+  type LeaseBody,
+  type RegisterBody,
+  type ReportBody,
+  type StoppedBody,
+} from '../../src/protocol/index.js';
 import { CLI_VERSION } from './version.js';
 
 /** Codes after which a runner destroys the workload (docs/protocol.md, "Errors"). */
@@ -17,7 +34,7 @@ export class ApiError extends Error {
   status: number;
   /**
    * @param status HTTP status, 0 for a network error or timeout
-   * @param code the stable error code, or `network` / `timeout` / `bad_answer`
+   * @param code the stable error code, or `network` / `timeout` / `bad_answer` (an answer the contract does not describe)
    * @param retryAfterMs what the answer's Retry-After asked for
    */
   constructor(status: number, code: string, message: string, body?: any, retryAfterMs: number | null = null) {
@@ -64,6 +81,26 @@ export function classify(err: unknown): 'definitive' | 'attempt_over' | 'upgrade
   if (DEFINITIVE_CODES.has(err.code)) return 'definitive';
   if (ATTEMPT_OVER_CODES.has(err.code)) return 'attempt_over';
   return 'transient';
+}
+
+/** The body each attempt call sends (POST /v1/runs/:id/attempts/:n/<call>). */
+export type AttemptCallBodies = { launched: LaunchedBody; lease: LeaseBody; 'launch-failed': LaunchFailedBody; stopped: StoppedBody };
+export type AttemptCall = keyof AttemptCallBodies;
+
+/** A decoded answer: its status and its body, as the contract describes it. */
+export type Answer<T> = { status: number; body: T };
+
+/**
+ * The answer body decoded with its contract schema; one that does not parse is a `bad_answer`
+ * naming the call and the first field that differs, not a crash somewhere later.
+ */
+export function decodeAnswer<S extends z.ZodType>(schema: S, what: string, answer: { status: number; body: unknown }): Answer<z.infer<S>> {
+  const parsed = schema.safeParse(answer.body);
+  if (parsed.success) return { status: answer.status, body: parsed.data };
+  const issue = parsed.error.issues[0];
+  const field = issue?.path.length ? issue.path.map(String).join('.') : '(the body)';
+  throw new ApiError(answer.status, 'bad_answer', `${what} answered ${answer.status} with a body the protocol does not describe: ${field}: ${issue?.message ?? 'invalid'}`,
+    JSON.stringify(answer.body ?? null).slice(0, 500));
 }
 
 /** Per-call options of DocketClient.request. */
@@ -134,28 +171,37 @@ export class DocketClient {
     throw new ApiError(res.status, code, message, err ?? text.slice(0, 500), parseRetryAfter(res.headers.get('retry-after')));
   }
 
-  register(registrationToken: string, body: object) {
-    return this.request('POST', '/v1/runners/register', { body, token: registrationToken });
+  /** `request`, with the answer decoded by its contract schema. */
+  async call<S extends z.ZodType>(schema: S, method: string, path: string, options: RequestOptions = {}): Promise<Answer<z.infer<S>>> {
+    return decodeAnswer(schema, `${method} ${path}`, await this.request(method, path, options));
   }
-  heartbeat(body: { cli_version: string; protocols: string[] }, opts: RequestOptions = {}) {
-    return this.request('POST', '/v1/runners/heartbeat', { body, ...opts });
+
+  register(registrationToken: string, body: RegisterBody) {
+    return this.call(Registered, 'POST', '/v1/runners/register', { body, token: registrationToken });
+  }
+  heartbeat(body: HeartbeatBody, opts: RequestOptions = {}) {
+    return this.call(HeartbeatAnswer, 'POST', '/v1/runners/heartbeat', { body, ...opts });
   }
   /**
    * Long-poll. The HTTP timeout is the wait plus a margin, so a slow answer is not cut short.
+   * @returns a grant (200), or no body (204: nothing matched within the wait)
    */
-  claim(body: { cli_version: string; protocols: string[]; wait_ms?: number }, { signal }: { signal?: AbortSignal } = {}) {
+  async claim(body: ClaimBody, { signal }: { signal?: AbortSignal } = {}): Promise<Answer<ClaimGrant> | { status: 204; body: null }> {
     const timeoutMs = (body.wait_ms ?? 30_000) + this.timeoutMs;
-    return this.request('POST', '/v1/runners/claim', { body, signal, timeoutMs });
+    const path = '/v1/runners/claim';
+    const answer = await this.request('POST', path, { body, signal, timeoutMs });
+    if (answer.status === 204) return { status: 204, body: null };
+    return decodeAnswer(ClaimGrant, `POST ${path}`, answer);
   }
   /**
    * One of launched | lease | launch-failed | stopped.
    */
-  attemptCall(runId: string, attempt: number, call: string, body: object = {}, opts: RequestOptions = {}) {
-    return this.request('POST', `/v1/runs/${encodeURIComponent(runId)}/attempts/${attempt}/${call}`, { body, ...opts });
+  attemptCall<C extends AttemptCall>(runId: string, attempt: number, call: C, body?: AttemptCallBodies[C], opts: RequestOptions = {}) {
+    return this.call(AttemptAnswer, 'POST', `/v1/runs/${encodeURIComponent(runId)}/attempts/${attempt}/${call}`, { body: body ?? {}, ...opts });
   }
   /** The daemon's call, with the run-attempt token. */
-  report(runId: string, body: object, opts: RequestOptions = {}) {
-    return this.request('POST', `/v1/runs/${encodeURIComponent(runId)}/reports`, { body, ...opts });
+  report(runId: string, body: ReportBody, opts: RequestOptions = {}) {
+    return this.call(AttemptAnswer, 'POST', `/v1/runs/${encodeURIComponent(runId)}/reports`, { body, ...opts });
   }
 }
 

@@ -1,5 +1,8 @@
 // Bounded exponential backoff with jitter (docs/protocol.md, "Errors": a runner backs off with
-// jitter on anything that is not definitive). Pure: the random source is injected.
+// jitter on anything that is not definitive). Pure: the random source is injected. The curve is
+// the one the Worker's retries use (src/lib/backoff.ts); the runner keeps its own policy values.
+
+import { exponentialBackoffMs } from '../../src/lib/backoff.js';
 
 /**
  * The delay before retry number `failures` (1 for the first retry).
@@ -10,10 +13,9 @@
  */
 export function backoffDelayMs(failures: number, { baseMs, maxMs, random = Math.random }: { baseMs: number; maxMs: number; random?: () => number }): number {
   if (!(baseMs > 0) || !(maxMs > 0)) throw new RangeError('backoff base and max must be positive');
-  const n = Math.max(1, Math.min(Math.floor(failures) || 1, 32)); // 2^32 * base overflows any max
-  const step = Math.min(maxMs, baseMs * 2 ** (n - 1));
-  const r = Math.min(Math.max(random(), 0), 1);
-  return Math.round(step / 2 + (step / 2) * r);
+  const n = Math.max(1, Math.floor(failures) || 1);
+  // The exponent stops at 31 doublings: 2^32 * base overflows any max.
+  return exponentialBackoffMs({ baseMs, maxMs, maxDoublings: 31, jitter: 'equal' }, n - 1, random());
 }
 
 /** Tracks consecutive failures of one kind of call and hands out the next delay. */

@@ -28,11 +28,7 @@ export async function register(cfg: Record<string, any>, file: Record<string, an
     });
     return 1;
   }
-  const b = res.body ?? {};
-  if (!b.machine_id || !b.machine_token) {
-    out.emit('register_failed', 'registration failed: the answer has no machine_id or machine_token', {});
-    return 1;
-  }
+  const b = res.body; // decoded by the contract: machine_id and machine_token are there
   const path = writeConfigFile(cfg.config_dir, {
     ...file,
     server_url: cfg.server_url,

@@ -2,7 +2,7 @@
 // sandbox lifetime, and say how it ended. shared/spec/dispatch-lifecycle.md is the behaviour; every
 // server answer goes through api.ts classify(), so only definitive codes destroy a workload.
 import { join } from 'node:path';
-import { classify, errorText, retryDelayMs } from './api.js';
+import { type AttemptCall, type AttemptCallBodies, classify, errorText, retryDelayMs } from './api.js';
 import { Backoff } from './backoff.js';
 import { type JobPaths, jobPaths, LaunchError, readJson, removeWorkDir } from './launchers/common.js';
 import { sleep } from './procs.js';
@@ -69,7 +69,7 @@ export class JobSupervisor {
   /**
    * One attempt-scoped call, classified.
    */
-  async call(call: 'launched' | 'lease' | 'launch-failed' | 'stopped', body: object = {}): Promise<CallResult> {
+  async call<C extends AttemptCall>(call: C, body?: AttemptCallBodies[C]): Promise<CallResult> {
     try {
       const res = await this.runner.client.attemptCall(this.runId, this.attempt, call, body);
       if (res.body?.lease_expires_at_ms) this.db.update(this.runId, this.attempt, { lease_expires_at_ms: res.body.lease_expires_at_ms });
@@ -303,7 +303,7 @@ export class JobSupervisor {
    * A call that closes the attempt, retried on transient errors. Null when the job was parked
    * (reconcile or interrupted) because no answer came.
    */
-  async closingCall(call: 'stopped' | 'launch-failed', body: object) {
+  async closingCall<C extends 'stopped' | 'launch-failed'>(call: C, body: AttemptCallBodies[C]) {
     const backoff = this.backoff();
     let r: CallResult | null = null;
     for (let tryNo = 1; tryNo <= CLOSING_CALL_TRIES; tryNo++) {

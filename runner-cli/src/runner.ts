@@ -2,6 +2,7 @@
 // reconciliation of every job that is not done.
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
+import type { ClaimGrant, RunnerConfig } from '../../src/protocol/index.js';
 import { classify, DocketClient, errorText, retryDelayMs, upgradeHint } from './api.js';
 import { Backoff } from './backoff.js';
 import { type CallResult, JobSupervisor } from './job.js';
@@ -36,7 +37,8 @@ export class Runner {
   client: DocketClient;
   launchers: Record<string, Launcher>;
   /** What the server said about itself on register and heartbeat (lease timings and such). */
-  serverConfig: Record<string, any>;
+  /** The server's runner configuration, from its last registration or heartbeat answer. */
+  serverConfig: Partial<RunnerConfig>;
   stopCtl: AbortController;
   exitCode: number;
   jobs: Map<string, Promise<void>>;
@@ -144,7 +146,7 @@ export class Runner {
     while (!this.stopping) {
       try {
         const res = await this.client.heartbeat(this.heartbeatWithLabels(), { signal: this.stopSignal });
-        this.takeServerConfig(res.body?.config);
+        this.takeServerConfig(res.body.config);
         return;
       } catch (e) {
         if (this.handleLoopError(e, 'heartbeat', backoff) === 'stop') return;
@@ -162,7 +164,7 @@ export class Runner {
       try {
         const res = await this.client.heartbeat(this.heartbeatWithLabels(), { signal: this.stopSignal });
         backoff.succeed();
-        this.takeServerConfig(res.body?.config);
+        this.takeServerConfig(res.body.config);
       } catch (e) {
         this.handleLoopError(e, 'heartbeat', backoff);
         // A Retry-After longer than the heartbeat interval is waited out on top of it.
@@ -172,8 +174,8 @@ export class Runner {
     }
   }
 
-  takeServerConfig(config: any) {
-    if (config && typeof config === 'object') Object.assign(this.serverConfig, config);
+  takeServerConfig(config: RunnerConfig) {
+    Object.assign(this.serverConfig, config);
   }
 
   /**
@@ -225,12 +227,12 @@ export class Runner {
         continue;
       }
       backoff.succeed();
-      if (res.status === 204 || !res.body?.run_id) continue;
+      if (res.status === 204 || !res.body) continue;
       this.startClaimed(res.body);
     }
   }
 
-  startClaimed(claim: any) {
+  startClaimed(claim: ClaimGrant) {
     const admitted = this.db.admitClaim(claim);
     if (!admitted.admitted) {
       // Never run the same attempt twice, nor two attempts of one run at once: let this claim lapse.

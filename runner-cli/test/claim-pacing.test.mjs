@@ -2,6 +2,7 @@
 // server answers, and a 429 with Retry-After (too_many_waiters, rate_limited) is waited out.
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseRetryAfter, RETRY_AFTER_MAX_MS } from '../src/api.ts';
+import { heartbeatAnswer } from './helpers/answers.mjs';
 import { fakeServer } from './helpers/fake-server.mjs';
 import { configuredHome, spawnListen } from './helpers/listener.mjs';
 
@@ -16,8 +17,7 @@ function listen(url, args = []) {
 }
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const runnerConfig = { lease_ttl_ms: 5000, lease_refresh_ms: 300, heartbeat_interval_ms: 60_000, claim_wait_ms: 200, sandbox_lifetime_ms: 600_000 };
-const heartbeat = { status: 200, body: { machine_id: 'mch_1', config: runnerConfig } };
+const heartbeat = { status: 200, body: heartbeatAnswer() };
 const claimTimes = (server) => server.requests.filter((r) => r.path === '/v1/runners/claim').map((r) => r.at_ms);
 
 describe('claim pacing', () => {

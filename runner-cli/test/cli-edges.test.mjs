@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
+import { heartbeatAnswer } from './helpers/answers.mjs';
 import { fakeServer } from './helpers/fake-server.mjs';
 
 const CLI = fileURLToPath(new URL('../bin/docket-runner.mjs', import.meta.url));
@@ -42,7 +43,6 @@ function cli(dir, args, { closeStdout = false, timeoutMs = 20_000 } = {}) {
 }
 
 const ok = (body = {}) => ({ status: 200, body });
-const runnerConfig = { lease_ttl_ms: 5000, lease_refresh_ms: 300, heartbeat_interval_ms: 60_000, claim_wait_ms: 200, sandbox_lifetime_ms: 600_000 };
 
 describe('the command line', () => {
   it('`status` into a pipe closed by its reader (`| head -1`) exits 0 without a stack trace', async () => {
@@ -67,7 +67,7 @@ describe('the command line', () => {
 
   it('`listen --label` is accepted and its labels go with every heartbeat', async () => {
     const server = await fakeServer(({ path }) => {
-      if (path === '/v1/runners/heartbeat') return ok({ machine_id: 'mch_1', config: runnerConfig });
+      if (path === '/v1/runners/heartbeat') return ok(heartbeatAnswer());
       if (path === '/v1/runners/claim') return { status: 204 };
       return { status: 404, body: { error: { code: 'not_found', message: '' } } };
     });

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ApiError } from '../src/api.ts';
 import { computePatch, daemonLimits, PHASE_LINE, readResultFile, ReportBuffer, ReportSequence, runDaemon } from '../src/daemon.ts';
+import { attemptAnswerBody, RUN_ID } from './helpers/answers.mjs';
 import { fakeServer } from './helpers/fake-server.mjs';
 
 const limits = { maxBatchLines: 3, maxLineChars: 10, maxBufferedLines: 5 };
@@ -125,7 +126,7 @@ describe('the daemon against a flaky server', () => {
       if (!path.endsWith('/reports')) return { status: 404, body: { error: { code: 'not_found', message: '' } } };
       n += 1;
       if (n <= 2) return { status: 503, body: { error: { code: 'internal', message: 'try later' } } };
-      return { status: 200, body: { run_id: 'run_1', attempt: 1, state: 'completed', stop_requested: false } };
+      return { status: 200, body: attemptAnswerBody({ state: 'completed', lease_expires_at_ms: null }) };
     });
     const { dir, rev } = gitRepo();
     const state = tmp();
@@ -144,13 +145,13 @@ describe('the daemon against a flaky server', () => {
         echo: () => {},
         env: {
           ...process.env,
-          DOCKET_URL: server.url, DOCKET_RUN_ID: 'run_1', DOCKET_ATTEMPT: '1', DOCKET_ATTEMPT_TOKEN: 'dkt_a_token',
+          DOCKET_URL: server.url, DOCKET_RUN_ID: RUN_ID, DOCKET_ATTEMPT: '1', DOCKET_ATTEMPT_TOKEN: 'dkt_a_token',
           DOCKET_STATE_DIR: state, DOCKET_RESULT_FILE: join(state, 'result.json'), DOCKET_SOURCE_REVISION: rev,
           DOCKET_DAEMON_BACKOFF_BASE_MS: '20', DOCKET_DAEMON_BACKOFF_MAX_MS: '40', DOCKET_DAEMON_FLUSH_MS: '20',
         },
       });
       expect(code).toBe(0);
-      const reports = server.requests.filter((r) => r.path === '/v1/runs/run_1/reports');
+      const reports = server.requests.filter((r) => r.path === `/v1/runs/${RUN_ID}/reports`);
       expect(reports.every((r) => r.auth === 'Bearer dkt_a_token')).toBe(true);
       const lines = reports.flatMap((r) => r.body.lines ?? []);
       expect(lines).toContain('token=none');
@@ -175,7 +176,7 @@ describe('the daemon against a flaky server', () => {
     const lose = new Set();
     const server = await fakeServer(({ path, body }) => {
       if (!path.endsWith('/reports')) return { status: 404, body: { error: { code: 'not_found', message: '' } } };
-      const answer = { status: 200, body: { run_id: 'run_1', attempt: 1, state: body.final ? 'completed' : 'implementing', stop_requested: false } };
+      const answer = { status: 200, body: attemptAnswerBody({ state: body.final ? 'completed' : 'implementing' }) };
       if (accepted.has(body.seq)) return answer;
       accepted.set(body.seq, body);
       if ((body.seq === 1 || body.final) && !lose.has(body.seq)) {
@@ -194,12 +195,12 @@ describe('the daemon against a flaky server', () => {
         echo: () => {},
         env: {
           ...process.env,
-          DOCKET_URL: server.url, DOCKET_RUN_ID: 'run_1', DOCKET_ATTEMPT: '1', DOCKET_ATTEMPT_TOKEN: 'dkt_a_t', DOCKET_STATE_DIR: state,
+          DOCKET_URL: server.url, DOCKET_RUN_ID: RUN_ID, DOCKET_ATTEMPT: '1', DOCKET_ATTEMPT_TOKEN: 'dkt_a_t', DOCKET_STATE_DIR: state,
           DOCKET_DAEMON_BACKOFF_BASE_MS: '20', DOCKET_DAEMON_BACKOFF_MAX_MS: '40', DOCKET_DAEMON_FLUSH_MS: '20',
         },
       });
       expect(code).toBe(0);
-      const sent = server.requests.filter((r) => r.path === '/v1/runs/run_1/reports').map((r) => r.body);
+      const sent = server.requests.filter((r) => r.path === `/v1/runs/${RUN_ID}/reports`).map((r) => r.body);
       // Every try of a seq carries the same body; a new seq only follows an answered one.
       const seqs = sent.map((b) => b.seq);
       expect(seqs[0]).toBe(1);
@@ -229,7 +230,7 @@ describe('the daemon against a flaky server', () => {
         cwd: state,
         log: () => {},
         echo: () => {},
-        env: { ...process.env, DOCKET_URL: server.url, DOCKET_RUN_ID: 'run_1', DOCKET_ATTEMPT: '1', DOCKET_ATTEMPT_TOKEN: 'dkt_a_t', DOCKET_STATE_DIR: state },
+        env: { ...process.env, DOCKET_URL: server.url, DOCKET_RUN_ID: RUN_ID, DOCKET_ATTEMPT: '1', DOCKET_ATTEMPT_TOKEN: 'dkt_a_t', DOCKET_STATE_DIR: state },
       });
       expect(code).toBe(3);
       expect(Date.now() - started).toBeLessThan(10_000);

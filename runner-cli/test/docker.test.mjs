@@ -31,6 +31,13 @@ describe('docker launcher argv', () => {
     expect(argv[argv.indexOf('--workdir') + 1]).toBe('/workspace');
   });
 
+  it('mounts zod where the daemon finds it when it lies outside the runner (a checkout), and not when inside (an install)', () => {
+    const hoisted = dockerRunArgv({ ...base, zodDir: '/repo/node_modules/zod' });
+    expect(hoisted[hoisted.indexOf('/repo/node_modules/zod:/opt/node_modules/zod:ro') - 1]).toBe('--volume');
+    const installed = dockerRunArgv({ ...base, zodDir: '/opt/runner/node_modules/zod' });
+    expect(installed.filter((a) => a.includes('zod'))).toEqual([]);
+  });
+
   it('passes environment variables by name only, so the attempt token never shows in a process listing', () => {
     const argv = dockerRunArgv(base);
     const envs = argv.flatMap((a, i) => (argv[i - 1] === '--env' ? [a] : []));

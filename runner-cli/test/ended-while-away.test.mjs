@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { JobDb } from '../src/jobs.ts';
 import { jobPaths } from '../src/launchers/common.ts';
+import { heartbeatAnswer } from './helpers/answers.mjs';
 import { fakeServer } from './helpers/fake-server.mjs';
 import { configuredHome, spawnListen } from './helpers/listener.mjs';
 
@@ -16,7 +17,6 @@ afterEach(async () => {
 });
 
 const ok = (body = {}) => ({ status: 200, body });
-const runnerConfig = { lease_ttl_ms: 5000, lease_refresh_ms: 300, heartbeat_interval_ms: 60_000, claim_wait_ms: 200, sandbox_lifetime_ms: 600_000 };
 
 function runnerHome(serverUrl) {
   const home = configuredHome(serverUrl, 'docket-away-', cleanups);
@@ -52,7 +52,7 @@ function listen(home, args = []) {
 /** A server on which the left runs ended: every attempt call about them is 410 task_gone with `state`. */
 async function serverWhereRunsEnded(states) {
   const server = await fakeServer(({ path }) => {
-    if (path === '/v1/runners/heartbeat') return ok({ machine_id: 'mch_1', config: runnerConfig });
+    if (path === '/v1/runners/heartbeat') return ok(heartbeatAnswer());
     if (path === '/v1/runners/claim') return { status: 204 };
     const m = /^\/v1\/runs\/([^/]+)\/attempts\/1\//.exec(path);
     if (m && states[m[1]]) {

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { groupAlive } from '../src/procs.ts';
+import { attemptAnswerBody, heartbeatAnswer, RUN_ID } from './helpers/answers.mjs';
 import { fakeServer } from './helpers/fake-server.mjs';
 import { configuredHome, spawnListen } from './helpers/listener.mjs';
 
@@ -45,22 +46,21 @@ async function until(cond, timeoutMs = 15_000) {
 
 const ok = (body = {}) => ({ status: 200, body });
 const err = (status, code) => ({ status, body: { error: { code, message: `${code} from the test server` } } });
-const runnerConfig = { lease_ttl_ms: 5000, lease_refresh_ms: 300, heartbeat_interval_ms: 60_000, claim_wait_ms: 200, sandbox_lifetime_ms: 600_000 };
 
 function claimOf(agentCommand) {
   return {
-    run_id: 'run_t1', attempt: 1, attempt_token: 'dkt_a_t', lease_expires_at_ms: Date.now() + 5000, lease_ttl_ms: 5000,
+    run_id: RUN_ID, attempt: 1, attempt_token: 'dkt_a_t', lease_expires_at_ms: Date.now() + 5000, lease_ttl_ms: 5000,
     lease_refresh_ms: 300, launch_deadline_at_ms: Date.now() + 60_000, sandbox_lifetime_ms: 600_000, brief: 'test', repository: null,
     launch: { protocol: 'process', command: agentCommand, image: null, env: {} },
   };
 }
-const attemptAnswer = (over = {}) => ok({ run_id: 'run_t1', attempt: 1, state: 'implementing', lease_expires_at_ms: Date.now() + 5000, stop_requested: false, ...over });
+const attemptAnswer = (over = {}) => ok(attemptAnswerBody(over));
 
 describe('listen in bad weather', () => {
   it('backs off with bounded jitter on 503, 401 and network trouble, sending its version and protocols each time', async () => {
     let claims = 0;
     const server = await fakeServer(({ path }) => {
-      if (path === '/v1/runners/heartbeat') return ok({ machine_id: 'mch_1', config: runnerConfig });
+      if (path === '/v1/runners/heartbeat') return ok(heartbeatAnswer());
       if (path === '/v1/runners/claim') {
         claims += 1;
         if (claims <= 3) return err(503, 'internal');
@@ -93,7 +93,7 @@ describe('listen in bad weather', () => {
 
   it('a machine deregistered by an admin (401 machine_deregistered) says how to register again and exits 6', async () => {
     const server = await fakeServer(({ path }) => {
-      if (path === '/v1/runners/heartbeat') return ok({ machine_id: 'mch_1', config: runnerConfig });
+      if (path === '/v1/runners/heartbeat') return ok(heartbeatAnswer());
       if (path === '/v1/runners/claim') {
         return { status: 401, body: { error: { code: 'unauthorized', reason: 'machine_deregistered', message: 'this machine was deregistered' } } };
       }
@@ -117,7 +117,7 @@ describe('listen in bad weather', () => {
     let claimed = false;
     let launchedSeen = false;
     const server = await fakeServer(({ path, body }) => {
-      if (path === '/v1/runners/heartbeat') return ok({ machine_id: 'mch_1', config: runnerConfig });
+      if (path === '/v1/runners/heartbeat') return ok(heartbeatAnswer());
       if (path === '/v1/runners/claim') {
         if (claimed) return { status: 204 };
         claimed = true;
@@ -149,8 +149,8 @@ describe('listen in bad weather', () => {
     expect(ended.outcome).toBe('gone');
     expect(l.events.some((e) => e.event === 'destroying' && e.code === 'task_gone')).toBe(true);
     expect(groupAlive(pid)).toBe(false);
-    expect(existsSync(join(l.home, 'data', 'jobs', 'run_t1', '1', 'work'))).toBe(false);
-    expect(existsSync(join(l.home, 'data', 'jobs', 'run_t1', '1', 'sandbox.log'))).toBe(true); // kept for the log retention period
+    expect(existsSync(join(l.home, 'data', 'jobs', RUN_ID, '1', 'work'))).toBe(false);
+    expect(existsSync(join(l.home, 'data', 'jobs', RUN_ID, '1', 'sandbox.log'))).toBe(true); // kept for the log retention period
     expect(server.requests.some((r) => r.path.endsWith('/stopped'))).toBe(false); // nothing to report on a gone run
   });
 
@@ -161,7 +161,7 @@ describe('listen in bad weather', () => {
     writeFileSync(agent, 'setInterval(() => {}, 1000);');
     let claimed = false;
     const server = await fakeServer(({ path }) => {
-      if (path === '/v1/runners/heartbeat') return ok({ machine_id: 'mch_1', config: runnerConfig });
+      if (path === '/v1/runners/heartbeat') return ok(heartbeatAnswer());
       if (path === '/v1/runners/claim') {
         if (claimed) return { status: 204 };
         claimed = true;
@@ -175,7 +175,7 @@ describe('listen in bad weather', () => {
     const launched = await l.waitFor((e) => e.event === 'launched');
     const ended = await l.waitFor((e) => e.event === 'run_ended');
     expect(ended.outcome).toBe('failed');
-    const stopped = server.requests.find((r) => r.path === '/v1/runs/run_t1/attempts/1/stopped');
+    const stopped = server.requests.find((r) => r.path === `/v1/runs/${RUN_ID}/attempts/1/stopped`);
     expect(stopped.body).toEqual({ sandbox_id: launched.sandbox_id, reason: 'the sandbox lifetime of 1 s ran out' });
     expect(groupAlive(Number(launched.sandbox_id.slice(8)))).toBe(false);
   });
@@ -187,7 +187,7 @@ describe('listen in bad weather', () => {
     writeFileSync(agent, `import { writeFileSync } from 'node:fs'; writeFileSync(process.env.DOCKET_RESULT_FILE, JSON.stringify({ cost_cents: 'about 3 dollars' }));`);
     let claimed = false;
     const server = await fakeServer(({ path, body }) => {
-      if (path === '/v1/runners/heartbeat') return ok({ machine_id: 'mch_1', config: runnerConfig });
+      if (path === '/v1/runners/heartbeat') return ok(heartbeatAnswer());
       if (path === '/v1/runners/claim') {
         if (claimed) return { status: 204 };
         claimed = true;
@@ -207,6 +207,6 @@ describe('listen in bad weather', () => {
     status.stdout.on('data', (d) => (out += d));
     await new Promise((r) => status.on('exit', r));
     const job = out.trim().split('\n').map((x) => JSON.parse(x)).find((x) => x.kind === 'job');
-    expect(job).toMatchObject({ run_id: 'run_t1', state: 'cost-review', outcome: 'completed' });
+    expect(job).toMatchObject({ run_id: RUN_ID, state: 'cost-review', outcome: 'completed' });
   });
 });

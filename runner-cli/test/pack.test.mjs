@@ -14,7 +14,7 @@ const dest = mkdtempSync(join(tmpdir(), 'docket-pack-'));
 afterAll(() => rmSync(dest, { recursive: true, force: true }));
 
 describe('npm pack -w runner-cli', () => {
-  it('gives docket-runner-<version>.tgz with dist/ and the bin, without src/ or tests', () => {
+  it('gives docket-runner-<version>.tgz with dist/ (the CLI and the compiled contract) and the bin, without sources or tests', () => {
     // dist/ is fresh (the Node project's global setup builds it), so pack skips its prepare step.
     const out = execFileSync('npm', ['pack', '--pack-destination', dest, '-w', 'runner-cli', '--json', '--ignore-scripts'], {
       cwd: ROOT,
@@ -28,7 +28,10 @@ describe('npm pack -w runner-cli', () => {
 
     const files = pack.files.map((f) => f.path).sort();
     expect(files).toEqual(expect.arrayContaining([
-      'README.md', 'package.json', 'bin/docket-runner.mjs', 'dist/cli.js', 'dist/daemon.js', 'dist/launchers/process.js',
+      'README.md', 'package.json', 'bin/docket-runner.mjs',
+      'dist/runner-cli/src/cli.js', 'dist/runner-cli/src/daemon.js', 'dist/runner-cli/src/launchers/process.js',
+      // The contract the client decodes answers with, compiled from the server's src/protocol/.
+      'dist/src/protocol/index.js', 'dist/src/protocol/runners.js', 'dist/src/lib/backoff.js',
     ]));
     expect(files.filter((f) => f.startsWith('src/') || f.startsWith('test/') || f.endsWith('.ts') || f === 'tsconfig.json')).toEqual([]);
     // Every module of the build is in it: the tarball runs without a TypeScript step.

@@ -7,3 +7,4 @@ export * from "./common.js";
 export * from "./errors.js";
 export * from "./tokens.js";
 export * from "./version.js";
+export * from "./runners.js";

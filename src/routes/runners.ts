@@ -4,12 +4,10 @@
 import { and, desc, eq, isNull } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import { Hono } from "hono";
-import { z } from "zod";
 import type { AppEnv } from "../app-types";
 import { bearer, requireAdmin, requireAttemptToken, requireMachine, requireMember, requireRegistration } from "../auth";
 import { checkLabels, checkReport } from "../bounds";
 import { runnerConfig, type Config } from "../config";
-import { BOUND_CEILINGS } from "../protocol/bounds";
 import { versionAtLeast } from "../protocol/version";
 import { deregisterMachine, machineView } from "../credentials/machines";
 import { returnRegistrationUse, takeRegistrationUse } from "../credentials/tokens";
@@ -18,66 +16,31 @@ import { DocketError, unwrap } from "../errors";
 import { addCost, addD1, COST_HEADER, countedBatch, formatCost } from "../lib/cost";
 import { newId, newToken, sha256Hex } from "../lib/crypto";
 import { log } from "../lib/log";
-import { afterCursor, keysetCursor, pageOf, pageQuery, pageSize } from "../lib/pagination";
+import { afterCursor, pageOf, pageSize } from "../lib/pagination";
 import { normalizeLabels } from "../run/labels";
 import { validate } from "../validate";
-import { attemptNumber, cliVersion, labelList, protocolList, runId } from "../protocol/common";
+import { operation, type OperationSpec } from "../openapi/operation";
+import {
+  AttemptAnswer,
+  AttemptPath,
+  ClaimBody,
+  ClaimGrant,
+  HeartbeatAnswer,
+  HeartbeatBody,
+  LaunchedBody,
+  LaunchFailedBody,
+  LeaseBody,
+  ListRunnersQuery,
+  Registered,
+  RegisterBody,
+  ReportBody,
+  ReportPath,
+  Runner,
+  RunnerPage,
+  RunnerPath,
+  StoppedBody,
+} from "../protocol/runners";
 import { runStub, schedulerStub } from "../lib/stubs";
-
-const registerBody = z
-  .object({
-    name: z.string().trim().min(1).max(100),
-    labels: labelList.optional(),
-    protocols: protocolList,
-    cli_version: cliVersion,
-  })
-  .strict();
-
-// `labels`, when sent, replaces the machine's labels: `docket-runner listen --label` serves other labels than it registered with.
-const heartbeatBody = z.object({ cli_version: cliVersion, protocols: protocolList, labels: labelList.optional() }).strict();
-
-const claimBody = z
-  .object({ cli_version: cliVersion, protocols: protocolList, wait_ms: z.number().int().min(0).max(600_000).optional() })
-  .strict();
-
-const listQuery = z.object(pageQuery(keysetCursor("mch_[0-9a-f]{24}"))).strict();
-
-const attemptPath = z.object({ id: runId, n: attemptNumber });
-const machinePath = z.object({ id: z.string().regex(/^mch_[0-9a-f]{24}$/, "must be a machine id like mch_<24 hex digits>") });
-
-const launchedBody = z.object({ sandbox_id: z.string().min(1).max(200) }).strict();
-const leaseBody = z.object({}).strict();
-const launchFailedBody = z.object({ error: z.string().min(1).max(4_000) }).strict();
-const stoppedBody = z.object({ sandbox_id: z.string().max(200).optional(), reason: z.string().max(4_000).optional() }).strict();
-
-const reportBody = z
-  .object({
-    // The report's sequence number within its attempt (1, 2, …): a retry sends the same seq again.
-    seq: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).optional(),
-    phase: z.string().min(1).max(64).nullable().optional(),
-    lines: z.array(z.string().max(100_000)).max(BOUND_CEILINGS.reportLinesMax).optional(),
-    final: z
-      .object({
-        outcome: z.enum(["completed", "failed"]),
-        error: z.string().max(4_000).nullable().optional(),
-        exit_codes: z.record(z.string().max(64), z.number().int()).optional(),
-        artifact: z
-          .object({
-            patch: z.string().max(BOUND_CEILINGS.artifactPatchMaxChars),
-            source_revision: z.string().max(64).nullable().optional(),
-            model: z.string().max(200).nullable().optional(),
-            limitations: z.array(z.string().max(2_000)).max(100).optional(),
-          })
-          .strict()
-          .nullable()
-          .optional(),
-        cost_cents: z.number().int().min(0).nullable().optional(),
-      })
-      .strict()
-      .nullable()
-      .optional(),
-  })
-  .strict();
 
 /** Stores a registration; when that fails, the registration token's use is given back. */
 async function storeRegistration<T>(db: D1Database, tokenId: string, write: () => Promise<T>): Promise<T> {
@@ -129,8 +92,30 @@ function boundLines(lines: string[], config: Config): string[] {
   return kept;
 }
 
+/** The description of a machine's call about its attempt (launched, lease, launch-failed, stopped). */
+function attemptOperation(id: string, summary: string): OperationSpec {
+  return {
+    id,
+    summary,
+    tag: "Runner protocol",
+    auth: "machine",
+    responses: { 200: { description: "The run as this attempt now sees it.", schema: AttemptAnswer } },
+    errors: ["not_found", "other_organization", "other_machine", "stale_attempt", "lease_expired", "task_gone", "invalid_transition"],
+  };
+}
+
 export const runnerRoutes = new Hono<AppEnv>()
-  .get("/runners", requireMember, validate("query", listQuery), async (c) => {
+  .get(
+    "/runners",
+    operation({
+      id: "listRunners",
+      summary: "List the organization's registered runner machines",
+      tag: "Runners",
+      auth: "member",
+      responses: { 200: { description: "A page of runners, newest registration first; deregistered machines are not listed.", schema: RunnerPage } },
+    }),
+    requireMember,
+    validate("query", ListRunnersQuery), async (c) => {
     const q = c.req.valid("query");
     const limit = pageSize(q.limit, 50, c.get("config").pageSizeMax);
     const conditions = [eq(machines.orgId, c.get("caller").orgId), isNull(machines.deregisteredAtMs)];
@@ -144,7 +129,20 @@ export const runnerRoutes = new Hono<AppEnv>()
     const { kept, next } = pageOf(rows, limit, (m) => m.registeredAtMs);
     return c.json({ runners: kept.map(machineView), next_cursor: next });
   })
-  .delete("/runners/:id", requireMember, requireAdmin, validate("param", machinePath), async (c) => {
+  .delete(
+    "/runners/:id",
+    operation({
+      id: "deregisterRunner",
+      summary: "Deregister a runner machine and revoke its machine token",
+      description: "Deregistering a deregistered machine answers it unchanged. Attempts it holds are taken back when their leases lapse.",
+      tag: "Runners",
+      auth: "admin",
+      responses: { 200: { description: "The runner, deregistered.", schema: Runner } },
+      errors: ["not_found"],
+    }),
+    requireMember,
+    requireAdmin,
+    validate("param", RunnerPath), async (c) => {
     const { id } = c.req.valid("param");
     const caller = c.get("caller");
     const changed = await deregisterMachine(c.env.DB, caller.orgId, id, Date.now());
@@ -157,7 +155,19 @@ export const runnerRoutes = new Hono<AppEnv>()
     if (changed) log("runner.deregistered", { org: caller.orgId, machine: id, by: caller.tokenId, reason: "an admin deregistered it" });
     return c.json(machineView(row));
   })
-  .post("/runners/register", requireRegistration, validate("json", registerBody, (config, body) => checkLabels(config, body.labels)), async (c) => {
+  .post(
+    "/runners/register",
+    operation({
+      id: "registerRunner",
+      summary: "Register a runner machine with a registration token",
+      description: "Uses one of the registration token's uses; answers the machine token, shown once.",
+      tag: "Runner protocol",
+      auth: "registration",
+      responses: { 201: { description: "The machine, its token and the runner configuration.", schema: Registered } },
+      errors: ["listener_upgrade_required"],
+    }),
+    requireRegistration,
+    validate("json", RegisterBody, (config, body) => checkLabels(config, body.labels)), async (c) => {
     const body = c.req.valid("json");
     const config = c.get("config");
     checkRunnerVersion(config, body.cli_version, body.protocols);
@@ -194,7 +204,19 @@ export const runnerRoutes = new Hono<AppEnv>()
     ]));
     return c.json({ machine_id: machineId, machine_token: token, org_id: orgId, config: runnerConfig(config) }, 201);
   })
-  .post("/runners/heartbeat", requireMachine, validate("json", heartbeatBody), async (c) => {
+  .post(
+    "/runners/heartbeat",
+    operation({
+      id: "heartbeat",
+      summary: "Say the machine is alive, with its CLI version, protocols and (optionally) new labels",
+      description: "Sent labels replace the machine's labels, so a runner changes its labels without registering anew.",
+      tag: "Runner protocol",
+      auth: "machine",
+      responses: { 200: { description: "The server's time and the runner configuration.", schema: HeartbeatAnswer } },
+      errors: ["listener_upgrade_required"],
+    }),
+    requireMachine,
+    validate("json", HeartbeatBody), async (c) => {
     const body = c.req.valid("json");
     const config = c.get("config");
     const machineId = c.get("caller").machineId!;
@@ -213,7 +235,22 @@ export const runnerRoutes = new Hono<AppEnv>()
     c.header(COST_HEADER, formatCost(c.get("cost")));
     return c.json({ machine_id: machineId, server_time_ms: Date.now(), config: runnerConfig(config) });
   })
-  .post("/runners/claim", requireMachine, validate("json", claimBody), async (c) => {
+  .post(
+    "/runners/claim",
+    operation({
+      id: "claimRun",
+      summary: "Claim the next run this machine can serve (a long poll)",
+      description: "Waits up to wait_ms (default: claim_wait_ms) for matching work.",
+      tag: "Runner protocol",
+      auth: "machine",
+      responses: {
+        200: { description: "An attempt of a run, granted to this machine.", schema: ClaimGrant },
+        204: { description: "No work matched within the wait." },
+      },
+      errors: ["listener_upgrade_required", "too_many_waiters"],
+    }),
+    requireMachine,
+    validate("json", ClaimBody), async (c) => {
     const body = c.req.valid("json");
     const config = c.get("config");
     checkRunnerVersion(config, body.cli_version, body.protocols);
@@ -251,31 +288,64 @@ export const runnerRoutes = new Hono<AppEnv>()
     if (!grant) return c.body(null, 204);
     return c.json(grant, 200);
   })
-  .post("/runs/:id/attempts/:n/launched", requireMachine, validate("param", attemptPath), validate("json", launchedBody), async (c) => {
+  .post(
+    "/runs/:id/attempts/:n/launched",
+    operation(attemptOperation("reportLaunched", "Report that the attempt's sandbox started")),
+    requireMachine,
+    validate("param", AttemptPath),
+    validate("json", LaunchedBody), async (c) => {
     const { id, n } = c.req.valid("param");
     const caller = c.get("caller");
     const command = { type: "launched" as const, attempt: n, machineId: caller.machineId!, sandboxId: c.req.valid("json").sandbox_id };
     return c.json(unwrap(await runStub(c.env, id).machineCall(caller.orgId, command)));
   })
-  .post("/runs/:id/attempts/:n/lease", requireMachine, validate("param", attemptPath), validate("json", leaseBody), async (c) => {
+  .post(
+    "/runs/:id/attempts/:n/lease",
+    operation(attemptOperation("renewLease", "Renew the attempt's lease")),
+    requireMachine,
+    validate("param", AttemptPath),
+    validate("json", LeaseBody), async (c) => {
     const { id, n } = c.req.valid("param");
     const caller = c.get("caller");
     const command = { type: "lease" as const, attempt: n, machineId: caller.machineId! };
     return c.json(unwrap(await runStub(c.env, id).machineCall(caller.orgId, command)));
   })
-  .post("/runs/:id/attempts/:n/launch-failed", requireMachine, validate("param", attemptPath), validate("json", launchFailedBody), async (c) => {
+  .post(
+    "/runs/:id/attempts/:n/launch-failed",
+    operation(attemptOperation("reportLaunchFailed", "Report that the attempt's sandbox could not start")),
+    requireMachine,
+    validate("param", AttemptPath),
+    validate("json", LaunchFailedBody), async (c) => {
     const { id, n } = c.req.valid("param");
     const caller = c.get("caller");
     const command = { type: "launch_failed" as const, attempt: n, machineId: caller.machineId!, error: c.req.valid("json").error, jitter: 0 };
     return c.json(unwrap(await runStub(c.env, id).machineCall(caller.orgId, command)));
   })
-  .post("/runs/:id/attempts/:n/stopped", requireMachine, validate("param", attemptPath), validate("json", stoppedBody), async (c) => {
+  .post(
+    "/runs/:id/attempts/:n/stopped",
+    operation(attemptOperation("reportStopped", "Report that the attempt's sandbox was stopped")),
+    requireMachine,
+    validate("param", AttemptPath),
+    validate("json", StoppedBody), async (c) => {
     const { id, n } = c.req.valid("param");
     const caller = c.get("caller");
     const command = { type: "stopped" as const, attempt: n, machineId: caller.machineId!, reason: c.req.valid("json").reason ?? null };
     return c.json(unwrap(await runStub(c.env, id).machineCall(caller.orgId, command)));
   })
-  .post("/runs/:id/reports", requireAttemptToken, validate("param", z.object({ id: runId })), validate("json", reportBody, checkReport), async (c) => {
+  .post(
+    "/runs/:id/reports",
+    operation({
+      id: "postReport",
+      summary: "The daemon's report: phase, output lines and, at the end, the outcome and artifact",
+      description: "Authorized by the run-attempt token; counts as the attempt's heartbeat. A retry sends the same seq again.",
+      tag: "Runner protocol",
+      auth: "attempt",
+      responses: { 200: { description: "The run as this attempt now sees it.", schema: AttemptAnswer } },
+      errors: ["task_gone", "stale_attempt", "lease_expired", "invalid_transition", "stale_report"],
+    }),
+    requireAttemptToken,
+    validate("param", ReportPath),
+    validate("json", ReportBody, checkReport), async (c) => {
     const { id } = c.req.valid("param");
     const body = c.req.valid("json");
     const config = c.get("config");

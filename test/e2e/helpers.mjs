@@ -269,4 +269,4 @@ export function agentScript(dir, source) {
 }
 
 /** Whether a sandbox's process group still runs (zombies awaiting their reaper do not count). */
-export { groupAlive } from '../../runner-cli/dist/procs.js';
+export { groupAlive } from '../../runner-cli/dist/runner-cli/src/procs.js';

@@ -16,7 +16,10 @@ describe("labels sent with a heartbeat", () => {
     });
     expect(hb.status).toBe(200);
     const runners = (await call("GET", "/v1/runners", { token: admin })).body.runners;
-    expect(runners[0].labels).toEqual(["gpu", "linux"]);
+    // The same machine, not a new registration: one runner, its id unchanged.
+    expect(runners).toHaveLength(1);
+    expect(runners[0]).toMatchObject({ id: runner.machineId, labels: ["gpu", "linux"] });
+    expect(hb.body.machine_id).toBe(runner.machineId);
     const granted = await claim(runner.token, 0);
     expect(granted.status).toBe(200);
     expect(granted.body.run_id).toBe(runId);

@@ -50,6 +50,26 @@ describe("the version gate", () => {
     runners = (await call("GET", "/v1/runners", { token: admin })).body.runners;
     expect(runners[0].cli_version).toBe("0.0.5");
   });
+
+  it("a cli_version that is not a version is 400 invalid_request naming it, not 426, and changes nothing", async () => {
+    const { admin } = await createOrg();
+    const reg = (await call("POST", "/v1/tokens", { token: admin, body: { kind: "registration", max_uses: 1 } })).body.token;
+    const bad = await call("POST", "/v1/runners/register", { token: reg, body: { name: "x", protocols: ["process"], cli_version: "latest" } });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error).toMatchObject({ code: "invalid_request", field: "cli_version" });
+    expect(bad.body.error.message).toContain("semantic version");
+    // The refused registration used none of the token's one use.
+    expect((await call("POST", "/v1/runners/register", { token: reg, body: { name: "x", protocols: ["process"], cli_version: "1.0.0" } })).status).toBe(201);
+
+    const runner = await registerRunner(admin);
+    for (const path of ["/v1/runners/heartbeat", "/v1/runners/claim"]) {
+      const res = await call("POST", path, { token: runner.token, body: { cli_version: "1.2", protocols: ["process"] } });
+      expect(res.status).toBe(400);
+      expect(res.body.error).toMatchObject({ code: "invalid_request", field: "cli_version" });
+    }
+    const runners = (await call("GET", "/v1/runners", { token: admin })).body.runners;
+    expect(runners.find((r: { id: string }) => r.id === runner.machineId).cli_version).not.toBe("1.2");
+  });
 });
 
 describe("version precedence", () => {

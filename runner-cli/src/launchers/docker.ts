@@ -4,20 +4,34 @@
 // Credentials go to `docker run` as `--env NAME` with the value in the docker CLI's environment,
 // so they never appear in a process listing.
 import { execFile, spawn } from 'node:child_process';
-import { dirname } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { createRequire } from 'node:module';
+import { dirname, relative } from 'node:path';
+import { PACKAGE_DIR } from '../package-dir.js';
 import { sleep } from '../procs.js';
 import type { ExitInfo, Sandbox } from './process.js';
 import { type JobPaths, type LaunchRequest, LaunchError, prepareSandbox, removeWorkDir, waitForHandshake } from './common.js';
 
-export const RUNNER_PACKAGE_DIR = dirname(dirname(dirname(fileURLToPath(import.meta.url))));
+export const RUNNER_PACKAGE_DIR = PACKAGE_DIR;
+
+/**
+ * zod, which the daemon's protocol client needs. An installed runner has it under its package
+ * directory; a checkout has it hoisted to the repository's node_modules, outside the mount, so it
+ * is mounted where Node looks next from /opt/docket-runner: /opt/node_modules.
+ */
+export const ZOD_DIR = dirname(createRequire(import.meta.url).resolve('zod/package.json'));
+
+/** Whether `dir` lies inside `parent` (or is it). */
+function inside(parent: string, dir: string) {
+  const rel = relative(parent, dir);
+  return !rel.startsWith('..') && !rel.startsWith('/');
+}
 
 /**
  * The argv of `docker run` for one attempt. Pure, so it can be checked without a docker engine.
  */
 export function dockerRunArgv(o: {
   runId: string; attempt: number; image: string; command: string[]; workDir: string; stateDir: string;
-  runnerDir: string; envNames: string[]; network?: string | null; user?: string | null;
+  runnerDir: string; envNames: string[]; network?: string | null; user?: string | null; zodDir?: string | null;
 }): string[] {
   const argv = [
     'run',
@@ -33,6 +47,7 @@ export function dockerRunArgv(o: {
     '--volume', `${o.runnerDir}:/opt/docket-runner:ro`,
     '--workdir', '/workspace',
   ];
+  if (o.zodDir && !inside(o.runnerDir, o.zodDir)) argv.push('--volume', `${o.zodDir}:/opt/node_modules/zod:ro`);
   if (o.user) argv.push('--user', o.user);
   if (o.network) argv.push('--network', o.network);
   for (const name of [...o.envNames].sort()) argv.push('--env', name);
@@ -68,6 +83,7 @@ export async function launchDocker(req: LaunchRequest): Promise<Sandbox> {
     workDir: paths.workDir,
     stateDir: paths.stateDir,
     runnerDir: RUNNER_PACKAGE_DIR,
+    zodDir: ZOD_DIR,
     envNames: Object.keys(env),
     network: req.dockerNetwork,
     user: typeof process.getuid === 'function' ? `${process.getuid()}:${process.getgid?.()}` : null,

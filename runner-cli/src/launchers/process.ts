@@ -3,11 +3,12 @@
 // runner restart and can be stopped as a whole (SIGTERM to the group, a grace period, SIGKILL).
 import { spawn } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { PACKAGE_DIR } from '../package-dir.js';
 import { groupAlive, processStartTicks, signalGroup, sleep } from '../procs.js';
 import { type JobPaths, type LaunchRequest, LaunchError, prepareSandbox, removeWorkDir, waitForHandshake } from './common.js';
 
-export const RUNNER_BIN = fileURLToPath(new URL('../../bin/docket-runner.mjs', import.meta.url));
+export const RUNNER_BIN = join(PACKAGE_DIR, 'bin', 'docket-runner.mjs');
 
 export type ExitInfo = { code: number | null; signal: string | null };
 

@@ -1,0 +1,153 @@
+// The runner protocol: registration, heartbeat, claim, the attempt calls and the daemon's reports
+// (../shared/spec/dispatch-lifecycle.md; docs/protocol.md, "Runner protocol" and "Runners").
+
+import { z } from "zod";
+import { BOUND_CEILINGS } from "./bounds.js";
+import { attemptNumber, cliVersion, epochMs, keysetCursor, labelList, machineId, orgId, page, pageQuery, protocolList, runId } from "./common.js";
+
+// ---- requests ----------------------------------------------------------------------------------
+
+export const RegisterBody = z
+  .object({
+    name: z.string().trim().min(1).max(100),
+    labels: labelList.optional(),
+    protocols: protocolList,
+    cli_version: cliVersion,
+  })
+  .strict();
+export type RegisterBody = z.input<typeof RegisterBody>;
+
+// `labels`, when sent, replaces the machine's labels: `docket-runner listen --label` serves other labels than it registered with.
+export const HeartbeatBody = z.object({ cli_version: cliVersion, protocols: protocolList, labels: labelList.optional() }).strict();
+export type HeartbeatBody = z.input<typeof HeartbeatBody>;
+
+export const ClaimBody = z
+  .object({ cli_version: cliVersion, protocols: protocolList, wait_ms: z.number().int().min(0).max(600_000).optional() })
+  .strict();
+export type ClaimBody = z.input<typeof ClaimBody>;
+
+export const ListRunnersQuery = z.object(pageQuery(keysetCursor("mch_[0-9a-f]{24}"))).strict();
+
+export const RunnerPath = z.object({ id: machineId });
+export const AttemptPath = z.object({ id: runId, n: attemptNumber });
+export const ReportPath = z.object({ id: runId });
+
+export const LaunchedBody = z.object({ sandbox_id: z.string().min(1).max(200) }).strict();
+export type LaunchedBody = z.input<typeof LaunchedBody>;
+export const LeaseBody = z.object({}).strict();
+export type LeaseBody = z.input<typeof LeaseBody>;
+export const LaunchFailedBody = z.object({ error: z.string().min(1).max(4_000) }).strict();
+export type LaunchFailedBody = z.input<typeof LaunchFailedBody>;
+export const StoppedBody = z.object({ sandbox_id: z.string().max(200).optional(), reason: z.string().max(4_000).optional() }).strict();
+export type StoppedBody = z.input<typeof StoppedBody>;
+
+export const ReportBody = z
+  .object({
+    // The report's sequence number within its attempt (1, 2, …): a retry sends the same seq again.
+    seq: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).optional(),
+    phase: z.string().min(1).max(64).nullable().optional(),
+    lines: z.array(z.string().max(100_000)).max(BOUND_CEILINGS.reportLinesMax).optional(),
+    final: z
+      .object({
+        outcome: z.enum(["completed", "failed"]),
+        error: z.string().max(4_000).nullable().optional(),
+        exit_codes: z.record(z.string().max(64), z.number().int()).optional(),
+        artifact: z
+          .object({
+            patch: z.string().max(BOUND_CEILINGS.artifactPatchMaxChars),
+            source_revision: z.string().max(64).nullable().optional(),
+            model: z.string().max(200).nullable().optional(),
+            limitations: z.array(z.string().max(2_000)).max(100).optional(),
+          })
+          .strict()
+          .nullable()
+          .optional(),
+        cost_cents: z.number().int().min(0).nullable().optional(),
+      })
+      .strict()
+      .nullable()
+      .optional(),
+  })
+  .strict();
+export type ReportBody = z.input<typeof ReportBody>;
+
+// ---- answers -----------------------------------------------------------------------------------
+
+/** A runner machine as members see it. */
+export const Runner = z.object({
+  id: machineId,
+  name: z.string(),
+  labels: z.array(z.string()),
+  protocols: z.array(z.string()),
+  cli_version: z.string().describe("The CLI version of its last registration, heartbeat or claim."),
+  registered_at_ms: epochMs,
+  last_seen_at_ms: epochMs,
+  deregistered_at_ms: epochMs.nullable(),
+});
+export type Runner = z.infer<typeof Runner>;
+
+export const RunnerPage = page("runners", Runner);
+
+/** The timings and versions a runner follows, as this deployment configures them. */
+export const RunnerConfig = z.object({
+  lease_ttl_ms: z.number().int().describe("How long a lease lasts from its last renewal."),
+  lease_refresh_ms: z.number().int().describe("How often a runner renews the lease of each attempt it holds."),
+  heartbeat_interval_ms: z.number().int(),
+  claim_wait_ms: z.number().int().describe("How long a claim waits for work when it sends no wait_ms."),
+  sandbox_lifetime_ms: z.number().int().describe("The longest a sandbox may run before the runner stops it."),
+  min_cli_version: z.string(),
+  protocols: z.array(z.string()).describe("The launch protocols this server supports."),
+});
+export type RunnerConfig = z.infer<typeof RunnerConfig>;
+
+export const Registered = z.object({
+  machine_id: machineId,
+  machine_token: z.string().describe("The machine's credential; shown once."),
+  org_id: orgId,
+  config: RunnerConfig,
+});
+export type Registered = z.infer<typeof Registered>;
+
+export const HeartbeatAnswer = z.object({
+  machine_id: machineId,
+  server_time_ms: epochMs,
+  config: RunnerConfig,
+});
+export type HeartbeatAnswer = z.infer<typeof HeartbeatAnswer>;
+
+/** What an attempt runs: its launch protocol, command, image and environment. */
+const GrantLaunch = z.object({
+  protocol: z.string(),
+  command: z.array(z.string()),
+  image: z.string().nullable(),
+  env: z.record(z.string(), z.string()),
+});
+
+/** A claimed attempt: its run-attempt token, its lease, and what to run. */
+export const ClaimGrant = z.object({
+  run_id: runId,
+  attempt: z.number().int().min(1),
+  attempt_token: z.string().describe("The run-attempt token: the credential of this attempt's reports."),
+  lease_expires_at_ms: epochMs,
+  lease_ttl_ms: z.number().int(),
+  lease_refresh_ms: z.number().int(),
+  launch_deadline_at_ms: epochMs.describe("By then the runner reports launched or launch-failed, or the attempt is taken back."),
+  sandbox_lifetime_ms: z.number().int(),
+  brief: z.string(),
+  repository: z.object({ url: z.string(), commit: z.string().nullable() }).nullable(),
+  launch: GrantLaunch,
+});
+export type ClaimGrant = z.infer<typeof ClaimGrant>;
+
+/** The run states (../shared/DESIGN.md, "The run state machine"). */
+const ATTEMPT_RUN_STATES = ["queued", "claimed", "implementing", "pausing", "paused", "blocked", "publishing", "completed", "failed", "cancelled"] as const;
+
+/** What an attempt call or a report answers: the run's state as this attempt now sees it. */
+export const AttemptAnswer = z.object({
+  run_id: runId,
+  attempt: z.number().int(),
+  state: z.enum(ATTEMPT_RUN_STATES),
+  lease_expires_at_ms: epochMs.nullable(),
+  stop_requested: z.boolean().describe("A stop was requested: the runner stops the sandbox and reports stopped."),
+});
+export type AttemptAnswer = z.infer<typeof AttemptAnswer>;
