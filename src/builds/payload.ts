@@ -31,7 +31,7 @@ export function dispatchPayload(job: JobRow) {
 }
 
 /** Environment the sandbox gets for a build, on top of the project's own launch env. */
-export const BUILD_ENV_PREFIX = "DOCKET_";
+export { BUILD_ENV_PREFIX } from "../protocol/builds";
 
 /** The run the job becomes: a pure function of the job row, so retries never conflict with themselves. */
 export function runBodyFor(job: JobRow): DispatchInput {
