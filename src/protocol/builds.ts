@@ -148,6 +148,7 @@ export const BuildPlan = z.object({
   saved_at_ms: epochMs,
   saved_by: tokenId.describe("the token that saved it"),
 });
+export type BuildPlan = z.infer<typeof BuildPlan>;
 
 /** What a job sends its run (fixed when the credit is reserved), and what the sandbox gets as DOCKET_* variables. */
 export const DispatchPayload = z.object({
@@ -204,6 +205,7 @@ export const ListedBuildJob = z.object({
   updated_at_ms: epochMs,
   ended_at_ms: epochMs.nullable().describe("when it was settled or released"),
 });
+export type ListedBuildJob = z.infer<typeof ListedBuildJob>;
 
 /** The state of a run (docs/protocol.md, "Runs"). */
 const runState = z.enum(["queued", "claimed", "implementing", "pausing", "paused", "blocked", "publishing", "completed", "failed", "cancelled"]);
@@ -249,6 +251,7 @@ export const ListedBuildRequest = z.object({
   created_at_ms: epochMs,
   updated_at_ms: epochMs,
 });
+export type ListedBuildRequest = z.infer<typeof ListedBuildRequest>;
 
 /** A build request: the same in the create, plan and read answers, with its latest jobs. */
 export const BuildRequest = ListedBuildRequest.extend({
@@ -273,6 +276,7 @@ export const BuildArtifact = z.object({
   model: z.string().nullable(),
   limitations: z.array(z.string()),
 });
+export type BuildArtifact = z.infer<typeof BuildArtifact>;
 
 export const ReconciledBuildJob = z.object({
   outcome: z.enum(RECONCILE_OUTCOMES),
@@ -282,3 +286,4 @@ export const ReconciledBuildJob = z.object({
 
 /** The completion callback's answer. */
 export const BuildCallbackAnswer = z.object({ job_id: buildJobId, status: z.enum(JOB_STATUSES) });
+export type BuildCallbackAnswer = z.infer<typeof BuildCallbackAnswer>;

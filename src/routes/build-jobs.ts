@@ -34,7 +34,7 @@ import { jobAnswer } from "./job-answer";
 const TAG = "Projects and builds";
 
 /** The artifact as a reviewer sees it: an empty or incomplete patch is said to be one. */
-function artifactView(jobId: string, outcome: string | null, run: RunView) {
+function artifactView(jobId: string, outcome: string | null, run: RunView): BuildArtifact {
   const a = run.artifact!;
   const failedCommands = Object.entries(a.exit_codes).filter(([, code]) => code !== 0);
   const notes: string[] = [];
@@ -44,7 +44,7 @@ function artifactView(jobId: string, outcome: string | null, run: RunView) {
   return {
     job_id: jobId,
     run_id: run.id,
-    outcome,
+    outcome: outcome as BuildArtifact["outcome"],
     run_state: run.state,
     patch: a.patch,
     empty: a.empty,
@@ -187,6 +187,6 @@ export const buildJobRoutes = new Hono<AppEnv>()
     validate("param", BuildCallbackPath),
     async (c) => {
       const job = await completeByCallback(c.env, c.req.valid("param").token);
-      return c.json({ job_id: job.id, status: job.status });
+      return c.json({ job_id: job.id, status: job.status } as BuildCallbackAnswer);
     },
   );
