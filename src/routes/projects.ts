@@ -3,7 +3,8 @@
 
 import { and, desc, eq } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
-import { Hono, type HonoRequest } from "hono";
+import { Hono, type HonoRequest, type MiddlewareHandler } from "hono";
+import { resolver, uniqueSymbol } from "hono-openapi";
 import type { AppEnv, Caller } from "../app-types";
 import { requireMember } from "../auth";
 import { dispatchBuild } from "../builds/dispatcher";
@@ -64,6 +65,14 @@ const IDEMPOTENCY_KEY_OF_JOB = {
     "The job's id (1-128 of A-Z a-z 0-9 . _ : -, starting with a letter or digit); Docket makes job_… without it. " +
     "The same key with the same request, plan and body answers the job again; with another, 409 idempotency_conflict (docs/protocol.md, \"Idempotency\").",
 };
+
+/**
+ * Shows the dispatch's optional body in the document (the contract's validator would make a body
+ * required); the handler checks it, after the Idempotency-Key (optionalEmptyBody).
+ */
+const dispatchBody: MiddlewareHandler<AppEnv> = Object.assign((_c: unknown, next: () => Promise<void>) => next(), {
+  [uniqueSymbol]: { spec: { requestBody: { required: false, content: { "application/json": { schema: resolver(DispatchBuildBody) } } } } },
+});
 
 export const projectRoutes = new Hono<AppEnv>()
   .post(
@@ -296,6 +305,7 @@ export const projectRoutes = new Hono<AppEnv>()
     }),
     requireMember,
     validate("param", BuildRequestPath),
+    dispatchBody,
     async (c) => {
       // The key is the job's id, so it follows the job id's narrower rule (docs/protocol.md, "Idempotency").
       const jobId = idempotencyKeyOf(c.req, buildJobId) ?? newId("job");

@@ -80,6 +80,8 @@ describe("the OpenAPI document describes every build route", () => {
     const dispatch = doc.paths["/v1/build-requests/{id}/dispatch"].post;
     const key = dispatch.parameters.find((p: Json) => p.in === "header" && p.name === "Idempotency-Key");
     expect(key?.description).toMatch(/job's id/);
+    expect(dispatch.requestBody.required).toBe(false);
+    expect(dispatch.requestBody.content["application/json"].schema).toMatchObject({ type: "object", additionalProperties: false });
     const plan = doc.paths["/v1/build-requests/{id}/plan"].put.requestBody.content["application/json"].schema;
     expect(JSON.stringify(plan)).toContain("pinned_commit");
     const list = doc.paths["/v1/build-jobs"].get.parameters.map((p: Json) => p.name).sort();
