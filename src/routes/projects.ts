@@ -42,7 +42,7 @@ import { jobAnswer } from "./job-answer";
 const TAG = "Projects and builds";
 
 /** A build request as every answer about one request shows it: with its latest jobs. */
-async function requestAnswer(db: D1Database, request: RequestRow) {
+async function requestAnswer(db: D1Database, request: RequestRow): Promise<BuildRequest> {
   const jobs = await drizzle(db)
     .select()
     .from(buildJobs)
