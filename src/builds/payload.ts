@@ -1,6 +1,7 @@
 // What a build job sends to the run engine, and how projects, requests and jobs look in the API.
 
 import type { buildJobs, buildRequests, projects } from "../db/ledger-schema";
+import type { BuildPlan, ListedBuildJob, ListedBuildRequest, Project, RequestLabel } from "../protocol/builds";
 import type { DispatchInput } from "../run/dispatch";
 import type { LaunchSpec } from "../run/types";
 import { HELD_JOB_STATUSES, type JobStatus } from "./states";
@@ -31,7 +32,7 @@ export function dispatchPayload(job: JobRow) {
 }
 
 /** Environment the sandbox gets for a build, on top of the project's own launch env. */
-export const BUILD_ENV_PREFIX = "DOCKET_";
+export { BUILD_ENV_PREFIX } from "../protocol/builds";
 
 /** The run the job becomes: a pure function of the job row, so retries never conflict with themselves. */
 export function runBodyFor(job: JobRow): DispatchInput {
@@ -67,30 +68,33 @@ export function runBodyFor(job: JobRow): DispatchInput {
   };
 }
 
-export function projectView(p: ProjectRow) {
+// The views are typed by the contract (src/protocol/builds.ts). A license's and a plan's fields are
+// written together with their time, so they are set whenever the time is.
+
+export function projectView(p: ProjectRow): Project {
   return {
     id: p.id,
     name: p.name,
     source_url: p.sourceUrl,
     launch: JSON.parse(p.launch) as LaunchSpec,
     labels: JSON.parse(p.labels) as string[],
-    license: p.licenseAcceptedAtMs === null ? null : { name: p.licenseName, accepted_at_ms: p.licenseAcceptedAtMs, accepted_by: p.licenseAcceptedBy },
+    license: p.licenseAcceptedAtMs === null ? null : ({ name: p.licenseName, accepted_at_ms: p.licenseAcceptedAtMs, accepted_by: p.licenseAcceptedBy } as NonNullable<Project["license"]>),
     created_by: p.createdBy,
     created_at_ms: p.createdAtMs,
     updated_at_ms: p.updatedAtMs,
   };
 }
 
-export function requestView(r: RequestRow) {
+export function requestView(r: RequestRow): ListedBuildRequest {
   return {
     id: r.id,
     project_id: r.projectId,
     title: r.title,
-    label: r.label,
+    label: r.label as RequestLabel,
     plan:
       r.planSavedAtMs === null
         ? null
-        : { pinned_commit: r.pinnedCommit, migration_plan: r.migrationPlan, chain_target: r.chainTarget, saved_at_ms: r.planSavedAtMs, saved_by: r.planSavedBy },
+        : ({ pinned_commit: r.pinnedCommit, migration_plan: r.migrationPlan, chain_target: r.chainTarget, saved_at_ms: r.planSavedAtMs, saved_by: r.planSavedBy } as BuildPlan),
     created_by: r.createdBy,
     created_at_ms: r.createdAtMs,
     updated_at_ms: r.updatedAtMs,
@@ -102,7 +106,7 @@ export function requestView(r: RequestRow) {
  * duplicating spend"): was the dispatch accepted, was cost charged, does an artifact exist, and
  * what to do next.
  */
-function recoveryView(j: JobRow) {
+function recoveryView(j: JobRow): ListedBuildJob["recovery"] {
   const status = j.status as JobStatus;
   const next: Record<JobStatus, string> = {
     dispatch_unconfirmed: "reconcile the dispatch: POST /v1/build-jobs/:id/reconcile (or repeat the dispatch with the same Idempotency-Key)",
@@ -123,14 +127,14 @@ function recoveryView(j: JobRow) {
   };
 }
 
-export function jobView(j: JobRow) {
+export function jobView(j: JobRow): ListedBuildJob {
   return {
     id: j.id,
     request_id: j.requestId,
     project_id: j.projectId,
-    status: j.status,
-    outcome: j.outcome,
-    review_reason: j.reviewReason,
+    status: j.status as JobStatus,
+    outcome: j.outcome as ListedBuildJob["outcome"],
+    review_reason: j.reviewReason as ListedBuildJob["review_reason"],
     run_id: j.runId,
     reserved_cents: j.reservedCents,
     cost_cents: j.costCents,
@@ -145,7 +149,7 @@ export function jobView(j: JobRow) {
       confirmed_at_ms: j.dispatchConfirmedAtMs,
       last_error: j.dispatchError,
     },
-    resolution: j.resolvedAtMs === null ? null : { note: j.resolutionNote, by: j.resolvedBy, at_ms: j.resolvedAtMs },
+    resolution: j.resolvedAtMs === null ? null : ({ note: j.resolutionNote, by: j.resolvedBy, at_ms: j.resolvedAtMs } as NonNullable<ListedBuildJob["resolution"]>),
     recovery: recoveryView(j),
     created_by: j.createdBy,
     created_at_ms: j.createdAtMs,

@@ -5,8 +5,9 @@
 //   pages stay stable while new rows arrive (runs, tokens, runners, projects, build requests and jobs);
 // - a sequence number, for lists numbered in order (a run's events, credit entries).
 
-import { and, eq, gt, lt, or, type SQL } from "drizzle-orm";
-import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
+import { and, desc, eq, gt, lt, or, type SQL } from "drizzle-orm";
+import { drizzle } from "drizzle-orm/d1";
+import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
 export { keysetCursor, pageQuery, seqCursor } from "../protocol/common";
 
 /** The page size: the caller's `limit`, else `fallback`, never above `ceiling` (PAGE_SIZE_MAX). */
@@ -34,6 +35,34 @@ export function pageOf<T extends { id: string }>(
   const kept = rows.slice(0, limit);
   const last = kept[kept.length - 1];
   return { kept, next: rows.length > limit && last ? `${at(last)}.${last.id}` : null };
+}
+
+/** A table a keyset list pages over: rows with an id and a creation time. */
+type KeysetTable = SQLiteTable & { id: SQLiteColumn; createdAtMs: SQLiteColumn };
+
+/**
+ * One page of a keyset list, newest first: the rows of `table` that meet `conditions`, after
+ * `cursor`, ordered by (`at`, id) descending (`at` is createdAtMs unless said otherwise), and the
+ * next page's cursor.
+ */
+export async function listPage<T extends KeysetTable, K extends keyof T["$inferSelect"] & keyof T & string = "createdAtMs">(
+  db: D1Database,
+  table: T,
+  conditions: SQL[],
+  cursor: string | undefined,
+  limit: number,
+  opts: { at?: K } = {},
+): Promise<{ kept: T["$inferSelect"][]; next: string | null }> {
+  const atKey = opts.at ?? "createdAtMs";
+  const at = table[atKey as keyof T] as unknown as SQLiteColumn;
+  const where = cursor === undefined ? conditions : [...conditions, afterCursor(at, table.id, cursor)];
+  const rows = (await drizzle(db)
+    .select()
+    .from(table as SQLiteTable)
+    .where(and(...where))
+    .orderBy(desc(at), desc(table.id))
+    .limit(limit + 1)) as T["$inferSelect"][];
+  return pageOf(rows as (T["$inferSelect"] & { id: string })[], limit, (row) => (row as Record<string, unknown>)[atKey] as number);
 }
 
 /** The condition for rows past a sequence-number cursor: below it when newest first, above it when oldest first. */

@@ -3,6 +3,7 @@
 // answer with it). Plain zod: nothing here may import the Worker's runtime or Node.
 
 export * from "./bounds.js";
+export * from "./builds.js";
 export * from "./common.js";
 export * from "./errors.js";
 export * from "./tokens.js";

@@ -6,6 +6,7 @@ import { jobView } from "../builds/payload";
 import { runEngine } from "../builds/run-engine";
 import type { JobRow } from "../builds/payload";
 import { listEntries } from "../ledger/ledger";
+import type { BuildJob } from "../protocol/builds";
 import type { RunView } from "../run/view";
 
 /** How many of the job's ledger entries an answer carries (newest first). */
@@ -21,7 +22,7 @@ export async function liveRun(env: AppEnv["Bindings"], orgId: string, runId: str
   }
 }
 
-export async function jobAnswer(env: AppEnv["Bindings"], job: JobRow) {
+export async function jobAnswer(env: AppEnv["Bindings"], job: JobRow): Promise<BuildJob> {
   const run = await liveRun(env, job.orgId, job.runId);
   const entries = await listEntries(env.DB, job.orgId, { jobId: job.id, limit: JOB_ENTRIES });
   return {
