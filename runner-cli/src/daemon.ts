@@ -2,7 +2,7 @@
 // sandbox that holds a credential (the run-attempt token): it starts the agent without it, relays
 // the agent's phases and output as batched reports (which are the attempt's heartbeats), and sends
 // the final result with the patch. See runner-cli/README.md, "The agent's side".
-import { execFile, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -34,7 +34,7 @@ export function daemonLimits(env: Record<string, string | undefined>) {
     maxPatchBytes: int('DOCKET_DAEMON_MAX_PATCH_BYTES', 4_900_000), // the server takes up to 5,000,000 characters
     finalTries: int('DOCKET_DAEMON_FINAL_TRIES', 8),
     stopGraceMs: int('DOCKET_DAEMON_STOP_GRACE_MS', 10_000),
-    // How long an agent that died of a signal waits for the daemon's own stop signal (see runDaemon).
+    // How long an agent that died of a signal waits for the daemon's own stop signal (see superviseAgent).
     stopSignalWaitMs: int('DOCKET_DAEMON_STOP_SIGNAL_WAIT_MS', 1_000),
     backoffBaseMs: int('DOCKET_DAEMON_BACKOFF_BASE_MS', 1_000),
     backoffMaxMs: int('DOCKET_DAEMON_BACKOFF_MAX_MS', 15_000),
@@ -257,206 +257,354 @@ function writeState(dir: string | undefined, name: string, data: any) {
   }
 }
 
+type AgentExit = { code: number | null; signal: NodeJS.Signals | null };
+
+/** The body's `final` in the last report (docs/protocol.md, "Daemon reports (run-attempt token)"). */
+type FinalResult = {
+  outcome: 'failed' | 'completed';
+  error?: string;
+  exit_codes: { agent: number };
+  artifact: { patch: string; source_revision: string | null; model: string | null; limitations: string[] };
+  cost_cents: number | null;
+};
+
+/**
+ * What the daemon's phases share: the attempt it speaks for, its reports, and what has happened
+ * so far. The report loop, the attempt watch and the signal handler run side by side and tell
+ * each other through it (attemptOver, stopping).
+ */
+type Daemon = {
+  runId: string;
+  client: DocketClient;
+  limits: ReturnType<typeof daemonLimits>;
+  stateDir: string | undefined;
+  log: (s: string) => void;
+  sourceRevision: string | null;
+  buffer: ReportBuffer;
+  reports: ReportSequence;
+  /** The last failed report's error, so the retry waits at least its Retry-After. */
+  lastFailure: unknown;
+  linesSent: number;
+  /** The code of the answer that ended this attempt; once set, nothing more is sent. */
+  attemptOver: string | null;
+  /** A stop signal came from outside (the runner's stop request or lifetime). */
+  stopping: boolean;
+};
+
+/** The running agent: its process, its exit (and whether it came), and the end of its output. */
+type Agent = { child: ChildProcess; exit: Promise<AgentExit>; exited: boolean; streamsDone: Promise<unknown> };
+
+type DaemonOptions = { env?: Record<string, string | undefined>; cwd?: string; log?: (s: string) => void; echo?: (chunk: string) => void };
+
 /**
  * @param command the agent's argv
  * @param opts.echo receives the agent's raw output (by default our stdout, which the launcher sends to sandbox.log)
  * @returns the daemon's exit code
  */
-export async function runDaemon(command: string[], { env = process.env, cwd = process.cwd(), log = (s) => process.stderr.write(s + '\n'), echo = (c) => process.stdout.write(c) }: { env?: Record<string, string | undefined>; cwd?: string; log?: (s: string) => void; echo?: (chunk: string) => void } = {}): Promise<number> {
-  const stateDir = env.DOCKET_STATE_DIR;
-  const missing = ['DOCKET_URL', 'DOCKET_RUN_ID', 'DOCKET_ATTEMPT', 'DOCKET_ATTEMPT_TOKEN'].filter((k) => !env[k]);
-  if (command.length === 0 || missing.length > 0) {
-    const why = command.length === 0 ? 'no agent command after --' : `missing ${missing.join(', ')}`;
-    log(`docket-runner daemon: ${why}`);
-    writeState(stateDir, 'launch.json', { ok: false, error: `daemon: ${why}` });
-    return DAEMON_EXIT.usage;
-  }
-  const limits = daemonLimits(env);
-  const runId = env.DOCKET_RUN_ID as string;
-  const client = new DocketClient({ serverUrl: (env.DOCKET_URL as string), token: env.DOCKET_ATTEMPT_TOKEN, timeoutMs: 30_000 });
-  const sourceRevision = env.DOCKET_SOURCE_REVISION || (await headRevision(cwd));
+export async function runDaemon(command: string[], { env = process.env, cwd = process.cwd(), log = (s) => process.stderr.write(s + '\n'), echo = (c) => process.stdout.write(c) }: DaemonOptions = {}): Promise<number> {
+  const why = usageProblem(command, env);
+  if (why) return launchFailed(env.DOCKET_STATE_DIR, log, why, `daemon: ${why}`);
+  const daemon = await startDaemon(env, cwd, log);
+  const spawned = await spawnAgent(command, cwd, agentEnvironment(env));
+  if ('error' in spawned) return launchFailed(daemon.stateDir, log, spawned.error);
+  const agent = followAgent(daemon, spawned.child, echo);
+  const signals = stopOnSignals(daemon, agent);
+  const agentCode = await superviseAgent(daemon, agent, signals.received);
+  if (daemon.attemptOver) return endAttemptOver(daemon, agentCode);
+  if (daemon.stopping) return endStopped(daemon, agentCode);
+  const code = await deliverResult(daemon, agentCode, cwd, env.DOCKET_RESULT_FILE);
+  signals.remove();
+  return code;
+}
 
-  // The agent gets everything but the credential and the daemon's own plumbing.
+// --- Start-up and launch ---
+
+/** Why the daemon cannot start (no agent command, or a variable the launcher sets is missing), or null. */
+function usageProblem(command: string[], env: Record<string, string | undefined>): string | null {
+  const missing = ['DOCKET_URL', 'DOCKET_RUN_ID', 'DOCKET_ATTEMPT', 'DOCKET_ATTEMPT_TOKEN'].filter((k) => !env[k]);
+  if (command.length === 0) return 'no agent command after --';
+  return missing.length > 0 ? `missing ${missing.join(', ')}` : null;
+}
+
+/** The launch handshake's failure: the runner reads launch.json to tell a bad launch from a crash. */
+function launchFailed(stateDir: string | undefined, log: (s: string) => void, error: string, recorded = error) {
+  log(`docket-runner daemon: ${error}`);
+  writeState(stateDir, 'launch.json', { ok: false, error: recorded });
+  return DAEMON_EXIT.usage;
+}
+
+/** The attempt's client, limits and source revision, with nothing reported yet. */
+async function startDaemon(env: Record<string, string | undefined>, cwd: string, log: (s: string) => void): Promise<Daemon> {
+  const limits = daemonLimits(env);
+  return {
+    runId: env.DOCKET_RUN_ID as string,
+    client: new DocketClient({ serverUrl: env.DOCKET_URL as string, token: env.DOCKET_ATTEMPT_TOKEN, timeoutMs: 30_000 }),
+    limits,
+    stateDir: env.DOCKET_STATE_DIR,
+    log,
+    sourceRevision: env.DOCKET_SOURCE_REVISION || (await headRevision(cwd)),
+    buffer: new ReportBuffer(limits),
+    reports: new ReportSequence(),
+    lastFailure: null,
+    linesSent: 0,
+    attemptOver: null,
+    stopping: false,
+  };
+}
+
+/** The agent gets everything but the credential and the daemon's own plumbing. */
+function agentEnvironment(env: Record<string, string | undefined>) {
   const agentEnv = { ...env };
   delete agentEnv.DOCKET_ATTEMPT_TOKEN;
   delete agentEnv.DOCKET_STATE_DIR;
   for (const k of Object.keys(agentEnv)) if (k.startsWith('DOCKET_DAEMON_')) delete agentEnv[k];
+  return agentEnv;
+}
 
-  const buffer = new ReportBuffer(limits);
-  let stopping = false;
-  let attemptOver: string | null = null;
-  let linesSent = 0;
-
-  const child = spawn(command[0], command.slice(1), { cwd, env: agentEnv, stdio: ['ignore', 'pipe', 'pipe'] });
-  const started = await new Promise((resolve) => {
+/** Start the agent; resolves once it runs, or with why it could not start. */
+async function spawnAgent(command: string[], cwd: string, env: Record<string, string | undefined>): Promise<{ child: ChildProcess } | { error: string }> {
+  const child = spawn(command[0], command.slice(1), { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const failed = await new Promise<NodeJS.ErrnoException | null>((resolve) => {
     child.once('spawn', () => resolve(null));
     child.once('error', (e) => resolve(e));
   });
-  if (started) {
-    const e = started as any;
-    const error = e.code === 'ENOENT' ? `agent command not found: ${command[0]}` : `agent command failed to start: ${e.message}`;
-    log(`docket-runner daemon: ${error}`);
-    writeState(stateDir, 'launch.json', { ok: false, error });
-    return DAEMON_EXIT.usage;
-  }
-  writeState(stateDir, 'launch.json', { ok: true, agent_pid: child.pid, source_revision: sourceRevision, at_ms: Date.now() });
-  const agentExit = new Promise((resolve) => {
+  if (!failed) return { child };
+  return { error: failed.code === 'ENOENT' ? `agent command not found: ${command[0]}` : `agent command failed to start: ${failed.message}` };
+}
+
+/** The agent runs: record the launch, and follow its output into the reports and its exit. */
+function followAgent(d: Daemon, child: ChildProcess, echo: (chunk: string) => void): Agent {
+  writeState(d.stateDir, 'launch.json', { ok: true, agent_pid: child.pid, source_revision: d.sourceRevision, at_ms: Date.now() });
+  const exit = new Promise<AgentExit>((resolve) => {
     child.once('exit', (code, signal) => resolve({ code, signal }));
   });
-
-  const onLine = (line: string) => {
-    const m = PHASE_LINE.exec(line);
-    if (m && PHASES.includes(m[1])) {
-      buffer.setPhase(m[1]);
-      writeState(stateDir, 'status.json', { phase: m[1], at_ms: Date.now() });
-      return;
-    }
-    buffer.push(line);
-  };
+  const onLine = (line: string) => relayLine(d, line);
   const streamsDone = Promise.all([pipeLines(child.stdout, onLine, echo), pipeLines(child.stderr, onLine, echo)]);
+  const agent: Agent = { child, exit, exited: false, streamsDone };
+  // Registered before anything else waits on the exit, so every waiter wakes to `exited` set.
+  exit.then(() => (agent.exited = true));
+  return agent;
+}
 
-  const stopAgent = async (why: string) => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    log(`docket-runner daemon: stopping the agent: ${why}`);
-    child.kill('SIGTERM');
-    const t = setTimeout(() => child.kill('SIGKILL'), limits.stopGraceMs);
-    await agentExit;
-    clearTimeout(t);
-  };
+/** `::phase <name>` sets the phase; any other line is output to report. */
+function relayLine(d: Daemon, line: string) {
+  const m = PHASE_LINE.exec(line);
+  if (m && PHASES.includes(m[1])) {
+    d.buffer.setPhase(m[1]);
+    writeState(d.stateDir, 'status.json', { phase: m[1], at_ms: Date.now() });
+    return;
+  }
+  d.buffer.push(line);
+}
+
+// --- While the agent runs ---
+
+/** SIGTERM or SIGINT (the runner's stop request or lifetime) stops the agent; the runner reports the stop. */
+function stopOnSignals(d: Daemon, agent: Agent) {
   let signalled = () => {};
-  const stopSignal = new Promise<void>((resolve) => (signalled = resolve));
+  const received = new Promise<void>((resolve) => (signalled = resolve));
   const onSignal = (sig: NodeJS.Signals) => {
-    stopping = true;
+    d.stopping = true;
     signalled();
-    void stopAgent(`received ${sig}`);
+    void stopAgent(d, agent, `received ${sig}`);
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
-
-  const reports = new ReportSequence();
-  /** The last failed report's error, so the retry waits at least its Retry-After. */
-  let lastFailure: unknown = null;
-  /** The report in flight, or the next batch; returns false when it must be retried later. */
-  const sendBatch = async () => {
-    const body = reports.current(buffer);
-    try {
-      await client.report(runId, body);
-      reports.answered();
-      linesSent += body.lines.length;
-      return true;
-    } catch (e) {
-      lastFailure = e;
-      const kind = classify(e);
-      if (kind === 'definitive' || kind === 'attempt_over') attemptOver = (e as ApiError).code;
-      else if (reports.refused(e)) {
-        log(`docket-runner daemon: report ${body.seq} dropped: ${errorText(e)}`);
-        return true;
-      } else log(`docket-runner daemon: report ${body.seq} failed (${errorText(e)}); will retry it`);
-      return false;
-    }
+  const remove = () => {
+    process.off('SIGTERM', onSignal);
+    process.off('SIGINT', onSignal);
   };
+  return { received, remove };
+}
 
-  // The report loop: output as it comes (batched), and a heartbeat when there is none.
-  // Loops stop at the agent's exit; the output still in flight is flushed before the final report.
-  let agentExited = false;
-  agentExit.then(() => (agentExited = true));
-  const backoff = new Backoff({ baseMs: limits.backoffBaseMs, maxMs: limits.backoffMaxMs });
-  const reportLoop = (async () => {
-    let lastSentAt = 0;
-    while (!agentExited && !attemptOver) {
-      const due = reports.inFlight || buffer.hasNews || Date.now() - lastSentAt >= limits.heartbeatMs;
-      if (due) {
-        const ok = await sendBatch();
-        if (ok) {
-          backoff.succeed();
-          lastSentAt = Date.now();
-          if (!buffer.hasNews) await Promise.race([sleep(limits.flushIntervalMs), agentExit]);
-        } else if (!attemptOver) {
-          await Promise.race([sleep(retryDelayMs(lastFailure, backoff.fail())), agentExit]);
-        }
-      } else {
-        await Promise.race([sleep(limits.flushIntervalMs), agentExit]);
-      }
-    }
-  })();
+/** SIGTERM, then SIGKILL after the grace period; resolves at the agent's exit. */
+async function stopAgent(d: Daemon, agent: Agent, why: string) {
+  const { child } = agent;
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  d.log(`docket-runner daemon: stopping the agent: ${why}`);
+  child.kill('SIGTERM');
+  const t = setTimeout(() => child.kill('SIGKILL'), d.limits.stopGraceMs);
+  await agent.exit;
+  clearTimeout(t);
+}
 
-  const attemptWatch = (async () => {
-    while (!agentExited) {
-      if (attemptOver) {
-        await stopAgent(`the server answered ${attemptOver}: this attempt is over`);
-        return;
-      }
-      await Promise.race([sleep(200), agentExit]);
-    }
-  })();
-
-  const exit = await agentExit as { code: number | null, signal: NodeJS.Signals | null };
+/**
+ * Report and watch the attempt until the agent exits; then let the reports and the output in
+ * flight settle. Returns the agent's exit code (128 + the signal's number for a signal).
+ */
+async function superviseAgent(d: Daemon, agent: Agent, stopSignal: Promise<void>): Promise<number> {
+  const reporting = reportWhileRunning(d, agent);
+  const watching = stopWhenAttemptOver(d, agent);
+  const exit = await agent.exit;
   const agentCode = exit.code ?? 128 + signalNumber(exit.signal);
   // A stop from outside signals the whole sandbox at once: the agent's exit can be seen before the
   // daemon's own signal, so an agent that died of a signal waits briefly for it (bounded).
-  if (agentCode > 128 && !stopping) await Promise.race([stopSignal, sleep(limits.stopSignalWaitMs)]);
-  await reportLoop;
-  await Promise.race([streamsDone, sleep(2_000)]); // output after exit from the agent's children is not awaited forever
-  await attemptWatch;
+  if (agentCode > 128 && !d.stopping) await Promise.race([stopSignal, sleep(d.limits.stopSignalWaitMs)]);
+  await reporting;
+  await Promise.race([agent.streamsDone, sleep(2_000)]); // output after exit from the agent's children is not awaited forever
+  await watching;
+  return agentCode;
+}
 
-  if (attemptOver) {
-    writeState(stateDir, 'final.json', { delivered: false, attempt_over: attemptOver, exit_codes: { agent: agentCode }, at_ms: Date.now() });
-    return DAEMON_EXIT.attemptOver;
+/**
+ * Output as it comes (batched), and a heartbeat when there is none, until the agent exits or the
+ * attempt is over; the output still in flight is flushed before the final report.
+ */
+async function reportWhileRunning(d: Daemon, agent: Agent) {
+  const backoff = new Backoff({ baseMs: d.limits.backoffBaseMs, maxMs: d.limits.backoffMaxMs });
+  let lastSentAt = 0;
+  while (!agent.exited && !d.attemptOver) {
+    const due = hasOutputToSend(d) || Date.now() - lastSentAt >= d.limits.heartbeatMs;
+    if (due) {
+      const ok = await sendBatch(d);
+      if (ok) {
+        backoff.succeed();
+        lastSentAt = Date.now();
+        if (!d.buffer.hasNews) await Promise.race([sleep(d.limits.flushIntervalMs), agent.exit]);
+      } else if (!d.attemptOver) {
+        await Promise.race([sleep(retryDelayMs(d.lastFailure, backoff.fail())), agent.exit]);
+      }
+    } else {
+      await Promise.race([sleep(d.limits.flushIntervalMs), agent.exit]);
+    }
   }
-  if (stopping) {
-    // A stop came from outside (the runner's stop request or lifetime): the runner reports it.
-    for (let i = 0; i < 3 && (reports.inFlight || buffer.hasNews) && !attemptOver; i++) if (!(await sendBatch())) break;
-    writeState(stateDir, 'final.json', { delivered: false, stopped: true, exit_codes: { agent: agentCode }, at_ms: Date.now() });
-    return DAEMON_EXIT.stopped;
-  }
+}
 
-  // The final result.
-  const result = readResultFile(env.DOCKET_RESULT_FILE);
-  const { patch, problem: patchProblem } = await computePatch(cwd, sourceRevision);
+/** An answer that ended the attempt stops the agent: nothing it does can be delivered any more. */
+async function stopWhenAttemptOver(d: Daemon, agent: Agent) {
+  while (!agent.exited) {
+    if (d.attemptOver) {
+      await stopAgent(d, agent, `the server answered ${d.attemptOver}: this attempt is over`);
+      return;
+    }
+    await Promise.race([sleep(200), agent.exit]);
+  }
+}
+
+function hasOutputToSend(d: Daemon) {
+  return d.reports.inFlight || d.buffer.hasNews;
+}
+
+/** Whether an error answer means this attempt can never report again. */
+function endsAttempt(e: unknown) {
+  const kind = classify(e);
+  return kind === 'definitive' || kind === 'attempt_over';
+}
+
+/** The report in flight, or the next batch; returns false when it must be retried later. */
+async function sendBatch(d: Daemon): Promise<boolean> {
+  const body = d.reports.current(d.buffer);
+  try {
+    await d.client.report(d.runId, body);
+    d.reports.answered();
+    d.linesSent += body.lines.length;
+    return true;
+  } catch (e) {
+    d.lastFailure = e;
+    if (endsAttempt(e)) d.attemptOver = (e as ApiError).code;
+    else if (d.reports.refused(e)) {
+      d.log(`docket-runner daemon: report ${body.seq} dropped: ${errorText(e)}`);
+      return true;
+    } else d.log(`docket-runner daemon: report ${body.seq} failed (${errorText(e)}); will retry it`);
+    return false;
+  }
+}
+
+// --- The end ---
+
+/** The server ended the attempt: nothing more is sent. */
+function endAttemptOver(d: Daemon, agentCode: number) {
+  writeState(d.stateDir, 'final.json', { delivered: false, attempt_over: d.attemptOver, exit_codes: { agent: agentCode }, at_ms: Date.now() });
+  return DAEMON_EXIT.attemptOver;
+}
+
+/** A stop came from outside (the runner's stop request or lifetime): the runner reports it. */
+async function endStopped(d: Daemon, agentCode: number) {
+  for (let i = 0; i < 3 && hasOutputToSend(d) && !d.attemptOver; i++) if (!(await sendBatch(d))) break;
+  writeState(d.stateDir, 'final.json', { delivered: false, stopped: true, exit_codes: { agent: agentCode }, at_ms: Date.now() });
+  return DAEMON_EXIT.stopped;
+}
+
+/** The agent ended on its own: send the rest of its output, then its result and patch. */
+async function deliverResult(d: Daemon, agentCode: number, cwd: string, resultFile: string | undefined) {
+  const { final, limitations, costUncertain } = await composeFinal(d, agentCode, cwd, resultFile);
+  await flushOutput(d);
+  const sent = await sendFinalReport(d, final, limitations);
+  writeState(d.stateDir, 'final.json', {
+    delivered: sent.delivered,
+    outcome: final.outcome,
+    exit_codes: final.exit_codes,
+    cost_cents: final.cost_cents,
+    cost_uncertain: costUncertain,
+    answer_state: sent.answerState,
+    attempt_over: d.attemptOver,
+    error: sent.delivered ? null : sent.lastError || d.attemptOver,
+    lines_sent: d.linesSent,
+    at_ms: Date.now(),
+  });
+  if (sent.delivered) return DAEMON_EXIT.delivered;
+  return d.attemptOver ? DAEMON_EXIT.attemptOver : DAEMON_EXIT.undelivered;
+}
+
+/**
+ * The final result from the agent's exit code, its result file and the patch. `limitations` is
+ * the full list, kept to say why a refused patch was left out.
+ */
+async function composeFinal(d: Daemon, agentCode: number, cwd: string, resultFile: string | undefined) {
+  const result = readResultFile(resultFile);
+  const { patch, problem: patchProblem } = await computePatch(cwd, d.sourceRevision);
   const limitations = [...result.limitations];
   let sentPatch = patch;
-  if (Buffer.byteLength(patch) > limits.maxPatchBytes) {
-    limitations.push(`the patch (${Buffer.byteLength(patch)} bytes) exceeded the ${limits.maxPatchBytes}-byte limit and was left out`);
+  if (Buffer.byteLength(patch) > d.limits.maxPatchBytes) {
+    limitations.push(`the patch (${Buffer.byteLength(patch)} bytes) exceeded the ${d.limits.maxPatchBytes}-byte limit and was left out`);
     sentPatch = '';
   }
   if (patchProblem) limitations.push(`the patch could not be computed: ${patchProblem}`);
   if (result.problem) limitations.push(result.problem);
   const failed = agentCode !== 0 || result.outcome === 'failed';
-  const final = {
+  const final: FinalResult = {
     outcome: failed ? 'failed' : 'completed',
     ...(failed ? { error: result.error ?? (agentCode !== 0 ? `the agent exited with code ${agentCode}` : 'the agent reported failure') } : {}),
     exit_codes: { agent: agentCode },
-    artifact: { patch: sentPatch, source_revision: sourceRevision, model: result.model, limitations: limitations.slice(0, 100) },
+    artifact: { patch: sentPatch, source_revision: d.sourceRevision, model: result.model, limitations: limitations.slice(0, 100) },
     cost_cents: result.cost_cents,
   };
+  return { final, limitations, costUncertain: result.cost_uncertain };
+}
 
-  // Remaining output first (bounded), then the final report with the last batch.
-  const flushBackoff = new Backoff({ baseMs: limits.backoffBaseMs, maxMs: limits.backoffMaxMs });
-  for (let i = 0, failures = 0; i < 1_000 && (reports.inFlight || buffer.hasNews) && !attemptOver && failures < limits.finalTries; i++) {
-    if (!(await sendBatch())) {
+/** Output still buffered goes first, in bounded tries, so the final report carries only the last batch. */
+async function flushOutput(d: Daemon) {
+  const backoff = new Backoff({ baseMs: d.limits.backoffBaseMs, maxMs: d.limits.backoffMaxMs });
+  for (let i = 0, failures = 0; i < 1_000 && hasOutputToSend(d) && !d.attemptOver && failures < d.limits.finalTries; i++) {
+    if (!(await sendBatch(d))) {
       failures += 1;
-      await sleep(retryDelayMs(lastFailure, flushBackoff.fail()));
+      await sleep(retryDelayMs(d.lastFailure, backoff.fail()));
     }
   }
+}
+
+/**
+ * The final report, retried up to finalTries. A progress report still in flight goes first, with
+ * its own seq; the final report follows it.
+ */
+async function sendFinalReport(d: Daemon, final: FinalResult, limitations: string[]) {
   let delivered = false;
   let answerState: string | null = null;
   let lastError = '';
-  const finalBackoff = new Backoff({ baseMs: limits.backoffBaseMs, maxMs: limits.backoffMaxMs });
-  // A progress report still in flight goes first, with its own seq; the final report follows it.
-  for (let tryNo = 1; tryNo <= limits.finalTries && !delivered && !attemptOver; ) {
-    const body = reports.current(buffer, { final });
+  const backoff = new Backoff({ baseMs: d.limits.backoffBaseMs, maxMs: d.limits.backoffMaxMs });
+  for (let tryNo = 1; tryNo <= d.limits.finalTries && !delivered && !d.attemptOver; ) {
+    const body = d.reports.current(d.buffer, { final });
     try {
-      const res = await client.report(runId, body);
-      reports.answered();
+      const res = await d.client.report(d.runId, body);
+      d.reports.answered();
       if (body.final) {
         delivered = true;
         answerState = res.body?.state ?? null;
       }
     } catch (e) {
       lastError = errorText(e);
-      const kind = classify(e);
-      if (kind === 'definitive' || kind === 'attempt_over') {
-        attemptOver = (e as ApiError).code;
+      if (endsAttempt(e)) {
+        d.attemptOver = (e as ApiError).code;
         break;
       }
       if (body.final && e instanceof ApiError && (e.status === 400 || e.status === 413) && final.artifact.patch) {
@@ -464,28 +612,13 @@ export async function runDaemon(command: string[], { env = process.env, cwd = pr
         final.artifact = { ...final.artifact, patch: '', limitations: [...limitations, `the server refused the patch: ${e.message}`] };
         continue;
       }
-      reports.refused(e);
-      log(`docket-runner daemon: final report failed (${lastError}); try ${tryNo} of ${limits.finalTries}`);
-      if (tryNo < limits.finalTries) await sleep(retryDelayMs(e, finalBackoff.fail()));
+      d.reports.refused(e);
+      d.log(`docket-runner daemon: final report failed (${lastError}); try ${tryNo} of ${d.limits.finalTries}`);
+      if (tryNo < d.limits.finalTries) await sleep(retryDelayMs(e, backoff.fail()));
       tryNo += 1;
     }
   }
-  writeState(stateDir, 'final.json', {
-    delivered,
-    outcome: final.outcome,
-    exit_codes: final.exit_codes,
-    cost_cents: final.cost_cents,
-    cost_uncertain: result.cost_uncertain,
-    answer_state: answerState,
-    attempt_over: attemptOver,
-    error: delivered ? null : lastError || attemptOver,
-    lines_sent: linesSent,
-    at_ms: Date.now(),
-  });
-  process.off('SIGTERM', onSignal);
-  process.off('SIGINT', onSignal);
-  if (delivered) return DAEMON_EXIT.delivered;
-  return attemptOver ? DAEMON_EXIT.attemptOver : DAEMON_EXIT.undelivered;
+  return { delivered, answerState, lastError };
 }
 
 /**

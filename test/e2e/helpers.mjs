@@ -239,6 +239,33 @@ function safeJobs(home) {
 }
 
 /**
+ * The preamble of a file about one runner: a runner home and a scratch directory now, and from
+ * `start()` (inside a test: it takes seconds) a local Docket with an organization and the runner
+ * registered in it. After the file's tests everything is stopped and removed.
+ * @param {(fn: () => Promise<void>) => void} afterAll vitest's hook (passed in, so scripts that use this module outside vitest do not load it)
+ */
+export function runnerSuite(afterAll) {
+  const home = new RunnerHome();
+  const scratch = tempDir('scratch');
+  /** @type {Awaited<ReturnType<typeof startDocket>> | undefined} */
+  let docket;
+  afterAll(async () => {
+    await home.cleanup();
+    await docket?.stop();
+    removeTempDirs();
+  });
+  /** @param {Record<string, string>} [vars] */
+  const start = async (vars = {}) => {
+    docket = await startDocket(vars);
+    const org = await createOrg(docket);
+    const reg = home.run(['register', '--server', docket.url, '--token', org.registration]);
+    if (reg.code !== 0) throw new Error(`docket-runner register exited ${reg.code}: ${reg.stderr}${reg.stdout}`);
+    return { docket, org };
+  };
+  return { home, scratch, start };
+}
+
+/**
  * A bare repository with one commit, reachable by path (git clone works on it offline).
  * @returns {{ url: string, commit: string, dir: string }}
  */

@@ -1,22 +1,12 @@
 // An admin deregisters a listening runner's machine: the runner's next call is refused with 401
 // machine_deregistered, and it says how to register again and exits 6 instead of backing off forever.
 import { afterAll, expect, it } from 'vitest';
-import { createOrg, RunnerHome, removeTempDirs, startDocket } from './helpers.mjs';
+import { runnerSuite } from './helpers.mjs';
 
-/** @type {Awaited<ReturnType<typeof startDocket>> | undefined} */
-let docket;
-const home = new RunnerHome();
-
-afterAll(async () => {
-  await home.cleanup();
-  await docket?.stop();
-  removeTempDirs();
-});
+const { home, start } = runnerSuite(afterAll);
 
 it('a runner whose machine an admin deregistered exits 6 with how to register again, and a new registration works', async () => {
-  docket = await startDocket();
-  const org = await createOrg(docket);
-  expect(home.run(['register', '--server', docket.url, '--token', org.registration]).code).toBe(0);
+  const { docket, org } = await start();
   const listener = home.listen();
   await listener.waitFor('started');
   const [machine] = (await docket.api('GET', '/v1/runners', { token: org.admin })).body.runners;

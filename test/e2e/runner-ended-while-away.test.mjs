@@ -3,23 +3,12 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
-import { agentScript, createOrg, dispatch, RunnerHome, removeTempDirs, startDocket, tempDir, waitForRun } from './helpers.mjs';
+import { agentScript, dispatch, runnerSuite, waitForRun } from './helpers.mjs';
 
-/** @type {Awaited<ReturnType<typeof startDocket>> | undefined} */
-let docket;
-const home = new RunnerHome();
-const scratch = tempDir('scratch');
-
-afterAll(async () => {
-  await home.cleanup();
-  await docket?.stop();
-  removeTempDirs();
-});
+const { home, scratch, start } = runnerSuite(afterAll);
 
 it('a run that completed while the listener was down is recorded completed, and its sandbox.log is kept', async () => {
-  docket = await startDocket();
-  const org = await createOrg(docket);
-  expect(home.run(['register', '--server', docket.url, '--token', org.registration]).code).toBe(0);
+  const { docket, org } = await start();
   const go = join(scratch, 'go');
   const agent = agentScript(scratch, `
     import { existsSync } from 'node:fs';

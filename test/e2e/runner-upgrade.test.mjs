@@ -3,23 +3,12 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
-import { agentScript, createOrg, dispatch, groupAlive, RunnerHome, removeTempDirs, startDocket, tempDir, waitForRun } from './helpers.mjs';
+import { agentScript, dispatch, groupAlive, runnerSuite, waitForRun } from './helpers.mjs';
 
-/** @type {Awaited<ReturnType<typeof startDocket>> | undefined} */
-let docket;
-const home = new RunnerHome();
-const scratch = tempDir('scratch');
-
-afterAll(async () => {
-  await home.cleanup();
-  await docket?.stop();
-  removeTempDirs();
-});
+const { home, scratch, start } = runnerSuite(afterAll);
 
 it('a server that answers 426 makes the runner exit cleanly with the sandbox left, and a later start reconciles it', async () => {
-  docket = await startDocket();
-  const org = await createOrg(docket);
-  expect(home.run(['register', '--server', docket.url, '--token', org.registration]).code).toBe(0);
+  const { docket, org } = await start();
   const go = join(scratch, 'go');
   const agent = agentScript(scratch, `
     import { existsSync, writeFileSync } from 'node:fs';
