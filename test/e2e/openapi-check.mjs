@@ -171,7 +171,7 @@ export class ContractChecker {
       }
       const holder = { v: value };
       const v = this.validator({ type: 'object', properties: { v: p.schema } }, `${base}/parameters/${i}`, true);
-      if (!v(holder)) problems.push(`${name}: ${p.in} parameter ${p.name}=${JSON.stringify(value)}: ${firstError(v)}`);
+      if (!v(holder)) problems.push(`${name}: ${p.in} parameter ${p.name}=${JSON.stringify(value)}: ${firstError(v).replace(/^\/v /, "")}`);
     }
     for (const key of query.keys()) {
       if (!declared.some((p) => p?.in === 'query' && p.name === key)) problems.push(`${name}: query parameter ${key} is not declared`);
@@ -201,6 +201,27 @@ export class ContractChecker {
     if (!media) return [...problems, `${name}: the answer's ${mediaType || 'untyped'} body is not described (described: ${Object.keys(content).join(', ') || 'none'})`];
     if (isJson(mediaType) && media.schema) problems.push(...this.#body(media.schema, `${base}/responses/${x.status}`, resText, `${name}: answer body`));
     return problems;
+  }
+
+  /**
+   * What the document does not allow in any of `exchanges`, one line per operation, status and
+   * problem (the first call it was seen on, and how many more calls had it).
+   * @param {Parameters<ContractChecker['check']>[0][]} exchanges
+   */
+  checkAll(exchanges) {
+    /** @type {Map<string, { line: string, count: number }>} */
+    const seen = new Map();
+    for (const x of exchanges) {
+      const found = this.find(x.method, x.path);
+      for (const line of this.check(x)) {
+        // The same problem on another run's path is the same problem: keyed by template, not path.
+        const key = `${x.method} ${found?.template ?? x.path} ${x.status} ${line.replace(/^.*? answered \d+: /, '').replace(/; body: .*$/s, '')}`;
+        const entry = seen.get(key);
+        if (entry) entry.count += 1;
+        else seen.set(key, { line, count: 1 });
+      }
+    }
+    return [...seen.values()].map(({ line, count }) => (count > 1 ? `${line} (and ${count - 1} more such calls)` : line));
   }
 
   /** @param {any} schema @param {string} key @param {string} text @param {string} label */
