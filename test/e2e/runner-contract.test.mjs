@@ -3,6 +3,7 @@
 // the OpenAPI document the Worker serves. A field renamed on either side, a status or an error code
 // the document does not declare, or a call to a path it does not describe fails here by name.
 import { spawn } from 'node:child_process';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   ADMIN_SECRET, agentScript, bareRepo, CLI, RunnerHome, removeTempDirs, startDocket, tempDir,
@@ -87,6 +88,15 @@ async function dispatchRun(admin, launch, extra = {}) {
   return res.body;
 }
 
+/** Wait until `pred` holds. @param {() => boolean} pred @param {number} timeoutMs */
+async function until(pred, timeoutMs) {
+  const deadline = Date.now() + timeoutMs;
+  while (!pred()) {
+    if (Date.now() > deadline) throw new Error(`not seen in ${timeoutMs} ms: ${pred}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
 /** Whether a recorded exchange is the call `method` on a path like `pattern`, answered 2xx. */
 const saw = (/** @type {any[]} */ xs, /** @type {string} */ method, /** @type {RegExp} */ pattern, pred = (/** @type {any} */ _x) => true) =>
   xs.some((x) => x.method === method && pattern.test(x.path.split('?')[0]) && x.status >= 200 && x.status < 300 && pred(x));
@@ -128,6 +138,15 @@ describe('the runner and the Worker keep the OpenAPI document', () => {
     expect(failEnd.outcome).toBe('failed');
     await waitForRun(admin, failing.id, (r) => r.state === 'failed');
 
+    // A run whose checkout fails: the runner says launch-failed; the run is then cancelled (or has run out of attempts).
+    const unlaunchable = await dispatchRun(admin, { protocol: 'process', command: [process.execPath, '-e', '0'] }, {
+      repository: { url: join(scratch, 'missing.git'), commit: repo.commit },
+    });
+    await until(() => saw(proxy.exchanges, 'POST', new RegExp(`^/v1/runs/${unlaunchable.id}/attempts/\\d+/launch-failed$`)), 60_000);
+    const stopUnlaunchable = await api('POST', `/v1/runs/${unlaunchable.id}/cancel`, { token: admin, body: {} });
+    expect([200, 202, 409], JSON.stringify(stopUnlaunchable.body)).toContain(stopUnlaunchable.status);
+    await waitForRun(admin, unlaunchable.id, (r) => r.state === 'cancelled' || r.state === 'failed');
+
     // A run cancelled while its agent works: the runner learns it from its lease and stops it.
     const waiting = agentScript(scratch, `
       console.log('::phase implementing');
@@ -158,6 +177,8 @@ describe('the runner and the Worker keep the OpenAPI document', () => {
     expect(saw(exchanges, 'POST', runPath('attempts/\\d+/launched')), 'launched').toBe(true);
     expect(saw(exchanges, 'POST', runPath('attempts/\\d+/lease')) || saw(exchanges, 'POST', runPath('reports')), 'a lease or a report').toBe(true);
     expect(saw(exchanges, 'POST', runPath('reports'), (x) => x.path.includes(done.id) && /"final"\s*:/.test(x.requestBody)), 'the final report').toBe(true);
+    expect(saw(exchanges, 'POST', runPath('attempts/\\d+/launch-failed')), 'launch-failed').toBe(true);
+    expect(saw(exchanges, 'POST', runPath('attempts/\\d+/stopped')), 'stopped').toBe(true);
     expect(saw(exchanges, 'POST', runPath('reports'), (x) => x.path.includes(failing.id) && /"final"\s*:/.test(x.requestBody)), 'the failed run\'s final report').toBe(true);
 
     // No answer is a server error: with CONTRACT_CHECK=enforce an answer the document does not describe becomes a 500.
