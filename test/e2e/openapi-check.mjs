@@ -76,6 +76,9 @@ function templatePattern(template) {
 /** Whether a content type (maybe with parameters) is JSON. @param {string | null | undefined} type */
 const isJson = (type) => /^application\/([\w.+-]*\+)?json\b/i.test(type ?? '');
 
+/** A body as a failure message shows it: short, and without the credentials it may carry. @param {string} text */
+const excerpt = (text) => text.replace(/"(\w*(?:token|secret))"\s*:\s*"[^"]*"/gi, '"$1":"(hidden)"').slice(0, 300);
+
 /** The first ajv error of a failed validation, readable. @param {any} validate */
 function firstError(validate) {
   const e = validate.errors?.[0];
@@ -230,9 +233,57 @@ export class ContractChecker {
     try {
       value = JSON.parse(text);
     } catch {
-      return [`${label} is not JSON: ${text.slice(0, 200)}`];
+      return [`${label} is not JSON: ${excerpt(text)}`];
     }
     const v = this.validator(schema, key);
-    return v(value) ? [] : [`${label} does not match its schema: ${firstError(v)}; body: ${text.slice(0, 300)}`];
+    return v(value) ? [] : [`${label} does not match its schema: ${firstError(v)}; body: ${excerpt(text)}`];
+  }
+}
+
+/**
+ * A generic client of the document, as a new user's generated one would be: it knows nothing of
+ * Docket but the document. It calls an operation by its operationId, fills the path template,
+ * sends the credential its security scheme names, and keeps each exchange for `ContractChecker`.
+ */
+export class DocumentClient {
+  /**
+   * @param {any} doc @param {string} deployment the deployment's base URL (the document's server is relative to it)
+   * @param {Record<string, string>} credentials a bearer token per security scheme name (memberToken, adminSecret, ...)
+   */
+  constructor(doc, deployment, credentials = {}) {
+    this.doc = doc;
+    this.base = new URL(doc.servers?.[0]?.url ?? '/', deployment).href.replace(/\/$/, '');
+    this.credentials = credentials;
+    /** @type {Parameters<ContractChecker['check']>[0][]} */
+    this.exchanges = [];
+  }
+
+  /**
+   * @param {string} operationId
+   * @param {{ path?: Record<string, string | number>, query?: Record<string, string | number>, headers?: Record<string, string>, body?: any }} [o]
+   */
+  async call(operationId, { path = {}, query = {}, headers = {}, body } = {}) {
+    const found = operations(this.doc).find((o) => o.op.operationId === operationId);
+    if (!found) throw new Error(`the document has no operation ${operationId}`);
+    const url = found.template.replace(/\{([^}]+)\}/g, (_, name) => {
+      if (!(name in path)) throw new Error(`${operationId} needs the path parameter ${name}`);
+      return encodeURIComponent(String(path[name]));
+    });
+    const search = new URLSearchParams(Object.entries(query).map(([k, v]) => [k, String(v)])).toString();
+    const target = url + (search ? `?${search}` : '');
+    /** @type {Record<string, string>} */
+    const sent = { ...headers };
+    const scheme = Object.keys(found.op.security?.[0] ?? {})[0];
+    if (scheme) {
+      const token = this.credentials[scheme];
+      if (!token) throw new Error(`${operationId} needs a ${scheme} credential`);
+      sent.authorization = `Bearer ${token}`;
+    }
+    const requestBody = body === undefined ? '' : JSON.stringify(body);
+    if (requestBody) sent['content-type'] = 'application/json';
+    const res = await fetch(this.base + target, { method: found.method.toUpperCase(), headers: sent, body: requestBody || undefined, signal: AbortSignal.timeout(30_000) });
+    const responseBody = await res.text();
+    this.exchanges.push({ method: found.method.toUpperCase(), path: target, requestBody, requestType: sent['content-type'] ?? null, status: res.status, responseBody, responseType: res.headers.get('content-type') });
+    return { status: res.status, body: isJson(res.headers.get('content-type')) && responseBody ? JSON.parse(responseBody) : responseBody };
   }
 }

@@ -4,7 +4,7 @@
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_SECRET, removeTempDirs, startDocket } from './helpers.mjs';
-import { ContractChecker, documentProblems } from './openapi-check.mjs';
+import { ContractChecker, DocumentClient, documentProblems } from './openapi-check.mjs';
 
 /** @type {Awaited<ReturnType<typeof startDocket>>} */
 let docket;
@@ -81,6 +81,37 @@ describe('GET /v1/openapi.json', () => {
     const refused = /** @type {any} */ (exchanges.at(-1));
     expect(checker.check(refused, { refusalExpected: true })).toEqual([]);
     expect(checker.check(refused).join('\n')).toMatch(/createToken.*answered 400: request body does not match its schema: \/kind/);
+  });
+});
+
+describe('a client that knows only the document', () => {
+  it('creates an organization and tokens, dispatches, reads and cancels a run, by operationId, and every answer keeps the document', async () => {
+    const client = new DocumentClient(doc, docket.url, { adminSecret: ADMIN_SECRET });
+    const org = await client.call('createOrg', { body: { name: 'generic-client' } });
+    expect(org.status).toBe(201);
+    client.credentials.memberToken = org.body.token.token;
+    const member = await client.call('createToken', { body: { kind: 'member', role: 'member', name: 'reader' } });
+    expect(member.status).toBe(201);
+    const listed = await client.call('listTokens', { query: { limit: 10 } });
+    expect(listed.status).toBe(200);
+    expect(listed.body.tokens.map((/** @type {any} */ t) => t.id)).toContain(member.body.id);
+    expect((await client.call('revokeToken', { path: { id: member.body.id } })).status).toBe(200);
+    expect((await client.call('rotateCallbackSecret', { body: {} })).status).toBe(200);
+
+    // A run no runner will take: dispatched, read back, cancelled while queued.
+    const run = await client.call('createRun', {
+      headers: { 'Idempotency-Key': `generic-${Math.random().toString(36).slice(2)}` },
+      body: { brief: 'from the document alone', launch: { protocol: 'process', command: ['true'] } },
+    });
+    expect(run.status, JSON.stringify(run.body)).toBe(201);
+    expect((await client.call('getRun', { path: { id: run.body.id } })).body.state).toBe('queued');
+    const cancelled = await client.call('cancelRun', { path: { id: run.body.id }, body: { reason: 'generic client' } });
+    expect(cancelled.status).toBe(200);
+    expect(cancelled.body.state).toBe('cancelled');
+    expect((await client.call('listRuns', { query: { limit: 5 } })).status).toBe(200);
+    expect((await client.call('listRunEvents', { path: { id: run.body.id }, query: { limit: 10 } })).status).toBe(200);
+
+    expect(new ContractChecker(doc).checkAll(client.exchanges)).toEqual([]);
   });
 });
 
