@@ -185,11 +185,12 @@ export class ContractChecker {
     const reqBody = op.requestBody?.$ref ? resolvePointer(this.doc, op.requestBody.$ref) : op.requestBody;
     if (refusalExpected && x.status === 400) {
       // The request was meant to be refused; its body is not held to the schema.
-    } else if (reqText.trim() && !/^\s*\{\s*\}\s*$/.test(reqText)) {
+    } else if (reqText.trim()) {
       const media = reqBody?.content?.['application/json'];
-      if (!media?.schema) problems.push(`${name}: the request has a body but the document gives it no JSON schema`);
-      else problems.push(...this.#body(media.schema, `${base}/requestBody`, reqText, `${name}: request body`));
-    } else if (reqBody?.required && !reqText.trim()) problems.push(`${name}: the document requires a request body; none was sent`);
+      if (media?.schema) problems.push(...this.#body(media.schema, `${base}/requestBody`, reqText, `${name}: request body`));
+      // An empty object where no body is described is what many clients send for "nothing": not a difference.
+      else if (!/^\s*\{\s*\}\s*$/.test(reqText)) problems.push(`${name}: the request has a body but the document gives it no JSON schema`);
+    } else if (reqBody?.required) problems.push(`${name}: the document requires a request body; none was sent`);
 
     // The answer: its status, then its body by its content type.
     const responses = op.responses ?? {};
