@@ -25,6 +25,9 @@ export const FAST_VARS = {
   HEARTBEAT_INTERVAL_MS: '1000',
 };
 
+/** Every answer of the local Worker is checked against its OpenAPI document (src/openapi/operation.ts), as in the workers tests. */
+export const CHECK_VARS = { CONTRACT_CHECK: 'enforce' };
+
 /** @type {string[]} */
 const tempDirs = [];
 
@@ -58,7 +61,7 @@ export async function startDocket(vars = {}) {
   const boot = async (/** @type {Record<string, string>} */ v) => {
     /** @type {Record<string, { type: 'plain_text', value: string }>} */
     const bindings = {};
-    for (const [k, val] of Object.entries({ ...FAST_VARS, ...v, ADMIN_SECRET })) bindings[k] = { type: 'plain_text', value: val };
+    for (const [k, val] of Object.entries({ ...FAST_VARS, ...CHECK_VARS, ...v, ADMIN_SECRET })) bindings[k] = { type: 'plain_text', value: val };
     worker = await unstable_startWorker({
       config: join(ROOT, 'wrangler.toml'),
       bindings,
