@@ -4,6 +4,8 @@
 
 export * from "./bounds.js";
 export * from "./common.js";
+export * from "./credits.js";
 export * from "./errors.js";
+export * from "./runs.js";
 export * from "./tokens.js";
 export * from "./version.js";
