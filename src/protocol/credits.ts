@@ -45,6 +45,7 @@ export const CreditEntry = z.object({
   note: z.string().nullable(),
   created_at_ms: epochMs,
 });
+export type CreditEntry = z.infer<typeof CreditEntry>;
 
 /** GET /v1/credits: the balance, the dispatch limits, and a page of entries, newest first. */
 export const Credits = Balance.extend({
@@ -76,3 +77,4 @@ export const CreditAudit = z.object({
   jobs: z.number().int().describe("how many build jobs were checked"),
   problems: z.array(CreditAuditProblem),
 });
+export type CreditAudit = z.infer<typeof CreditAudit>;
