@@ -95,20 +95,28 @@ describe("the answers parse with the contract's schemas", () => {
 
     const cancelled = await call("POST", `/v1/runs/${created.body.id}/cancel`, { token: admin, body: { reason: "enough" } });
     expect(cancelled.status).toBe(200);
-    expect(Run.parse(cancelled.body)).toMatchObject({ state: "cancelled", stop_request: { reason: "enough" } });
+    expect(Run.parse(cancelled.body)).toEqual(cancelled.body);
+    expect(cancelled.body).toMatchObject({ state: "cancelled", stop_request: { reason: "enough" } });
     expect(Object.keys(cancelled.body).sort()).toEqual(Object.keys(read.body).sort());
 
     const finished = await call("POST", "/v1/runs", { token: admin, body: runBody() });
     await finishRun(admin, finished.body.id);
-    const done = Run.parse((await call("GET", `/v1/runs/${finished.body.id}`, { token: admin })).body);
+    const doneBody = (await call("GET", `/v1/runs/${finished.body.id}`, { token: admin })).body;
+    const done = Run.parse(doneBody);
+    expect(done).toEqual(doneBody);
     expect(done.steps).toHaveLength(1);
     expect(done.artifact).toMatchObject({ empty: false, exit_codes: { agent: 0 } });
     expect(done.callback).toBeNull();
 
-    const listed = RunPage.parse((await call("GET", "/v1/runs?limit=1", { token: admin })).body);
+    // parse() drops fields its schema lacks, so equal means the schema has every field, no more.
+    const page = (await call("GET", "/v1/runs?limit=1", { token: admin })).body;
+    const listed = RunPage.parse(page);
+    expect(listed).toEqual(page);
     expect(listed.runs).toHaveLength(1);
     expect(listed.next_cursor).not.toBeNull();
-    const events = RunEventPage.parse((await call("GET", `/v1/runs/${finished.body.id}/events?limit=1000`, { token: admin })).body);
+    const eventsBody = (await call("GET", `/v1/runs/${finished.body.id}/events?limit=1000`, { token: admin })).body;
+    const events = RunEventPage.parse(eventsBody);
+    expect(events).toEqual(eventsBody);
     expect(events.terminal).toBe(true);
     expect(events.events[0]).toMatchObject({ seq: 1, type: "run.created" });
   });
@@ -121,9 +129,13 @@ describe("the answers parse with the contract's schemas", () => {
     const replay = await call("POST", "/v1/credits/grants", { token: admin, body: { amount_cents: 500, note: "start" }, headers: { "Idempotency-Key": "g1" } });
     expect(replay.status).toBe(200);
     expect(CreditGrant.parse(replay.body)).toEqual(first.body);
-    const credits = Credits.parse((await call("GET", "/v1/credits", { token: admin })).body);
+    const creditsBody = (await call("GET", "/v1/credits", { token: admin })).body;
+    const credits = Credits.parse(creditsBody);
+    expect(credits).toEqual(creditsBody);
     expect(credits.entries).toHaveLength(1);
-    const audit = CreditAudit.parse((await call("GET", "/v1/credits/audit", { token: admin })).body);
+    const auditBody = (await call("GET", "/v1/credits/audit", { token: admin })).body;
+    const audit = CreditAudit.parse(auditBody);
+    expect(audit).toEqual(auditBody);
     expect(audit).toMatchObject({ ok: true, identity: true, entries: 1, problems: [] });
   });
 });
