@@ -185,3 +185,24 @@ export type RunEvent = z.infer<typeof RunEvent>;
 export const RunEventPage = page("events", RunEvent).extend({
   terminal: z.boolean().describe("the run has ended (its last event may still be on a later page)"),
 });
+
+// ---- an admin's redelivery (docs/protocol.md, "Redelivery") ---------------------------------------
+
+export const RedeliverEventsBody = z
+  .object({ after: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).describe("redeliver the events after this sequence number (default 0: all)").optional() })
+  .strict();
+
+export const RedeliverCallbackBody = z.object({}).strict();
+
+export const RedeliveredEvents = z.object({
+  run_id: runId,
+  after: z.number().int(),
+  requeued: z.number().int().describe("how many events were put back to be published"),
+  outbox: z.object({
+    unsent: z.number().int().describe("events not yet published"),
+    exhausted: z.number().int().describe("unsent events whose publishing attempts ran out"),
+    last_error: z.string().nullable(),
+  }),
+});
+
+export const RedeliveredCallback = z.object({ run_id: runId, callback: CallbackDelivery });

@@ -10,16 +10,9 @@ import { callbackView } from "../callbacks/deliveries";
 import { redeliverCallback } from "../callbacks/schedule";
 import { DocketError, unwrap } from "../errors";
 import { validate } from "../validate";
-import { runId } from "../protocol/common";
 import { operation } from "../openapi/operation";
-import { RunPath, seqText, StreamRunEventsQuery } from "../protocol/runs";
+import { RedeliverCallbackBody, RedeliveredCallback, RedeliveredEvents, RedeliverEventsBody, RunPath, seqText, StreamRunEventsQuery } from "../protocol/runs";
 import { runStub } from "../lib/stubs";
-
-const idParam = z.object({ id: runId });
-
-const redeliverEventsBody = z.object({ after: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional() }).strict();
-
-const redeliverCallbackBody = z.object({}).strict();
 
 /**
  * Where a stream resumes: after the Last-Event-ID an EventSource sends when it reconnects, which
@@ -71,10 +64,19 @@ export const eventRoutes = new Hono<AppEnv>()
   })
   .post(
     "/runs/:id/events/redeliver",
+    operation({
+      id: "redeliverRunEvents",
+      summary: "Publish a run's events to the Queue again",
+      description: "Sent or not, including those whose publishing attempts ran out; the consumer stores each (run_id, seq) once, so nothing is duplicated.",
+      tag: "Events",
+      auth: "admin",
+      responses: { 202: { description: "The events were put back to be published.", schema: RedeliveredEvents } },
+      errors: ["not_found"],
+    }),
     requireMember,
     requireAdmin,
-    validate("param", idParam),
-    validate("json", redeliverEventsBody),
+    validate("param", RunPath),
+    validate("json", RedeliverEventsBody),
     async (c) => {
       const { id } = c.req.valid("param");
       const after = c.req.valid("json").after ?? 0;
@@ -84,10 +86,19 @@ export const eventRoutes = new Hono<AppEnv>()
   )
   .post(
     "/runs/:id/callback/redeliver",
+    operation({
+      id: "redeliverRunCallback",
+      summary: "Send a run's completion callback again",
+      description: "A new round of attempts (docs/callbacks.md); 409 invalid_transition when the run has not ended or has no callback_url.",
+      tag: "Events",
+      auth: "admin",
+      responses: { 202: { description: "The new round of the callback's delivery.", schema: RedeliveredCallback } },
+      errors: ["not_found", "invalid_transition"],
+    }),
     requireMember,
     requireAdmin,
-    validate("param", idParam),
-    validate("json", redeliverCallbackBody),
+    validate("param", RunPath),
+    validate("json", RedeliverCallbackBody),
     async (c) => {
       const { id } = c.req.valid("param");
       const caller = c.get("caller");

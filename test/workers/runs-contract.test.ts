@@ -4,7 +4,7 @@
 
 import { describe, expect, it } from "vitest";
 import { CreditAudit, CreditGrant, Credits } from "../../src/protocol/credits";
-import { Run, RunEventPage, RunPage } from "../../src/protocol/runs";
+import { RedeliveredCallback, RedeliveredEvents, Run, RunEventPage, RunPage } from "../../src/protocol/runs";
 import { createOrgWithSecret, finishRun } from "./events-helpers";
 import { call, runBody } from "./helpers";
 
@@ -17,6 +17,8 @@ const OPERATIONS: [string, string, string, string][] = [
   ["post", "/v1/runs/{id}/cancel", "cancelRun", "Runs"],
   ["get", "/v1/runs/{id}/events", "listRunEvents", "Events"],
   ["get", "/v1/runs/{id}/events/stream", "streamRunEvents", "Events"],
+  ["post", "/v1/runs/{id}/events/redeliver", "redeliverRunEvents", "Events"],
+  ["post", "/v1/runs/{id}/callback/redeliver", "redeliverRunCallback", "Events"],
   ["get", "/v1/credits", "getCredits", "Credits"],
   ["post", "/v1/credits/grants", "grantCredits", "Credits"],
   ["get", "/v1/credits/audit", "getCreditAudit", "Credits"],
@@ -51,6 +53,7 @@ describe("the document describes the runs, events and credits routes", () => {
     expect(codesAt(op("get", "/v1/runs/{id}/events"), 410)).toEqual(["events_pruned"]);
     expect(codesAt(op("get", "/v1/runs/{id}/events/stream"), 429).sort()).toEqual(["rate_limited", "too_many_streams"]);
     expect(codesAt(op("post", "/v1/credits/grants"), 403)).toEqual(["forbidden"]);
+    expect(codesAt(op("post", "/v1/runs/{id}/callback/redeliver"), 409)).toEqual(["invalid_transition"]);
     expect(codesAt(op("post", "/v1/credits/grants"), 409)).toEqual(["idempotency_conflict"]);
   });
 
@@ -119,6 +122,14 @@ describe("the answers parse with the contract's schemas", () => {
     expect(events).toEqual(eventsBody);
     expect(events.terminal).toBe(true);
     expect(events.events[0]).toMatchObject({ seq: 1, type: "run.created" });
+
+    const requeued = await call("POST", `/v1/runs/${finished.body.id}/events/redeliver`, { token: admin, body: { after: 1 } });
+    expect(requeued.status).toBe(202);
+    expect(RedeliveredEvents.parse(requeued.body)).toEqual(requeued.body);
+    expect(requeued.body.requeued).toBe(events.events.length - 1);
+    const noCallback = await call("POST", `/v1/runs/${finished.body.id}/callback/redeliver`, { token: admin, body: {} });
+    expect(noCallback.status).toBe(409);
+    expect(noCallback.body.error.code).toBe("invalid_transition");
   });
 
   it("the credit balance, a grant and its replay, and the audit", async () => {
