@@ -82,9 +82,10 @@ export async function markFailed(db: D1Database, runId: string, expected: number
  * the run has ended and its end event reached the consumer.
  */
 export function callbackView(callbackUrl: string | null, row: DeliveryRow | null, config: Config) {
-  if (!callbackUrl && !row) return null;
+  const url = row?.url ?? callbackUrl;
+  if (!url) return null;
   return {
-    url: row?.url ?? callbackUrl,
+    url,
     status: row?.status ?? ("waiting" as const),
     attempts: row?.attempts ?? 0,
     max_attempts: config.callbackMaxAttempts,

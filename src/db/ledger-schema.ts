@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
 import { check, index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { LEDGER_KINDS } from "../protocol/credits";
 
 // The credit ledger and build requests (../shared/spec/build-lifecycle.md). The ledger is
 // authoritative in D1 (../shared/DESIGN.md, "D1 holds the queue and the credit ledger"): entries
@@ -22,7 +23,8 @@ export const creditBalances = sqliteTable(
   (t) => [check("credit_balances_identity", sql`${t.heldCents} >= 0 AND ${t.spentCents} >= 0 AND ${t.grantedCents} >= ${t.heldCents} + ${t.spentCents}`)],
 );
 
-export const LEDGER_KINDS = ["grant", "reserve", "settle", "release", "charge"] as const;
+// The kinds are part of the contract (src/protocol/credits.ts).
+export { LEDGER_KINDS };
 export type LedgerKind = (typeof LEDGER_KINDS)[number];
 
 export const ledgerEntries = sqliteTable(

@@ -5,6 +5,7 @@ import { and, desc, eq } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import { creditBalances, ledgerEntries, LEDGER_KINDS, type LedgerKind } from "../db/ledger-schema";
 import { DocketError } from "../errors";
+import type { CreditAudit, CreditEntry } from "../protocol/credits";
 import { newId } from "../lib/crypto";
 import { log } from "../lib/log";
 import { pastSeq, seqPageOf } from "../lib/pagination";
@@ -31,7 +32,7 @@ export async function readBalance(db: D1Database, orgId: string): Promise<Balanc
   return balanceOf({ granted: row?.grantedCents ?? 0, held: row?.heldCents ?? 0, spent: row?.spentCents ?? 0 });
 }
 
-export function entryView(e: typeof ledgerEntries.$inferSelect) {
+export function entryView(e: typeof ledgerEntries.$inferSelect): CreditEntry {
   return {
     seq: e.seq,
     id: e.id,
@@ -105,7 +106,7 @@ export interface AuditProblem {
  * Recomputes the organization's totals from its entries and every job's money from its own
  * entries, and compares both with what is stored. `ok` is the ledger identity check.
  */
-export async function audit(db: D1Database, orgId: string) {
+export async function audit(db: D1Database, orgId: string): Promise<CreditAudit> {
   const sums = await db
     .prepare("SELECT kind, COALESCE(SUM(amount_cents), 0) AS total, COUNT(*) AS n FROM ledger_entries WHERE org_id = ? GROUP BY kind")
     .bind(orgId)

@@ -2,31 +2,28 @@
 // (../shared/DESIGN.md, invariant 5; ../shared/spec/build-lifecycle.md).
 
 import { Hono } from "hono";
-import { z } from "zod";
 import type { AppEnv } from "../app-types";
 import { requireAdmin, requireMember } from "../auth";
 import { audit, grant, listEntries, readBalance } from "../ledger/ledger";
-import { pageQuery, pageSize, seqCursor } from "../lib/pagination";
+import { pageSize } from "../lib/pagination";
+import { idempotencyKeyHeader } from "../openapi/headers";
+import { operation } from "../openapi/operation";
+import { CreditAudit, CreditGrant, Credits, GetCreditsQuery, GrantCreditsBody } from "../protocol/credits";
 import { idempotencyKeyOf, validate } from "../validate";
 
-const MAX_GRANT_CENTS = 100_000_000; // $1,000,000 in one grant
-
-const grantBody = z
-  .object({
-    amount_cents: z.number().int().min(1).max(MAX_GRANT_CENTS),
-    note: z.string().trim().min(1).max(1_000).optional(),
-  })
-  .strict();
-
-const entriesQuery = z
-  .object({
-    ...pageQuery(seqCursor),
-    job_id: z.string().min(1).max(128).optional(),
-  })
-  .strict();
-
 export const creditRoutes = new Hono<AppEnv>()
-  .get("/credits", requireMember, validate("query", entriesQuery), async (c) => {
+  .get(
+    "/credits",
+    operation({
+      id: "getCredits",
+      summary: "Read the credit balance and its ledger entries",
+      description: "The balance (available + held + spent = granted), the dispatch limits, and a page of entries, newest first; job_id keeps one build job's entries.",
+      tag: "Credits",
+      auth: "member",
+      responses: { 200: { description: "The balance and a page of entries.", schema: Credits } },
+    }),
+    requireMember,
+    validate("query", GetCreditsQuery), async (c) => {
     const q = c.req.valid("query");
     const orgId = c.get("caller").orgId;
     const config = c.get("config");
@@ -38,7 +35,23 @@ export const creditRoutes = new Hono<AppEnv>()
       ...entries,
     });
   })
-  .post("/credits/grants", requireMember, requireAdmin, validate("json", grantBody), async (c) => {
+  .post(
+    "/credits/grants",
+    operation({
+      id: "grantCredits",
+      summary: "Grant credit to the organization",
+      tag: "Credits",
+      auth: "admin",
+      responses: {
+        201: { description: "The grant's entry and the balance after it.", schema: CreditGrant },
+        200: { description: "The entry the same Idempotency-Key and payload granted before (nothing granted again), and the balance now.", schema: CreditGrant },
+      },
+      errors: ["idempotency_conflict"],
+      headers: [idempotencyKeyHeader("a grant's key is stored on its entry and holds forever, so money is never granted twice.")],
+    }),
+    requireMember,
+    requireAdmin,
+    validate("json", GrantCreditsBody), async (c) => {
     const key = idempotencyKeyOf(c.req);
     const body = c.req.valid("json");
     const caller = c.get("caller");
@@ -51,4 +64,14 @@ export const creditRoutes = new Hono<AppEnv>()
     });
     return c.json({ entry: result.entry, ...(await readBalance(c.env.DB, caller.orgId)) }, result.replayed ? 200 : 201);
   })
-  .get("/credits/audit", requireMember, async (c) => c.json(await audit(c.env.DB, c.get("caller").orgId)));
+  .get(
+    "/credits/audit",
+    operation({
+      id: "getCreditAudit",
+      summary: "Audit the ledger",
+      description: "Recomputes the totals from the entries and every build job's money from its own entries; ok is false with each mismatch in problems.",
+      tag: "Credits",
+      auth: "member",
+      responses: { 200: { description: "The audit.", schema: CreditAudit } },
+    }),
+    requireMember, async (c) => c.json(await audit(c.env.DB, c.get("caller").orgId)));

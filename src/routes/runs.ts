@@ -3,76 +3,61 @@
 import { and, desc, eq } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import { Hono } from "hono";
-import { z } from "zod";
 import type { AppEnv } from "../app-types";
 import { callbackView, readDelivery } from "../callbacks/deliveries";
 import { requireMember } from "../auth";
 import { runs } from "../db/schema";
 import { unwrap } from "../errors";
 import { type Config } from "../config";
-import { RUN_STATES } from "../run/states";
 import { checkDispatch } from "../bounds";
-import { BOUND_CEILINGS } from "../protocol/bounds";
-import { atMostKeys, idempotencyKeyOf, validate } from "../validate";
-import { labelList, runId } from "../protocol/common";
+import { idempotencyKeyHeader } from "../openapi/headers";
+import { operation } from "../openapi/operation";
+import { CancelRunBody, CreateRunBody, ListRunEventsQuery, ListRunsQuery, Run, RunEventPage, RunPage, RunPath } from "../protocol/runs";
+import { idempotencyKeyOf, validate } from "../validate";
 import { runStub } from "../lib/stubs";
+import type { RunView } from "../run/view";
 import { dispatchRun } from "../run/dispatch";
-import { afterCursor, keysetCursor, pageOf, pageQuery, pageSize, seqCursor } from "../lib/pagination";
-
-export const dispatchBody = z
-  .object({
-    brief: z.string().min(1).max(BOUND_CEILINGS.briefMaxChars),
-    repository: z
-      .object({
-        url: z.string().min(1).max(2_000),
-        commit: z.string().regex(/^[0-9a-f]{7,64}$/, "must be a commit hash").nullable().optional(),
-      })
-      .strict()
-      .nullable()
-      .optional(),
-    labels: labelList.optional(),
-    priority: z.number().int().min(0).max(1_000).optional(),
-    launch: z
-      .object({
-        protocol: z.string().min(1).max(32).optional(),
-        command: z.array(z.string().min(1).max(4_000)).min(1).max(64),
-        image: z.string().min(1).max(500).nullable().optional(),
-        env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string().max(10_000)).refine(atMostKeys(BOUND_CEILINGS.launchEnvMaxKeys), "too many keys").optional(),
-      })
-      .strict(),
-    callback_url: z.url({ protocol: /^https?$/ }).max(2_000).nullable().optional(),
-    metadata: z.record(z.string().min(1).max(64), z.string().max(1_000)).refine(atMostKeys(BOUND_CEILINGS.metadataMaxKeys), "too many keys").optional(),
-  })
-  .strict();
-
-export type DispatchBody = z.infer<typeof dispatchBody>;
-
-const listQuery = z
-  .object({
-    state: z.enum(RUN_STATES).optional(),
-    ...pageQuery(keysetCursor("run_[0-9a-f]{24}")),
-  })
-  .strict();
-
-const cancelBody = z.object({ reason: z.string().max(1_000).optional() }).strict();
-
-// An events page's cursor is a sequence number, the same as the live stream's ?after= and Last-Event-ID.
-const eventsQuery = z.object(pageQuery(seqCursor, 1_000)).strict();
-
-const idParam = z.object({ id: runId });
+import { afterCursor, pageOf, pageSize } from "../lib/pagination";
 
 /** The run as every run answer shows it: with its completion callback's receipt, which lives in D1 apart from the run (docs/callbacks.md). */
-async function runAnswer<T extends { id: string; callback_url: string | null }>(env: AppEnv["Bindings"], run: T, config: Config) {
+async function runAnswer(env: AppEnv["Bindings"], run: RunView, config: Config): Promise<Run> {
   return { ...run, callback: callbackView(run.callback_url, await readDelivery(env.DB, run.id), config) };
 }
 
 export const runRoutes = new Hono<AppEnv>()
-  .post("/runs", requireMember, validate("json", dispatchBody, checkDispatch), async (c) => {
+  .post(
+    "/runs",
+    operation({
+      id: "createRun",
+      summary: "Dispatch a run",
+      description: "Queues a run for a runner whose labels and protocols cover it. With an Idempotency-Key, a retry replays the run instead of making another.",
+      tag: "Runs",
+      auth: "member",
+      responses: {
+        201: { description: "The run, new.", schema: Run },
+        200: { description: "The run the same Idempotency-Key and payload made before, as it is now.", schema: Run },
+      },
+      errors: ["idempotency_conflict"],
+      headers: [idempotencyKeyHeader("a run's key holds for IDEMPOTENCY_KEY_TTL_MS (24 hours) from its first use, then creates a new run.")],
+    }),
+    requireMember,
+    validate("json", CreateRunBody, checkDispatch), async (c) => {
     const key = idempotencyKeyOf(c.req);
     const { run, replayed } = await dispatchRun(c.env, c.get("caller").orgId, c.req.valid("json"), key);
     return c.json(await runAnswer(c.env, run, c.get("config")), replayed ? 200 : 201);
   })
-  .get("/runs", requireMember, validate("query", listQuery), async (c) => {
+  .get(
+    "/runs",
+    operation({
+      id: "listRuns",
+      summary: "List the organization's runs",
+      description: "Newest first. A listed run is its queue row; GET /v1/runs/{id} has the whole run.",
+      tag: "Runs",
+      auth: "member",
+      responses: { 200: { description: "A page of runs.", schema: RunPage } },
+    }),
+    requireMember,
+    validate("query", ListRunsQuery), async (c) => {
     const q = c.req.valid("query");
     const limit = pageSize(q.limit, 50, c.get("config").pageSizeMax);
     const orgId = c.get("caller").orgId;
@@ -101,18 +86,62 @@ export const runRoutes = new Hono<AppEnv>()
       next_cursor: next,
     });
   })
-  .get("/runs/:id", requireMember, validate("param", idParam), async (c) => {
+  .get(
+    "/runs/:id",
+    operation({
+      id: "getRun",
+      summary: "Read a run",
+      tag: "Runs",
+      auth: "member",
+      responses: { 200: { description: "The run.", schema: Run } },
+      errors: ["not_found"],
+    }),
+    requireMember,
+    validate("param", RunPath), async (c) => {
     const { id } = c.req.valid("param");
     const run = unwrap(await runStub(c.env, id).read(c.get("caller").orgId));
     return c.json(await runAnswer(c.env, run, c.get("config")));
   })
-  .post("/runs/:id/cancel", requireMember, validate("param", idParam), validate("json", cancelBody), async (c) => {
+  .post(
+    "/runs/:id/cancel",
+    operation({
+      id: "cancelRun",
+      summary: "Cancel a run",
+      description:
+        "A queued, paused or blocked run is cancelled at once (200). A claimed or executing run records a stop request (202): " +
+        "the runner stops it at its next lease refresh, or the reaper ends it once the lease is gone. Cancelling a cancelled run answers it unchanged.",
+      tag: "Runs",
+      auth: "member",
+      responses: {
+        200: { description: "The run, cancelled (or already cancelled).", schema: Run },
+        202: { description: "The run with its stop request recorded.", schema: Run },
+      },
+      errors: ["not_found", "task_gone", "invalid_transition"],
+    }),
+    requireMember,
+    validate("param", RunPath),
+    validate("json", CancelRunBody), async (c) => {
     const { id } = c.req.valid("param");
     const caller = c.get("caller");
     const result = unwrap(await runStub(c.env, id).cancel(caller.orgId, `member:${caller.tokenId}`, c.req.valid("json").reason ?? null));
     return c.json(await runAnswer(c.env, result.run, c.get("config")), result.immediate ? 200 : 202);
   })
-  .get("/runs/:id/events", requireMember, validate("param", idParam), validate("query", eventsQuery), async (c) => {
+  .get(
+    "/runs/:id/events",
+    operation({
+      id: "listRunEvents",
+      summary: "Page through a run's events",
+      description:
+        "Oldest first, after the sequence number `cursor` (default 0). While the run has not ended next_cursor is never null: poll again with it. " +
+        "A cursor below events pruned after EVENT_RETENTION_MS is 410 events_pruned with pruned_through_seq.",
+      tag: "Events",
+      auth: "member",
+      responses: { 200: { description: "A page of events.", schema: RunEventPage } },
+      errors: ["not_found", "events_pruned"],
+    }),
+    requireMember,
+    validate("param", RunPath),
+    validate("query", ListRunEventsQuery), async (c) => {
     const { id } = c.req.valid("param");
     const q = c.req.valid("query");
     const after = Number(q.cursor ?? 0);

@@ -1,18 +1,10 @@
 // The run state machine as data: one table for all three specs (../shared/DESIGN.md, "The run
 // state machine"; ../shared/spec/run-lifecycle.md, "State transitions").
 
-export const RUN_STATES = [
-  "queued",
-  "claimed",
-  "implementing",
-  "pausing",
-  "paused",
-  "blocked",
-  "publishing",
-  "completed",
-  "failed",
-  "cancelled",
-] as const;
+import { RUN_STATES } from "../protocol/runs";
+
+// The list of states is part of the contract (src/protocol/runs.ts); the transitions are the domain's.
+export { RUN_STATES };
 
 export type RunState = (typeof RUN_STATES)[number];
 

@@ -367,7 +367,7 @@ function brokenBodies(e: JsonEndpoint): fc.Arbitrary<Broken> {
       })
       .map(([at, key, v]) => {
         // JSON text, so that "__proto__" arrives as a key like any other.
-        const text = JSON.stringify(setAt(valid, [...at, PLACEHOLDER], v)).replace(JSON.stringify(PLACEHOLDER), JSON.stringify(key));
+        const text = JSON.stringify(setAt(valid, [...at, PLACEHOLDER], v)).replace(JSON.stringify(PLACEHOLDER), () => JSON.stringify(key));
         return { what: `unknown field ${[...at, key].join(".")}`, text, field: at.length === 0 ? "body" : at.join(".") };
       }),
   ];
@@ -386,7 +386,7 @@ function brokenBodies(e: JsonEndpoint): fc.Arbitrary<Broken> {
     arbs.push(
       fc.tuple(fc.constantFrom(...e.fields), fc.integer({ min: 50, max: 50_000 }), fc.boolean()).map(([x, depth, arrays]) => {
         const nested = arrays ? "[".repeat(depth) + "]".repeat(depth) : "{\"a\":".repeat(depth) + "1" + "}".repeat(depth);
-        const text = JSON.stringify(setAt(valid, x.path, PLACEHOLDER)).replace(JSON.stringify(PLACEHOLDER), nested);
+        const text = JSON.stringify(setAt(valid, x.path, PLACEHOLDER)).replace(JSON.stringify(PLACEHOLDER), () => nested);
         return { what: `${depth} levels of ${arrays ? "arrays" : "objects"} in ${x.path.join(".")}`, text, field: x.path.join(".") };
       }),
     );

@@ -1,0 +1,208 @@
+// Runs and their events: what a member dispatches, lists, reads and cancels (docs/protocol.md,
+// "Runs (member token)", "Events" and "Live events").
+
+import { z } from "zod";
+import { BOUND_CEILINGS } from "./bounds.js";
+import { epochMs, keysetCursor, labelList, machineId, orgId, page, pageQuery, runId, seqCursor } from "./common.js";
+
+/** The run states (../shared/DESIGN.md, "The run state machine"); src/run/states.ts holds the transitions. */
+export const RUN_STATES = [
+  "queued",
+  "claimed",
+  "implementing",
+  "pausing",
+  "paused",
+  "blocked",
+  "publishing",
+  "completed",
+  "failed",
+  "cancelled",
+] as const;
+
+export const RunState = z.enum(RUN_STATES);
+
+/** A string record with at most `max` keys (the hard ceiling; the configured bound is checked by the Worker). */
+const atMostKeys = (max: number) => (record: Record<string, unknown>) => Object.keys(record).length <= max;
+
+export const CreateRunBody = z
+  .object({
+    brief: z.string().min(1).max(BOUND_CEILINGS.briefMaxChars),
+    repository: z
+      .object({
+        url: z.string().min(1).max(2_000),
+        commit: z.string().regex(/^[0-9a-f]{7,64}$/, "must be a commit hash").nullable().optional(),
+      })
+      .strict()
+      .nullable()
+      .optional(),
+    labels: labelList.optional(),
+    priority: z.number().int().min(0).max(1_000).optional(),
+    launch: z
+      .object({
+        protocol: z.string().min(1).max(32).optional(),
+        command: z.array(z.string().min(1).max(4_000)).min(1).max(64),
+        image: z.string().min(1).max(500).nullable().optional(),
+        env: z
+          .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string().max(10_000))
+          .refine(atMostKeys(BOUND_CEILINGS.launchEnvMaxKeys), "too many keys")
+          .optional(),
+      })
+      .strict(),
+    callback_url: z.url({ protocol: /^https?$/ }).max(2_000).nullable().optional(),
+    metadata: z
+      .record(z.string().min(1).max(64), z.string().max(1_000))
+      .refine(atMostKeys(BOUND_CEILINGS.metadataMaxKeys), "too many keys")
+      .optional(),
+  })
+  .strict();
+export type CreateRunBody = z.infer<typeof CreateRunBody>;
+
+export const ListRunsQuery = z
+  .object({
+    state: RunState.optional(),
+    ...pageQuery(keysetCursor("run_[0-9a-f]{24}")),
+  })
+  .strict();
+
+export const RunPath = z.object({ id: runId });
+
+export const CancelRunBody = z.object({ reason: z.string().max(1_000).optional() }).strict();
+
+/** An events page's cursor is a sequence number, the same as the live stream's ?after= and Last-Event-ID. */
+export const ListRunEventsQuery = z.object(pageQuery(seqCursor, 1_000)).strict();
+
+/** A sequence number as text: the stream's ?after= and its Last-Event-ID header. */
+export const seqText = z.string().regex(/^\d{1,15}$/, "must be a sequence number (a non-negative integer)");
+
+export const StreamRunEventsQuery = z
+  .object({ after: seqText.describe("start after this sequence number (default 0); a Last-Event-ID header wins over it").optional() })
+  .strict();
+
+// ---- answers -------------------------------------------------------------------------------------
+
+/** The completion callback's delivery (docs/callbacks.md); `waiting` until the run has ended and its end event was consumed. */
+export const CallbackDelivery = z.object({
+  url: z.string(),
+  status: z.enum(["waiting", "pending", "delivered", "failed"]),
+  attempts: z.number().int().describe("attempts made in the current round"),
+  max_attempts: z.number().int().describe("CALLBACK_MAX_ATTEMPTS"),
+  last_error: z.string().nullable(),
+  last_status_code: z.number().int().nullable().describe("the last answer's HTTP status"),
+  last_attempt_at_ms: epochMs.nullable(),
+  delivered_at_ms: epochMs.nullable(),
+  created_at_ms: epochMs.nullable().describe("when the delivery was first recorded; null before the run ended"),
+});
+
+export const RunStep = z.object({
+  attempt: z.number().int(),
+  machine_id: machineId,
+  claimed_at_ms: epochMs,
+  launched_at_ms: epochMs.nullable(),
+  sandbox_id: z.string().nullable(),
+  ended_at_ms: epochMs.nullable(),
+  outcome: z.string().nullable().describe("how the attempt ended: requeued, completed, failed, cancelled, …"),
+  error: z.string().nullable(),
+});
+
+export const RunArtifact = z.object({
+  patch: z.string().describe("the patch, a unified diff"),
+  empty: z.boolean().describe("true when the patch has no content"),
+  source_revision: z.string().nullable().describe("the commit the patch applies to"),
+  model: z.string().nullable(),
+  limitations: z.array(z.string()).describe("what the agent says it could not do"),
+  exit_codes: z.record(z.string(), z.number().int()).describe('the exit codes the daemon reported, like {"agent": 0}'),
+});
+
+/** A run as POST /v1/runs, GET /v1/runs/:id and the cancel answer show it: every field, the same shape. */
+export const Run = z.object({
+  id: runId,
+  org_id: orgId,
+  state: RunState,
+  attempt: z.number().int().describe("0 until the first claim, +1 per claim"),
+  version: z.number().int().describe("+1 on every change"),
+  brief: z.string(),
+  repository: z.object({ url: z.string(), commit: z.string().nullable() }).nullable(),
+  labels: z.array(z.string()).describe("runner labels a claiming machine must all have"),
+  priority: z.number().int().describe("0–1000, higher claimed first"),
+  launch: z.object({
+    protocol: z.string(),
+    command: z.array(z.string()),
+    image: z.string().nullable(),
+    env: z.record(z.string(), z.string()),
+  }),
+  callback_url: z.string().nullable(),
+  metadata: z.record(z.string(), z.string()),
+  continuation: z.enum(["implementing", "publishing"]).nullable().describe("where a paused or queued continuation resumes; null for new work"),
+  hold: z.boolean().describe("true while an operator holds the run paused: only an explicit resume clears it"),
+  machine_id: machineId.nullable().describe("the machine holding the current attempt"),
+  sandbox_id: z.string().nullable(),
+  phase: z.string().nullable().describe("the last phase the daemon reported"),
+  lease_expires_at_ms: epochMs.nullable(),
+  launch_deadline_at_ms: epochMs.nullable().describe("when a claimed attempt not yet launched is requeued"),
+  last_report_at_ms: epochMs.nullable(),
+  not_before_ms: epochMs.describe("a queued run is not claimed before this (backoff after a launch failure)"),
+  stop_request: z
+    .object({ requested_at_ms: epochMs, reason: z.string().nullable(), by: z.string().describe("who asked, like member:<token id>") })
+    .nullable()
+    .describe("a recorded cancel request"),
+  last_error: z.string().nullable(),
+  blocker: z.string().nullable().describe("why a blocked run waits for a human tracker change"),
+  artifact: RunArtifact.nullable().describe("the final report's result; null until a final report"),
+  cost_cents: z.number().int().nullable().describe("the cost the final report gave"),
+  steps: z.array(RunStep).describe("one entry per attempt, oldest first"),
+  created_at_ms: epochMs,
+  updated_at_ms: epochMs,
+  ended_at_ms: epochMs.nullable(),
+  callback: CallbackDelivery.nullable().describe("the completion callback's delivery; null without a callback_url"),
+});
+export type Run = z.infer<typeof Run>;
+
+/** A listed run: its D1 queue row, not the whole run (GET /v1/runs/:id has the rest). */
+export const RunSummary = z.object({
+  id: runId,
+  state: RunState,
+  attempt: z.number().int(),
+  version: z.number().int().describe("the run's version this row was written at"),
+  priority: z.number().int(),
+  labels_key: z.string().describe("the protocol and sorted labels a claiming runner must cover, as one key (process|gpu,linux)"),
+  not_before_ms: epochMs,
+  created_at_ms: epochMs,
+  updated_at_ms: epochMs,
+});
+
+export const RunPage = page("runs", RunSummary);
+
+/** One event of a run (docs/protocol.md, "Events"). */
+export const RunEvent = z.object({
+  seq: z.number().int().min(1).describe("its sequence number in the run, from 1, in order; the page's and the stream's cursor"),
+  type: z.string().describe("run.created, run.state, run.phase, run.output, run.artifact, run.stop_requested, …"),
+  at_ms: epochMs,
+  data: z.record(z.string(), z.unknown()).describe("the event's details; its fields depend on type"),
+});
+export type RunEvent = z.infer<typeof RunEvent>;
+
+/** A page of a run's events, oldest first; next_cursor is null only on the last page of an ended run. */
+export const RunEventPage = page("events", RunEvent).extend({
+  terminal: z.boolean().describe("the run has ended (its last event may still be on a later page)"),
+});
+
+// ---- an admin's redelivery (docs/protocol.md, "Redelivery") ---------------------------------------
+
+export const RedeliverEventsBody = z
+  .object({ after: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).describe("redeliver the events after this sequence number (default 0: all)").optional() })
+  .strict();
+
+export const RedeliverCallbackBody = z.object({}).strict();
+
+export const RedeliveredEvents = z.object({
+  run_id: runId,
+  after: z.number().int(),
+  requeued: z.number().int().describe("how many events were put back to be published"),
+  outbox: z.object({
+    unsent: z.number().int().describe("events not yet published"),
+    exhausted: z.number().int().describe("unsent events whose publishing attempts ran out"),
+    last_error: z.string().nullable(),
+  }),
+});
+
+export const RedeliveredCallback = z.object({ run_id: runId, callback: CallbackDelivery });
