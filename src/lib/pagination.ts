@@ -8,7 +8,6 @@
 import { and, desc, eq, gt, lt, or, type SQL } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import type { SQLiteColumn, SQLiteTable } from "drizzle-orm/sqlite-core";
-export { keysetCursor, pageQuery, seqCursor } from "../protocol/common";
 
 /** The page size: the caller's `limit`, else `fallback`, never above `ceiling` (PAGE_SIZE_MAX). */
 export function pageSize(limit: number | undefined, fallback: number, ceiling: number): number {
@@ -38,22 +37,22 @@ export function pageOf<T extends { id: string }>(
 }
 
 /** A table a keyset list pages over: rows with an id and a creation time. */
-type KeysetTable = SQLiteTable & { id: SQLiteColumn; createdAtMs: SQLiteColumn };
+type KeysetTable = SQLiteTable & { id: SQLiteColumn };
 
 /**
  * One page of a keyset list, newest first: the rows of `table` that meet `conditions`, after
- * `cursor`, ordered by (`at`, id) descending (`at` is createdAtMs unless said otherwise), and the
+ * `cursor`, ordered by (`at`, id) descending, and the
  * next page's cursor.
  */
-export async function listPage<T extends KeysetTable, K extends keyof T["$inferSelect"] & keyof T & string = "createdAtMs">(
+export async function listPage<T extends KeysetTable, K extends keyof T["$inferSelect"] & keyof T & string>(
   db: D1Database,
   table: T,
   conditions: SQL[],
   cursor: string | undefined,
   limit: number,
-  opts: { at?: K } = {},
+  opts: { at: K },
 ): Promise<{ kept: T["$inferSelect"][]; next: string | null }> {
-  const atKey = opts.at ?? "createdAtMs";
+  const atKey = opts.at;
   const at = table[atKey as keyof T] as unknown as SQLiteColumn;
   const where = cursor === undefined ? conditions : [...conditions, afterCursor(at, table.id, cursor)];
   const rows = (await drizzle(db)

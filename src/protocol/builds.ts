@@ -5,6 +5,8 @@
 import { z } from "zod";
 import { BOUND_CEILINGS } from "./bounds.js";
 import { epochMs, keysetCursor, labelList, page, pageQuery, prefixedId, tokenId } from "./common.js";
+import { CreditEntry } from "./credits.js";
+import { RunState } from "./runs.js";
 
 export const projectId = prefixedId("prj", "a project");
 export const buildRequestId = prefixedId("req", "a build request");
@@ -207,29 +209,13 @@ export const ListedBuildJob = z.object({
 });
 export type ListedBuildJob = z.infer<typeof ListedBuildJob>;
 
-/** The state of a run (docs/protocol.md, "Runs"). */
-const runState = z.enum(["queued", "claimed", "implementing", "pausing", "paused", "blocked", "publishing", "completed", "failed", "cancelled"]);
-
-/** A credit ledger entry of the job, as GET /v1/credits lists entries. */
-export const BuildJobEntry = z.object({
-  seq: z.number().int(),
-  id: z.string(),
-  kind: z.enum(["grant", "reserve", "settle", "release", "charge"]),
-  amount_cents: z.number().int(),
-  job_id: z.string().nullable(),
-  request_id: z.string().nullable(),
-  actor: z.string(),
-  note: z.string().nullable(),
-  created_at_ms: epochMs,
-});
-
 /** A build job: the same in the dispatch, read, resolve and reconcile answers. */
 export const BuildJob = ListedBuildJob.extend({
   run: z
-    .object({ id: z.string(), state: runState, attempt: z.number().int(), phase: z.string().nullable(), cost_cents: z.number().int().nullable(), ended_at_ms: epochMs.nullable() })
+    .object({ id: z.string(), state: RunState, attempt: z.number().int(), phase: z.string().nullable(), cost_cents: z.number().int().nullable(), ended_at_ms: epochMs.nullable() })
     .nullable()
     .describe("the run's live state, or null without a run (or while its object cannot be read)"),
-  entries: z.array(BuildJobEntry).describe("its latest 20 ledger entries, newest first"),
+  entries: z.array(CreditEntry).describe("its latest 20 ledger entries, newest first"),
 });
 export type BuildJob = z.infer<typeof BuildJob>;
 
@@ -266,7 +252,7 @@ export const BuildArtifact = z.object({
   job_id: buildJobId,
   run_id: z.string(),
   outcome: z.enum(JOB_OUTCOMES).nullable(),
-  run_state: runState,
+  run_state: RunState,
   patch: z.string(),
   empty: z.boolean().describe("a patch with no content"),
   incomplete: z.boolean().describe("the run did not complete, or a command exited non-zero"),

@@ -76,7 +76,7 @@ export const buildJobRoutes = new Hono<AppEnv>()
       const conditions = [eq(buildJobs.orgId, c.get("caller").orgId)];
       if (q.status) conditions.push(eq(buildJobs.status, q.status));
       if (q.request_id) conditions.push(eq(buildJobs.requestId, q.request_id));
-      const { kept, next } = await listPage(c.env.DB, buildJobs, conditions, q.cursor, limit);
+      const { kept, next } = await listPage(c.env.DB, buildJobs, conditions, q.cursor, limit, { at: "createdAtMs" });
       return c.json({ jobs: kept.map(jobView), next_cursor: next });
     },
   )

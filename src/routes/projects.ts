@@ -123,7 +123,7 @@ export const projectRoutes = new Hono<AppEnv>()
     async (c) => {
       const q = c.req.valid("query");
       const limit = pageSize(q.limit, 50, c.get("config").pageSizeMax);
-      const { kept, next } = await listPage(c.env.DB, projects, [eq(projects.orgId, c.get("caller").orgId)], q.cursor, limit);
+      const { kept, next } = await listPage(c.env.DB, projects, [eq(projects.orgId, c.get("caller").orgId)], q.cursor, limit, { at: "createdAtMs" });
       return c.json({ projects: kept.map(projectView), next_cursor: next });
     },
   )
@@ -224,7 +224,7 @@ export const projectRoutes = new Hono<AppEnv>()
       const conditions = [eq(buildRequests.orgId, c.get("caller").orgId)];
       if (q.project_id) conditions.push(eq(buildRequests.projectId, q.project_id));
       if (q.label) conditions.push(eq(buildRequests.label, q.label));
-      const { kept, next } = await listPage(c.env.DB, buildRequests, conditions, q.cursor, limit);
+      const { kept, next } = await listPage(c.env.DB, buildRequests, conditions, q.cursor, limit, { at: "createdAtMs" });
       return c.json({ requests: kept.map(requestView), next_cursor: next });
     },
   )

@@ -1,7 +1,7 @@
 // The runner protocol: register, heartbeat, claim, the attempt calls and daemon reports
 // (../shared/spec/dispatch-lifecycle.md; docs/protocol.md, "Runner protocol").
 
-import { and, desc, eq, isNull } from "drizzle-orm";
+import { and, eq, isNull } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import { Hono } from "hono";
 import type { AppEnv } from "../app-types";
@@ -16,7 +16,7 @@ import { DocketError, unwrap } from "../errors";
 import { addCost, addD1, COST_HEADER, countedBatch, formatCost } from "../lib/cost";
 import { newId, newToken, sha256Hex } from "../lib/crypto";
 import { log } from "../lib/log";
-import { afterCursor, pageOf, pageSize } from "../lib/pagination";
+import { listPage, pageSize } from "../lib/pagination";
 import { normalizeLabels } from "../run/labels";
 import { validate } from "../validate";
 import { operation, type OperationSpec } from "../openapi/operation";
@@ -119,14 +119,7 @@ export const runnerRoutes = new Hono<AppEnv>()
     const q = c.req.valid("query");
     const limit = pageSize(q.limit, 50, c.get("config").pageSizeMax);
     const conditions = [eq(machines.orgId, c.get("caller").orgId), isNull(machines.deregisteredAtMs)];
-    if (q.cursor) conditions.push(afterCursor(machines.registeredAtMs, machines.id, q.cursor));
-    const rows = await drizzle(c.env.DB)
-      .select()
-      .from(machines)
-      .where(and(...conditions))
-      .orderBy(desc(machines.registeredAtMs), desc(machines.id))
-      .limit(limit + 1);
-    const { kept, next } = pageOf(rows, limit, (m) => m.registeredAtMs);
+    const { kept, next } = await listPage(c.env.DB, machines, conditions, q.cursor, limit, { at: "registeredAtMs" });
     return c.json({ runners: kept.map(machineView), next_cursor: next });
   })
   .delete(

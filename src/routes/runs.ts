@@ -1,7 +1,6 @@
 // The member API for runs: dispatch with an Idempotency-Key, list, read, cancel, events.
 
-import { and, desc, eq } from "drizzle-orm";
-import { drizzle } from "drizzle-orm/d1";
+import { eq } from "drizzle-orm";
 import { Hono } from "hono";
 import type { AppEnv } from "../app-types";
 import { callbackView, readDelivery } from "../callbacks/deliveries";
@@ -17,7 +16,7 @@ import { idempotencyKeyOf, validate } from "../validate";
 import { runStub } from "../lib/stubs";
 import type { RunView } from "../run/view";
 import { dispatchRun } from "../run/dispatch";
-import { afterCursor, pageOf, pageSize } from "../lib/pagination";
+import { listPage, pageSize } from "../lib/pagination";
 
 /** The run as every run answer shows it: with its completion callback's receipt, which lives in D1 apart from the run (docs/callbacks.md). */
 async function runAnswer(env: AppEnv["Bindings"], run: RunView, config: Config): Promise<Run> {
@@ -63,14 +62,7 @@ export const runRoutes = new Hono<AppEnv>()
     const orgId = c.get("caller").orgId;
     const conditions = [eq(runs.orgId, orgId)];
     if (q.state) conditions.push(eq(runs.state, q.state));
-    if (q.cursor) conditions.push(afterCursor(runs.createdAtMs, runs.id, q.cursor));
-    const rows = await drizzle(c.env.DB)
-      .select()
-      .from(runs)
-      .where(and(...conditions))
-      .orderBy(desc(runs.createdAtMs), desc(runs.id))
-      .limit(limit + 1);
-    const { kept, next } = pageOf(rows, limit);
+    const { kept, next } = await listPage(c.env.DB, runs, conditions, q.cursor, limit, { at: "createdAtMs" });
     return c.json({
       runs: kept.map((r) => ({
         id: r.id,

@@ -1,7 +1,7 @@
 // Listing and revoking member and registration tokens (admin). Machine tokens are managed through
 // their machines: DELETE /v1/runners/:id revokes one (docs/protocol.md, "Organizations and tokens").
 
-import { and, desc, eq, inArray } from "drizzle-orm";
+import { and, eq, inArray } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import { Hono } from "hono";
 import type { AppEnv } from "../app-types";
@@ -10,7 +10,7 @@ import { revokeStatement, tokenView } from "../credentials/tokens";
 import { tokens } from "../db/schema";
 import { DocketError } from "../errors";
 import { log } from "../lib/log";
-import { afterCursor, pageOf, pageSize } from "../lib/pagination";
+import { listPage, pageSize } from "../lib/pagination";
 import { operation } from "../openapi/operation";
 import { ListTokensQuery, Token, TokenPage, TokenPath } from "../protocol/tokens";
 import { validate } from "../validate";
@@ -41,14 +41,7 @@ export const tokenRoutes = new Hono<AppEnv>()
     const q = c.req.valid("query");
     const limit = pageSize(q.limit, 50, c.get("config").pageSizeMax);
     const conditions = [eq(tokens.orgId, c.get("caller").orgId), inArray(tokens.kind, q.kind ? [q.kind] : ["member", "registration"])];
-    if (q.cursor) conditions.push(afterCursor(tokens.createdAtMs, tokens.id, q.cursor));
-    const rows = await drizzle(c.env.DB)
-      .select()
-      .from(tokens)
-      .where(and(...conditions))
-      .orderBy(desc(tokens.createdAtMs), desc(tokens.id))
-      .limit(limit + 1);
-    const { kept, next } = pageOf(rows, limit);
+    const { kept, next } = await listPage(c.env.DB, tokens, conditions, q.cursor, limit, { at: "createdAtMs" });
     const now = Date.now();
     return c.json({ tokens: kept.map((t) => tokenView(t, now)), next_cursor: next });
   })

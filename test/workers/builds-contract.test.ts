@@ -147,7 +147,7 @@ describe("listPage", () => {
     }
     const byUpdate = [...rows].sort((a, b) => b.updatedAtMs - a.updatedAtMs || (a.id < b.id ? 1 : -1)).map((r) => r.id);
     expect(seen).toEqual(byUpdate);
-    const byCreation = (await listPage(env.DB, projects, [eq(projects.orgId, orgId)], undefined, 10)).kept.map((r) => r.id);
+    const byCreation = (await listPage(env.DB, projects, [eq(projects.orgId, orgId)], undefined, 10, { at: "createdAtMs" })).kept.map((r) => r.id);
     expect(byCreation).toEqual(rows.map((r) => r.id));
   });
 });

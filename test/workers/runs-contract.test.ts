@@ -4,7 +4,7 @@
 
 import { describe, expect, it } from "vitest";
 import { CreditAudit, CreditGrant, Credits } from "../../src/protocol/credits";
-import { RedeliveredCallback, RedeliveredEvents, Run, RunEventPage, RunPage } from "../../src/protocol/runs";
+import { RedeliveredEvents, Run, RunEventPage, RunPage } from "../../src/protocol/runs";
 import { createOrgWithSecret, finishRun } from "./events-helpers";
 import { call, runBody } from "./helpers";
 

@@ -217,6 +217,13 @@ const endpoints: Endpoint[] = [
     body: () => ({ name: "intruder" }),
     cases: () => [[none, unauthorized], ...malformed.slice(0, 3).map((c): [Credential, Expect] => [c, unauthorized]), [bearer("an admin member token", () => A.admin), unauthorized]],
   },
+  {
+    // The API's description is public and holds no organization's data, whoever asks.
+    method: "GET",
+    route: "/v1/openapi.json",
+    path: () => "/v1/openapi.json",
+    cases: () => [[none, "own"], ...malformed.map((c): [Credential, Expect] => [c, "own"]), [bearer("an admin member token", () => A.admin), "own"]],
+  },
   { method: "POST", route: "/v1/tokens", path: () => "/v1/tokens", body: () => ({ kind: "member", role: "admin" }), cases: () => memberOwn("admin") },
   { method: "GET", route: "/v1/tokens", path: () => "/v1/tokens", cases: () => memberOwn("admin") },
   { method: "DELETE", route: "/v1/tokens/:id", path: () => `/v1/tokens/${A.registrationId}`, cases: () => memberOfA("admin") },
