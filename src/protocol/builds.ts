@@ -137,7 +137,7 @@ export const Project = z.object({
   created_by: tokenId,
   created_at_ms: epochMs,
   updated_at_ms: epochMs,
-});
+}).meta({ id: "Project" });
 export type Project = z.infer<typeof Project>;
 
 export const ProjectPage = page("projects", Project);
@@ -149,7 +149,7 @@ export const BuildPlan = z.object({
   chain_target: z.string().describe("where it deploys"),
   saved_at_ms: epochMs,
   saved_by: tokenId.describe("the token that saved it"),
-});
+}).meta({ id: "BuildPlan" });
 export type BuildPlan = z.infer<typeof BuildPlan>;
 
 /** What a job sends its run (fixed when the credit is reserved), and what the sandbox gets as DOCKET_* variables. */
@@ -206,7 +206,7 @@ export const ListedBuildJob = z.object({
   created_at_ms: epochMs,
   updated_at_ms: epochMs,
   ended_at_ms: epochMs.nullable().describe("when it was settled or released"),
-});
+}).meta({ id: "ListedBuildJob" });
 export type ListedBuildJob = z.infer<typeof ListedBuildJob>;
 
 /** A build job: the same in the dispatch, read, resolve and reconcile answers. */
@@ -216,7 +216,7 @@ export const BuildJob = ListedBuildJob.extend({
     .nullable()
     .describe("the run's live state, or null without a run (or while its object cannot be read)"),
   entries: z.array(CreditEntry).describe("its latest 20 ledger entries, newest first"),
-});
+}).meta({ id: "BuildJob" });
 export type BuildJob = z.infer<typeof BuildJob>;
 
 /** The dispatch answer: the job, and why it is 202 when it is. */
@@ -236,13 +236,13 @@ export const ListedBuildRequest = z.object({
   created_by: tokenId,
   created_at_ms: epochMs,
   updated_at_ms: epochMs,
-});
+}).meta({ id: "ListedBuildRequest" });
 export type ListedBuildRequest = z.infer<typeof ListedBuildRequest>;
 
 /** A build request: the same in the create, plan and read answers, with its latest jobs. */
 export const BuildRequest = ListedBuildRequest.extend({
   jobs: z.array(ListedBuildJob).describe("its latest 20 jobs, newest first"),
-});
+}).meta({ id: "BuildRequest" });
 export type BuildRequest = z.infer<typeof BuildRequest>;
 
 export const BuildRequestPage = page("requests", ListedBuildRequest);

@@ -32,7 +32,7 @@ export const Balance = z.object({
   available_cents: z.number().int(),
   held_cents: z.number().int(),
   spent_cents: z.number().int(),
-});
+}).meta({ id: "Balance" });
 
 export const CreditEntry = z.object({
   seq: z.number().int().min(1).describe("its number in the organization's ledger, from 1"),
@@ -44,7 +44,7 @@ export const CreditEntry = z.object({
   actor: z.string().describe("who wrote it: member:<token id> or system"),
   note: z.string().nullable(),
   created_at_ms: epochMs,
-});
+}).meta({ id: "CreditEntry" });
 export type CreditEntry = z.infer<typeof CreditEntry>;
 
 /** GET /v1/credits: the balance, the dispatch limits, and a page of entries, newest first. */

@@ -83,7 +83,7 @@ export const Runner = z.object({
   registered_at_ms: epochMs,
   last_seen_at_ms: epochMs,
   deregistered_at_ms: epochMs.nullable(),
-});
+}).meta({ id: "Runner" });
 export type Runner = z.infer<typeof Runner>;
 
 export const RunnerPage = page("runners", Runner);
@@ -97,7 +97,7 @@ export const RunnerConfig = z.object({
   sandbox_lifetime_ms: z.number().int().describe("The longest a sandbox may run before the runner stops it."),
   min_cli_version: z.string(),
   protocols: z.array(z.string()).describe("The launch protocols this server supports."),
-});
+}).meta({ id: "RunnerConfig" });
 export type RunnerConfig = z.infer<typeof RunnerConfig>;
 
 export const Registered = z.object({
@@ -136,7 +136,7 @@ export const ClaimGrant = z.object({
   brief: z.string(),
   repository: z.object({ url: z.string(), commit: z.string().nullable() }).nullable(),
   launch: GrantLaunch,
-});
+}).meta({ id: "ClaimGrant" });
 export type ClaimGrant = z.infer<typeof ClaimGrant>;
 
 /** The run states (../shared/DESIGN.md, "The run state machine"). */
@@ -149,5 +149,5 @@ export const AttemptAnswer = z.object({
   state: z.enum(ATTEMPT_RUN_STATES),
   lease_expires_at_ms: epochMs.nullable(),
   stop_requested: z.boolean().describe("A stop was requested: the runner stops the sandbox and reports stopped."),
-});
+}).meta({ id: "AttemptAnswer" });
 export type AttemptAnswer = z.infer<typeof AttemptAnswer>;

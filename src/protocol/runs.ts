@@ -19,7 +19,7 @@ export const RUN_STATES = [
   "cancelled",
 ] as const;
 
-export const RunState = z.enum(RUN_STATES);
+export const RunState = z.enum(RUN_STATES).meta({ id: "RunState" });
 
 /** A string record with at most `max` keys (the hard ceiling; the configured bound is checked by the Worker). */
 const atMostKeys = (max: number) => (record: Record<string, unknown>) => Object.keys(record).length <= max;
@@ -91,7 +91,7 @@ export const CallbackDelivery = z.object({
   last_attempt_at_ms: epochMs.nullable(),
   delivered_at_ms: epochMs.nullable(),
   created_at_ms: epochMs.nullable().describe("when the delivery was first recorded; null before the run ended"),
-});
+}).meta({ id: "CallbackDelivery" });
 
 export const RunStep = z.object({
   attempt: z.number().int(),
@@ -102,7 +102,7 @@ export const RunStep = z.object({
   ended_at_ms: epochMs.nullable(),
   outcome: z.string().nullable().describe("how the attempt ended: requeued, completed, failed, cancelled, …"),
   error: z.string().nullable(),
-});
+}).meta({ id: "RunStep" });
 
 export const RunArtifact = z.object({
   patch: z.string().describe("the patch, a unified diff"),
@@ -111,7 +111,7 @@ export const RunArtifact = z.object({
   model: z.string().nullable(),
   limitations: z.array(z.string()).describe("what the agent says it could not do"),
   exit_codes: z.record(z.string(), z.number().int()).describe('the exit codes the daemon reported, like {"agent": 0}'),
-});
+}).meta({ id: "RunArtifact" });
 
 /** A run as POST /v1/runs, GET /v1/runs/:id and the cancel answer show it: every field, the same shape. */
 export const Run = z.object({
@@ -154,7 +154,7 @@ export const Run = z.object({
   updated_at_ms: epochMs,
   ended_at_ms: epochMs.nullable(),
   callback: CallbackDelivery.nullable().describe("the completion callback's delivery; null without a callback_url"),
-});
+}).meta({ id: "Run" });
 export type Run = z.infer<typeof Run>;
 
 /** A listed run: its D1 queue row, not the whole run (GET /v1/runs/:id has the rest). */
@@ -168,7 +168,7 @@ export const RunSummary = z.object({
   not_before_ms: epochMs,
   created_at_ms: epochMs,
   updated_at_ms: epochMs,
-});
+}).meta({ id: "RunSummary" });
 
 export const RunPage = page("runs", RunSummary);
 
@@ -178,7 +178,7 @@ export const RunEvent = z.object({
   type: z.string().describe("run.created, run.state, run.phase, run.output, run.artifact, run.stop_requested, …"),
   at_ms: epochMs,
   data: z.record(z.string(), z.unknown()).describe("the event's details; its fields depend on type"),
-});
+}).meta({ id: "RunEvent" });
 export type RunEvent = z.infer<typeof RunEvent>;
 
 /** A page of a run's events, oldest first; next_cursor is null only on the last page of an ended run. */

@@ -43,7 +43,7 @@ export const Token = z.object({
 }).meta({ id: "Token" });
 
 /** A token just created: the listed fields and the secret, which is never shown again. */
-export const CreatedToken = Token.extend({ token: z.string() });
+export const CreatedToken = Token.extend({ token: z.string() }).meta({ id: "CreatedToken" });
 
 export const TokenPage = page("tokens", Token);
 
@@ -53,7 +53,7 @@ export const Org = z.object({
   created_at_ms: epochMs,
   /** The secret completion callbacks are signed with (docs/callbacks.md). */
   callback_secret: z.string(),
-});
+}).meta({ id: "Org" });
 
 export const CreatedOrg = z.object({ org: Org, token: CreatedToken });
 
