@@ -1,0 +1,101 @@
+// The Octokit client a project's provider calls GitHub through (issue 10, "A GitHub client"):
+// authenticated as the project's GitHub App installation, every request bounded in time
+// (GITHUB_REQUEST_TIMEOUT_MS), failures retried with backoff a bounded number of times
+// (GITHUB_RETRIES, the nth retry after n² × GITHUB_RETRY_BASE_MS), and GitHub's rate-limit
+// headers honoured: a short wait is waited out, a long one fails at once with rate_limited.
+
+import { createAppAuth } from "@octokit/auth-app";
+import { Octokit } from "@octokit/core";
+import { retry } from "@octokit/plugin-retry";
+import { throttling } from "@octokit/plugin-throttling";
+import type { Config } from "../../config";
+import { GitHubError, GitHubTimeout } from "./errors";
+import { toPkcs8Pem } from "./private-key";
+
+const GitHubOctokit = Octokit.plugin(retry, throttling);
+export type GitHubClient = InstanceType<typeof GitHubOctokit>;
+
+/** The REST API version the provider's field names come from. */
+export const GITHUB_API_VERSION = "2022-11-28";
+
+export interface GitHubClientOptions {
+  baseUrl: string;
+  appId: string;
+  installationId: string;
+  privateKey: string;
+  /** Names the client's throttling queue, so one project's backlog does not delay another's. */
+  queueId: string;
+}
+
+export function githubClient(options: GitHubClientOptions, config: Config, fetchImpl: typeof fetch = fetch): GitHubClient {
+  // Rate limits are the throttling plugin's to wait out; the retry plugin leaves 429 alone.
+  const rateLimitRetry = (retryAfterS: number, _options: unknown, _octokit: unknown, retryCount: number) =>
+    retryCount < config.githubRetries && retryAfterS * 1_000 <= config.githubRateLimitWaitMaxMs;
+  return new GitHubOctokit({
+    baseUrl: options.baseUrl.replace(/\/+$/, ""),
+    authStrategy: createAppAuth,
+    auth: { appId: options.appId, privateKey: toPkcs8Pem(options.privateKey), installationId: options.installationId },
+    headers: { "x-github-api-version": GITHUB_API_VERSION },
+    request: { fetch: boundedFetch(fetchImpl, config.githubRequestTimeoutMs) },
+    retry: {
+      retries: config.githubRetries,
+      retryAfterBaseValue: config.githubRetryBaseMs,
+      doNotRetry: [400, 401, 403, 404, 410, 422, 429, 451],
+    },
+    throttle: { id: options.queueId, onRateLimit: rateLimitRetry, onSecondaryRateLimit: rateLimitRetry },
+    log: { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} },
+  });
+}
+
+/** fetch with a time bound per request; a request that outlives it fails as GitHubTimeout (retried like a 5xx). */
+function boundedFetch(fetchImpl: typeof fetch, timeoutMs: number): typeof fetch {
+  return async (input, init) => {
+    const timeout = AbortSignal.timeout(timeoutMs);
+    const signal = init?.signal ? AbortSignal.any([init.signal, timeout]) : timeout;
+    try {
+      return await fetchImpl(input, { ...init, signal });
+    } catch (err) {
+      if (timeout.aborted) throw new GitHubTimeout(timeoutMs);
+      throw err;
+    }
+  };
+}
+
+interface OctokitErrorShape {
+  status?: number;
+  message?: string;
+  cause?: unknown;
+  response?: { headers?: Record<string, string | undefined> };
+}
+
+/** Octokit's error (after its retries) as a GitHubError that says why, in words a person can act on. */
+export function toGitHubError(err: unknown, what: string): GitHubError {
+  if (err instanceof GitHubError) return err;
+  const e = (typeof err === "object" && err !== null ? err : {}) as OctokitErrorShape;
+  const status = typeof e.status === "number" ? e.status : null;
+  const headers = e.response?.headers ?? {};
+  if (e.cause instanceof GitHubTimeout || err instanceof GitHubTimeout) {
+    const timeout = err instanceof GitHubTimeout ? err : (e.cause as GitHubTimeout);
+    return new GitHubError("timeout", `${what}: ${timeout.message}, on every try`, null);
+  }
+  if (status === 429 || (status === 403 && (headers["x-ratelimit-remaining"] === "0" || /rate limit/i.test(e.message ?? "")))) {
+    const retryAfterMs = rateLimitWaitMs(headers);
+    const when = retryAfterMs === null ? "later" : `in ${Math.ceil(retryAfterMs / 1_000)} s`;
+    return new GitHubError("rate_limited", `${what}: GitHub's rate limit is exhausted; it can be tried again ${when}`, status, retryAfterMs);
+  }
+  if (status === 401) return new GitHubError("unauthorized", `${what}: GitHub refused the App installation's credentials (401)`, status);
+  if (status === 403 || status === 404) {
+    return new GitHubError("forbidden", `${what}: GitHub answered ${status}; the App installation cannot read it`, status);
+  }
+  const detail = e.message ? `: ${e.message}` : "";
+  return new GitHubError("unavailable", `${what}: GitHub failed${status ? ` with ${status}` : ""}${detail}`, status);
+}
+
+/** How long GitHub asked to wait: `retry-after` seconds, else until `x-ratelimit-reset` (epoch seconds). */
+function rateLimitWaitMs(headers: Record<string, string | undefined>): number | null {
+  const retryAfter = Number(headers["retry-after"]);
+  if (headers["retry-after"] !== undefined && Number.isFinite(retryAfter)) return Math.max(0, retryAfter * 1_000);
+  const reset = Number(headers["x-ratelimit-reset"]);
+  if (headers["x-ratelimit-reset"] !== undefined && Number.isFinite(reset)) return Math.max(0, reset * 1_000 - Date.now());
+  return null;
+}
