@@ -122,6 +122,8 @@ export interface Config {
   /** GitHub: items per page of a list read (GitHub allows up to 100), and the most pages one read walks. */
   githubPageSize: number;
   githubPagesMax: number;
+  /** GitHub: installation tokens kept for reuse across providers in one isolate (one per App installation); 0 keeps each provider's own. */
+  githubTokenCacheMax: number;
 }
 
 export const DEFAULTS: Config = {
@@ -192,6 +194,7 @@ export const DEFAULTS: Config = {
   githubRateLimitWaitMaxMs: 60_000,
   githubPageSize: 100,
   githubPagesMax: 10,
+  githubTokenCacheMax: 100,
 };
 
 // The schemas' hard ceilings (src/protocol/bounds.ts) are configurable bounds of this Config.
@@ -264,6 +267,7 @@ const VAR_NAMES: Record<keyof Config, string> = {
   githubRateLimitWaitMaxMs: "GITHUB_RATE_LIMIT_WAIT_MAX_MS",
   githubPageSize: "GITHUB_PAGE_SIZE",
   githubPagesMax: "GITHUB_PAGES_MAX",
+  githubTokenCacheMax: "GITHUB_TOKEN_CACHE_MAX",
 };
 
 /** Reads the config from Worker vars; a malformed value is a deployment error and throws at once. */

@@ -2,7 +2,7 @@
 // (test/fake-github/server.mjs): the production code, over real HTTP, as the App installation.
 
 import { createPrivateKey } from "node:crypto";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { DEFAULTS, type Config } from "../../src/config";
 import { GitHubError } from "../../src/autopilot/github/errors";
 import { toPkcs8Pem } from "../../src/autopilot/github/private-key";
@@ -215,35 +215,65 @@ describe("listReadyIssues", () => {
 });
 
 describe("authentication as the App installation", () => {
+  // Tokens are shared per API URL and App in an isolate, so each test here has a GitHub of its own.
+  let own: Awaited<ReturnType<typeof startFakeGitHub>>;
+  beforeEach(async () => {
+    own = await startFakeGitHub({ appId: "5151", installationId: "919", publicKey: keys.publicKey });
+    own.state.addIssue(REPO, 50, { labels: ["ready"] });
+    own.state.label(REPO, 50, "ready");
+  });
+  afterEach(async () => {
+    await own.close();
+  });
+  const ownProvider = (privateKey: string = keys.privateKey, overrides: Partial<Config> = {}) =>
+    githubProvider(
+      { id: "apj_auth", repository: REPO, githubApiUrl: own.url, appId: own.appId, installationId: own.installationId },
+      { privateKey },
+      { ...config, ...overrides },
+    );
+
   it("fetches the installation token once, with the App's JWT, and reuses it for every call", async () => {
-    gh.state.addIssue(REPO, 50, { labels: ["ready"] });
-    gh.state.label(REPO, 50, "ready");
-    const p = provider();
+    const p = ownProvider();
     await p.getIssue(ref(50));
     await p.listBlockers(ref(50));
     await p.lastReadyTransition(ref(50), "ready");
     await p.listReadyIssues("ready", null, 10);
-    expect(gh.state.tokensIssued()).toBe(1);
-    const tokenRequest = gh.requests.find((r: { path: string }) => r.path === `/app/installations/${gh.installationId}/access_tokens`);
+    expect(own.state.tokensIssued()).toBe(1);
+    const tokenRequest = own.requests.find((r: { path: string }) => r.path === `/app/installations/${own.installationId}/access_tokens`);
     expect(tokenRequest.authorization).toMatch(/^bearer [\w-]+\.[\w-]+\.[\w-]+$/i);
-    const authorizations = new Set(gh.reads().map((r: { authorization: string }) => r.authorization));
+    const authorizations = new Set(own.reads().map((r: { authorization: string }) => r.authorization));
     expect(authorizations.size).toBe(1);
     expect([...authorizations][0]).toMatch(/^token ghs_/);
   });
 
+  it("reuses the token across providers of the same App, unless GITHUB_TOKEN_CACHE_MAX is 0", async () => {
+    await ownProvider().getIssue(ref(50));
+    await ownProvider().getIssue(ref(50));
+    expect(own.state.tokensIssued()).toBe(1);
+    await ownProvider(keys.privateKey, { githubTokenCacheMax: 0 }).getIssue(ref(50));
+    await ownProvider(keys.privateKey, { githubTokenCacheMax: 0 }).getIssue(ref(50));
+    expect(own.state.tokensIssued()).toBe(3);
+  });
+
   it("signs with the key in either PEM form GitHub users hold (PKCS#1 as downloaded, PKCS#8)", async () => {
-    gh.state.addIssue(REPO, 51);
-    expect(await provider({}, keys.privateKeyPkcs8).getIssue(ref(51))).not.toBeNull();
-    expect(await provider({}, keys.privateKey.replace(/\n/g, "\\n")).getIssue(ref(51))).not.toBeNull();
+    expect(await ownProvider(keys.privateKeyPkcs8, { githubTokenCacheMax: 0 }).getIssue(ref(50))).not.toBeNull();
+    expect(await ownProvider(keys.privateKey.replace(/\n/g, "\\n"), { githubTokenCacheMax: 0 }).getIssue(ref(50))).not.toBeNull();
+    expect(own.state.tokensIssued()).toBe(2);
   });
 
   it("fails as unauthorized, without retrying, when GitHub refuses the App's key", async () => {
-    gh.state.addIssue(REPO, 52);
     const other = makeAppKeyPair();
-    const err = await failure(provider({}, other.privateKey).getIssue(ref(52)));
+    const err = await failure(ownProvider(other.privateKey).getIssue(ref(50)));
     expect(err.failure).toBe("unauthorized");
-    expect(gh.requests.filter((r: { path: string }) => r.path.endsWith("/access_tokens"))).toHaveLength(1);
-    expect(gh.reads()).toHaveLength(0);
+    expect(own.requests.filter((r: { path: string }) => r.path.endsWith("/access_tokens"))).toHaveLength(1);
+    expect(own.reads()).toHaveLength(0);
+  });
+
+  it("fails as unauthorized when the private key is not a key at all", async () => {
+    const err = await failure(ownProvider("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----").getIssue(ref(50)));
+    expect(err.failure).toBe("unauthorized");
+    expect(err.message).toContain("not a PEM RSA private key");
+    expect(own.requests).toHaveLength(0);
   });
 });
 

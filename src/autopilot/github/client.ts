@@ -28,13 +28,25 @@ export interface GitHubClientOptions {
 }
 
 export function githubClient(options: GitHubClientOptions, config: Config, fetchImpl: typeof fetch = fetch): GitHubClient {
+  let privateKey: string;
+  try {
+    privateKey = toPkcs8Pem(options.privateKey);
+  } catch (err) {
+    throw new GitHubError("unauthorized", `GitHub App ${options.appId}: ${(err as Error).message}`);
+  }
   // Rate limits are the throttling plugin's to wait out; the retry plugin leaves 429 alone.
   const rateLimitRetry = (retryAfterS: number, _options: unknown, _octokit: unknown, retryCount: number) =>
     retryCount < config.githubRetries && retryAfterS * 1_000 <= config.githubRateLimitWaitMaxMs;
   return new GitHubOctokit({
     baseUrl: options.baseUrl.replace(/\/+$/, ""),
     authStrategy: createAppAuth,
-    auth: { appId: options.appId, privateKey: toPkcs8Pem(options.privateKey), installationId: options.installationId },
+    auth: {
+      appId: options.appId,
+      privateKey,
+      installationId: options.installationId,
+      // With GITHUB_TOKEN_CACHE_MAX 0 each client keeps its own token (auth-app's own cache).
+      ...(config.githubTokenCacheMax > 0 ? { cache: sharedTokenCache(`${options.baseUrl}|${options.appId}`, config.githubTokenCacheMax) } : {}),
+    },
     headers: { "x-github-api-version": GITHUB_API_VERSION },
     request: { fetch: boundedFetch(fetchImpl, config.githubRequestTimeoutMs) },
     retry: {
@@ -45,6 +57,35 @@ export function githubClient(options: GitHubClientOptions, config: Config, fetch
     throttle: { id: options.queueId, onRateLimit: rateLimitRetry, onSecondaryRateLimit: rateLimitRetry },
     log: { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} },
   });
+}
+
+/**
+ * Installation tokens live an hour; providers are made per admission, so tokens are kept per
+ * isolate (at most GITHUB_TOKEN_CACHE_MAX) and reused until five minutes before they expire.
+ */
+const TOKEN_EXPIRY_MARGIN_MS = 300_000;
+const tokenCache = new Map<string, { value: string; reuseUntilMs: number }>();
+
+function sharedTokenCache(scope: string, max: number) {
+  return {
+    get(key: string): string | undefined {
+      const entry = tokenCache.get(`${scope}|${key}`);
+      if (!entry) return undefined;
+      if (entry.reuseUntilMs > Date.now()) return entry.value;
+      tokenCache.delete(`${scope}|${key}`);
+      return undefined;
+    },
+    set(key: string, value: string): void {
+      // auth-app's cached value is "token|createdAt|expiresAt|…".
+      const expiresAtMs = Date.parse(value.split("|")[2] ?? "");
+      if (!Number.isFinite(expiresAtMs)) return;
+      for (const oldest of tokenCache.keys()) {
+        if (tokenCache.size < max) break;
+        tokenCache.delete(oldest);
+      }
+      tokenCache.set(`${scope}|${key}`, { value, reuseUntilMs: expiresAtMs - TOKEN_EXPIRY_MARGIN_MS });
+    },
+  };
 }
 
 /** fetch with a time bound per request; a request that outlives it fails as GitHubTimeout (retried like a 5xx). */

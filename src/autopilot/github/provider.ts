@@ -34,22 +34,25 @@ export function githubProvider(
   config: Config,
   fetchImpl?: typeof fetch,
 ): TrackerProvider {
-  const client = githubClient(
-    {
-      baseUrl: project.githubApiUrl,
-      appId: project.appId,
-      installationId: project.installationId,
-      privateKey: secrets.privateKey,
-      queueId: project.id,
-    },
-    config,
-    fetchImpl,
-  );
+  // Made on first use, so a bad private key fails the call (a GitHubError) rather than the caller's setup.
+  let made: GitHubClient | null = null;
+  const client = async () =>
+    (made ??= githubClient(
+      {
+        baseUrl: project.githubApiUrl,
+        appId: project.appId,
+        installationId: project.installationId,
+        privateKey: secrets.privateKey,
+        queueId: project.id,
+      },
+      config,
+      fetchImpl,
+    ));
   return {
-    getIssue: (ref) => getIssue(client, ref),
-    listBlockers: (ref) => listBlockers(client, config, ref),
-    lastReadyTransition: (ref, label) => lastReadyTransition(client, config, ref, label),
-    listReadyIssues: (label, cursor, pageSize) => listReadyIssues(client, project.repository, label, cursor, pageSize),
+    getIssue: async (ref) => getIssue(await client(), ref),
+    listBlockers: async (ref) => listBlockers(await client(), config, ref),
+    lastReadyTransition: async (ref, label) => lastReadyTransition(await client(), config, ref, label),
+    listReadyIssues: async (label, cursor, pageSize) => listReadyIssues(await client(), project.repository, label, cursor, pageSize),
   };
 }
 
