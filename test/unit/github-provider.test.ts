@@ -214,6 +214,19 @@ describe("listReadyIssues", () => {
   });
 });
 
+describe("listReadyIssues page size", () => {
+  it("asks GitHub for at most 100 a page, GitHub's own limit", async () => {
+    gh.state.addIssue("acme/big", 1, { labels: ["ready"] });
+    const p = githubProvider(
+      { id: "apj_big", repository: "acme/big", githubApiUrl: gh.url, appId: gh.appId, installationId: gh.installationId },
+      { privateKey: keys.privateKey },
+      config,
+    );
+    expect((await p.listReadyIssues("ready", null, 500)).issues.map((i) => i.ref.number)).toEqual([1]);
+    expect(gh.reads().find((r: { path: string }) => r.path === "/repos/acme/big/issues").query.per_page).toBe("100");
+  });
+});
+
 describe("authentication as the App installation", () => {
   // Tokens are shared per API URL and App in an isolate, so each test here has a GitHub of its own.
   let own: Awaited<ReturnType<typeof startFakeGitHub>>;

@@ -27,7 +27,10 @@ export interface GitHubClientOptions {
   queueId: string;
 }
 
-export function githubClient(options: GitHubClientOptions, config: Config, fetchImpl: typeof fetch = fetch): GitHubClient {
+// The global fetch is called through a closure: workerd refuses it called with another `this`.
+const globalFetch: typeof fetch = (input, init) => fetch(input, init);
+
+export function githubClient(options: GitHubClientOptions, config: Config, fetchImpl: typeof fetch = globalFetch): GitHubClient {
   let privateKey: string;
   try {
     privateKey = toPkcs8Pem(options.privateKey);

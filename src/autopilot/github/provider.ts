@@ -163,9 +163,13 @@ async function lastReadyTransition(client: GitHubClient, config: Config, ref: Ti
   return null;
 }
 
+/** GitHub answers at most 100 items a page; its next-page links assume the page size asked for. */
+const GITHUB_PER_PAGE_MAX = 100;
+
 /**
  * Open issues of the repository carrying `label`, oldest first, one page at a time; pull requests
- * (which the issues endpoint lists too) are left out. The cursor is GitHub's next page number.
+ * (which the issues endpoint lists too) are left out, so a page may hold fewer than `pageSize`.
+ * The cursor is GitHub's next page number, for the same page size.
  */
 async function listReadyIssues(
   client: GitHubClient,
@@ -183,7 +187,7 @@ async function listReadyIssues(
       state: "open",
       sort: "created",
       direction: "asc",
-      per_page: pageSize,
+      per_page: Math.min(Math.max(1, pageSize), GITHUB_PER_PAGE_MAX),
       page,
     }),
   );
