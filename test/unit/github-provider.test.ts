@@ -3,7 +3,7 @@
 
 import { createPrivateKey } from "node:crypto";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { DEFAULTS, type Config } from "../../src/config";
+import { DEFAULTS, loadConfig, type Config } from "../../src/config";
 import { GitHubError } from "../../src/autopilot/github/errors";
 import { toPkcs8Pem } from "../../src/autopilot/github/private-key";
 import { githubProvider } from "../../src/autopilot/github/provider";
@@ -282,6 +282,20 @@ describe("authentication as the App installation", () => {
     expect(own.reads()).toHaveLength(0);
   });
 
+  it("fails as unauthorized, naming the installation token, when the installation id is unknown", async () => {
+    const err = await failure(
+      githubProvider(
+        { id: "apj_auth", repository: REPO, githubApiUrl: own.url, appId: own.appId, installationId: "404404" },
+        { privateKey: keys.privateKey },
+        config,
+      ).getIssue(ref(50)),
+    );
+    expect(err.failure).toBe("unauthorized");
+    expect(err.status).toBe(404);
+    expect(err.message).toContain("refused an installation token");
+    expect(own.reads()).toHaveLength(0);
+  });
+
   it("fails as unauthorized when the private key is not a key at all", async () => {
     const err = await failure(ownProvider("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----").getIssue(ref(50)));
     expect(err.failure).toBe("unauthorized");
@@ -373,6 +387,32 @@ describe("bounded calls", () => {
     const secondary = await failure(p.getIssue(ref(65)));
     expect(secondary.failure).toBe("rate_limited");
     expect(secondary.retryAfterMs).toBe(600_000);
+  });
+});
+
+describe("GITHUB_* configuration", () => {
+  it("reads each GITHUB_* var, and refuses a page size GitHub would not honour", () => {
+    const loaded = loadConfig({
+      GITHUB_REQUEST_TIMEOUT_MS: "2500",
+      GITHUB_RETRIES: "5",
+      GITHUB_RETRY_BASE_MS: "250",
+      GITHUB_RATE_LIMIT_WAIT_MAX_MS: "9000",
+      GITHUB_PAGE_SIZE: "50",
+      GITHUB_PAGES_MAX: "4",
+      GITHUB_TOKEN_CACHE_MAX: "0",
+    });
+    expect(loaded).toMatchObject({
+      githubRequestTimeoutMs: 2_500,
+      githubRetries: 5,
+      githubRetryBaseMs: 250,
+      githubRateLimitWaitMaxMs: 9_000,
+      githubPageSize: 50,
+      githubPagesMax: 4,
+      githubTokenCacheMax: 0,
+    });
+    expect(() => loadConfig({ GITHUB_PAGE_SIZE: "101" })).toThrow(/GITHUB_PAGE_SIZE must be between 1 and 100/);
+    expect(() => loadConfig({ GITHUB_PAGES_MAX: "0" })).toThrow(/GITHUB_PAGES_MAX must be at least 1/);
+    expect(() => loadConfig({ GITHUB_REQUEST_TIMEOUT_MS: "0" })).toThrow(/GITHUB_REQUEST_TIMEOUT_MS must be at least 1/);
   });
 });
 

@@ -109,6 +109,7 @@ interface OctokitErrorShape {
   status?: number;
   message?: string;
   cause?: unknown;
+  request?: { url?: string };
   response?: { headers?: Record<string, string | undefined> };
 }
 
@@ -126,6 +127,9 @@ export function toGitHubError(err: unknown, what: string): GitHubError {
     const retryAfterMs = rateLimitWaitMs(headers);
     const when = retryAfterMs === null ? "later" : `in ${Math.ceil(retryAfterMs / 1_000)} s`;
     return new GitHubError("rate_limited", `${what}: GitHub's rate limit is exhausted; it can be tried again ${when}`, status, retryAfterMs);
+  }
+  if (status !== null && /\/app\/installations\/[^/]+\/access_tokens$/.test(e.request?.url ?? "")) {
+    return new GitHubError("unauthorized", `${what}: GitHub refused an installation token for the App (${status}): check the App id, installation id and private key`, status);
   }
   if (status === 401) return new GitHubError("unauthorized", `${what}: GitHub refused the App installation's credentials (401)`, status);
   if (status === 403 || status === 404) {
