@@ -268,6 +268,14 @@ describe("authentication as the App installation", () => {
     expect(own.state.tokensIssued()).toBe(3);
   });
 
+  it("never lends a cached token to a provider that names the same App and installation without its key", async () => {
+    await ownProvider().getIssue(ref(50));
+    const err = await failure(ownProvider(makeAppKeyPair().privateKey).getIssue(ref(50)));
+    expect(err.failure).toBe("unauthorized");
+    expect(own.state.tokensIssued()).toBe(1);
+    expect(own.reads()).toHaveLength(1);
+  });
+
   it("signs with the key in either PEM form GitHub users hold (PKCS#1 as downloaded, PKCS#8)", async () => {
     expect(await ownProvider(keys.privateKeyPkcs8, { githubTokenCacheMax: 0 }).getIssue(ref(50))).not.toBeNull();
     expect(await ownProvider(keys.privateKey.replace(/\n/g, "\\n"), { githubTokenCacheMax: 0 }).getIssue(ref(50))).not.toBeNull();

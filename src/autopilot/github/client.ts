@@ -48,7 +48,7 @@ export function githubClient(options: GitHubClientOptions, config: Config, fetch
       privateKey,
       installationId: options.installationId,
       // With GITHUB_TOKEN_CACHE_MAX 0 each client keeps its own token (auth-app's own cache).
-      ...(config.githubTokenCacheMax > 0 ? { cache: sharedTokenCache(`${options.baseUrl}|${options.appId}`, config.githubTokenCacheMax) } : {}),
+      ...(config.githubTokenCacheMax > 0 ? { cache: sharedTokenCache(options.baseUrl, options.appId, privateKey, config.githubTokenCacheMax) } : {}),
     },
     headers: { "x-github-api-version": GITHUB_API_VERSION },
     request: { fetch: boundedFetch(fetchImpl, config.githubRequestTimeoutMs) },
@@ -64,29 +64,42 @@ export function githubClient(options: GitHubClientOptions, config: Config, fetch
 
 /**
  * Installation tokens live an hour; providers are made per admission, so tokens are kept per
- * isolate (at most GITHUB_TOKEN_CACHE_MAX) and reused until five minutes before they expire.
+ * isolate (at most GITHUB_TOKEN_CACHE_MAX) and reused until five minutes before they expire. A
+ * token is shared only by clients holding the same private key: naming another tenant's App and
+ * installation without its key must not borrow that installation's token.
  */
 const TOKEN_EXPIRY_MARGIN_MS = 300_000;
 const tokenCache = new Map<string, { value: string; reuseUntilMs: number }>();
 
-function sharedTokenCache(scope: string, max: number) {
+function sharedTokenCache(baseUrl: string, appId: string, privateKey: string, max: number) {
+  let scope: Promise<string> | null = null;
+  const scoped = async (key: string) => {
+    scope ??= crypto.subtle.digest("SHA-256", new TextEncoder().encode(privateKey)).then((digest) => {
+      const hex = [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
+      return `${baseUrl}|${appId}|${hex}`;
+    });
+    return `${await scope}|${key}`;
+  };
   return {
-    get(key: string): string | undefined {
-      const entry = tokenCache.get(`${scope}|${key}`);
+    async get(key: string): Promise<string | undefined> {
+      const name = await scoped(key);
+      const entry = tokenCache.get(name);
       if (!entry) return undefined;
       if (entry.reuseUntilMs > Date.now()) return entry.value;
-      tokenCache.delete(`${scope}|${key}`);
+      tokenCache.delete(name);
       return undefined;
     },
-    set(key: string, value: string): void {
+    async set(key: string, value: string): Promise<void> {
       // auth-app's cached value is "token|createdAt|expiresAt|…".
       const expiresAtMs = Date.parse(value.split("|")[2] ?? "");
       if (!Number.isFinite(expiresAtMs)) return;
+      const name = await scoped(key);
+      tokenCache.delete(name);
       for (const oldest of tokenCache.keys()) {
         if (tokenCache.size < max) break;
         tokenCache.delete(oldest);
       }
-      tokenCache.set(`${scope}|${key}`, { value, reuseUntilMs: expiresAtMs - TOKEN_EXPIRY_MARGIN_MS });
+      tokenCache.set(name, { value, reuseUntilMs: expiresAtMs - TOKEN_EXPIRY_MARGIN_MS });
     },
   };
 }
