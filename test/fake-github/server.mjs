@@ -155,6 +155,10 @@ export async function startFakeGitHub({ appId = "1001", installationId = "2002",
     delay({ path = null, method = null, delayMs, times = 1 }) {
       faults.push({ path, method, status: null, headers: {}, message: null, delayMs, times });
     },
+    /** The next `times` matching requests get a 200's headers and the start of a body, then nothing more. */
+    stallBody({ path = null, method = null, times = 1 }) {
+      faults.push({ path, method, status: null, headers: {}, message: null, delayMs: 0, times, stallBody: true });
+    },
     /** GitHub's primary rate limit: 403 with x-ratelimit-remaining 0, resetting `resetInS` seconds from now. */
     rateLimit({ path = null, resetInS, times = 1 }) {
       state.fail({
@@ -311,6 +315,10 @@ export async function startFakeGitHub({ appId = "1001", installationId = "2002",
     const fault = takeFault(req, url);
     const answer = () => {
       if (res.destroyed) return;
+      if (fault?.stallBody) {
+        res.writeHead(200, { "content-type": "application/json; charset=utf-8", "content-length": "4096" });
+        return res.write('{"number":');
+      }
       if (fault && fault.status !== null) return error(res, fault.status, fault.message, fault.headers);
       route(req, res, url);
     };

@@ -352,6 +352,22 @@ describe("bounded calls", () => {
     expect(readsOf(`/repos/${REPO}/issues/62`)).toHaveLength(3);
   });
 
+  it("times out an answer whose body stalls, and retries it", async () => {
+    gh.state.addIssue(REPO, 66, { title: "Whole" });
+    const p = provider();
+    await p.getIssue(ref(66));
+    gh.requests.length = 0;
+    gh.state.stallBody({ path: `/repos/${REPO}/issues/66`, times: 1 });
+    expect((await p.getIssue(ref(66)))!.title).toBe("Whole");
+    expect(readsOf(`/repos/${REPO}/issues/66`)).toHaveLength(2);
+
+    gh.requests.length = 0;
+    gh.state.stallBody({ path: `/repos/${REPO}/issues/66`, times: 3 });
+    const err = await failure(p.getIssue(ref(66)));
+    expect(err.failure).toBe("timeout");
+    expect(readsOf(`/repos/${REPO}/issues/66`)).toHaveLength(3);
+  });
+
   it("waits out a short secondary rate limit as retry-after says, then succeeds", async () => {
     gh.state.addIssue(REPO, 63, { title: "After the wait" });
     const p = provider();

@@ -104,19 +104,26 @@ function sharedTokenCache(baseUrl: string, appId: string, privateKey: string, ma
   };
 }
 
-/** fetch with a time bound per request; a request that outlives it fails as GitHubTimeout (retried like a 5xx). */
+/**
+ * fetch with a time bound per request, body included: the answer is read whole within the bound,
+ * so a body that stalls fails as GitHubTimeout (retried like a 5xx) instead of reaching Octokit,
+ * which would take a broken body for an empty answer.
+ */
 function boundedFetch(fetchImpl: typeof fetch, timeoutMs: number): typeof fetch {
   return async (input, init) => {
     const timeout = AbortSignal.timeout(timeoutMs);
     const signal = init?.signal ? AbortSignal.any([init.signal, timeout]) : timeout;
     try {
-      return await fetchImpl(input, { ...init, signal });
+      const response = await fetchImpl(input, { ...init, signal });
+      const body = NULL_BODY_STATUSES.has(response.status) ? null : await response.arrayBuffer();
+      return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
     } catch (err) {
       if (timeout.aborted) throw new GitHubTimeout(timeoutMs);
       throw err;
     }
   };
 }
+const NULL_BODY_STATUSES = new Set([101, 204, 205, 304]);
 
 interface OctokitErrorShape {
   status?: number;
