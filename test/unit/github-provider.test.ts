@@ -84,6 +84,14 @@ describe("getIssue", () => {
     expect(await p.getIssue(ref(404))).toBeNull();
   });
 
+  it("fails clearly, never with made-up facts, when the answer is not an issue", async () => {
+    gh.state.addIssue(REPO, 4);
+    gh.state.fail({ path: `/repos/${REPO}/issues/4`, status: 200, message: "a proxy's answer" });
+    const err = await failure(provider().getIssue(ref(4)));
+    expect(err.failure).toBe("unavailable");
+    expect(err.message).toBe(`reading ${REPO}#4: GitHub's answer was not an issue`);
+  });
+
   it("fails clearly when the installation cannot read the repository", async () => {
     gh.state.addIssue("acme/private", 1);
     gh.state.fail({ path: "/repos/acme/private/issues/1", status: 403, message: "Resource not accessible by integration" });

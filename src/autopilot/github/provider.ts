@@ -66,6 +66,20 @@ function describe(ref: TicketRef): string {
   return `${ref.repository}#${ref.number}`;
 }
 
+/** GitHub's answer as the list it must be; anything else (a proxy's page, a truncated body) is a failure. */
+function asList<T>(data: unknown, what: string): T[] {
+  if (!Array.isArray(data)) throw new GitHubError("unavailable", `${what}: GitHub's answer was not a list`);
+  return data as T[];
+}
+
+function asIssue(data: unknown, what: string): GitHubIssue {
+  const issue = data as GitHubIssue | null;
+  if (typeof issue !== "object" || issue === null || typeof issue.number !== "number" || typeof issue.repository_url !== "string") {
+    throw new GitHubError("unavailable", `${what}: GitHub's answer was not an issue`);
+  }
+  return issue;
+}
+
 /** Runs one Octokit call, turning its failure into a GitHubError that names what was being read. */
 async function call<T>(what: string, fn: () => Promise<T>): Promise<T> {
   try {
@@ -77,17 +91,20 @@ async function call<T>(what: string, fn: () => Promise<T>): Promise<T> {
 
 /** The raw issue, or the status GitHub refused it with (403, 404, 410). */
 async function readIssue(client: GitHubClient, ref: TicketRef): Promise<GitHubIssue | { refused: number }> {
+  const what = `reading ${describe(ref)}`;
+  let data: unknown;
   try {
     const response = await client.request("GET /repos/{owner}/{repo}/issues/{issue_number}", {
       ...split(ref.repository),
       issue_number: ref.number,
     });
-    return response.data as unknown as GitHubIssue;
+    data = response.data;
   } catch (err) {
-    const failure = toGitHubError(err, `reading ${describe(ref)}`);
+    const failure = toGitHubError(err, what);
     if ((failure.failure === "forbidden" || failure.status === 410) && failure.status !== null) return { refused: failure.status };
     throw failure;
   }
+  return asIssue(data, what);
 }
 
 /** The issue now; null when it does not exist (or was deleted) or is a pull request. */
@@ -119,7 +136,7 @@ async function listBlockers(client: GitHubClient, config: Config, ref: TicketRef
         page,
       }),
     );
-    listed.push(...(response.data as unknown as GitHubIssue[]));
+    listed.push(...asList<unknown>(response.data, `listing the blockers of ${describe(ref)}`).map((item) => asIssue(item, `a blocker of ${describe(ref)}`)));
     if (!linkPages(response.headers.link).next) break;
   }
   const blockers: Blocker[] = [];
@@ -156,7 +173,7 @@ async function lastReadyTransition(client: GitHubClient, config: Config, ref: Ti
   const first = await readPage(1);
   const lastPage = linkPages(first.headers.link).last ?? 1;
   for (let page = lastPage, read = 0; page >= 1 && read < config.githubPagesMax; page--, read++) {
-    const events = (page === 1 ? first.data : (await readPage(page)).data) as unknown as GitHubIssueEvent[];
+    const events = asList<GitHubIssueEvent>(page === 1 ? first.data : (await readPage(page)).data, what);
     const latest = [...events].reverse().find((event) => isLabeled(event, label));
     if (latest) return readyTransition(latest);
   }
@@ -191,7 +208,9 @@ async function listReadyIssues(
       page,
     }),
   );
-  const items = response.data as unknown as GitHubIssue[];
+  const items = asList<unknown>(response.data, `listing the open issues labeled ${label} in ${repository}`).map((item) =>
+    asIssue(item, `an issue labeled ${label} in ${repository}`),
+  );
   const issues = items
     .filter((item) => !isPullRequest(item))
     .map((item) => issueFacts(item, { provider: "github", repository, number: item.number }));
