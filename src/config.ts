@@ -112,6 +112,8 @@ export interface Config {
   alarmBackstopAgeMs: number;
   /** The most run objects the cron backstop asks per tick. */
   alarmBackstopBatch: number;
+  /** Autopilot: the largest queue capacity (admitted waiting runs) a project may configure. */
+  autopilotQueueCapacityMax: number;
 }
 
 export const DEFAULTS: Config = {
@@ -176,6 +178,7 @@ export const DEFAULTS: Config = {
   alarmRetryMs: 5_000,
   alarmBackstopAgeMs: 300_000,
   alarmBackstopBatch: 50,
+  autopilotQueueCapacityMax: 100,
 };
 
 // The schemas' hard ceilings (src/protocol/bounds.ts) are configurable bounds of this Config.
@@ -242,6 +245,7 @@ const VAR_NAMES: Record<keyof Config, string> = {
   alarmRetryMs: "ALARM_RETRY_MS",
   alarmBackstopAgeMs: "ALARM_BACKSTOP_AGE_MS",
   alarmBackstopBatch: "ALARM_BACKSTOP_BATCH",
+  autopilotQueueCapacityMax: "AUTOPILOT_QUEUE_CAPACITY_MAX",
 };
 
 /** Reads the config from Worker vars; a malformed value is a deployment error and throws at once. */
