@@ -29,12 +29,20 @@ const TAG = "Autopilot";
 
 const origin = (url: string) => new URL(url).origin;
 
+/** D1's refusal of a duplicate key, which drizzle wraps in its own error (the original is its cause). */
+function isUniqueViolation(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    if (String((e as Error).message ?? e).includes("UNIQUE constraint failed")) return true;
+  }
+  return false;
+}
+
 /** A second project on a repository the organization already watches would admit its issues twice. */
 async function writeOnce(write: () => Promise<unknown>, repository: string): Promise<void> {
   try {
     await write();
   } catch (err) {
-    if (!String(err).includes("UNIQUE constraint failed")) throw err;
+    if (!isUniqueViolation(err)) throw err;
     throw new DocketError("autopilot_project_exists", `an autopilot project of this organization already watches ${repository}`, {
       field: "repository",
       repository,
