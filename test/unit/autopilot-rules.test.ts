@@ -4,6 +4,7 @@
 // a case needs a field GitHub would send differently.
 
 import examples from "@octokit/webhooks-examples";
+import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { parseAgentBrief } from "../../src/autopilot/brief";
 import { checkEligibility, type EligibilityPolicy } from "../../src/autopilot/eligibility";
@@ -124,6 +125,15 @@ describe("the Agent Brief", () => {
     expect(parseAgentBrief("## Agent Brief\ngoal: a\n## Agent Brief\ngoal: b\n", "Agent Brief")).toEqual({
       ok: false,
       errors: ['the issue has 2 "## Agent Brief" sections; keep one'],
+    });
+  });
+
+  it("reads the example docs/autopilot.md gives", () => {
+    const doc = readFileSync(new URL("../../docs/autopilot.md", import.meta.url), "utf8");
+    const example = /```markdown\n([\s\S]*?)\n```/.exec(doc)![1];
+    expect(parseAgentBrief(`Some context.\n\n${example}`, "Agent Brief")).toMatchObject({
+      ok: true,
+      brief: { goal: expect.stringContaining("\n"), acceptance: [expect.any(String), expect.any(String)], scope: ["src/login/**", "test/login.test.ts"], model: "claude-sonnet-4" },
     });
   });
 
