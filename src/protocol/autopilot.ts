@@ -58,15 +58,27 @@ export const pemPrivateKey = z
 
 const LOOPBACK_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]"]);
 
+/** The URL, or null when it is not one (zod runs refinements even after the URL check failed). */
+function parsedUrl(text: string): URL | null {
+  try {
+    return new URL(text);
+  } catch {
+    return null;
+  }
+}
+
 /** GitHub's REST API root: https, or http on a loopback address only (a local stand-in). */
 export const githubApiUrl = z
   .url({ protocol: /^https?$/ })
   .max(500)
   .refine((u) => {
-    const url = new URL(u);
-    return url.protocol === "https:" || LOOPBACK_HOSTS.has(url.hostname);
+    const url = parsedUrl(u);
+    return !url || url.protocol === "https:" || LOOPBACK_HOSTS.has(url.hostname);
   }, "must be an https URL (http only on a loopback address)")
-  .refine((u) => !new URL(u).search && !new URL(u).hash, "must be a URL without a query or fragment");
+  .refine((u) => {
+    const url = parsedUrl(u);
+    return !url || (!url.search && !url.hash);
+  }, "must be a URL without a query or fragment");
 
 export const webhookSecret = z.string().min(WEBHOOK_SECRET_MIN_CHARS).max(WEBHOOK_SECRET_MAX_CHARS);
 

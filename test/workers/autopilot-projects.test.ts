@@ -185,6 +185,8 @@ describe("validation names the field", () => {
     ["a private key that is not PEM", { github: { app_id: "1", installation_id: "2", private_key: "hunter2" } }, "github.private_key"],
     ["a public key for a private key", { github: { app_id: "1", installation_id: "2", private_key: "-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n" } }, "github.private_key"],
     ["an http API URL off loopback", { github: { api_url: "http://github.example.com/api/v3", app_id: "1", installation_id: "2", private_key: PRIVATE_KEY } }, "github.api_url"],
+    ["an API URL that is not a URL", { github: { api_url: "not a url", app_id: "1", installation_id: "2", private_key: PRIVATE_KEY } }, "github.api_url"],
+    ["an API URL with a query", { github: { api_url: "https://ghe.example.com/api/v3?x=1", app_id: "1", installation_id: "2", private_key: PRIVATE_KEY } }, "github.api_url"],
     ["an unknown field", { colour: "blue" }, "body"],
   ];
   for (const [what, overrides, field] of cases) {
