@@ -162,6 +162,28 @@ describe("creating a project", () => {
   });
 });
 
+describe("the queue capacity bound", () => {
+  it("follows AUTOPILOT_QUEUE_CAPACITY_MAX, with max in the refusal", async () => {
+    const send = async (vars: Json, capacity: number) => {
+      const request = new Request("http://docket.test/v1/autopilot/projects", {
+        method: "POST",
+        headers: { Authorization: `Bearer ${admin}`, "Content-Type": "application/json" },
+        body: JSON.stringify(projectBody({ queue_capacity: capacity })),
+      });
+      const ctx = createExecutionContext();
+      const res = await worker.fetch(request, { ...env, ...vars }, ctx);
+      await waitOnExecutionContext(ctx);
+      return { status: res.status, body: (await res.json()) as Json };
+    };
+    const refused = await send({}, 300);
+    expect(refused.status).toBe(400);
+    expect(refused.body.error).toMatchObject({ code: "invalid_request", field: "queue_capacity", max: 100 });
+    const raised = await send({ AUTOPILOT_QUEUE_CAPACITY_MAX: "500" }, 300);
+    expect(raised.status).toBe(201);
+    expect(raised.body.queue_capacity).toBe(300);
+  });
+});
+
 describe("validation names the field", () => {
   const cases: [string, Json, string][] = [
     ["a repository that is not owner/name", { repository: "just-a-name" }, "repository"],
