@@ -131,6 +131,13 @@ describe("creating a project", () => {
     await expect(readProject(env, p.id)).rejects.toMatchObject({ code: "autopilot_not_configured" });
   });
 
+  it("cannot read the secrets under another AUTOPILOT_SECRET_KEY, and says which setting to look at", async () => {
+    const p = await createProject(admin);
+    const other = { ...env, AUTOPILOT_SECRET_KEY: "a-different-deployment-secret-0123456789" };
+    await expect(readProject(other, p.id)).rejects.toMatchObject({ code: "autopilot_not_configured", details: { setting: "AUTOPILOT_SECRET_KEY" } });
+    await expect(readProject({ ...env, AUTOPILOT_SECRET_KEY: undefined }, p.id)).rejects.toMatchObject({ code: "autopilot_not_configured" });
+  });
+
   it("refuses a second project on a repository the organization already watches, whatever its case", async () => {
     const p = await createProject(admin);
     const res = await call("POST", "/v1/autopilot/projects", { token: admin, body: { ...projectBody(), repository: p.repository.toUpperCase() } });
