@@ -31,7 +31,7 @@ export function actorFromGitHub(user: { login: string; type: string } | null | u
 
 /** Why this actor is not taken for a person, or null when nothing says it is automation. */
 function automationReason(policy: ReadinessPolicy, actor: ActorEvidence, role: string): string | null {
-  if (actor.type !== "User") return `${role} ${actor.login}, a ${actor.type} account, not a person`;
+  if (actor.type !== "User") return `${role} ${actor.login}, an account of type ${actor.type}, not a person`;
   if (/\[bot\]$/i.test(actor.login)) return `${role} ${actor.login}, a bot account, not a person`;
   if (policy.automationAccounts.some((a) => a.toLowerCase() === actor.login.toLowerCase())) {
     return `${role} ${actor.login}, one of the project's automation accounts`;

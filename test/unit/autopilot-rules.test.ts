@@ -236,7 +236,16 @@ describe("human readiness", () => {
     const bot = actorFromGitHub(botSender)!;
     expect(bot.type).toBe("Bot");
     const result = checkHumanReadiness(policyOf(), { sender: bot, transition: transitionBy(human) });
-    expect(result).toEqual({ ok: false, reason: `the change was sent by ${bot.login}, a Bot account, not a person; only a person's ready label admits an issue` });
+    expect(result).toEqual({ ok: false, reason: `the change was sent by ${bot.login}, an account of type Bot, not a person; only a person's ready label admits an issue` });
+  });
+
+  it("refuses an Organization sender", () => {
+    const org = actorFromGitHub(example("code_scanning_alert", "created", (e) => e.sender?.type === "Organization").sender)!;
+    expect(org.type).toBe("Organization");
+    expect(checkHumanReadiness(policyOf(), { sender: org, transition: transitionBy(human) })).toEqual({
+      ok: false,
+      reason: `the change was sent by ${org.login}, an account of type Organization, not a person; only a person's ready label admits an issue`,
+    });
   });
 
   it("refuses a [bot] login even when GitHub calls it a User", () => {
