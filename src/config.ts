@@ -124,6 +124,8 @@ export interface Config {
   githubPagesMax: number;
   /** GitHub: installation tokens kept for reuse across providers in one isolate (one per App installation); 0 keeps each provider's own. */
   githubTokenCacheMax: number;
+  /** Autopilot: the largest queue capacity (admitted waiting runs) a project may configure. */
+  autopilotQueueCapacityMax: number;
 }
 
 export const DEFAULTS: Config = {
@@ -195,6 +197,7 @@ export const DEFAULTS: Config = {
   githubPageSize: 100,
   githubPagesMax: 10,
   githubTokenCacheMax: 100,
+  autopilotQueueCapacityMax: 100,
 };
 
 // The schemas' hard ceilings (src/protocol/bounds.ts) are configurable bounds of this Config.
@@ -268,6 +271,7 @@ const VAR_NAMES: Record<keyof Config, string> = {
   githubPageSize: "GITHUB_PAGE_SIZE",
   githubPagesMax: "GITHUB_PAGES_MAX",
   githubTokenCacheMax: "GITHUB_TOKEN_CACHE_MAX",
+  autopilotQueueCapacityMax: "AUTOPILOT_QUEUE_CAPACITY_MAX",
 };
 
 /** Reads the config from Worker vars; a malformed value is a deployment error and throws at once. */

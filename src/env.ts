@@ -14,6 +14,8 @@ export interface Env {
   ASSETS?: Fetcher;
   /** The deployment's operator secret for POST /v1/orgs. */
   ADMIN_SECRET?: string;
+  /** The deployment secret autopilot projects' secrets are encrypted under (src/autopilot/secrets.ts). */
+  AUTOPILOT_SECRET_KEY?: string;
   [name: string]: unknown;
 }
 
