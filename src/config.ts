@@ -112,6 +112,15 @@ export interface Config {
   alarmBackstopAgeMs: number;
   /** The most run objects the cron backstop asks per tick. */
   alarmBackstopBatch: number;
+  /** Autopilot: how long a ticket remembers a webhook delivery id (a redelivery within it admits nothing new), and the most it keeps. */
+  autopilotDeliveryTtlMs: number;
+  autopilotDeliveriesMax: number;
+  /** Autopilot: admissions, refusals and lapses one ticket keeps in its history (oldest dropped first). */
+  autopilotHistoryMax: number;
+  /** Autopilot reconciliation: tickets examined per cron tick (or per operator request), across projects. */
+  autopilotReconcileBatch: number;
+  /** Autopilot reconciliation: projects one cron tick visits at most. */
+  autopilotReconcileProjectsMax: number;
 }
 
 export const DEFAULTS: Config = {
@@ -176,6 +185,11 @@ export const DEFAULTS: Config = {
   alarmRetryMs: 5_000,
   alarmBackstopAgeMs: 300_000,
   alarmBackstopBatch: 50,
+  autopilotDeliveryTtlMs: 604_800_000,
+  autopilotDeliveriesMax: 500,
+  autopilotHistoryMax: 100,
+  autopilotReconcileBatch: 50,
+  autopilotReconcileProjectsMax: 10,
 };
 
 // The schemas' hard ceilings (src/protocol/bounds.ts) are configurable bounds of this Config.
@@ -242,6 +256,11 @@ const VAR_NAMES: Record<keyof Config, string> = {
   alarmRetryMs: "ALARM_RETRY_MS",
   alarmBackstopAgeMs: "ALARM_BACKSTOP_AGE_MS",
   alarmBackstopBatch: "ALARM_BACKSTOP_BATCH",
+  autopilotDeliveryTtlMs: "AUTOPILOT_DELIVERY_TTL_MS",
+  autopilotDeliveriesMax: "AUTOPILOT_DELIVERIES_MAX",
+  autopilotHistoryMax: "AUTOPILOT_HISTORY_MAX",
+  autopilotReconcileBatch: "AUTOPILOT_RECONCILE_BATCH",
+  autopilotReconcileProjectsMax: "AUTOPILOT_RECONCILE_PROJECTS_MAX",
 };
 
 /** Reads the config from Worker vars; a malformed value is a deployment error and throws at once. */
