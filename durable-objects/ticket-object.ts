@@ -80,7 +80,7 @@ export interface TicketState {
   history: TicketHistoryEntry[];
 }
 
-interface TicketRow {
+type TicketRow = {
   ticket_key: string;
   project_id: string;
   org_id: string;
@@ -91,7 +91,7 @@ interface TicketRow {
   admitted_generation: string | null;
   run_id: string | null;
   updated_at_ms: number;
-}
+};
 
 /** Unfinished runs of a project still waiting for a runner: what queueCapacity bounds. */
 const WAITING_RUNS_SQL = `SELECT COUNT(*) AS n FROM autopilot_tickets t JOIN runs r ON r.id = t.run_id

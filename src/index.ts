@@ -11,9 +11,12 @@ import type { QueueMessage } from "./queue/messages";
 import { consumeEvents } from "./queue/consumer";
 import { pruneStorage } from "./retention";
 import { tickSweep } from "./sweep";
+import { AUTOPILOT_QUEUE, consumeAutopilot } from "./autopilot/queue";
+import { reconcileTick } from "./autopilot/reconcile";
 
 export { RunObject } from "../durable-objects/run-object";
 export { SchedulerObject } from "../durable-objects/scheduler-object";
+export { TicketObject } from "../durable-objects/ticket-object";
 
 /** One step of the cron tick: a failure is logged and left to the next tick, never stops the others. */
 async function step(name: string, work: () => Promise<unknown>): Promise<void> {
@@ -27,7 +30,9 @@ async function step(name: string, work: () => Promise<unknown>): Promise<void> {
 export default {
   fetch: app.fetch,
   async queue(batch: MessageBatch<QueueMessage>, env: Env): Promise<void> {
-    await consumeEvents(batch, env);
+    // One handler for every queue: autopilot deliveries by their queue's name, the outbox otherwise.
+    if (batch.queue === AUTOPILOT_QUEUE) await consumeAutopilot(batch, env);
+    else await consumeEvents(batch, env);
   },
   async scheduled(controller: ScheduledController, env: Env): Promise<void> {
     const config = loadConfig(env);
@@ -35,6 +40,9 @@ export default {
     // Without a watermark (D1 down), the backstop grants every run its window from now.
     let graceFromMs = now;
     await step("sweep", async () => ({ recoveredAtMs: graceFromMs } = await tickSweep(env.DB, config, now)));
+    // Autopilot admission's guarantee: each project's ready issues are walked again, a bounded step
+    // per tick; the first tick after an outage (the sweep recorded a recovery now) restarts every pass.
+    await step("autopilot_reconcile", () => reconcileTick(env, config, graceFromMs === now));
     // Runs whose alarm or queue row a crash lost are found and re-armed here (docs/runbook.md).
     await step("alarm_backstop", () => checkRunAlarms(env, config, now, graceFromMs));
     // Build jobs whose dispatch was never confirmed are retried, and jobs whose run ended without
