@@ -152,7 +152,14 @@ export class TicketObject extends DurableObject<Env> {
     if (obs.deliveryId !== null && this.seen(obs.deliveryId, now)) {
       return { outcome: "duplicate_delivery", runId: this.load()?.run_id ?? null, reasons: [] };
     }
-    const row = this.load() ?? this.fresh(obs, now);
+    const stored = this.load();
+    if (stored && stored.project_id !== obs.project.id) {
+      // Two projects watch the same repository: the ticket's one unfinished run stays with the project that has it.
+      if (stored.run_id && (await this.unfinishedRun(stored, obs, now))) {
+        return { outcome: "refused", runId: null, reasons: ["another autopilot project holds this issue's unfinished run"] };
+      }
+    }
+    const row = stored && stored.project_id === obs.project.id ? stored : { ...this.fresh(obs, now), admitted_generation: stored?.admitted_generation ?? null };
     const generation = obs.transition?.eventId ?? row.generation;
     const unfinished = row.run_id ? await this.unfinishedRun(row, obs, now) : null;
     if (unfinished) {

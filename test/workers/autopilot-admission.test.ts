@@ -1,0 +1,330 @@
+// Autopilot admission (../shared/spec/run-lifecycle.md, "Admission", "Human readiness
+// authorization"): a GitHub issue becomes at most one run, and only on a human's word.
+//
+// Payloads are the real ones of @octokit/webhooks-examples (a bot's issues.labeled is a real
+// payload with its sender changed, signed again with the same secret). Inside the Workers pool
+// GitHub is not reachable, so the tracker provider is an in-memory TrackerProvider built from the
+// same example payloads, and the project store and the eligibility/readiness rules are minimal
+// in-memory stand-ins (test/workers/autopilot-fakes.ts), installed where the Worker's doors look
+// for them (src/autopilot/deps.ts). What is under test here is admission: the webhook door, the
+// queue consumer, reconciliation, the TicketObject and the pre-claim withdrawal.
+
+import { env } from "cloudflare:workers";
+import { beforeAll, describe, expect, it } from "vitest";
+import { handleDelivery, type AutopilotMessage } from "../../src/autopilot/queue";
+import { reconcileProject } from "../../src/autopilot/reconcile";
+import { signatureValid } from "../../src/autopilot/webhook";
+import { loadConfig } from "../../src/config";
+import { call, claim, createOrg, registerRunner, sleep } from "./helpers";
+import { example, fakeProject, installFakeAutopilot, sign, type FakeProject, type FakeTracker } from "./autopilot-fakes";
+
+const SECRET = "It's a Secret to Everybody";
+const config = loadConfig(env as unknown as Record<string, unknown>);
+const fake = installFakeAutopilot();
+
+let org: { orgId: string; admin: string };
+let project: FakeProject;
+let tracker: FakeTracker;
+let nextNumber = 100;
+
+beforeAll(async () => {
+  org = await createOrg("autopilot");
+  project = fakeProject(org.orgId);
+  tracker = fake.add(project);
+});
+
+/** A real issues.labeled payload about a fresh issue number (each test its own ticket). */
+function labeledPayload(number = nextNumber++) {
+  const payload = example("issues", "labeled");
+  payload.issue.number = number;
+  return payload;
+}
+
+async function postWebhook(projectId: string, event: string, body: string, headers: Record<string, string> = {}) {
+  return call("POST", `/v1/autopilot/projects/${projectId}/webhook`, {
+    rawBody: body,
+    headers: { "X-GitHub-Event": event, "X-GitHub-Delivery": crypto.randomUUID(), "X-Hub-Signature-256": await sign(SECRET, body), ...headers },
+  });
+}
+
+function delivery(payload: Record<string, any>, deliveryId = crypto.randomUUID(), event = "issues"): AutopilotMessage {
+  const labeled = event === "issues" && payload.action === "labeled" && payload.label?.name === project.readyLabel;
+  return {
+    kind: "autopilot.delivery",
+    project_id: project.id,
+    number: payload.issue.number,
+    delivery_id: deliveryId,
+    event,
+    action: payload.action,
+    sender: labeled ? { login: payload.sender.login, type: payload.sender.type, viaApp: null } : null,
+  };
+}
+
+async function tickets(status?: string) {
+  const res = await call("GET", `/v1/autopilot/projects/${project.id}/tickets${status ? `?status=${status}` : ""}`, { token: org.admin });
+  expect(res.status).toBe(200);
+  return res.body.tickets as Record<string, any>[];
+}
+
+async function ticketOf(number: number) {
+  return (await tickets()).find((t) => t.number === number);
+}
+
+/** Runs of this organization created for ticket `number` (their metadata names it). */
+async function runsOf(number: number) {
+  const list = await call("GET", "/v1/runs?limit=200", { token: org.admin });
+  const found = [];
+  for (const row of list.body.runs) {
+    const run = await call("GET", `/v1/runs/${row.id}`, { token: org.admin });
+    if (run.body.metadata?.autopilot_ticket === `github:${project.repository}#${number}`) found.push(run.body);
+  }
+  return found;
+}
+
+describe("signature verification", () => {
+  it("verifies GitHub's documented test vector", async () => {
+    expect(await signatureValid(SECRET, "Hello, World!", "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17")).toBe(true);
+    expect(await signatureValid(SECRET, "Hello, World?", "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17")).toBe(false);
+  });
+
+  it("accepts the test vector at the webhook (an event admission does not subscribe to is acknowledged, ignored)", async () => {
+    const res = await call("POST", `/v1/autopilot/projects/${project.id}/webhook`, {
+      rawBody: "Hello, World!",
+      headers: { "X-GitHub-Event": "ping", "X-GitHub-Delivery": "d-vector", "X-Hub-Signature-256": "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17" },
+    });
+    expect(res.status).toBe(202);
+    expect(res.body).toMatchObject({ delivery_id: "d-vector", event: "ping", queued: false });
+  });
+
+  it("answers 401 to a tampered body, a missing and a malformed signature, never 500", async () => {
+    const body = JSON.stringify(labeledPayload());
+    const signature = await sign(SECRET, body);
+    const tampered = await postWebhook(project.id, "issues", body.replace("Codertocat", "Codertocaz"), { "X-Hub-Signature-256": signature });
+    expect(tampered.status).toBe(401);
+    expect(tampered.body.error.code).toBe("unauthorized");
+    const missing = await call("POST", `/v1/autopilot/projects/${project.id}/webhook`, { rawBody: body, headers: { "X-GitHub-Event": "issues", "X-GitHub-Delivery": "d-missing" } });
+    expect(missing.status).toBe(401);
+    for (const malformed of ["sha256=zz", "garbage", "sha1=757107ea0eb2509fc211221cce984b8a37570b6d", "sha256="]) {
+      const res = await postWebhook(project.id, "issues", body, { "X-Hub-Signature-256": malformed });
+      expect(res.status, malformed).toBe(401);
+      expect(res.body.error.code).toBe("unauthorized");
+    }
+  });
+
+  it("answers 404 for an unknown project, whatever the signature", async () => {
+    const body = JSON.stringify(labeledPayload());
+    const res = await postWebhook("apj_000000000000000000000000", "issues", body);
+    expect(res.status).toBe(404);
+    expect(res.body.error.code).toBe("not_found");
+  });
+});
+
+describe("admission through the webhook", () => {
+  it("a user's issues.labeled admits one run, which appears queued with the issue as its brief", async () => {
+    const payload = labeledPayload();
+    tracker.fromPayload(payload);
+    const res = await postWebhook(project.id, "issues", JSON.stringify(payload));
+    expect(res.status).toBe(202);
+    expect(res.body.queued).toBe(true);
+    // The queue's consumer admits it: watch the ticket and the run appear.
+    let ticket;
+    for (let i = 0; i < 100 && ticket?.status !== "admitted"; i++) {
+      await sleep(50);
+      ticket = await ticketOf(payload.issue.number);
+    }
+    expect(ticket).toMatchObject({ status: "admitted", reasons: [] });
+    const run = await call("GET", `/v1/runs/${ticket!.run_id}`, { token: org.admin });
+    expect(run.body.state).toBe("queued");
+    expect(run.body.brief).toContain(payload.issue.title);
+    expect(run.body.metadata).toMatchObject({ autopilot_project: project.id, autopilot_ticket: `github:Codertocat/Hello-World#${payload.issue.number}` });
+    expect(await runsOf(payload.issue.number)).toHaveLength(1);
+  });
+
+  it("a bot's issues.labeled admits none, and the refusal says why", async () => {
+    const payload = labeledPayload();
+    payload.sender = { ...payload.sender, login: "docket-helper[bot]", type: "Bot" };
+    const issue = tracker.fromPayload(payload);
+    expect(issue.transition?.actor?.type).toBe("Bot");
+    const answer = await handleDelivery(env, config, fake.deps, delivery(payload));
+    expect(answer).toMatchObject({ outcome: "refused", runId: null });
+    expect(answer!.reasons.join(" ")).toContain("docket-helper[bot]");
+    const ticket = await ticketOf(payload.issue.number);
+    expect(ticket).toMatchObject({ status: "refused", run_id: null });
+    expect(ticket!.reasons[0]).toContain("automation account");
+    expect(await runsOf(payload.issue.number)).toHaveLength(0);
+  });
+
+  it("the bot's payload, signed again with the same secret, is accepted by the webhook and still admits none", async () => {
+    const payload = labeledPayload();
+    payload.sender = { ...payload.sender, login: "docket-helper[bot]", type: "Bot" };
+    tracker.fromPayload(payload);
+    const res = await postWebhook(project.id, "issues", JSON.stringify(payload));
+    expect(res.status).toBe(202);
+    let ticket;
+    for (let i = 0; i < 100 && !ticket; i++) {
+      await sleep(50);
+      ticket = await ticketOf(payload.issue.number);
+    }
+    expect(ticket?.status).toBe("refused");
+    expect(await runsOf(payload.issue.number)).toHaveLength(0);
+  });
+
+  it("the same delivery twice admits once", async () => {
+    const payload = labeledPayload();
+    tracker.fromPayload(payload);
+    const message = delivery(payload, "delivery-same");
+    const first = await handleDelivery(env, config, fake.deps, message);
+    const second = await handleDelivery(env, config, fake.deps, message);
+    expect(first?.outcome).toBe("admitted");
+    expect(second).toMatchObject({ outcome: "duplicate_delivery", runId: first!.runId });
+    expect(await runsOf(payload.issue.number)).toHaveLength(1);
+  });
+
+  it("a duplicate webhook racing a reconciliation admits one run", async () => {
+    const payload = labeledPayload();
+    tracker.fromPayload(payload);
+    const [a, b, summary] = await Promise.all([
+      handleDelivery(env, config, fake.deps, delivery(payload, "race-1")),
+      handleDelivery(env, config, fake.deps, delivery(payload, "race-2")),
+      reconcileProject(env, config, fake.deps, project, 50, "reconcile"),
+    ]);
+    const mine = summary.results.find((r) => r.ticket.endsWith(`#${payload.issue.number}`));
+    const outcomes = [a!.outcome, b!.outcome, mine!.outcome];
+    expect(outcomes.filter((o) => o === "admitted")).toHaveLength(1);
+    expect(outcomes.filter((o) => o === "already_admitted")).toHaveLength(2);
+    expect(await runsOf(payload.issue.number)).toHaveLength(1);
+  });
+});
+
+describe("what creates nothing", () => {
+  it("an unrelated comment on a completed issue creates nothing", async () => {
+    const labeled = labeledPayload();
+    const issue = tracker.fromPayload(labeled);
+    const admitted = await handleDelivery(env, config, fake.deps, delivery(labeled));
+    expect(admitted?.outcome).toBe("admitted");
+    // The run ends and the issue is closed as completed, still carrying the ready label.
+    const cancel = await call("POST", `/v1/runs/${admitted!.runId}/cancel`, { token: org.admin, body: {} });
+    expect(cancel.status).toBe(200);
+    issue.facts = { ...issue.facts, state: "closed", stateReason: "completed" };
+    const comment = example("issue_comment", "created");
+    comment.issue.number = labeled.issue.number;
+    comment.issue.state = "closed";
+    const answer = await handleDelivery(env, config, fake.deps, delivery(comment, crypto.randomUUID(), "issue_comment"));
+    expect(answer?.runId).toBeNull();
+    expect(["refused", "unchanged"]).toContain(answer?.outcome);
+    expect(await runsOf(labeled.issue.number)).toHaveLength(1);
+  });
+
+  it("a comment or an edit on a ready issue whose run has ended creates nothing: the generation already had its run", async () => {
+    const labeled = labeledPayload();
+    tracker.fromPayload(labeled);
+    const admitted = await handleDelivery(env, config, fake.deps, delivery(labeled));
+    await call("POST", `/v1/runs/${admitted!.runId}/cancel`, { token: org.admin, body: {} });
+    const comment = example("issue_comment", "created");
+    comment.issue.number = labeled.issue.number;
+    const edited = example("issues", "edited");
+    edited.issue.number = labeled.issue.number;
+    expect((await handleDelivery(env, config, fake.deps, delivery(comment, crypto.randomUUID(), "issue_comment")))?.outcome).toBe("unchanged");
+    expect((await handleDelivery(env, config, fake.deps, delivery(edited)))?.outcome).toBe("unchanged");
+    const ticket = await ticketOf(labeled.issue.number);
+    expect(ticket).toMatchObject({ status: "done", run_id: null });
+    expect(await runsOf(labeled.issue.number)).toHaveLength(1);
+    // A new human ready transition opens a new generation: one more run.
+    tracker.fromPayload(labeledPayload(labeled.issue.number));
+    expect((await handleDelivery(env, config, fake.deps, delivery(labeled)))?.outcome).toBe("admitted");
+    expect(await runsOf(labeled.issue.number)).toHaveLength(2);
+  });
+});
+
+describe("the pre-claim recheck", () => {
+  it("a newly blocked queued issue never starts: its run is withdrawn with the reason in its history, and no claim hands it out", async () => {
+    const labeled = labeledPayload();
+    const issue = tracker.fromPayload(labeled);
+    const admitted = await handleDelivery(env, config, fake.deps, delivery(labeled));
+    expect(admitted?.outcome).toBe("admitted");
+    // Someone adds a blocking issue that is still open; reconciliation (or its webhook) learns it.
+    const blocker = example("issues", "opened");
+    issue.blockers = [{ ref: { provider: "github", repository: project.repository, number: 9001 }, facts: { ...issue.facts, ref: { provider: "github", repository: project.repository, number: 9001 }, title: blocker.issue.title, state: "open", labels: [] }, unreadable: null }];
+    const summary = await reconcileProject(env, config, fake.deps, project, 50, "reconcile");
+    const mine = summary.results.find((r) => r.ticket.endsWith(`#${labeled.issue.number}`));
+    expect(mine).toMatchObject({ outcome: "lapsed", runId: admitted!.runId });
+    const run = await call("GET", `/v1/runs/${admitted!.runId}`, { token: org.admin });
+    expect(run.body.state).toBe("cancelled");
+    expect(run.body.stop_request.reason).toContain("blocked by #9001");
+    const events = await call("GET", `/v1/runs/${admitted!.runId}/events`, { token: org.admin });
+    expect(JSON.stringify(events.body.events)).toContain("eligibility lapsed: blocked by #9001");
+    // A runner asking for work gets nothing of this ticket.
+    const runner = await registerRunner(org.admin);
+    for (;;) {
+      const res = await claim(runner.token);
+      if (res.status === 204) break;
+      expect(res.body.run_id).not.toBe(admitted!.runId);
+    }
+    const ticket = await ticketOf(labeled.issue.number);
+    expect(ticket).toMatchObject({ status: "lapsed", run_id: null });
+    expect(ticket!.reasons[0]).toContain("blocked by #9001");
+  });
+
+  it("a run already handed out is not withdrawn: the ticket keeps its claim on it", async () => {
+    const labeled = labeledPayload();
+    const issue = tracker.fromPayload(labeled);
+    const admitted = await handleDelivery(env, config, fake.deps, delivery(labeled));
+    const runner = await registerRunner(org.admin, { name: "holder" });
+    let granted = false;
+    for (let i = 0; i < 200 && !granted; i++) {
+      const res = await claim(runner.token);
+      if (res.status === 204) break;
+      granted = res.body.run_id === admitted!.runId;
+    }
+    expect(granted).toBe(true);
+    issue.facts = { ...issue.facts, labels: [] };
+    const unlabeled = example("issues", "unlabeled");
+    unlabeled.issue.number = labeled.issue.number;
+    const answer = await handleDelivery(env, config, fake.deps, delivery(unlabeled));
+    expect(answer).toMatchObject({ outcome: "already_admitted", runId: admitted!.runId });
+    const run = await call("GET", `/v1/runs/${admitted!.runId}`, { token: org.admin });
+    expect(run.body.state).toBe("claimed");
+  });
+});
+
+describe("capacity", () => {
+  it("overflow beyond the queue capacity is a visible capacity wait, and reconciliation reconsiders it", async () => {
+    const small = fakeProject(org.orgId, { queueCapacity: 1, repository: "Codertocat/Small" });
+    const smallTracker = fake.add(small);
+    const first = labeledPayload(1);
+    first.repository.full_name = "Codertocat/Small";
+    const second = labeledPayload(2);
+    second.repository.full_name = "Codertocat/Small";
+    smallTracker.fromPayload(first);
+    smallTracker.fromPayload(second);
+    const step = await reconcileProject(env, config, fake.deps, small, 50, "operator");
+    // The ready issues first, then the tickets holding a run (#1 again: nothing new).
+    expect(step.results.map((r) => [r.ticket, r.outcome])).toEqual([
+      ["github:Codertocat/Small#1", "admitted"],
+      ["github:Codertocat/Small#2", "capacity_wait"],
+      ["github:Codertocat/Small#1", "already_admitted"],
+    ]);
+    expect(step.results[1].reasons[0]).toContain("queue capacity 1");
+    const listed = await call("GET", `/v1/autopilot/projects/${small.id}/tickets?status=capacity_wait`, { token: org.admin });
+    expect(listed.body.tickets).toHaveLength(1);
+    expect(listed.body.tickets[0]).toMatchObject({ number: 2, status: "capacity_wait", run_id: null });
+    // The first run ends: the next pass admits the waiting issue.
+    await call("POST", `/v1/runs/${step.results[0].runId}/cancel`, { token: org.admin, body: {} });
+    const again = await call("POST", `/v1/autopilot/projects/${small.id}/reconcile`, { token: org.admin });
+    expect(again.status).toBe(200);
+    expect(again.body.door).toBe("operator");
+    expect(again.body.results.find((r: Record<string, any>) => r.ticket.endsWith("#2"))).toMatchObject({ outcome: "admitted" });
+    fake.remove(small.id);
+  });
+});
+
+describe("operator routes", () => {
+  it("reconcile needs an admin, and another organization's project is not found", async () => {
+    const other = await createOrg("elsewhere");
+    expect((await call("POST", `/v1/autopilot/projects/${project.id}/reconcile`, { token: other.admin })).status).toBe(404);
+    expect((await call("GET", `/v1/autopilot/projects/${project.id}/tickets`, { token: other.admin })).status).toBe(404);
+    const member = await call("POST", "/v1/tokens", { token: org.admin, body: { kind: "member", role: "member" } });
+    const res = await call("POST", `/v1/autopilot/projects/${project.id}/reconcile`, { token: member.body.token });
+    expect(res.status).toBe(403);
+  });
+});
