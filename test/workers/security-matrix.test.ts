@@ -12,6 +12,7 @@ import { send } from "./direct";
 import { ADMIN_SECRET, ageRun, call, CLI_VERSION, createOrg, registerRunner, runBody } from "./helpers";
 import { muteTransitionLogs } from "./quiet";
 import { orgState } from "./read-back";
+import { fakeProject, installFakeAutopilot } from "./autopilot-fakes";
 
 
 /** The victim organization A and the caller organization B, with every kind of credential. */
@@ -35,6 +36,7 @@ const A = {} as {
   requestId: string;
   jobId: string;
   jobRun: string;
+  autopilotProjectId: string;
 };
 const B = {} as { orgId: string; admin: string; registration: string; machine: { machineId: string; token: string }; run: string; attemptToken: string };
 
@@ -71,6 +73,10 @@ beforeAll(async () => {
   expect(job.status).toBe(201);
   A.jobId = job.body.id;
   A.jobRun = job.body.run_id;
+  // An autopilot project (an in-memory project store and tracker: test/workers/autopilot-fakes.ts).
+  const autopilot = fakeProject(A.orgId);
+  installFakeAutopilot().add(autopilot);
+  A.autopilotProjectId = autopilot.id;
 
   const b = await createOrg("caller");
   B.orgId = b.orgId;
@@ -326,6 +332,16 @@ const endpoints: Endpoint[] = [
   { method: "GET", route: "/v1/build-jobs/:id/artifact", path: () => `/v1/build-jobs/${A.jobId}/artifact`, cases: () => memberOfA("member") },
   { method: "POST", route: "/v1/build-jobs/:id/reconcile", path: () => `/v1/build-jobs/${A.jobId}/reconcile`, body: () => ({ action: "release" }), cases: () => memberOfA("admin") },
   { method: "POST", route: "/v1/build-jobs/:id/resolve", path: () => `/v1/build-jobs/${A.jobId}/resolve`, body: () => ({ cost_cents: 0, note: "intruder" }), cases: () => memberOfA("admin") },
+  {
+    // Public: only a valid X-Hub-Signature-256 authenticates it, never a bearer token.
+    method: "POST",
+    route: "/v1/autopilot/projects/:id/webhook",
+    path: () => `/v1/autopilot/projects/${A.autopilotProjectId}/webhook`,
+    body: () => ({ action: "labeled" }),
+    cases: () => [[none, unauthorized], ...malformed.map((c): [Credential, Expect] => [c, unauthorized]), [bearer("an admin member token", () => A.admin), unauthorized], [bearer("another organization's admin token", () => B.admin), unauthorized]],
+  },
+  { method: "POST", route: "/v1/autopilot/projects/:id/reconcile", path: () => `/v1/autopilot/projects/${A.autopilotProjectId}/reconcile`, cases: () => memberOfA("admin") },
+  { method: "GET", route: "/v1/autopilot/projects/:id/tickets", path: () => `/v1/autopilot/projects/${A.autopilotProjectId}/tickets`, cases: () => memberOfA("member") },
   {
     method: "POST",
     route: "/v1/build-callbacks/:token",
