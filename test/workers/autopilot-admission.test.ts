@@ -9,11 +9,13 @@
 // for them (src/autopilot/deps.ts). What is under test here is admission: the webhook door, the
 // queue consumer, reconciliation, the TicketObject and the pre-claim withdrawal.
 
+import { createExecutionContext, createMessageBatch, getQueueResult, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
+import worker from "../../src/index";
 import { beforeAll, describe, expect, it } from "vitest";
-import { handleDelivery, type AutopilotMessage } from "../../src/autopilot/queue";
+import { AUTOPILOT_QUEUE, handleDelivery, type AutopilotMessage } from "../../src/autopilot/queue";
 import { reconcileProject } from "../../src/autopilot/reconcile";
-import { signatureValid } from "../../src/autopilot/webhook";
+import { signatureValid, ticketOfDelivery } from "../../src/autopilot/webhook";
 import { loadConfig } from "../../src/config";
 import { call, claim, createOrg, registerRunner, sleep } from "./helpers";
 import { example, fakeProject, installFakeAutopilot, sign, type FakeProject, type FakeTracker } from "./autopilot-fakes";
@@ -326,5 +328,68 @@ describe("operator routes", () => {
     const member = await call("POST", "/v1/tokens", { token: org.admin, body: { kind: "member", role: "member" } });
     const res = await call("POST", `/v1/autopilot/projects/${project.id}/reconcile`, { token: member.body.token });
     expect(res.status).toBe(403);
+  });
+});
+
+describe("the AUTOPILOT queue's consumer", () => {
+  it("acknowledges a delivery it decided, retries one whose tracker failed, and acknowledges one whose project is gone", async () => {
+    const payload = labeledPayload();
+    tracker.fromPayload(payload);
+    const broken = fakeProject(org.orgId, { repository: "Codertocat/Broken" });
+    const brokenTracker = fake.add(broken);
+    brokenTracker.getIssue = async () => {
+      throw new Error("GitHub answered 502");
+    };
+    const messages: AutopilotMessage[] = [
+      delivery(payload, "queue-ok"),
+      { ...delivery(payload, "queue-broken"), project_id: broken.id },
+      { ...delivery(payload, "queue-gone"), project_id: "apj_111111111111111111111111" },
+    ];
+    const batch = createMessageBatch(AUTOPILOT_QUEUE, messages.map((body, i) => ({ id: `ap-${i}`, timestamp: new Date(), attempts: 1, body })));
+    const ctx = createExecutionContext();
+    await worker.queue(batch as MessageBatch<never>, env);
+    const result = await getQueueResult(batch, ctx);
+    expect(result.explicitAcks.sort()).toEqual(["ap-0", "ap-2"]);
+    expect(result.retryMessages.map((m: { msgId: string }) => m.msgId)).toEqual(["ap-1"]);
+    expect((await ticketOf(payload.issue.number))?.status).toBe("admitted");
+    fake.remove(broken.id);
+  });
+});
+
+describe("the ticket's memory of deliveries and history", () => {
+  it("forgets a delivery id after AUTOPILOT_DELIVERY_TTL_MS and keeps at most AUTOPILOT_DELIVERIES_MAX", async () => {
+    const payload = labeledPayload();
+    payload.sender = { ...payload.sender, login: "ci[bot]", type: "Bot" };
+    tracker.fromPayload(payload);
+    const key = `github:${project.repository}#${payload.issue.number}`;
+    const stub = env.TICKET.get(env.TICKET.idFromName(key));
+    expect((await handleDelivery(env, config, fake.deps, delivery(payload, "old-delivery")))?.outcome).toBe("refused");
+    expect((await handleDelivery(env, config, fake.deps, delivery(payload, "old-delivery")))?.outcome).toBe("duplicate_delivery");
+    await runInDurableObject(stub, (_o, state) => {
+      state.storage.sql.exec("UPDATE deliveries SET seen_at_ms = seen_at_ms - ?", config.autopilotDeliveryTtlMs + 1);
+      for (let i = 0; i < config.autopilotDeliveriesMax + 20; i++) state.storage.sql.exec("INSERT INTO deliveries (delivery_id, seen_at_ms) VALUES (?, ?)", `filler-${i}`, Date.now());
+    });
+    // Expired: a redelivery of it is examined again (and still refused, with no second history entry).
+    expect((await handleDelivery(env, config, fake.deps, delivery(payload, "old-delivery")))?.outcome).toBe("refused");
+    const kept = await runInDurableObject(stub, (_o, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM deliveries").one().n);
+    expect(kept).toBe(config.autopilotDeliveriesMax);
+    const read = await stub.read();
+    expect(read?.history.filter((h) => h.kind === "refused")).toHaveLength(1);
+  });
+});
+
+describe("which ticket a delivery names", () => {
+  it("the sender is readiness evidence only on the ready label's own labeled event", () => {
+    const labeled = example("issues", "labeled");
+    expect(ticketOfDelivery("issues", labeled, "bug")?.sender).toEqual({ login: "Codertocat", type: "User", viaApp: null });
+    expect(ticketOfDelivery("issues", labeled, "ready")?.sender).toBeNull();
+    expect(ticketOfDelivery("issue_comment", example("issue_comment", "created"), "bug")).toMatchObject({ number: 1, sender: null, repository: "Codertocat/Hello-World" });
+    expect(ticketOfDelivery("issues", { action: "labeled" }, "bug")).toBeNull();
+  });
+
+  it("an issue_dependencies delivery names the blocked issue (the package has no example: the shape of GitHub's documented payload)", () => {
+    const base = example("issues", "opened");
+    const payload = { action: "blocked_by_added", blocked_issue: { ...base.issue, number: 7 }, blocking_issue: { ...base.issue, number: 8 }, repository: base.repository, sender: base.sender };
+    expect(ticketOfDelivery("issue_dependencies", payload, "bug")).toMatchObject({ number: 7, sender: null });
   });
 });
