@@ -66,3 +66,25 @@ export const AutopilotTicket = z.object({
   updated_at_ms: epochMs,
 });
 export const TicketPage = page("tickets", AutopilotTicket);
+
+export const AdmissionTicketPath = AdmissionProjectPath.extend({ number: z.coerce.number().int().min(1).max(9_999_999_999) });
+
+/** One entry of a ticket's history: an admission, a refusal, a capacity wait, a lapse, or its run's end. */
+export const TicketHistoryEntry = z.object({
+  at_ms: epochMs,
+  kind: z.enum(["admitted", "refused", "capacity_wait", "lapsed", "run_ended"]),
+  door: z.enum(["webhook", "reconcile", "startup", "operator"]),
+  generation: z.string().nullable(),
+  run_id: runId.nullable(),
+  reasons: z.array(z.string()),
+  basis: z
+    .enum(["human", "trusted_actor_assumption"])
+    .nullable()
+    .describe("An admission's authorization: a person's ready transition, or the project's trusted_actor_assumption (no person confirmed)."),
+  actor: z.string().nullable().describe("The login whose ready transition an admission relied on."),
+});
+
+export const AutopilotTicketDetail = AutopilotTicket.extend({
+  admitted_generation: z.string().nullable().describe("The readiness generation that had its run; the same generation never admits another."),
+  history: z.array(TicketHistoryEntry).describe("Newest first, at most AUTOPILOT_HISTORY_MAX entries."),
+});

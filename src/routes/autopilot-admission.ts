@@ -9,10 +9,11 @@ import { requireAdmin, requireMember } from "../auth";
 import { DocketError } from "../errors";
 import { log } from "../lib/log";
 import { operation } from "../openapi/operation";
-import { AdmissionProjectPath, ListTicketsQuery, ReconcileResult, TicketPage, WebhookAccepted } from "../protocol/autopilot";
+import { AdmissionProjectPath, AdmissionTicketPath, AutopilotTicketDetail, ListTicketsQuery, ReconcileResult, TicketPage, WebhookAccepted } from "../protocol/autopilot";
 import { validate } from "../validate";
 import { pageSize } from "../lib/pagination";
-import { inProjectRepository } from "../autopilot/admission";
+import { inProjectRepository, ticketStub } from "../autopilot/admission";
+import { ticketKey } from "../autopilot/provider";
 import { admissionDeps, type AdmissionDeps } from "../autopilot/deps";
 import { reconcileProject } from "../autopilot/reconcile";
 import { signatureValid, ticketOfDelivery, WEBHOOK_EVENTS } from "../autopilot/webhook";
@@ -157,6 +158,38 @@ export const autopilotAdmissionRoutes = new Hono<AppEnv>()
           updated_at_ms: r.updated_at_ms,
         })),
         next_cursor: rows.results.length > limit && last ? `${last.updated_at_ms}.${last.ticket_key}` : null,
+      });
+    },
+  )
+  .get(
+    "/autopilot/projects/:id/tickets/:number",
+    operation({
+      id: "getAutopilotTicket",
+      summary: "Read one ticket of an autopilot project, with its history",
+      description: "The issue's admission state and its history: each admission (with the human or the assumption it relied on), refusal, capacity wait and lapse, with reasons.",
+      tag: "Autopilot",
+      auth: "member",
+      responses: { 200: { description: "The ticket.", schema: AutopilotTicketDetail } },
+      errors: ["not_found"],
+    }),
+    requireMember,
+    validate("param", AdmissionTicketPath),
+    async (c) => {
+      const { id, number } = c.req.valid("param");
+      const project = await ownProject(c.env, id, c.get("caller").orgId);
+      const key = ticketKey({ provider: project.provider, repository: project.repository, number });
+      const ticket = await ticketStub(c.env, key).read();
+      if (!ticket || ticket.project_id !== project.id) throw new DocketError("not_found", `admission has not seen issue #${number} of this project`);
+      return c.json({
+        ticket: ticket.ticket_key,
+        number,
+        status: ticket.status,
+        reasons: ticket.reasons,
+        generation: ticket.generation,
+        admitted_generation: ticket.admitted_generation,
+        run_id: ticket.run_id,
+        updated_at_ms: ticket.updated_at_ms,
+        history: ticket.history.map((h) => ({ ...h, basis: h.basis as "human" | null })),
       });
     },
   );

@@ -140,6 +140,15 @@ describe("admission through the webhook", () => {
     expect(run.body.brief).toContain(payload.issue.title);
     expect(run.body.metadata).toMatchObject({ autopilot_project: project.id, autopilot_ticket: `github:Codertocat/Hello-World#${payload.issue.number}` });
     expect(await runsOf(payload.issue.number)).toHaveLength(1);
+    // The ticket's history names the person whose ready transition admitted it.
+    const detail = await call("GET", `/v1/autopilot/projects/${project.id}/tickets/${payload.issue.number}`, { token: org.admin });
+    expect(detail.status).toBe(200);
+    expect(detail.body.history).toHaveLength(1);
+    expect(detail.body.history[0]).toMatchObject({ kind: "admitted", door: "webhook", basis: "human", actor: "Codertocat", run_id: ticket!.run_id });
+    expect(detail.body.admitted_generation).toBe(detail.body.generation);
+    const unseen = await call("GET", `/v1/autopilot/projects/${project.id}/tickets/99999`, { token: org.admin });
+    expect(unseen.status).toBe(404);
+    expect(unseen.body.error.code).toBe("not_found");
   });
 
   it("a bot's issues.labeled admits none, and the refusal says why", async () => {

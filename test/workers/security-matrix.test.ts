@@ -342,6 +342,7 @@ const endpoints: Endpoint[] = [
   },
   { method: "POST", route: "/v1/autopilot/projects/:id/reconcile", path: () => `/v1/autopilot/projects/${A.autopilotProjectId}/reconcile`, cases: () => memberOfA("admin") },
   { method: "GET", route: "/v1/autopilot/projects/:id/tickets", path: () => `/v1/autopilot/projects/${A.autopilotProjectId}/tickets`, cases: () => memberOfA("member") },
+  { method: "GET", route: "/v1/autopilot/projects/:id/tickets/:number", path: () => `/v1/autopilot/projects/${A.autopilotProjectId}/tickets/1`, cases: () => memberOfA("member") },
   {
     method: "POST",
     route: "/v1/build-callbacks/:token",
