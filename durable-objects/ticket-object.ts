@@ -89,6 +89,8 @@ type TicketRow = {
   reasons: string;
   generation: string | null;
   admitted_generation: string | null;
+  /** An admission begun (its run may exist) and not yet recorded: the next observation finishes it. */
+  pending_generation: string | null;
   run_id: string | null;
   updated_at_ms: number;
 };
@@ -155,11 +157,12 @@ export class TicketObject extends DurableObject<Env> {
     const stored = this.load();
     if (stored && stored.project_id !== obs.project.id) {
       // Two projects watch the same repository: the ticket's one unfinished run stays with the project that has it.
-      if (stored.run_id && (await this.unfinishedRun(stored, obs, now))) {
+      if (stored.pending_generation !== null || (stored.run_id && (await this.unfinishedRun(stored, obs, now)))) {
         return { outcome: "refused", runId: null, reasons: ["another autopilot project holds this issue's unfinished run"] };
       }
     }
-    const row = stored && stored.project_id === obs.project.id ? stored : { ...this.fresh(obs, now), admitted_generation: stored?.admitted_generation ?? null };
+    let row = stored && stored.project_id === obs.project.id ? stored : { ...this.fresh(obs, now), admitted_generation: stored?.admitted_generation ?? null };
+    if (row.pending_generation !== null) row = await this.finishAdmission(obs, row, now);
     const generation = obs.transition?.eventId ?? row.generation;
     const unfinished = row.run_id ? await this.unfinishedRun(row, obs, now) : null;
     if (unfinished) {
@@ -190,20 +193,45 @@ export class TicketObject extends DurableObject<Env> {
    * finished by the next observation: the same key names the same run, never a second one.
    */
   private async admit(obs: Observation, row: TicketRow, generation: string, readiness: Extract<ReadinessResult, { ok: true }>, now: number): Promise<ObservationAnswer> {
-    const key = `autopilot:${obs.ticketKey}:${generation}`;
-    let runId: string;
-    try {
-      runId = (await dispatchRun(this.env, obs.project.orgId, obs.dispatch, key)).run.id;
-    } catch (err) {
-      // The issue changed between a crashed admission and this one: the key's run is the ticket's.
-      if (!(err instanceof DocketError) || err.code !== "idempotency_conflict") throw err;
-      runId = String(err.details.run_id);
-    }
-    const next: TicketRow = { ...row, status: "admitted", reasons: "[]", generation, admitted_generation: generation, run_id: runId, updated_at_ms: now };
+    // Recorded first: a crash after the run's creation is finished by the next observation.
+    this.ctx.storage.transactionSync(() => this.store({ ...row, pending_generation: generation }));
+    const runId = await this.dispatchFor(obs, row.org_id, generation);
+    const next: TicketRow = { ...row, status: "admitted", reasons: "[]", generation, admitted_generation: generation, pending_generation: null, run_id: runId, updated_at_ms: now };
     this.write(obs, next, now, { kind: "admitted", run_id: runId, reasons: [], basis: readiness.basis, actor: readiness.actor });
     await this.project(next);
     log("autopilot.admitted", { ticket: obs.ticketKey, project: obs.project.id, run_id: runId, generation, door: obs.door, basis: readiness.basis, actor: readiness.actor, reason: "a human ready transition and an eligible issue" });
     return { outcome: "admitted", runId, reasons: [] };
+  }
+
+  /** The run of a generation, created or found again under the key derived from the ticket and the generation. */
+  private async dispatchFor(obs: Observation, orgId: string, generation: string): Promise<string> {
+    const key = `autopilot:${obs.ticketKey}:${generation}`;
+    try {
+      return (await dispatchRun(this.env, orgId, obs.dispatch, key)).run.id;
+    } catch (err) {
+      // The issue changed between a crashed admission and this one: the key's run is the ticket's.
+      if (!(err instanceof DocketError) || err.code !== "idempotency_conflict") throw err;
+      return String(err.details.run_id);
+    }
+  }
+
+  /**
+   * An admission that crashed between creating its run and recording it: the same key finds that
+   * run (or creates it, when the crash came first), and the ticket records its claim on it. The
+   * observation then goes on as usual, so a run whose issue has lapsed meanwhile is withdrawn.
+   */
+  private async finishAdmission(obs: Observation, row: TicketRow, now: number): Promise<TicketRow> {
+    const generation = row.pending_generation!;
+    const runId = await this.dispatchFor(obs, row.org_id, generation);
+    const next: TicketRow = { ...row, status: "admitted", reasons: "[]", admitted_generation: generation, pending_generation: null, run_id: runId, updated_at_ms: now };
+    const reasons = ["an admission interrupted before the ticket recorded it, finished"];
+    this.ctx.storage.transactionSync(() => {
+      this.store(next);
+      this.remember({ at_ms: now, kind: "admitted", door: obs.door, generation, run_id: runId, reasons, basis: null, actor: null });
+    });
+    await this.project(next);
+    log("autopilot.admitted", { ticket: obs.ticketKey, project: row.project_id, run_id: runId, generation, door: obs.door, reason: reasons[0] });
+    return next;
   }
 
   /** The ticket no longer backs its queued run: the run is withdrawn (cancelled) before any claim. */
@@ -278,6 +306,7 @@ export class TicketObject extends DurableObject<Env> {
       reasons: "[]",
       generation: null,
       admitted_generation: null,
+      pending_generation: null,
       run_id: null,
       updated_at_ms: now,
     };
@@ -299,10 +328,11 @@ export class TicketObject extends DurableObject<Env> {
 
   private store(row: TicketRow): void {
     this.sql.exec(
-      `INSERT INTO ticket (id, ticket_key, project_id, org_id, number, status, reasons, generation, admitted_generation, run_id, updated_at_ms)
-       VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT (id) DO UPDATE SET status = excluded.status, reasons = excluded.reasons, generation = excluded.generation,
-         admitted_generation = excluded.admitted_generation, run_id = excluded.run_id, updated_at_ms = excluded.updated_at_ms`,
+      `INSERT INTO ticket (id, ticket_key, project_id, org_id, number, status, reasons, generation, admitted_generation, pending_generation, run_id, updated_at_ms)
+       VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (id) DO UPDATE SET project_id = excluded.project_id, org_id = excluded.org_id, status = excluded.status, reasons = excluded.reasons,
+         generation = excluded.generation, admitted_generation = excluded.admitted_generation, pending_generation = excluded.pending_generation,
+         run_id = excluded.run_id, updated_at_ms = excluded.updated_at_ms`,
       row.ticket_key,
       row.project_id,
       row.org_id,
@@ -311,6 +341,7 @@ export class TicketObject extends DurableObject<Env> {
       row.reasons,
       row.generation,
       row.admitted_generation,
+      row.pending_generation,
       row.run_id,
       row.updated_at_ms,
     );

@@ -15,6 +15,8 @@ import worker from "../../src/index";
 import { beforeAll, describe, expect, it } from "vitest";
 import { AUTOPILOT_QUEUE, handleDelivery, type AutopilotMessage } from "../../src/autopilot/queue";
 import { reconcileProject } from "../../src/autopilot/reconcile";
+import { runFor } from "../../src/autopilot/admission";
+import { dispatchRun } from "../../src/run/dispatch";
 import { signatureValid, ticketOfDelivery } from "../../src/autopilot/webhook";
 import { loadConfig } from "../../src/config";
 import { call, claim, createOrg, registerRunner, sleep } from "./helpers";
@@ -400,5 +402,46 @@ describe("which ticket a delivery names", () => {
     const base = example("issues", "opened");
     const payload = { action: "blocked_by_added", blocked_issue: { ...base.issue, number: 7 }, blocking_issue: { ...base.issue, number: 8 }, repository: base.repository, sender: base.sender };
     expect(ticketOfDelivery("issue_dependencies", payload, "bug")).toMatchObject({ number: 7, sender: null });
+  });
+});
+
+describe("an admission interrupted by a crash", () => {
+  /** The state a crash leaves between the run's creation and the ticket's record of it. */
+  async function crashAfterDispatch(payload: Record<string, any>) {
+    const issue = tracker.fromPayload(payload);
+    const key = `github:${project.repository}#${payload.issue.number}`;
+    const generation = issue.transition!.eventId;
+    const eligibility = fake.deps.rules.checkEligibility(project, issue.facts, [], { ok: true, brief: "" });
+    const { run } = await dispatchRun(env, org.orgId, runFor(project, issue.facts, eligibility, config), `autopilot:${key}:${generation}`);
+    const stub = env.TICKET.get(env.TICKET.idFromName(key));
+    await runInDurableObject(stub, (_o, state) => {
+      state.storage.sql.exec(
+        `INSERT INTO ticket (id, ticket_key, project_id, org_id, number, status, reasons, generation, admitted_generation, pending_generation, run_id, updated_at_ms)
+         VALUES (1, ?, ?, ?, ?, 'idle', '[]', NULL, NULL, ?, NULL, ?)`,
+        key, project.id, org.orgId, payload.issue.number, generation, Date.now(),
+      );
+    });
+    return { issue, runId: run.id, stub };
+  }
+
+  it("the next observation finds the run under the same key and records it: never a second run", async () => {
+    const payload = labeledPayload();
+    const { runId, stub } = await crashAfterDispatch(payload);
+    const answer = await handleDelivery(env, config, fake.deps, delivery(payload));
+    expect(answer).toMatchObject({ outcome: "already_admitted", runId });
+    expect(await runsOf(payload.issue.number)).toHaveLength(1);
+    expect((await stub.read())?.history[0]).toMatchObject({ kind: "admitted", run_id: runId });
+  });
+
+  it("a run whose issue lapsed meanwhile is recorded and withdrawn before it can start", async () => {
+    const payload = labeledPayload();
+    const { issue, runId } = await crashAfterDispatch(payload);
+    issue.facts = { ...issue.facts, labels: [] };
+    const unlabeled = example("issues", "unlabeled");
+    unlabeled.issue.number = payload.issue.number;
+    expect(await handleDelivery(env, config, fake.deps, delivery(unlabeled))).toMatchObject({ outcome: "lapsed", runId });
+    const run = await call("GET", `/v1/runs/${runId}`, { token: org.admin });
+    expect(run.body.state).toBe("cancelled");
+    expect(await runsOf(payload.issue.number)).toHaveLength(1);
   });
 });
