@@ -39,9 +39,12 @@ const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null 
  */
 export function ticketOfDelivery(event: string, payload: unknown, readyLabel: string): WebhookTicket | null {
   if (!isObject(payload)) return null;
-  const repository = isObject(payload.repository) && typeof payload.repository.full_name === "string" ? payload.repository.full_name : null;
   const issue = event === "issue_dependencies" ? (payload.blocked_issue ?? payload.issue) : payload.issue;
-  if (!repository || !isObject(issue) || !Number.isSafeInteger(issue.number)) return null;
+  if (!isObject(issue) || !Number.isSafeInteger(issue.number)) return null;
+  // The issue's own repository (a blocker may live in another one than the delivery's repository).
+  const own = typeof issue.repository_url === "string" ? /\/repos\/([^/]+\/[^/]+)$/.exec(issue.repository_url)?.[1] ?? null : null;
+  const repository = own ?? (isObject(payload.repository) && typeof payload.repository.full_name === "string" ? payload.repository.full_name : null);
+  if (!repository) return null;
   const action = typeof payload.action === "string" ? payload.action : "";
   const label = isObject(payload.label) && typeof payload.label.name === "string" ? payload.label.name : null;
   const sender = isObject(payload.sender) && typeof payload.sender.login === "string" ? payload.sender : null;

@@ -17,6 +17,8 @@ import { AUTOPILOT_QUEUE, handleDelivery, type AutopilotMessage } from "../../sr
 import { reconcileProject } from "../../src/autopilot/reconcile";
 import { runFor } from "../../src/autopilot/admission";
 import { dispatchRun } from "../../src/run/dispatch";
+import { schemaVersion } from "../../durable-objects/sql-migrations";
+import { TICKET_OBJECT_MIGRATIONS } from "../../durable-objects/ticket-schema";
 import { signatureValid, ticketOfDelivery } from "../../src/autopilot/webhook";
 import { loadConfig } from "../../src/config";
 import { call, claim, createOrg, registerRunner, sleep } from "./helpers";
@@ -402,6 +404,9 @@ describe("which ticket a delivery names", () => {
     const base = example("issues", "opened");
     const payload = { action: "blocked_by_added", blocked_issue: { ...base.issue, number: 7 }, blocking_issue: { ...base.issue, number: 8 }, repository: base.repository, sender: base.sender };
     expect(ticketOfDelivery("issue_dependencies", payload, "bug")).toMatchObject({ number: 7, sender: null });
+    // A blocked issue of another repository is named with its own repository (then ignored as not the project's).
+    const elsewhere = { ...payload, blocked_issue: { ...payload.blocked_issue, repository_url: "https://api.github.com/repos/octo-org/octo-repo" } };
+    expect(ticketOfDelivery("issue_dependencies", elsewhere, "bug")).toMatchObject({ number: 7, repository: "octo-org/octo-repo" });
   });
 });
 
@@ -443,5 +448,14 @@ describe("an admission interrupted by a crash", () => {
     const run = await call("GET", `/v1/runs/${runId}`, { token: org.admin });
     expect(run.body.state).toBe("cancelled");
     expect(await runsOf(payload.issue.number)).toHaveLength(1);
+  });
+});
+
+describe("the TicketObject's schema", () => {
+  it("records the version of its schema steps (durable-objects/sql-migrations.ts)", async () => {
+    const stub = env.TICKET.get(env.TICKET.idFromName("github:Codertocat/Hello-World#424242"));
+    expect(await stub.read()).toBeNull();
+    const version = await runInDurableObject(stub, (_o, state) => schemaVersion(state.storage.sql));
+    expect(version).toBe(TICKET_OBJECT_MIGRATIONS.length);
   });
 });
