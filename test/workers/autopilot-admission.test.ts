@@ -459,3 +459,20 @@ describe("the TicketObject's schema", () => {
     expect(version).toBe(TICKET_OBJECT_MIGRATIONS.length);
   });
 });
+
+describe("the admission record", () => {
+  it("says when it relied on the trusted-actor assumption instead of claiming a person", async () => {
+    const payload = labeledPayload();
+    tracker.fromPayload(payload);
+    const rules = fake.deps.rules;
+    const human = rules.checkHumanReadiness;
+    rules.checkHumanReadiness = () => ({ ok: true, basis: "trusted_actor_assumption", actor: "Codertocat" });
+    try {
+      expect((await handleDelivery(env, config, fake.deps, delivery(payload)))?.outcome).toBe("admitted");
+    } finally {
+      rules.checkHumanReadiness = human;
+    }
+    const detail = await call("GET", `/v1/autopilot/projects/${project.id}/tickets/${payload.issue.number}`, { token: org.admin });
+    expect(detail.body.history[0]).toMatchObject({ kind: "admitted", basis: "trusted_actor_assumption", actor: "Codertocat" });
+  });
+});
