@@ -155,6 +155,8 @@ export class TicketObject extends DurableObject<Env> {
       return { outcome: "duplicate_delivery", runId: this.load()?.run_id ?? null, reasons: [] };
     }
     const stored = this.load();
+    // An issue never made ready (a comment on any issue of the repository) leaves no ticket behind.
+    if (!stored && !obs.transition) return { outcome: "unchanged", runId: null, reasons: [] };
     if (stored && stored.project_id !== obs.project.id) {
       // Two projects watch the same repository: the ticket's one unfinished run stays with the project that has it.
       if (stored.pending_generation !== null || (stored.run_id && (await this.unfinishedRun(stored, obs, now)))) {

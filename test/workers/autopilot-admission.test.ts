@@ -212,6 +212,16 @@ describe("admission through the webhook", () => {
 });
 
 describe("what creates nothing", () => {
+  it("a comment on an issue never made ready leaves no ticket behind", async () => {
+    const comment = example("issue_comment", "created");
+    comment.issue.number = nextNumber++;
+    tracker.fromPayload(comment);
+    const answer = await handleDelivery(env, config, fake.deps, delivery(comment, crypto.randomUUID(), "issue_comment"));
+    expect(answer).toMatchObject({ outcome: "unchanged", runId: null });
+    expect(await ticketOf(comment.issue.number)).toBeUndefined();
+    expect(await runsOf(comment.issue.number)).toHaveLength(0);
+  });
+
   it("an unrelated comment on a completed issue creates nothing", async () => {
     const labeled = labeledPayload();
     const issue = tracker.fromPayload(labeled);
