@@ -1,5 +1,6 @@
-// The Worker entry: HTTP app, outbox queue consumer and the cron tick (the sweep watermark, the
-// alarm backstop, the reconciliation of build jobs, and storage retention).
+// The Worker entry: HTTP app, the queue consumers (outbox events, autopilot deliveries) and the cron
+// tick (the sweep watermark, the alarm backstop, the reconciliation of build jobs, storage retention,
+// and autopilot reconciliation).
 
 import { checkRunAlarms } from "./alarm-backstop";
 import { app } from "./app";
@@ -40,9 +41,6 @@ export default {
     // Without a watermark (D1 down), the backstop grants every run its window from now.
     let graceFromMs = now;
     await step("sweep", async () => ({ recoveredAtMs: graceFromMs } = await tickSweep(env.DB, config, now)));
-    // Autopilot admission's guarantee: each project's ready issues are walked again, a bounded step
-    // per tick; the first tick after an outage (the sweep recorded a recovery now) restarts every pass.
-    await step("autopilot_reconcile", () => reconcileTick(env, config, graceFromMs === now));
     // Runs whose alarm or queue row a crash lost are found and re-armed here (docs/runbook.md).
     await step("alarm_backstop", () => checkRunAlarms(env, config, now, graceFromMs));
     // Build jobs whose dispatch was never confirmed are retried, and jobs whose run ended without
@@ -51,5 +49,9 @@ export default {
     await step("settle_ended", () => settleEndedJobs(env, config, now));
     // Bounded storage: expired idempotency keys and old events of ended runs, a batch per tick.
     await step("retention", () => pruneStorage(env, config, now));
+    // Autopilot admission's guarantee, last (it waits on the tracker): each project's ready issues are
+    // walked again, a bounded step per tick; the first tick after an outage (the sweep recorded a
+    // recovery now) restarts every pass.
+    await step("autopilot_reconcile", () => reconcileTick(env, config, graceFromMs === now));
   },
 } satisfies ExportedHandler<Env, QueueMessage>;
