@@ -12,6 +12,7 @@
 import { createExecutionContext, createMessageBatch, getQueueResult, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import worker from "../../src/index";
+import protocol from "../../docs/protocol.md?raw";
 import { beforeAll, describe, expect, it } from "vitest";
 import { AUTOPILOT_QUEUE, handleDelivery, type AutopilotMessage } from "../../src/autopilot/queue";
 import { reconcileProject } from "../../src/autopilot/reconcile";
@@ -484,5 +485,30 @@ describe("the admission record", () => {
     }
     const detail = await call("GET", `/v1/autopilot/projects/${project.id}/tickets/${payload.issue.number}`, { token: org.admin });
     expect(detail.body.history[0]).toMatchObject({ kind: "admitted", basis: "trusted_actor_assumption", actor: "Codertocat" });
+  });
+});
+
+describe("docs/protocol.md", () => {
+  it("lists every field of a ticket's answer, and no other (shape autopilot-ticket)", async () => {
+    const payload = labeledPayload();
+    tracker.fromPayload(payload);
+    await handleDelivery(env, config, fake.deps, delivery(payload));
+    const detail = await call("GET", `/v1/autopilot/projects/${project.id}/tickets/${payload.issue.number}`, { token: org.admin });
+    const marker = "<!-- shape: autopilot-ticket -->";
+    const table = protocol.slice(protocol.indexOf(marker) + marker.length).trimStart().split("\n");
+    const documented: string[] = [];
+    for (const line of table) {
+      if (!line.startsWith("|")) break;
+      const field = /^\|\s*`([^`]+)`/.exec(line);
+      if (field) documented.push(field[1]);
+    }
+    const answered = new Set<string>();
+    for (const [key, value] of Object.entries(detail.body)) {
+      if (key === "history") {
+        answered.add("history[]");
+        for (const entry of value as Record<string, unknown>[]) for (const k of Object.keys(entry)) answered.add(`history[].${k}`);
+      } else answered.add(key);
+    }
+    expect([...answered].sort()).toEqual([...documented].sort());
   });
 });
