@@ -196,6 +196,26 @@ describe("admission through the webhook", () => {
     expect(await runsOf(payload.issue.number)).toHaveLength(1);
   });
 
+  it("the same delivery posted twice to the webhook admits once", async () => {
+    const payload = labeledPayload();
+    tracker.fromPayload(payload);
+    const body = JSON.stringify(payload);
+    const headers = { "X-GitHub-Delivery": "redelivered-1" };
+    expect((await postWebhook(project.id, "issues", body, headers)).status).toBe(202);
+    expect((await postWebhook(project.id, "issues", body, headers)).status).toBe(202);
+    let ticket;
+    for (let i = 0; i < 100 && ticket?.status !== "admitted"; i++) {
+      await sleep(50);
+      ticket = await ticketOf(payload.issue.number);
+    }
+    expect(ticket?.status).toBe("admitted");
+    // Both messages consumed (the second is a duplicate): still one run.
+    await sleep(1_500);
+    expect(await runsOf(payload.issue.number)).toHaveLength(1);
+    const detail = await call("GET", `/v1/autopilot/projects/${project.id}/tickets/${payload.issue.number}`, { token: org.admin });
+    expect(detail.body.history.filter((h: Record<string, unknown>) => h.kind === "admitted")).toHaveLength(1);
+  });
+
   it("a duplicate webhook racing a reconciliation admits one run", async () => {
     const payload = labeledPayload();
     tracker.fromPayload(payload);
