@@ -40,7 +40,7 @@ export interface Observation {
   dispatch: DispatchInput;
 }
 
-export type TicketStatus = "idle" | "admitted" | "refused" | "capacity_wait" | "lapsed" | "done";
+export type TicketStatus = "idle" | "admitting" | "admitted" | "refused" | "capacity_wait" | "lapsed" | "done";
 
 export type ObservationOutcome =
   | "duplicate_delivery"
@@ -95,9 +95,20 @@ type TicketRow = {
   updated_at_ms: number;
 };
 
-/** Unfinished runs of a project still waiting for a runner: what queueCapacity bounds. */
-const WAITING_RUNS_SQL = `SELECT COUNT(*) AS n FROM autopilot_tickets t JOIN runs r ON r.id = t.run_id
-  WHERE t.project_id = ? AND t.ticket_key <> ? AND r.state = 'queued'`;
+/** A project's admitted runs still waiting for a runner, and admissions under way: what queueCapacity bounds. */
+const WAITING = `SELECT COUNT(*) FROM autopilot_tickets t LEFT JOIN runs r ON r.id = t.run_id
+  WHERE t.project_id = ?1 AND t.ticket_key <> ?2 AND (t.status = 'admitting' OR r.state = 'queued')`;
+const WAITING_RUNS_SQL = `SELECT (${WAITING}) AS n`;
+
+/**
+ * Takes one of the project's queue places for this ticket, in one D1 statement (D1 runs one at a
+ * time), so two tickets admitted at once cannot both take the last place. The place is the ticket's
+ * index row marked `admitting` until its run is recorded.
+ */
+const RESERVE_SQL = `INSERT INTO autopilot_tickets (project_id, ticket_key, org_id, number, status, reasons, generation, run_id, updated_at_ms)
+  SELECT ?1, ?2, ?3, ?4, 'admitting', '[]', ?5, NULL, ?6 WHERE (${WAITING}) < ?7
+  ON CONFLICT (project_id, ticket_key) DO UPDATE SET status = 'admitting', reasons = '[]', generation = excluded.generation,
+    run_id = NULL, updated_at_ms = excluded.updated_at_ms`;
 
 /** The ticket's row in the project's index (D1), which GET …/tickets and reconciliation read. */
 const INDEX_SQL = `INSERT INTO autopilot_tickets (project_id, ticket_key, org_id, number, status, reasons, generation, run_id, updated_at_ms)
@@ -181,8 +192,8 @@ export class TicketObject extends DurableObject<Env> {
     if (!readiness || !readiness.ok) {
       return this.refuse(obs, row, now, "refused", [readiness ? readiness.reason : "no human readiness evidence"], generation);
     }
-    const waiting = await this.waitingRuns(obs);
-    if (waiting >= obs.project.queueCapacity) {
+    if (!(await this.reservePlace(obs, row, obs.transition.eventId, now))) {
+      const waiting = await this.waitingRuns(obs);
       const reason = `the project's queue is full: ${waiting} admitted runs wait for a runner (queue capacity ${obs.project.queueCapacity}); reconciliation reconsiders this issue`;
       return this.refuse(obs, row, now, "capacity_wait", [reason], generation);
     }
@@ -256,7 +267,11 @@ export class TicketObject extends DurableObject<Env> {
   private async refuse(obs: Observation, row: TicketRow, now: number, status: "refused" | "capacity_wait", reasons: string[], generation: string | null): Promise<ObservationAnswer> {
     const outcome = status;
     const changed = row.status !== status || row.reasons !== JSON.stringify(reasons);
-    if (!changed) return this.settle(obs, { ...row, generation }, now, { outcome, runId: null, reasons });
+    if (!changed) {
+      // The index row too: a queue place taken by an admission that did not finish is given back.
+      await this.project({ ...row, generation });
+      return this.settle(obs, { ...row, generation }, now, { outcome, runId: null, reasons });
+    }
     const next: TicketRow = { ...row, status, reasons: JSON.stringify(reasons), generation, updated_at_ms: now };
     this.write(obs, next, now, { kind: status, run_id: null, reasons, basis: null, actor: null });
     await this.project(next);
@@ -285,6 +300,13 @@ export class TicketObject extends DurableObject<Env> {
     Object.assign(row, next);
     await this.project(next);
     return null;
+  }
+
+  private async reservePlace(obs: Observation, row: TicketRow, generation: string, now: number): Promise<boolean> {
+    const result = await this.env.DB.prepare(RESERVE_SQL)
+      .bind(obs.project.id, obs.ticketKey, row.org_id, row.number, generation, now, obs.project.queueCapacity)
+      .run();
+    return result.meta.changes > 0;
   }
 
   private async waitingRuns(obs: Observation): Promise<number> {

@@ -3,7 +3,8 @@
 // hold an unfinished run, are walked again through the same admission path as the webhook. Each
 // pass is bounded per call (AUTOPILOT_RECONCILE_BATCH tickets) and resumes from a cursor
 // persisted in D1: first the tracker's pages of ready issues, then the tickets with a run (a run
-// whose issue lost its ready label is found there and withdrawn while still queued).
+// whose issue lost its ready label is found there and withdrawn while still queued) or an admission
+// left unfinished by a crash.
 
 import type { Config } from "../config";
 import type { Env } from "../env";
@@ -79,7 +80,7 @@ export async function reconcileProject(
       at = page.cursor === null ? { phase: "tracked", cursor: null } : { phase: "ready", cursor: page.cursor };
     } else {
       const rows = await env.DB.prepare(
-        "SELECT ticket_key, number FROM autopilot_tickets WHERE project_id = ? AND run_id IS NOT NULL AND ticket_key > ? ORDER BY ticket_key LIMIT ?",
+        "SELECT ticket_key, number FROM autopilot_tickets WHERE project_id = ? AND (run_id IS NOT NULL OR status = 'admitting') AND ticket_key > ? ORDER BY ticket_key LIMIT ?",
       )
         .bind(project.id, at.cursor ?? "", left)
         .all<{ ticket_key: string; number: number }>();

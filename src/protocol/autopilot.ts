@@ -49,7 +49,7 @@ export type ReconcileResult = z.infer<typeof ReconcileResult>;
 
 export const ListTicketsQuery = z
   .object({
-    status: z.enum(["idle", "admitted", "refused", "capacity_wait", "lapsed", "done"]).optional(),
+    status: z.enum(["idle", "admitting", "admitted", "refused", "capacity_wait", "lapsed", "done"]).optional(),
     ...pageQuery(keysetCursor(TICKET_KEY_SOURCE)),
   })
   .strict();
@@ -58,8 +58,8 @@ export const AutopilotTicket = z.object({
   ticket: ticketKeyField,
   number: z.number().int(),
   status: z
-    .enum(["idle", "admitted", "refused", "capacity_wait", "lapsed", "done"])
-    .describe("admitted: its run is unfinished; refused: not eligible or not authorized (reasons); capacity_wait: eligible but the project's queue is full; lapsed: its queued run was withdrawn; done: its run ended."),
+    .enum(["idle", "admitting", "admitted", "refused", "capacity_wait", "lapsed", "done"])
+    .describe("admitting: its admission is under way (it holds a queue place); admitted: its run is unfinished; refused: not eligible or not authorized (reasons); capacity_wait: eligible but the project's queue is full; lapsed: its queued run was withdrawn; done: its run ended."),
   reasons: z.array(z.string()),
   generation: z.string().nullable().describe("The readiness generation: the tracker's id of the ready label's latest addition."),
   run_id: runId.nullable().describe("The ticket's unfinished run, if any."),

@@ -364,6 +364,24 @@ describe("capacity", () => {
   });
 });
 
+describe("capacity under concurrent admissions", () => {
+  it("two tickets admitted at once cannot both take the last queue place", async () => {
+    const tight = fakeProject(org.orgId, { queueCapacity: 1, repository: "Codertocat/Tight" });
+    const tightTracker = fake.add(tight);
+    const messages = [11, 12].map((n) => {
+      const payload = labeledPayload(n);
+      payload.repository.full_name = "Codertocat/Tight";
+      tightTracker.fromPayload(payload);
+      return { ...delivery(payload), project_id: tight.id };
+    });
+    const answers = await Promise.all(messages.map((m) => handleDelivery(env, config, fake.deps, m)));
+    expect(answers.map((a) => a!.outcome).sort()).toEqual(["admitted", "capacity_wait"]);
+    const listed = await call("GET", `/v1/autopilot/projects/${tight.id}/tickets`, { token: org.admin });
+    expect(listed.body.tickets.map((t: Record<string, any>) => t.status).sort()).toEqual(["admitted", "capacity_wait"]);
+    fake.remove(tight.id);
+  });
+});
+
 describe("operator routes", () => {
   it("reconcile needs an admin, and another organization's project is not found", async () => {
     const other = await createOrg("elsewhere");
