@@ -126,6 +126,15 @@ export interface Config {
   githubTokenCacheMax: number;
   /** Autopilot: the largest queue capacity (admitted waiting runs) a project may configure. */
   autopilotQueueCapacityMax: number;
+  /** Autopilot: how long a ticket remembers a webhook delivery id (a redelivery within it admits nothing new), and the most it keeps. */
+  autopilotDeliveryTtlMs: number;
+  autopilotDeliveriesMax: number;
+  /** Autopilot: admissions, refusals and lapses one ticket keeps in its history (oldest dropped first). */
+  autopilotHistoryMax: number;
+  /** Autopilot reconciliation: tickets examined per cron tick (or per operator request), across projects. */
+  autopilotReconcileBatch: number;
+  /** Autopilot reconciliation: projects one cron tick visits at most. */
+  autopilotReconcileProjectsMax: number;
 }
 
 export const DEFAULTS: Config = {
@@ -198,6 +207,11 @@ export const DEFAULTS: Config = {
   githubPagesMax: 10,
   githubTokenCacheMax: 100,
   autopilotQueueCapacityMax: 100,
+  autopilotDeliveryTtlMs: 604_800_000,
+  autopilotDeliveriesMax: 500,
+  autopilotHistoryMax: 100,
+  autopilotReconcileBatch: 50,
+  autopilotReconcileProjectsMax: 10,
 };
 
 // The schemas' hard ceilings (src/protocol/bounds.ts) are configurable bounds of this Config.
@@ -272,6 +286,11 @@ const VAR_NAMES: Record<keyof Config, string> = {
   githubPagesMax: "GITHUB_PAGES_MAX",
   githubTokenCacheMax: "GITHUB_TOKEN_CACHE_MAX",
   autopilotQueueCapacityMax: "AUTOPILOT_QUEUE_CAPACITY_MAX",
+  autopilotDeliveryTtlMs: "AUTOPILOT_DELIVERY_TTL_MS",
+  autopilotDeliveriesMax: "AUTOPILOT_DELIVERIES_MAX",
+  autopilotHistoryMax: "AUTOPILOT_HISTORY_MAX",
+  autopilotReconcileBatch: "AUTOPILOT_RECONCILE_BATCH",
+  autopilotReconcileProjectsMax: "AUTOPILOT_RECONCILE_PROJECTS_MAX",
 };
 
 /** Reads the config from Worker vars; a malformed value is a deployment error and throws at once. */

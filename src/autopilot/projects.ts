@@ -2,7 +2,7 @@
 // "Admission"): the configuration in D1, the secrets encrypted (src/autopilot/secrets.ts), and the
 // one view every answer shows, which never carries a secret.
 
-import { and, eq } from "drizzle-orm";
+import { and, asc, eq, gt } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import { autopilotProjects } from "../db/autopilot-schema";
 import type { Env } from "../env";
@@ -146,4 +146,15 @@ export async function readProject(env: Env, id: string): Promise<(AutopilotProje
     privateKey: await decryptSecret(env, row.id, "private_key", row.privateKeyEnc),
   };
   return { ...projectFromRow(row), secrets };
+}
+
+/** Projects in id order after `afterId` (null: from the first), at most `limit`: reconciliation's walk over every organization's projects. */
+export async function listProjects(env: Env, afterId: string | null, limit: number): Promise<AutopilotProject[]> {
+  const rows = await drizzle(env.DB)
+    .select()
+    .from(autopilotProjects)
+    .where(afterId === null ? undefined : gt(autopilotProjects.id, afterId))
+    .orderBy(asc(autopilotProjects.id))
+    .limit(limit);
+  return rows.map(projectFromRow);
 }

@@ -12,6 +12,7 @@ import { send } from "./direct";
 import { ADMIN_SECRET, ageRun, call, CLI_VERSION, createOrg, registerRunner, runBody } from "./helpers";
 import { muteTransitionLogs } from "./quiet";
 import { orgState } from "./read-back";
+import { fakeProject, installFakeAutopilot } from "./autopilot-fakes";
 
 
 /** The victim organization A and the caller organization B, with every kind of credential. */
@@ -36,6 +37,7 @@ const A = {} as {
   jobId: string;
   jobRun: string;
   autopilotProjectId: string;
+  admissionProjectId: string;
 };
 const B = {} as { orgId: string; admin: string; registration: string; machine: { machineId: string; token: string }; run: string; attemptToken: string };
 
@@ -76,6 +78,10 @@ beforeAll(async () => {
   const autopilot = await call("POST", "/v1/autopilot/projects", { token: A.admin, body: autopilotBody("victim/repo") });
   expect(autopilot.status).toBe(201);
   A.autopilotProjectId = autopilot.body.id;
+  // An autopilot project (an in-memory project store and tracker: test/workers/autopilot-fakes.ts).
+  const admission = fakeProject(A.orgId);
+  installFakeAutopilot().add(admission);
+  A.admissionProjectId = admission.id;
 
   const b = await createOrg("caller");
   B.orgId = b.orgId;
@@ -347,6 +353,17 @@ const endpoints: Endpoint[] = [
     cases: () => memberOfA("admin"),
   },
   {
+    // Public: only a valid X-Hub-Signature-256 authenticates it, never a bearer token.
+    method: "POST",
+    route: "/v1/autopilot/projects/:id/webhook",
+    path: () => `/v1/autopilot/projects/${A.admissionProjectId}/webhook`,
+    body: () => ({ action: "labeled" }),
+    cases: () => [[none, unauthorized], ...malformed.map((c): [Credential, Expect] => [c, unauthorized]), [bearer("an admin member token", () => A.admin), unauthorized], [bearer("another organization's admin token", () => B.admin), unauthorized]],
+  },
+  { method: "POST", route: "/v1/autopilot/projects/:id/reconcile", path: () => `/v1/autopilot/projects/${A.admissionProjectId}/reconcile`, cases: () => memberOfA("admin") },
+  { method: "GET", route: "/v1/autopilot/projects/:id/tickets", path: () => `/v1/autopilot/projects/${A.admissionProjectId}/tickets`, cases: () => memberOfA("member") },
+  { method: "GET", route: "/v1/autopilot/projects/:id/tickets/:number", path: () => `/v1/autopilot/projects/${A.admissionProjectId}/tickets/1`, cases: () => memberOfA("member") },
+  {
     method: "POST",
     route: "/v1/build-callbacks/:token",
     path: () => `/v1/build-callbacks/cb_${"0".repeat(48)}`,
@@ -358,7 +375,7 @@ const endpoints: Endpoint[] = [
 
 /** What A's ids look like in an answer: another organization's answer contains none of them. */
 function victimIds(): string[] {
-  return [A.orgId, A.run, A.jobRun, A.projectId, A.requestId, A.jobId, A.m1.machineId, A.m2.machineId, A.registrationId, A.autopilotProjectId];
+  return [A.orgId, A.run, A.jobRun, A.projectId, A.requestId, A.jobId, A.m1.machineId, A.m2.machineId, A.registrationId, A.autopilotProjectId, A.admissionProjectId];
 }
 
 describe("the security matrix", () => {
