@@ -22,6 +22,7 @@ export default defineConfig(async () => {
                 bindings: {
                   TEST_MIGRATIONS: migrations,
                   ADMIN_SECRET: "test-admin-secret",
+                  AUTOPILOT_SECRET_KEY: "test-autopilot-secret-key-0123456789abcdef",
                   // Short long-polls keep "nothing came" answers quick; other timings keep their defaults.
                   CLAIM_WAIT_MS: "1000",
                   // Every answer of every suite is checked against the OpenAPI document (src/openapi/operation.ts).

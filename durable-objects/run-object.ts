@@ -206,6 +206,22 @@ export class RunObject extends DurableObject<Env> {
     return { run: this.view(result.run), immediate: result.run.state === "cancelled" };
   }
 
+  /**
+   * The pre-claim recheck of an autopilot run (../shared/spec/run-lifecycle.md, "Admission"): the
+   * ticket that admitted it no longer backs it (label removed, new blocker, issue closed). A queued
+   * run is cancelled with the reason in its history; the check and the cancel are one synchronous
+   * step of this object, as a claim is, so the run is either already handed out or never starts.
+   */
+  async withdraw(orgId: string, reason: string): Promise<{ run: RunView; withdrawn: boolean } | Refusal> {
+    const run = this.owned(orgId, false);
+    if (isRefusal(run)) return run;
+    if (run.state !== "queued") return { run: this.view(run), withdrawn: false };
+    const result = this.apply({ type: "cancel", by: "autopilot", reason });
+    if ("error" in result) return result;
+    await this.finishPending({ notify: false });
+    return { run: this.view(result.run), withdrawn: result.run.state === "cancelled" };
+  }
+
   /** Pause, resume, block, authorize and publication steps: the transitions no route drives yet. */
   async control(
     orgId: string,

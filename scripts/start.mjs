@@ -4,10 +4,23 @@
 
 import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname } from "node:path";
 import { createRequire } from "node:module";
 
 const port = process.env.PORT ?? "8787";
 const adminSecret = process.env.ADMIN_SECRET ?? `local-${randomBytes(12).toString("hex")}`;
+// Autopilot projects' secrets are encrypted under this key. Another key would make the stored ones
+// unreadable, so the local one is kept with the local database under .wrangler/.
+const autopilotSecretKey = process.env.AUTOPILOT_SECRET_KEY ?? localSecretKey(".wrangler/autopilot-secret-key");
+
+function localSecretKey(path) {
+  if (existsSync(path)) return readFileSync(path, "utf8").trim();
+  const key = randomBytes(32).toString("hex");
+  mkdirSync(dirname(path), { recursive: true });
+  writeFileSync(path, `${key}\n`, { mode: 0o600 });
+  return key;
+}
 // Wrangler runs as a direct child, so a SIGTERM to this process reaches it (npm exec would keep it).
 const wrangler = [createRequire(import.meta.url).resolve("wrangler/bin/wrangler.js")];
 process.env.WRANGLER_SEND_METRICS ??= "false";
@@ -41,7 +54,7 @@ Docket is starting at http://127.0.0.1:${port}
 
 const dev = spawn(
   process.execPath,
-  [...wrangler, "dev", "--local", "--ip", "127.0.0.1", "--port", port, "--var", `ADMIN_SECRET:${adminSecret}`, "--test-scheduled"],
+  [...wrangler, "dev", "--local", "--ip", "127.0.0.1", "--port", port, "--var", `ADMIN_SECRET:${adminSecret}`, "--var", `AUTOPILOT_SECRET_KEY:${autopilotSecretKey}`, "--test-scheduled"],
   { stdio: "inherit" },
 );
 

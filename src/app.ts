@@ -9,6 +9,8 @@ import { DocketError, errorResponse } from "./errors";
 import { clientAddress, countCall } from "./rate-limit";
 import { log } from "./lib/log";
 import { DOCS_PAGE, openApiDocument } from "./openapi/document";
+import { autopilotProjectRoutes } from "./routes/autopilot-projects";
+import { autopilotAdmissionRoutes } from "./routes/autopilot-admission";
 import { buildJobRoutes } from "./routes/build-jobs";
 import { creditRoutes } from "./routes/credits";
 import { eventRoutes } from "./routes/events";
@@ -49,7 +51,9 @@ export const app = new Hono<AppEnv>()
   .route("/v1", eventRoutes)
   .route("/v1", creditRoutes)
   .route("/v1", projectRoutes)
-  .route("/v1", buildJobRoutes);
+  .route("/v1", buildJobRoutes)
+  .route("/v1", autopilotProjectRoutes)
+  .route("/v1", autopilotAdmissionRoutes);
 
 // Registered last, so the document describes every route above.
 app.get("/v1/openapi.json", openApiDocument(app));

@@ -112,6 +112,29 @@ export interface Config {
   alarmBackstopAgeMs: number;
   /** The most run objects the cron backstop asks per tick. */
   alarmBackstopBatch: number;
+  /** GitHub (autopilot): how long one request to GitHub may take before it counts as failed. */
+  githubRequestTimeoutMs: number;
+  /** GitHub: retries of a failed request (5xx, timeout, network), the nth after n² × githubRetryBaseMs; also the most rate-limit waits. */
+  githubRetries: number;
+  githubRetryBaseMs: number;
+  /** GitHub: the longest rate-limit wait (from GitHub's headers) worth waiting out; a longer one fails the call at once. */
+  githubRateLimitWaitMaxMs: number;
+  /** GitHub: items per page of a list read (GitHub allows up to 100), and the most pages one read walks. */
+  githubPageSize: number;
+  githubPagesMax: number;
+  /** GitHub: installation tokens kept for reuse across providers in one isolate (one per App installation); 0 keeps each provider's own. */
+  githubTokenCacheMax: number;
+  /** Autopilot: the largest queue capacity (admitted waiting runs) a project may configure. */
+  autopilotQueueCapacityMax: number;
+  /** Autopilot: how long a ticket remembers a webhook delivery id (a redelivery within it admits nothing new), and the most it keeps. */
+  autopilotDeliveryTtlMs: number;
+  autopilotDeliveriesMax: number;
+  /** Autopilot: admissions, refusals and lapses one ticket keeps in its history (oldest dropped first). */
+  autopilotHistoryMax: number;
+  /** Autopilot reconciliation: tickets examined per cron tick (or per operator request), across projects. */
+  autopilotReconcileBatch: number;
+  /** Autopilot reconciliation: projects one cron tick visits at most. */
+  autopilotReconcileProjectsMax: number;
 }
 
 export const DEFAULTS: Config = {
@@ -176,6 +199,19 @@ export const DEFAULTS: Config = {
   alarmRetryMs: 5_000,
   alarmBackstopAgeMs: 300_000,
   alarmBackstopBatch: 50,
+  githubRequestTimeoutMs: 10_000,
+  githubRetries: 3,
+  githubRetryBaseMs: 1_000,
+  githubRateLimitWaitMaxMs: 60_000,
+  githubPageSize: 100,
+  githubPagesMax: 10,
+  githubTokenCacheMax: 100,
+  autopilotQueueCapacityMax: 100,
+  autopilotDeliveryTtlMs: 604_800_000,
+  autopilotDeliveriesMax: 500,
+  autopilotHistoryMax: 100,
+  autopilotReconcileBatch: 50,
+  autopilotReconcileProjectsMax: 10,
 };
 
 // The schemas' hard ceilings (src/protocol/bounds.ts) are configurable bounds of this Config.
@@ -242,6 +278,19 @@ const VAR_NAMES: Record<keyof Config, string> = {
   alarmRetryMs: "ALARM_RETRY_MS",
   alarmBackstopAgeMs: "ALARM_BACKSTOP_AGE_MS",
   alarmBackstopBatch: "ALARM_BACKSTOP_BATCH",
+  githubRequestTimeoutMs: "GITHUB_REQUEST_TIMEOUT_MS",
+  githubRetries: "GITHUB_RETRIES",
+  githubRetryBaseMs: "GITHUB_RETRY_BASE_MS",
+  githubRateLimitWaitMaxMs: "GITHUB_RATE_LIMIT_WAIT_MAX_MS",
+  githubPageSize: "GITHUB_PAGE_SIZE",
+  githubPagesMax: "GITHUB_PAGES_MAX",
+  githubTokenCacheMax: "GITHUB_TOKEN_CACHE_MAX",
+  autopilotQueueCapacityMax: "AUTOPILOT_QUEUE_CAPACITY_MAX",
+  autopilotDeliveryTtlMs: "AUTOPILOT_DELIVERY_TTL_MS",
+  autopilotDeliveriesMax: "AUTOPILOT_DELIVERIES_MAX",
+  autopilotHistoryMax: "AUTOPILOT_HISTORY_MAX",
+  autopilotReconcileBatch: "AUTOPILOT_RECONCILE_BATCH",
+  autopilotReconcileProjectsMax: "AUTOPILOT_RECONCILE_PROJECTS_MAX",
 };
 
 /** Reads the config from Worker vars; a malformed value is a deployment error and throws at once. */
@@ -281,6 +330,9 @@ export function loadConfig(vars: Record<string, unknown>): Config {
   if (config.claimLabelSetsMax < 1) throw new Error("CLAIM_LABEL_SETS_MAX must be at least 1");
   if (config.labelSetsReadMax < 1) throw new Error("LABEL_SETS_READ_MAX must be at least 1");
   if (config.pruneBatchMax < 1) throw new Error("PRUNE_BATCH_MAX must be at least 1");
+  if (config.githubRequestTimeoutMs < 1) throw new Error("GITHUB_REQUEST_TIMEOUT_MS must be at least 1");
+  if (config.githubPageSize < 1 || config.githubPageSize > 100) throw new Error("GITHUB_PAGE_SIZE must be between 1 and 100");
+  if (config.githubPagesMax < 1) throw new Error("GITHUB_PAGES_MAX must be at least 1");
   return config;
 }
 

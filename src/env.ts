@@ -1,11 +1,16 @@
 import type { RunObject } from "../durable-objects/run-object";
 import type { SchedulerObject } from "../durable-objects/scheduler-object";
+import type { TicketObject } from "../durable-objects/ticket-object";
+import type { AutopilotMessage } from "./autopilot/queue";
 
 export interface Env {
   DB: D1Database;
   RUN: DurableObjectNamespace<RunObject>;
   SCHEDULER: DurableObjectNamespace<SchedulerObject>;
   EVENTS: Queue<OutboxMessage>;
+  /** Autopilot: one object per tracker ticket, and the queue the webhook hands its work to. */
+  TICKET: DurableObjectNamespace<TicketObject>;
+  AUTOPILOT: Queue<AutopilotMessage>;
   /** Rate limits (src/rate-limit.ts): failed authentication per address, calls per member token, per runner token. */
   RATE_LIMIT_ADDRESS?: RateLimit;
   RATE_LIMIT_MEMBER?: RateLimit;
@@ -14,6 +19,8 @@ export interface Env {
   ASSETS?: Fetcher;
   /** The deployment's operator secret for POST /v1/orgs. */
   ADMIN_SECRET?: string;
+  /** The deployment secret autopilot projects' secrets are encrypted under (src/autopilot/secrets.ts). */
+  AUTOPILOT_SECRET_KEY?: string;
   [name: string]: unknown;
 }
 

@@ -1,5 +1,6 @@
-// The Worker entry: HTTP app, outbox queue consumer and the cron tick (the sweep watermark, the
-// alarm backstop, the reconciliation of build jobs, and storage retention).
+// The Worker entry: HTTP app, the queue consumers (outbox events, autopilot deliveries) and the cron
+// tick (the sweep watermark, the alarm backstop, the reconciliation of build jobs, storage retention,
+// and autopilot reconciliation).
 
 import { checkRunAlarms } from "./alarm-backstop";
 import { app } from "./app";
@@ -11,9 +12,13 @@ import type { QueueMessage } from "./queue/messages";
 import { consumeEvents } from "./queue/consumer";
 import { pruneStorage } from "./retention";
 import { tickSweep } from "./sweep";
+import { AUTOPILOT_QUEUE, consumeAutopilot } from "./autopilot/queue";
+import { reconcileTick } from "./autopilot/reconcile";
+import { installRealAdmissionDeps } from "./autopilot/wiring";
 
 export { RunObject } from "../durable-objects/run-object";
 export { SchedulerObject } from "../durable-objects/scheduler-object";
+export { TicketObject } from "../durable-objects/ticket-object";
 
 /** One step of the cron tick: a failure is logged and left to the next tick, never stops the others. */
 async function step(name: string, work: () => Promise<unknown>): Promise<void> {
@@ -24,10 +29,14 @@ async function step(name: string, work: () => Promise<unknown>): Promise<void> {
   }
 }
 
+installRealAdmissionDeps();
+
 export default {
   fetch: app.fetch,
   async queue(batch: MessageBatch<QueueMessage>, env: Env): Promise<void> {
-    await consumeEvents(batch, env);
+    // One handler for every queue: autopilot deliveries by their queue's name, the outbox otherwise.
+    if (batch.queue === AUTOPILOT_QUEUE) await consumeAutopilot(batch, env);
+    else await consumeEvents(batch, env);
   },
   async scheduled(controller: ScheduledController, env: Env): Promise<void> {
     const config = loadConfig(env);
@@ -43,5 +52,9 @@ export default {
     await step("settle_ended", () => settleEndedJobs(env, config, now));
     // Bounded storage: expired idempotency keys and old events of ended runs, a batch per tick.
     await step("retention", () => pruneStorage(env, config, now));
+    // Autopilot admission's guarantee, last (it waits on the tracker): each project's ready issues are
+    // walked again, a bounded step per tick; the first tick after an outage (the sweep recorded a
+    // recovery now) restarts every pass.
+    await step("autopilot_reconcile", () => reconcileTick(env, config, graceFromMs === now));
   },
 } satisfies ExportedHandler<Env, QueueMessage>;

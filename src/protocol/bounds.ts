@@ -15,4 +15,6 @@ export const BOUND_CEILINGS = {
   reportLinesMax: 10_000,
   // A run is one row in its Durable Object's SQLite, which refuses rows over 2 MB.
   requestBodyMaxBytes: 1_900_000,
+  // Autopilot: admitted waiting runs one project may hold.
+  autopilotQueueCapacityMax: 10_000,
 } as const;

@@ -34,6 +34,9 @@ export const ERROR_STATUS = {
   request_locked: 409,
   job_not_held: 409,
   dispatch_in_flight: 409,
+  // Autopilot projects (docs/protocol.md, "Autopilot projects").
+  autopilot_project_exists: 409,
+  autopilot_not_configured: 503,
   internal: 500,
 } as const;
 

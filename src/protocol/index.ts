@@ -11,3 +11,4 @@ export * from "./runs.js";
 export * from "./tokens.js";
 export * from "./version.js";
 export * from "./runners.js";
+export * from "./autopilot.js";

@@ -13,6 +13,8 @@ export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const CLI = join(ROOT, 'runner-cli', 'bin', 'docket-runner.mjs');
 const WRANGLER = join(ROOT, 'node_modules', 'wrangler', 'bin', 'wrangler.js');
 export const ADMIN_SECRET = 'e2e-admin-secret';
+/** The deployment secret autopilot projects' secrets are encrypted under (README, "Configuration"). */
+export const AUTOPILOT_SECRET_KEY = 'e2e-autopilot-secret-key-0123456789abcdef';
 
 /** Server timings shortened so the suite runs in minutes; each test may override more. */
 export const FAST_VARS = {
@@ -61,7 +63,7 @@ export async function startDocket(vars = {}) {
   const boot = async (/** @type {Record<string, string>} */ v) => {
     /** @type {Record<string, { type: 'plain_text', value: string }>} */
     const bindings = {};
-    for (const [k, val] of Object.entries({ ...FAST_VARS, ...CHECK_VARS, ...v, ADMIN_SECRET })) bindings[k] = { type: 'plain_text', value: val };
+    for (const [k, val] of Object.entries({ ...FAST_VARS, ...CHECK_VARS, AUTOPILOT_SECRET_KEY, ...v, ADMIN_SECRET })) bindings[k] = { type: 'plain_text', value: val };
     worker = await unstable_startWorker({
       config: join(ROOT, 'wrangler.toml'),
       bindings,

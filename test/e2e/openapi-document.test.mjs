@@ -113,6 +113,31 @@ describe('a client that knows only the document', () => {
 
     expect(new ContractChecker(doc).checkAll(client.exchanges)).toEqual([]);
   });
+
+  it('configures an autopilot project, reads it back and changes it, by operationId, and no answer holds a secret', async () => {
+    const client = new DocumentClient(doc, docket.url, { adminSecret: ADMIN_SECRET });
+    const org = await client.call('createOrg', { body: { name: 'autopilot-client' } });
+    client.credentials.memberToken = org.body.token.token;
+    const webhookSecret = 'outside-webhook-secret-0123456789';
+    const privateKey = '-----BEGIN RSA PRIVATE KEY-----\nMIIBOgIBAAJBAKj34GkxFhD90vcNLYLInFEX6Ppy1tPf9Cnzj4p4WGeKLs1Pt8Qu\n-----END RSA PRIVATE KEY-----\n';
+    const created = await client.call('createAutopilotProject', {
+      body: {
+        name: 'hello world',
+        repository: 'Codertocat/Hello-World',
+        run: { launch: { command: ['agent'] } },
+        webhook_secret: webhookSecret,
+        github: { app_id: '12345', installation_id: '67890', private_key: privateKey },
+      },
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    expect(created.body.webhook.url).toBe(`${docket.url}/v1/autopilot/projects/${created.body.id}/webhook`);
+    const changed = await client.call('updateAutopilotProject', { path: { id: created.body.id }, body: { ready_label: 'agent-ready' } });
+    expect(changed.body.ready_label).toBe('agent-ready');
+    expect((await client.call('getAutopilotProject', { path: { id: created.body.id } })).body).toEqual(changed.body);
+    expect((await client.call('listAutopilotProjects', { query: { limit: 5 } })).body.projects.map((/** @type {any} */ p) => p.id)).toEqual([created.body.id]);
+    for (const exchange of client.exchanges) expect(JSON.stringify(exchange.responseBody)).not.toMatch(/outside-webhook-secret|PRIVATE KEY/);
+    expect(new ContractChecker(doc).checkAll(client.exchanges)).toEqual([]);
+  });
 });
 
 describe('GET /docs', () => {

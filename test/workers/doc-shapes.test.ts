@@ -158,4 +158,18 @@ describe("docs/protocol.md lists every field the answers have, and no other", ()
     expect(balance).toEqual({ granted_cents: after.granted_cents, available_cents: after.available_cents, held_cents: after.held_cents, spent_cents: after.spent_cents });
     await createRequest(admin, projectId, "unused");
   });
+
+  it("an autopilot project, as created, read, listed and changed", async () => {
+    const { admin } = await createOrgWithSecret("docs-autopilot");
+    const key = "-----BEGIN RSA PRIVATE KEY-----\nMIIBOgIBAAJBAKj34GkxFhD90vcNLYLInFEX6Ppy1tPf9Cnzj4p4WGeKLs1Pt8Qu\n-----END RSA PRIVATE KEY-----\n";
+    const created = await call("POST", "/v1/autopilot/projects", {
+      token: admin,
+      body: { name: "docs", repository: "acme/docs", run: { launch: { command: ["agent"] } }, webhook_secret: "0123456789abcdef", github: { app_id: "1", installation_id: "2", private_key: key } },
+    });
+    expect(created.status).toBe(201);
+    const changed = await call("PATCH", `/v1/autopilot/projects/${created.body.id}`, { token: admin, body: { queue_capacity: 2 } });
+    const read = await call("GET", `/v1/autopilot/projects/${created.body.id}`, { token: admin });
+    const listed = await call("GET", "/v1/autopilot/projects", { token: admin });
+    expectShape("autopilot-project", [created.body, changed.body, read.body, ...listed.body.projects]);
+  });
 });

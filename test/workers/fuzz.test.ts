@@ -35,6 +35,7 @@ const S = {} as {
   openRequestId: string;
   jobId: string;
   jobRun: string;
+  autopilotProjectId: string;
 };
 
 beforeAll(async () => {
@@ -61,6 +62,9 @@ beforeAll(async () => {
   // A planned request without a job: a valid dispatch of it would reserve credit.
   S.openRequestId = await createRequest(S.admin, S.projectId, "without a job");
   await savePlan(S.admin, S.openRequestId);
+  const autopilot = await call("POST", "/v1/autopilot/projects", { token: S.admin, body: autopilotBody() });
+  expect(autopilot.status).toBe(201);
+  S.autopilotProjectId = autopilot.body.id;
   // The run's lease would lapse after a minute of fuzzing; a long one keeps the read-back still.
   await ageRun(S.run, -3_600_000);
 });
@@ -100,6 +104,44 @@ const launchFields = (prefix: string): Field[] => [
   f(`${prefix}.command`, "stringArray", { required: true, max: 64 }),
   f(`${prefix}.image`, "string", { nullable: true, max: 500 }),
   f(`${prefix}.env`, "record"),
+];
+
+function autopilotBody(): Json {
+  const privateKey = "-----BEGIN RSA PRIVATE KEY-----\nMIIBOgIBAAJBAKj34GkxFhD90vcNLYLInFEX6Ppy1tPf9Cnzj4p4WGeKLs1Pt8Qu\n-----END RSA PRIVATE KEY-----\n";
+  return {
+    name: "ap",
+    repository: "fuzz/app",
+    ready_label: "ready",
+    review_label: "review",
+    brief_heading: "Agent Brief",
+    done_labels: ["done"],
+    queue_capacity: 5,
+    automation_accounts: ["ci-robot"],
+    run: { labels: ["linux"], priority: 1, launch: { protocol: "process", command: ["x"], image: null, env: { K: "V" } } },
+    webhook_secret: "0123456789abcdef",
+    github: { api_url: "https://github.example.com/api/v3", app_id: "1", installation_id: "2", private_key: privateKey },
+  };
+}
+
+const autopilotFields = (required: boolean): Field[] => [
+  f("name", "string", { required, max: 100 }),
+  f("repository", "string", { required, max: 140 }),
+  f("ready_label", "string", { max: 50 }),
+  f("review_label", "string", { max: 50 }),
+  f("brief_heading", "string", { max: 100 }),
+  f("done_labels", "stringArray", { max: 64 }),
+  f("queue_capacity", "int", { max: 10_000 }),
+  f("automation_accounts", "stringArray", { max: 100 }),
+  f("run", "object", { required }),
+  f("run.labels", "stringArray", { max: 64 }),
+  f("run.priority", "int", { max: 1_000 }),
+  ...(required ? launchFields("run.launch") : []),
+  f("webhook_secret", "string", { required, max: 256 }),
+  f("github", "object", { required }),
+  f("github.api_url", "url", { max: 500 }),
+  f("github.app_id", "string", { required, max: 20 }),
+  f("github.installation_id", "string", { required, max: 20 }),
+  f("github.private_key", "string", { required, max: 16_000 }),
 ];
 
 const endpoints: JsonEndpoint[] = [
@@ -260,6 +302,18 @@ const endpoints: JsonEndpoint[] = [
     token: () => S.admin,
     valid: () => ({ cost_cents: 5, note: "n" }),
     fields: [f("cost_cents", "int", { required: true, max: 100_000_000 }), f("note", "string", { required: true, max: 1_000 })],
+  },
+  { method: "POST", route: "/v1/autopilot/projects", path: () => "/v1/autopilot/projects", token: () => S.admin, valid: autopilotBody, fields: autopilotFields(true) },
+  {
+    method: "PATCH",
+    route: "/v1/autopilot/projects/:id",
+    path: () => `/v1/autopilot/projects/${S.autopilotProjectId}`,
+    token: () => S.admin,
+    valid: () => {
+      const { run, ...body } = autopilotBody();
+      return { ...body, repository: "fuzz/app", run: { labels: run.labels, priority: run.priority } };
+    },
+    fields: autopilotFields(false),
   },
 ];
 
@@ -662,6 +716,7 @@ describe("odd query parameters", () => {
     { path: "/v1/credits", keys: ["limit", "cursor", "job_id"] },
     { path: "/v1/runners", keys: ["limit", "cursor"] },
     { path: "/v1/projects", keys: ["limit", "cursor"] },
+    { path: "/v1/autopilot/projects", keys: ["limit", "cursor"] },
     { path: "/v1/build-requests", keys: ["project_id", "label", "limit", "cursor"] },
     { path: "/v1/build-jobs", keys: ["status", "request_id", "limit", "cursor"] },
   ];

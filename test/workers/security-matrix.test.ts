@@ -12,6 +12,7 @@ import { send } from "./direct";
 import { ADMIN_SECRET, ageRun, call, CLI_VERSION, createOrg, registerRunner, runBody } from "./helpers";
 import { muteTransitionLogs } from "./quiet";
 import { orgState } from "./read-back";
+import { fakeProject, installFakeAutopilot } from "./autopilot-fakes";
 
 
 /** The victim organization A and the caller organization B, with every kind of credential. */
@@ -35,6 +36,8 @@ const A = {} as {
   requestId: string;
   jobId: string;
   jobRun: string;
+  autopilotProjectId: string;
+  admissionProjectId: string;
 };
 const B = {} as { orgId: string; admin: string; registration: string; machine: { machineId: string; token: string }; run: string; attemptToken: string };
 
@@ -71,6 +74,14 @@ beforeAll(async () => {
   expect(job.status).toBe(201);
   A.jobId = job.body.id;
   A.jobRun = job.body.run_id;
+  // An autopilot project, with its secrets.
+  const autopilot = await call("POST", "/v1/autopilot/projects", { token: A.admin, body: autopilotBody("victim/repo") });
+  expect(autopilot.status).toBe(201);
+  A.autopilotProjectId = autopilot.body.id;
+  // An autopilot project (an in-memory project store and tracker: test/workers/autopilot-fakes.ts).
+  const admission = fakeProject(A.orgId);
+  installFakeAutopilot().add(admission);
+  A.admissionProjectId = admission.id;
 
   const b = await createOrg("caller");
   B.orgId = b.orgId;
@@ -94,6 +105,11 @@ async function issueDeadCredentials() {
   expect((await call("POST", "/v1/runners/register", { token: A.usedUpRegistration, body: register })).status).toBe(201);
   A.deregistered = await registerRunner(A.admin, { name: "a-gone" });
   expect((await call("DELETE", `/v1/runners/${A.deregistered.machineId}`, { token: A.admin })).status).toBe(200);
+}
+
+function autopilotBody(repository: string) {
+  const privateKey = "-----BEGIN RSA PRIVATE KEY-----\nMIIBOgIBAAJBAKj34GkxFhD90vcNLYLInFEX6Ppy1tPf9Cnzj4p4WGeKLs1Pt8Qu\n-----END RSA PRIVATE KEY-----\n";
+  return { name: "autopilot", repository, run: { launch: { command: ["agent"] } }, webhook_secret: "victim-webhook-secret", github: { app_id: "1", installation_id: "2", private_key: privateKey } };
 }
 
 function claimAs(token: string) {
@@ -326,6 +342,27 @@ const endpoints: Endpoint[] = [
   { method: "GET", route: "/v1/build-jobs/:id/artifact", path: () => `/v1/build-jobs/${A.jobId}/artifact`, cases: () => memberOfA("member") },
   { method: "POST", route: "/v1/build-jobs/:id/reconcile", path: () => `/v1/build-jobs/${A.jobId}/reconcile`, body: () => ({ action: "release" }), cases: () => memberOfA("admin") },
   { method: "POST", route: "/v1/build-jobs/:id/resolve", path: () => `/v1/build-jobs/${A.jobId}/resolve`, body: () => ({ cost_cents: 0, note: "intruder" }), cases: () => memberOfA("admin") },
+  { method: "POST", route: "/v1/autopilot/projects", path: () => "/v1/autopilot/projects", body: () => autopilotBody("intruder/repo"), cases: () => memberOwn("admin") },
+  { method: "GET", route: "/v1/autopilot/projects", path: () => "/v1/autopilot/projects", cases: () => memberOwn("member") },
+  { method: "GET", route: "/v1/autopilot/projects/:id", path: () => `/v1/autopilot/projects/${A.autopilotProjectId}`, cases: () => memberOfA("member") },
+  {
+    method: "PATCH",
+    route: "/v1/autopilot/projects/:id",
+    path: () => `/v1/autopilot/projects/${A.autopilotProjectId}`,
+    body: () => ({ name: "intruder", webhook_secret: "intruder-webhook-secret" }),
+    cases: () => memberOfA("admin"),
+  },
+  {
+    // Public: only a valid X-Hub-Signature-256 authenticates it, never a bearer token.
+    method: "POST",
+    route: "/v1/autopilot/projects/:id/webhook",
+    path: () => `/v1/autopilot/projects/${A.admissionProjectId}/webhook`,
+    body: () => ({ action: "labeled" }),
+    cases: () => [[none, unauthorized], ...malformed.map((c): [Credential, Expect] => [c, unauthorized]), [bearer("an admin member token", () => A.admin), unauthorized], [bearer("another organization's admin token", () => B.admin), unauthorized]],
+  },
+  { method: "POST", route: "/v1/autopilot/projects/:id/reconcile", path: () => `/v1/autopilot/projects/${A.admissionProjectId}/reconcile`, cases: () => memberOfA("admin") },
+  { method: "GET", route: "/v1/autopilot/projects/:id/tickets", path: () => `/v1/autopilot/projects/${A.admissionProjectId}/tickets`, cases: () => memberOfA("member") },
+  { method: "GET", route: "/v1/autopilot/projects/:id/tickets/:number", path: () => `/v1/autopilot/projects/${A.admissionProjectId}/tickets/1`, cases: () => memberOfA("member") },
   {
     method: "POST",
     route: "/v1/build-callbacks/:token",
@@ -338,7 +375,7 @@ const endpoints: Endpoint[] = [
 
 /** What A's ids look like in an answer: another organization's answer contains none of them. */
 function victimIds(): string[] {
-  return [A.orgId, A.run, A.jobRun, A.projectId, A.requestId, A.jobId, A.m1.machineId, A.m2.machineId, A.registrationId];
+  return [A.orgId, A.run, A.jobRun, A.projectId, A.requestId, A.jobId, A.m1.machineId, A.m2.machineId, A.registrationId, A.autopilotProjectId, A.admissionProjectId];
 }
 
 describe("the security matrix", () => {

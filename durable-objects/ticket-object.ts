@@ -1,0 +1,406 @@
+// TicketObject: one per tracker ticket (idFromName(ticketKey(ref)), e.g. `github:owner/repo#12`).
+// It serializes everything that can admit a run for that ticket: webhooks, reconciliation, an
+// operator's request (../shared/DESIGN.md, "Each ticket is a Durable Object too";
+// ../shared/spec/run-lifecycle.md, "Admission"). It keeps the readiness generation (the id of the
+// ready transition that opened it), the webhook delivery ids it has seen, the id of its one
+// unfinished run, and a bounded history of admissions, refusals and lapses with their reasons.
+// The Worker gathers the tracker's facts and applies the pure rules; this object decides.
+
+import { DurableObject } from "cloudflare:workers";
+import { loadConfig, type Config } from "../src/config";
+import type { Env } from "../src/env";
+import { DocketError, isRefusal } from "../src/errors";
+import { log } from "../src/lib/log";
+import { runStub } from "../src/lib/stubs";
+import { dispatchRun, type DispatchInput } from "../src/run/dispatch";
+import { isTerminal } from "../src/run/states";
+import type { EligibilityResult, ReadinessResult } from "../src/autopilot/deps";
+import type { IssueFacts, ReadyTransition } from "../src/autopilot/provider";
+import { migrate } from "./sql-migrations";
+import { TICKET_OBJECT_MIGRATIONS } from "./ticket-schema";
+
+/** Which of the four doors an observation came through; all obey the same policy. */
+export type AdmissionDoor = "webhook" | "reconcile" | "startup" | "operator";
+
+/** What one door learned about the ticket, with the rules already applied by the Worker. */
+export interface Observation {
+  project: { id: string; orgId: string; queueCapacity: number };
+  ticketKey: string;
+  number: number;
+  door: AdmissionDoor;
+  /** X-GitHub-Delivery of a webhook; null for reconciliation and operators. */
+  deliveryId: string | null;
+  facts: IssueFacts | null;
+  eligibility: EligibilityResult;
+  /** The latest addition of the ready label the tracker records: its id is the readiness generation. */
+  transition: ReadyTransition | null;
+  /** The human-readiness verdict on that transition; null without a transition. */
+  readiness: ReadinessResult | null;
+  /** The run to create when this observation admits one. */
+  dispatch: DispatchInput;
+}
+
+export type TicketStatus = "idle" | "admitting" | "admitted" | "refused" | "capacity_wait" | "lapsed" | "done";
+
+export type ObservationOutcome =
+  | "duplicate_delivery"
+  | "admitted"
+  | "already_admitted"
+  | "unchanged"
+  | "refused"
+  | "capacity_wait"
+  | "lapsed";
+
+export interface ObservationAnswer {
+  outcome: ObservationOutcome;
+  runId: string | null;
+  reasons: string[];
+}
+
+export interface TicketHistoryEntry {
+  at_ms: number;
+  kind: "admitted" | "refused" | "capacity_wait" | "lapsed" | "run_ended";
+  door: AdmissionDoor;
+  generation: string | null;
+  run_id: string | null;
+  reasons: string[];
+  basis: string | null;
+  actor: string | null;
+}
+
+export interface TicketState {
+  ticket_key: string;
+  project_id: string;
+  status: TicketStatus;
+  reasons: string[];
+  generation: string | null;
+  admitted_generation: string | null;
+  run_id: string | null;
+  updated_at_ms: number;
+  history: TicketHistoryEntry[];
+}
+
+type TicketRow = {
+  ticket_key: string;
+  project_id: string;
+  org_id: string;
+  number: number;
+  status: TicketStatus;
+  reasons: string;
+  generation: string | null;
+  admitted_generation: string | null;
+  /** An admission begun (its run may exist) and not yet recorded: the next observation finishes it. */
+  pending_generation: string | null;
+  run_id: string | null;
+  updated_at_ms: number;
+};
+
+/** A project's admitted runs still waiting for a runner, and admissions under way: what queueCapacity bounds. */
+const WAITING = `SELECT COUNT(*) FROM autopilot_tickets t LEFT JOIN runs r ON r.id = t.run_id
+  WHERE t.project_id = ?1 AND t.ticket_key <> ?2 AND (t.status = 'admitting' OR r.state = 'queued')`;
+const WAITING_RUNS_SQL = `SELECT (${WAITING}) AS n`;
+
+/**
+ * Takes one of the project's queue places for this ticket, in one D1 statement (D1 runs one at a
+ * time), so two tickets admitted at once cannot both take the last place. The place is the ticket's
+ * index row marked `admitting` until its run is recorded.
+ */
+const RESERVE_SQL = `INSERT INTO autopilot_tickets (project_id, ticket_key, org_id, number, status, reasons, generation, run_id, updated_at_ms)
+  SELECT ?1, ?2, ?3, ?4, 'admitting', '[]', ?5, NULL, ?6 WHERE (${WAITING}) < ?7
+  ON CONFLICT (project_id, ticket_key) DO UPDATE SET status = 'admitting', reasons = '[]', generation = excluded.generation,
+    run_id = NULL, updated_at_ms = excluded.updated_at_ms`;
+
+/** The ticket's row in the project's index (D1), which GET …/tickets and reconciliation read. */
+const INDEX_SQL = `INSERT INTO autopilot_tickets (project_id, ticket_key, org_id, number, status, reasons, generation, run_id, updated_at_ms)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+  ON CONFLICT (project_id, ticket_key) DO UPDATE SET status = excluded.status, reasons = excluded.reasons,
+    generation = excluded.generation, run_id = excluded.run_id, updated_at_ms = excluded.updated_at_ms
+  WHERE excluded.updated_at_ms >= autopilot_tickets.updated_at_ms`;
+
+export class TicketObject extends DurableObject<Env> {
+  private readonly sql: SqlStorage;
+  private readonly config: Config;
+  private tail: Promise<unknown> = Promise.resolve();
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    this.sql = ctx.storage.sql;
+    this.config = loadConfig(env);
+    migrate(ctx.storage, TICKET_OBJECT_MIGRATIONS);
+  }
+
+  /**
+   * One observation of the ticket, from any door. Serialized: a webhook racing a reconciliation
+   * runs one after the other here, so the second sees the first's run and admits nothing.
+   */
+  async observe(obs: Observation): Promise<ObservationAnswer> {
+    return this.serialized(() => this.decide(obs));
+  }
+
+  /** The ticket as GET …/tickets shows it, with its history (newest first). */
+  async read(): Promise<TicketState | null> {
+    const row = this.load();
+    if (!row) return null;
+    const history = this.sql
+      .exec<{ entry: string }>("SELECT entry FROM history ORDER BY seq DESC")
+      .toArray()
+      .map((r) => JSON.parse(r.entry) as TicketHistoryEntry);
+    return {
+      ticket_key: row.ticket_key,
+      project_id: row.project_id,
+      status: row.status,
+      reasons: JSON.parse(row.reasons) as string[],
+      generation: row.generation,
+      admitted_generation: row.admitted_generation,
+      run_id: row.run_id,
+      updated_at_ms: row.updated_at_ms,
+      history,
+    };
+  }
+
+  // ---- the decision ----------------------------------------------------------------------------
+
+  private async decide(obs: Observation): Promise<ObservationAnswer> {
+    const now = Date.now();
+    if (obs.deliveryId !== null && this.seen(obs.deliveryId, now)) {
+      return { outcome: "duplicate_delivery", runId: this.load()?.run_id ?? null, reasons: [] };
+    }
+    const stored = this.load();
+    // An issue never made ready (a comment on any issue of the repository) leaves no ticket behind.
+    if (!stored && !obs.transition) return { outcome: "unchanged", runId: null, reasons: [] };
+    if (stored && stored.project_id !== obs.project.id) {
+      // Two projects watch the same repository: the ticket's one unfinished run stays with the project that has it.
+      if (stored.pending_generation !== null || (stored.run_id && (await this.unfinishedRun(stored, obs, now)))) {
+        return { outcome: "refused", runId: null, reasons: ["another autopilot project holds this issue's unfinished run"] };
+      }
+    }
+    let row = stored && stored.project_id === obs.project.id ? stored : { ...this.fresh(obs, now), admitted_generation: stored?.admitted_generation ?? null };
+    if (row.pending_generation !== null) row = await this.finishAdmission(obs, row, now);
+    const generation = obs.transition?.eventId ?? row.generation;
+    const unfinished = row.run_id ? await this.unfinishedRun(row, obs, now) : null;
+    if (unfinished) {
+      if (obs.eligibility.eligible) return this.settle(obs, row, now, { outcome: "already_admitted", runId: unfinished, reasons: [] });
+      return this.lapse(obs, row, unfinished, obs.eligibility.reasons, now);
+    }
+    if (!obs.eligibility.eligible) return this.refuse(obs, row, now, "refused", obs.eligibility.reasons, generation);
+    if (!obs.transition) return this.refuse(obs, row, now, "refused", ["the tracker records no addition of the ready label to this issue"], generation);
+    // The ready transition that already has its run: an edit or a comment changes nothing.
+    if (obs.transition.eventId === row.admitted_generation) {
+      return this.settle(obs, { ...row, generation }, now, { outcome: "unchanged", runId: null, reasons: [] });
+    }
+    const readiness = obs.readiness;
+    if (!readiness || !readiness.ok) {
+      return this.refuse(obs, row, now, "refused", [readiness ? readiness.reason : "no human readiness evidence"], generation);
+    }
+    if (!(await this.reservePlace(obs, row, obs.transition.eventId, now))) {
+      const waiting = await this.waitingRuns(obs);
+      const reason = `the project's queue is full: ${waiting} admitted runs wait for a runner (queue capacity ${obs.project.queueCapacity}); reconciliation reconsiders this issue`;
+      return this.refuse(obs, row, now, "capacity_wait", [reason], generation);
+    }
+    return this.admit(obs, row, obs.transition.eventId, readiness, now);
+  }
+
+  /**
+   * Creates the run through dispatch (the code POST /v1/runs uses) under a key derived from the
+   * ticket and its generation, then records the ticket's claim on it. A crash in between is
+   * finished by the next observation: the same key names the same run, never a second one.
+   */
+  private async admit(obs: Observation, row: TicketRow, generation: string, readiness: Extract<ReadinessResult, { ok: true }>, now: number): Promise<ObservationAnswer> {
+    // Recorded first: a crash after the run's creation is finished by the next observation.
+    this.ctx.storage.transactionSync(() => this.store({ ...row, pending_generation: generation }));
+    const runId = await this.dispatchFor(obs, row.org_id, generation);
+    const next: TicketRow = { ...row, status: "admitted", reasons: "[]", generation, admitted_generation: generation, pending_generation: null, run_id: runId, updated_at_ms: now };
+    this.write(obs, next, now, { kind: "admitted", run_id: runId, reasons: [], basis: readiness.basis, actor: readiness.actor });
+    await this.project(next);
+    log("autopilot.admitted", { ticket: obs.ticketKey, project: obs.project.id, run_id: runId, generation, door: obs.door, basis: readiness.basis, actor: readiness.actor, reason: "a human ready transition and an eligible issue" });
+    return { outcome: "admitted", runId, reasons: [] };
+  }
+
+  /** The run of a generation, created or found again under the key derived from the ticket and the generation. */
+  private async dispatchFor(obs: Observation, orgId: string, generation: string): Promise<string> {
+    const key = `autopilot:${obs.ticketKey}:${generation}`;
+    try {
+      return (await dispatchRun(this.env, orgId, obs.dispatch, key)).run.id;
+    } catch (err) {
+      // The issue changed between a crashed admission and this one: the key's run is the ticket's.
+      if (!(err instanceof DocketError) || err.code !== "idempotency_conflict") throw err;
+      return String(err.details.run_id);
+    }
+  }
+
+  /**
+   * An admission that crashed between creating its run and recording it: the same key finds that
+   * run (or creates it, when the crash came first), and the ticket records its claim on it. The
+   * observation then goes on as usual, so a run whose issue has lapsed meanwhile is withdrawn.
+   */
+  private async finishAdmission(obs: Observation, row: TicketRow, now: number): Promise<TicketRow> {
+    const generation = row.pending_generation!;
+    const runId = await this.dispatchFor(obs, row.org_id, generation);
+    const next: TicketRow = { ...row, status: "admitted", reasons: "[]", admitted_generation: generation, pending_generation: null, run_id: runId, updated_at_ms: now };
+    const reasons = ["an admission interrupted before the ticket recorded it, finished"];
+    this.ctx.storage.transactionSync(() => {
+      this.store(next);
+      this.remember({ at_ms: now, kind: "admitted", door: obs.door, generation, run_id: runId, reasons, basis: null, actor: null });
+    });
+    await this.project(next);
+    log("autopilot.admitted", { ticket: obs.ticketKey, project: row.project_id, run_id: runId, generation, door: obs.door, reason: reasons[0] });
+    return next;
+  }
+
+  /** The ticket no longer backs its queued run: the run is withdrawn (cancelled) before any claim. */
+  private async lapse(obs: Observation, row: TicketRow, runId: string, reasons: string[], now: number): Promise<ObservationAnswer> {
+    const reason = `eligibility lapsed: ${reasons.join("; ")}`;
+    const answer = await runStub(this.env, runId).withdraw(obs.project.orgId, reason);
+    if (isRefusal(answer)) throw new Error(`withdraw ${runId}: ${answer.error.message}`);
+    if (!answer.withdrawn) {
+      // Already handed out: the run goes on; the ticket keeps its claim and notes the lapse.
+      return this.settle(obs, row, now, { outcome: "already_admitted", runId, reasons });
+    }
+    const next: TicketRow = { ...row, status: "lapsed", reasons: JSON.stringify(reasons), run_id: null, updated_at_ms: now };
+    this.write(obs, next, now, { kind: "lapsed", run_id: runId, reasons, basis: null, actor: null });
+    await this.project(next);
+    log("autopilot.lapsed", { ticket: obs.ticketKey, project: obs.project.id, run_id: runId, door: obs.door, reason });
+    return { outcome: "lapsed", runId, reasons };
+  }
+
+  /** A refusal (or a capacity wait) is recorded when it differs from the ticket's standing one. */
+  private async refuse(obs: Observation, row: TicketRow, now: number, status: "refused" | "capacity_wait", reasons: string[], generation: string | null): Promise<ObservationAnswer> {
+    const outcome = status;
+    const changed = row.status !== status || row.reasons !== JSON.stringify(reasons);
+    if (!changed) {
+      // The index row too: a queue place taken by an admission that did not finish is given back.
+      await this.project({ ...row, generation });
+      return this.settle(obs, { ...row, generation }, now, { outcome, runId: null, reasons });
+    }
+    const next: TicketRow = { ...row, status, reasons: JSON.stringify(reasons), generation, updated_at_ms: now };
+    this.write(obs, next, now, { kind: status, run_id: null, reasons, basis: null, actor: null });
+    await this.project(next);
+    return { outcome, runId: null, reasons };
+  }
+
+  /** Nothing new to record but the delivery id (and a newer generation, if any). */
+  private async settle(obs: Observation, row: TicketRow, now: number, answer: ObservationAnswer): Promise<ObservationAnswer> {
+    this.write(obs, row, now, null);
+    return answer;
+  }
+
+  // ---- the run it backs ------------------------------------------------------------------------
+
+  /** The ticket's run id while that run has not ended; an ended run frees the ticket (recorded once). */
+  private async unfinishedRun(row: TicketRow, obs: Observation, now: number): Promise<string | null> {
+    const runId = row.run_id!;
+    const run = await runStub(this.env, runId).read(row.org_id);
+    if (!isRefusal(run) && !isTerminal(run.state)) return runId;
+    const reason = isRefusal(run) ? `the run is gone: ${run.error.message}` : `the run ended ${run.state}`;
+    const next: TicketRow = { ...row, status: "done", reasons: JSON.stringify([reason]), run_id: null, updated_at_ms: now };
+    this.ctx.storage.transactionSync(() => {
+      this.store(next);
+      this.remember({ at_ms: now, kind: "run_ended", door: obs.door, generation: row.admitted_generation, run_id: runId, reasons: [reason], basis: null, actor: null });
+    });
+    Object.assign(row, next);
+    await this.project(next);
+    return null;
+  }
+
+  private async reservePlace(obs: Observation, row: TicketRow, generation: string, now: number): Promise<boolean> {
+    const result = await this.env.DB.prepare(RESERVE_SQL)
+      .bind(obs.project.id, obs.ticketKey, row.org_id, row.number, generation, now, obs.project.queueCapacity)
+      .run();
+    return result.meta.changes > 0;
+  }
+
+  private async waitingRuns(obs: Observation): Promise<number> {
+    const row = await this.env.DB.prepare(WAITING_RUNS_SQL).bind(obs.project.id, obs.ticketKey).first<{ n: number }>();
+    return row?.n ?? 0;
+  }
+
+  // ---- storage -----------------------------------------------------------------------------------
+
+  private load(): TicketRow | null {
+    return this.sql.exec<TicketRow>("SELECT * FROM ticket WHERE id = 1").toArray()[0] ?? null;
+  }
+
+  private fresh(obs: Observation, now: number): TicketRow {
+    return {
+      ticket_key: obs.ticketKey,
+      project_id: obs.project.id,
+      org_id: obs.project.orgId,
+      number: obs.number,
+      status: "idle",
+      reasons: "[]",
+      generation: null,
+      admitted_generation: null,
+      pending_generation: null,
+      run_id: null,
+      updated_at_ms: now,
+    };
+  }
+
+  private seen(deliveryId: string, now: number): boolean {
+    const row = this.sql.exec<{ seen_at_ms: number }>("SELECT seen_at_ms FROM deliveries WHERE delivery_id = ?", deliveryId).toArray()[0];
+    return row !== undefined && now - row.seen_at_ms < this.config.autopilotDeliveryTtlMs;
+  }
+
+  /** The ticket row, the delivery id and a history entry (when there is one), in one transaction. */
+  private write(obs: Observation, row: TicketRow, now: number, entry: Omit<TicketHistoryEntry, "at_ms" | "door" | "generation"> | null): void {
+    this.ctx.storage.transactionSync(() => {
+      this.store(row);
+      if (obs.deliveryId !== null) this.rememberDelivery(obs.deliveryId, now);
+      if (entry) this.remember({ ...entry, at_ms: now, door: obs.door, generation: row.generation });
+    });
+  }
+
+  private store(row: TicketRow): void {
+    this.sql.exec(
+      `INSERT INTO ticket (id, ticket_key, project_id, org_id, number, status, reasons, generation, admitted_generation, pending_generation, run_id, updated_at_ms)
+       VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (id) DO UPDATE SET project_id = excluded.project_id, org_id = excluded.org_id, status = excluded.status, reasons = excluded.reasons,
+         generation = excluded.generation, admitted_generation = excluded.admitted_generation, pending_generation = excluded.pending_generation,
+         run_id = excluded.run_id, updated_at_ms = excluded.updated_at_ms`,
+      row.ticket_key,
+      row.project_id,
+      row.org_id,
+      row.number,
+      row.status,
+      row.reasons,
+      row.generation,
+      row.admitted_generation,
+      row.pending_generation,
+      row.run_id,
+      row.updated_at_ms,
+    );
+  }
+
+  /** Delivery ids expire after AUTOPILOT_DELIVERY_TTL_MS and are capped at AUTOPILOT_DELIVERIES_MAX (oldest dropped). */
+  private rememberDelivery(deliveryId: string, now: number): void {
+    this.sql.exec("INSERT INTO deliveries (delivery_id, seen_at_ms) VALUES (?, ?) ON CONFLICT (delivery_id) DO UPDATE SET seen_at_ms = excluded.seen_at_ms", deliveryId, now);
+    this.sql.exec("DELETE FROM deliveries WHERE seen_at_ms < ?", now - this.config.autopilotDeliveryTtlMs);
+    this.sql.exec(
+      "DELETE FROM deliveries WHERE delivery_id NOT IN (SELECT delivery_id FROM deliveries ORDER BY seen_at_ms DESC, delivery_id LIMIT ?)",
+      this.config.autopilotDeliveriesMax,
+    );
+  }
+
+  /** History is bounded by AUTOPILOT_HISTORY_MAX entries (oldest dropped). */
+  private remember(entry: TicketHistoryEntry): void {
+    this.sql.exec("INSERT INTO history (entry) VALUES (?)", JSON.stringify(entry));
+    this.sql.exec("DELETE FROM history WHERE seq NOT IN (SELECT seq FROM history ORDER BY seq DESC LIMIT ?)", this.config.autopilotHistoryMax);
+  }
+
+  /** The project's index row follows the ticket (newer wins); a failure is repaired by the next observation. */
+  private async project(row: TicketRow): Promise<void> {
+    try {
+      await this.env.DB.prepare(INDEX_SQL)
+        .bind(row.project_id, row.ticket_key, row.org_id, row.number, row.status, row.reasons, row.generation, row.run_id, row.updated_at_ms)
+        .run();
+    } catch (err) {
+      log("autopilot.index_failed", { ticket: row.ticket_key, project: row.project_id, reason: String(err) });
+    }
+  }
+
+  private serialized<T>(fn: () => Promise<T>): Promise<T> {
+    const next = this.tail.then(fn, fn);
+    this.tail = next.catch(() => undefined);
+    return next;
+  }
+}

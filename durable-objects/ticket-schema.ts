@@ -1,0 +1,17 @@
+// The TicketObject's SQLite schema, as versioned steps (durable-objects/sql-migrations.ts). A
+// change is a new step at the end of the list; never edit a shipped step.
+
+import type { MigrationStep } from "./sql-migrations";
+
+export const TICKET_OBJECT_MIGRATIONS: readonly MigrationStep[] = [
+  // 1: the ticket's one row (pending_generation: an admission begun and not yet recorded), the
+  // webhook deliveries it has seen, and its history.
+  (sql) => {
+    sql.exec(`CREATE TABLE ticket (
+      id INTEGER PRIMARY KEY CHECK (id = 1), ticket_key TEXT NOT NULL, project_id TEXT NOT NULL, org_id TEXT NOT NULL,
+      number INTEGER NOT NULL, status TEXT NOT NULL, reasons TEXT NOT NULL, generation TEXT, admitted_generation TEXT,
+      pending_generation TEXT, run_id TEXT, updated_at_ms INTEGER NOT NULL)`);
+    sql.exec("CREATE TABLE deliveries (delivery_id TEXT PRIMARY KEY, seen_at_ms INTEGER NOT NULL)");
+    sql.exec("CREATE TABLE history (seq INTEGER PRIMARY KEY AUTOINCREMENT, entry TEXT NOT NULL)");
+  },
+];

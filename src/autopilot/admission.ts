@@ -1,0 +1,94 @@
+// The one admission path (../shared/spec/run-lifecycle.md, "Admission"): every door (the webhook's
+// queue consumer, the cron's reconciliation, startup reconciliation, an operator's reconcile
+// request) calls admitTicket with the same policy. It reads the tracker's facts here, in the
+// Worker, applies the pure rules, and hands the result to the ticket's Durable Object, which
+// serializes and decides. A manual reconcile bypasses nothing: it is this same call.
+
+import type { Config } from "../config";
+import type { Env } from "../env";
+import type { DispatchInput } from "../run/dispatch";
+import type { AdmissionDoor, ObservationAnswer } from "../../durable-objects/ticket-object";
+import type { AdmissionProject, AdmissionRules, EligibilityResult } from "./deps";
+import { ticketKey, type ActorEvidence, type IssueFacts, type TicketRef, type TrackerProvider } from "./provider";
+
+export interface AdmissionContext {
+  door: AdmissionDoor;
+  /** X-GitHub-Delivery, for the webhook door. */
+  deliveryId: string | null;
+  /** The webhook's sender, only when the event is the ready label's addition itself; else null. */
+  sender: ActorEvidence | null;
+}
+
+export interface AdmissionResult extends ObservationAnswer {
+  ticket: string;
+}
+
+export function ticketStub(env: Env, key: string) {
+  return env.TICKET.get(env.TICKET.idFromName(key));
+}
+
+/** Whether an issue of `repository` belongs to the project (GitHub names are case-insensitive). */
+export function inProjectRepository(project: AdmissionProject, repository: string): boolean {
+  return project.repository.toLowerCase() === repository.toLowerCase();
+}
+
+/** Examines one issue of the project and lets its ticket admit, refuse, or withdraw. */
+export async function admitTicket(
+  env: Env,
+  config: Config,
+  project: AdmissionProject,
+  provider: TrackerProvider,
+  rules: AdmissionRules,
+  number: number,
+  ctx: AdmissionContext,
+): Promise<AdmissionResult> {
+  const ref: TicketRef = { provider: project.provider, repository: project.repository, number };
+  const key = ticketKey(ref);
+  const facts = await provider.getIssue(ref);
+  let eligibility: EligibilityResult;
+  let transition = null;
+  if (!facts) {
+    eligibility = { eligible: false, reasons: ["the issue cannot be read (deleted, transferred, or not visible to the installation)"] };
+  } else {
+    const [blockers, last] = await Promise.all([provider.listBlockers(ref), provider.lastReadyTransition(ref, project.readyLabel)]);
+    transition = last;
+    eligibility = rules.checkEligibility(project, facts, blockers, rules.parseAgentBrief(facts.body, project.briefHeading));
+  }
+  const readiness = transition ? rules.checkHumanReadiness(project, { sender: ctx.sender, transition }) : null;
+  const answer = await ticketStub(env, key).observe({
+    project: { id: project.id, orgId: project.orgId, queueCapacity: project.queueCapacity },
+    ticketKey: key,
+    number,
+    door: ctx.door,
+    deliveryId: ctx.deliveryId,
+    facts,
+    eligibility,
+    transition,
+    readiness,
+    dispatch: facts ? runFor(project, facts, eligibility, config) : emptyDispatch(project),
+  });
+  return { ...answer, ticket: key };
+}
+
+/** The run an admitted issue becomes: the project's run template, the issue as its brief, the eligibility facts snapshotted. */
+export function runFor(project: AdmissionProject, facts: IssueFacts, eligibility: EligibilityResult, config: Config): DispatchInput {
+  const brief = `${facts.title}\n\n${facts.body}`.slice(0, config.briefMaxChars);
+  const repositoryUrl = facts.url.replace(/\/issues\/\d+$/, "");
+  return {
+    brief: brief.trim() === "" ? facts.url : brief,
+    repository: { url: repositoryUrl },
+    labels: project.run.labels,
+    priority: project.run.priority,
+    launch: project.run.launch,
+    metadata: {
+      autopilot_project: project.id,
+      autopilot_ticket: ticketKey(facts.ref),
+      issue_url: facts.url,
+      autopilot_eligibility: JSON.stringify(eligibility.eligible ? eligibility.snapshot ?? null : null),
+    },
+  };
+}
+
+function emptyDispatch(project: AdmissionProject): DispatchInput {
+  return { brief: "unreadable issue", labels: project.run.labels, launch: project.run.launch };
+}

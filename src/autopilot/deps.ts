@@ -1,0 +1,58 @@
+// What admission needs from the rest of autopilot, as one replaceable set: the project store, the
+// tracker provider factory, and the pure eligibility and readiness rules
+// (../shared/spec/run-lifecycle.md, "Admission", "Human readiness authorization"). The Worker's
+// entry installs the real ones; tests install in-memory ones. Admission's own code never imports
+// a tracker client, so a second tracker plugs in here.
+
+import type { Config } from "../config";
+import type { Env } from "../env";
+import type { ActorEvidence, Blocker, IssueFacts, ReadyTransition, TrackerProvider } from "./provider";
+
+/** A project as admission reads it (the projects store's AutopilotProject, the fields admission uses). */
+export interface AdmissionProject {
+  id: string;
+  orgId: string;
+  provider: "github";
+  repository: string;
+  readyLabel: string;
+  briefHeading: string;
+  queueCapacity: number;
+  run: { labels: string[]; priority: number; launch: { protocol?: string; command: string[]; image?: string | null; env?: Record<string, string> } };
+}
+
+export interface AdmissionSecrets {
+  webhookSecret: string;
+}
+
+export type BriefResult = { ok: true; brief: unknown } | { ok: false; errors: string[] };
+export type EligibilityResult = { eligible: true; snapshot: unknown } | { eligible: false; reasons: string[] };
+export type ReadinessResult = { ok: true; basis: "human" | "trusted_actor_assumption"; actor: string } | { ok: false; reason: string };
+
+/** The pure rules (src/autopilot/brief.ts, eligibility.ts, readiness.ts). */
+export interface AdmissionRules<P extends AdmissionProject = AdmissionProject> {
+  parseAgentBrief(body: string, heading: string): BriefResult;
+  checkEligibility(project: P, issue: IssueFacts, blockers: Blocker[], brief: BriefResult): EligibilityResult;
+  checkHumanReadiness(project: P, evidence: { sender?: ActorEvidence | null; transition: ReadyTransition | null }): ReadinessResult;
+}
+
+export interface AdmissionDeps<P extends AdmissionProject = AdmissionProject, S extends AdmissionSecrets = AdmissionSecrets> {
+  readProject(env: Env, id: string): Promise<(P & { secrets: S }) | null>;
+  /** Projects in id order after `afterId` (null: from the first), at most `limit`: reconciliation's walk. */
+  listProjects(env: Env, afterId: string | null, limit: number): Promise<P[]>;
+  provider(project: P, secrets: S, config: Config): TrackerProvider;
+  rules: AdmissionRules<P>;
+}
+
+// The installed set; `any` so the real project type (with more fields) fits without a cast at the call site.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+let installed: AdmissionDeps<any, any> | null = null;
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export function installAdmissionDeps(deps: AdmissionDeps<any, any> | null): void {
+  installed = deps;
+}
+
+/** The installed set, or null while none is (the doors then refuse or skip, never guess). */
+export function admissionDeps(): AdmissionDeps | null {
+  return installed;
+}

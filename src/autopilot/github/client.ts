@@ -1,0 +1,169 @@
+// The Octokit client a project's provider calls GitHub through (issue 10, "A GitHub client"):
+// authenticated as the project's GitHub App installation, every request bounded in time
+// (GITHUB_REQUEST_TIMEOUT_MS), failures retried with backoff a bounded number of times
+// (GITHUB_RETRIES, the nth retry after n² × GITHUB_RETRY_BASE_MS), and GitHub's rate-limit
+// headers honoured: a short wait is waited out, a long one fails at once with rate_limited.
+
+import { createAppAuth } from "@octokit/auth-app";
+import { Octokit } from "@octokit/core";
+import { retry } from "@octokit/plugin-retry";
+import { throttling } from "@octokit/plugin-throttling";
+import type { Config } from "../../config";
+import { GitHubError, GitHubTimeout } from "./errors";
+import { toPkcs8Pem } from "./private-key";
+
+const GitHubOctokit = Octokit.plugin(retry, throttling);
+export type GitHubClient = InstanceType<typeof GitHubOctokit>;
+
+/** The REST API version the provider's field names come from. */
+export const GITHUB_API_VERSION = "2022-11-28";
+
+export interface GitHubClientOptions {
+  baseUrl: string;
+  appId: string;
+  installationId: string;
+  privateKey: string;
+  /** Names the client's throttling queue, so one project's backlog does not delay another's. */
+  queueId: string;
+}
+
+// The global fetch is called through a closure: workerd refuses it called with another `this`.
+const globalFetch: typeof fetch = (input, init) => fetch(input, init);
+
+export function githubClient(options: GitHubClientOptions, config: Config, fetchImpl: typeof fetch = globalFetch): GitHubClient {
+  let privateKey: string;
+  try {
+    privateKey = toPkcs8Pem(options.privateKey);
+  } catch (err) {
+    throw new GitHubError("unauthorized", `GitHub App ${options.appId}: ${(err as Error).message}`);
+  }
+  // Rate limits are the throttling plugin's to wait out; the retry plugin leaves 429 alone.
+  const rateLimitRetry = (retryAfterS: number, _options: unknown, _octokit: unknown, retryCount: number) =>
+    retryCount < config.githubRetries && retryAfterS * 1_000 <= config.githubRateLimitWaitMaxMs;
+  return new GitHubOctokit({
+    baseUrl: options.baseUrl.replace(/\/+$/, ""),
+    authStrategy: createAppAuth,
+    auth: {
+      appId: options.appId,
+      privateKey,
+      installationId: options.installationId,
+      // With GITHUB_TOKEN_CACHE_MAX 0 each client keeps its own token (auth-app's own cache).
+      ...(config.githubTokenCacheMax > 0 ? { cache: sharedTokenCache(options.baseUrl, options.appId, privateKey, config.githubTokenCacheMax) } : {}),
+    },
+    headers: { "x-github-api-version": GITHUB_API_VERSION },
+    request: { fetch: boundedFetch(fetchImpl, config.githubRequestTimeoutMs) },
+    retry: {
+      retries: config.githubRetries,
+      retryAfterBaseValue: config.githubRetryBaseMs,
+      doNotRetry: [400, 401, 403, 404, 410, 422, 429, 451],
+    },
+    throttle: { id: options.queueId, onRateLimit: rateLimitRetry, onSecondaryRateLimit: rateLimitRetry },
+    log: { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} },
+  });
+}
+
+/**
+ * Installation tokens live an hour; providers are made per admission, so tokens are kept per
+ * isolate (at most GITHUB_TOKEN_CACHE_MAX) and reused until five minutes before they expire. A
+ * token is shared only by clients holding the same private key: naming another tenant's App and
+ * installation without its key must not borrow that installation's token.
+ */
+const TOKEN_EXPIRY_MARGIN_MS = 300_000;
+const tokenCache = new Map<string, { value: string; reuseUntilMs: number }>();
+
+function sharedTokenCache(baseUrl: string, appId: string, privateKey: string, max: number) {
+  let scope: Promise<string> | null = null;
+  const scoped = async (key: string) => {
+    scope ??= crypto.subtle.digest("SHA-256", new TextEncoder().encode(privateKey)).then((digest) => {
+      const hex = [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
+      return `${baseUrl}|${appId}|${hex}`;
+    });
+    return `${await scope}|${key}`;
+  };
+  return {
+    async get(key: string): Promise<string | undefined> {
+      const name = await scoped(key);
+      const entry = tokenCache.get(name);
+      if (!entry) return undefined;
+      if (entry.reuseUntilMs > Date.now()) return entry.value;
+      tokenCache.delete(name);
+      return undefined;
+    },
+    async set(key: string, value: string): Promise<void> {
+      // auth-app's cached value is "token|createdAt|expiresAt|…".
+      const expiresAtMs = Date.parse(value.split("|")[2] ?? "");
+      if (!Number.isFinite(expiresAtMs)) return;
+      const name = await scoped(key);
+      tokenCache.delete(name);
+      for (const oldest of tokenCache.keys()) {
+        if (tokenCache.size < max) break;
+        tokenCache.delete(oldest);
+      }
+      tokenCache.set(name, { value, reuseUntilMs: expiresAtMs - TOKEN_EXPIRY_MARGIN_MS });
+    },
+  };
+}
+
+/**
+ * fetch with a time bound per request, body included: the answer is read whole within the bound,
+ * so a body that stalls fails as GitHubTimeout (retried like a 5xx) instead of reaching Octokit,
+ * which would take a broken body for an empty answer.
+ */
+function boundedFetch(fetchImpl: typeof fetch, timeoutMs: number): typeof fetch {
+  return async (input, init) => {
+    const timeout = AbortSignal.timeout(timeoutMs);
+    const signal = init?.signal ? AbortSignal.any([init.signal, timeout]) : timeout;
+    try {
+      const response = await fetchImpl(input, { ...init, signal });
+      const body = NULL_BODY_STATUSES.has(response.status) ? null : await response.arrayBuffer();
+      return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+    } catch (err) {
+      if (timeout.aborted) throw new GitHubTimeout(timeoutMs);
+      throw err;
+    }
+  };
+}
+const NULL_BODY_STATUSES = new Set([101, 204, 205, 304]);
+
+interface OctokitErrorShape {
+  status?: number;
+  message?: string;
+  cause?: unknown;
+  request?: { url?: string };
+  response?: { headers?: Record<string, string | undefined> };
+}
+
+/** Octokit's error (after its retries) as a GitHubError that says why, in words a person can act on. */
+export function toGitHubError(err: unknown, what: string): GitHubError {
+  if (err instanceof GitHubError) return err;
+  const e = (typeof err === "object" && err !== null ? err : {}) as OctokitErrorShape;
+  const status = typeof e.status === "number" ? e.status : null;
+  const headers = e.response?.headers ?? {};
+  if (e.cause instanceof GitHubTimeout || err instanceof GitHubTimeout) {
+    const timeout = err instanceof GitHubTimeout ? err : (e.cause as GitHubTimeout);
+    return new GitHubError("timeout", `${what}: ${timeout.message}, on every try`, null);
+  }
+  if (status === 429 || (status === 403 && (headers["x-ratelimit-remaining"] === "0" || /rate limit/i.test(e.message ?? "")))) {
+    const retryAfterMs = rateLimitWaitMs(headers);
+    const when = retryAfterMs === null ? "later" : `in ${Math.ceil(retryAfterMs / 1_000)} s`;
+    return new GitHubError("rate_limited", `${what}: GitHub's rate limit is exhausted; it can be tried again ${when}`, status, retryAfterMs);
+  }
+  if (status !== null && /\/app\/installations\/[^/]+\/access_tokens$/.test(e.request?.url ?? "")) {
+    return new GitHubError("unauthorized", `${what}: GitHub refused an installation token for the App (${status}): check the App id, installation id and private key`, status);
+  }
+  if (status === 401) return new GitHubError("unauthorized", `${what}: GitHub refused the App installation's credentials (401)`, status);
+  if (status === 403 || status === 404) {
+    return new GitHubError("forbidden", `${what}: GitHub answered ${status}; the App installation cannot read it`, status);
+  }
+  const detail = e.message ? `: ${e.message}` : "";
+  return new GitHubError("unavailable", `${what}: GitHub failed${status ? ` with ${status}` : ""}${detail}`, status);
+}
+
+/** How long GitHub asked to wait: `retry-after` seconds, else until `x-ratelimit-reset` (epoch seconds). */
+function rateLimitWaitMs(headers: Record<string, string | undefined>): number | null {
+  const retryAfter = Number(headers["retry-after"]);
+  if (headers["retry-after"] !== undefined && Number.isFinite(retryAfter)) return Math.max(0, retryAfter * 1_000);
+  const reset = Number(headers["x-ratelimit-reset"]);
+  if (headers["x-ratelimit-reset"] !== undefined && Number.isFinite(reset)) return Math.max(0, reset * 1_000 - Date.now());
+  return null;
+}

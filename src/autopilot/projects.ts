@@ -1,0 +1,160 @@
+// Autopilot projects as stored and as admission reads them (../shared/spec/run-lifecycle.md,
+// "Admission"): the configuration in D1, the secrets encrypted (src/autopilot/secrets.ts), and the
+// one view every answer shows, which never carries a secret.
+
+import { and, asc, eq, gt } from "drizzle-orm";
+import { drizzle } from "drizzle-orm/d1";
+import { autopilotProjects } from "../db/autopilot-schema";
+import type { Env } from "../env";
+import { DocketError } from "../errors";
+import type { AutopilotProjectAnswer } from "../protocol/autopilot";
+import { decryptSecret } from "./secrets";
+
+export type AutopilotProjectRow = typeof autopilotProjects.$inferSelect;
+
+export interface RunTemplate {
+  labels: string[];
+  priority: number;
+  launch: { protocol?: string; command: string[]; image?: string | null; env?: Record<string, string> };
+}
+
+export interface AutopilotProject {
+  id: string;
+  orgId: string;
+  name: string;
+  provider: "github";
+  /** owner/name */
+  repository: string;
+  readyLabel: string;
+  reviewLabel: string;
+  /** The issue body's "## <briefHeading>" section holds the Agent Brief (src/autopilot/brief.ts). */
+  briefHeading: string;
+  /** Closed state reasons that count a blocker as done. */
+  doneStates: string[];
+  /** Labels that count a blocker as done even while open. */
+  doneLabels: string[];
+  /** Admitted waiting runs at most. */
+  queueCapacity: number;
+  /** Logins never taken for a human. */
+  automationAccounts: string[];
+  trustedActorAssumption: boolean;
+  githubApiUrl: string;
+  appId: string;
+  installationId: string;
+  run: RunTemplate;
+  createdAtMs: number;
+  updatedAtMs: number;
+}
+
+export interface AutopilotSecrets {
+  webhookSecret: string;
+  privateKey: string;
+}
+
+/** What a project gets when its creator leaves a field out (docs/autopilot.md). */
+export const PROJECT_DEFAULTS = {
+  readyLabel: "ready",
+  reviewLabel: "needs-review",
+  briefHeading: "Agent Brief",
+  doneStates: ["completed"],
+  doneLabels: [] as string[],
+  queueCapacity: 10,
+  automationAccounts: [] as string[],
+  trustedActorAssumption: false,
+  githubApiUrl: "https://api.github.com",
+  runPriority: 0,
+} as const;
+
+export function projectFromRow(row: AutopilotProjectRow): AutopilotProject {
+  return {
+    id: row.id,
+    orgId: row.orgId,
+    name: row.name,
+    provider: row.provider,
+    repository: row.repository,
+    readyLabel: row.readyLabel,
+    reviewLabel: row.reviewLabel,
+    briefHeading: row.briefHeading,
+    doneStates: JSON.parse(row.doneStates) as string[],
+    doneLabels: JSON.parse(row.doneLabels) as string[],
+    queueCapacity: row.queueCapacity,
+    automationAccounts: JSON.parse(row.automationAccounts) as string[],
+    trustedActorAssumption: row.trustedActorAssumption,
+    githubApiUrl: row.githubApiUrl,
+    appId: row.appId,
+    installationId: row.installationId,
+    run: JSON.parse(row.run) as RunTemplate,
+    createdAtMs: row.createdAtMs,
+    updatedAtMs: row.updatedAtMs,
+  };
+}
+
+/** Where GitHub delivers a project's webhooks, on the deployment the request reached. */
+export function webhookUrl(origin: string, projectId: string): string {
+  return `${origin}/v1/autopilot/projects/${projectId}/webhook`;
+}
+
+/** The project as every answer shows it: secrets only as "set", never their values. */
+export function projectAnswer(row: AutopilotProjectRow, origin: string): AutopilotProjectAnswer {
+  const p = projectFromRow(row);
+  return {
+    id: p.id,
+    org_id: p.orgId,
+    name: p.name,
+    provider: p.provider,
+    repository: p.repository,
+    ready_label: p.readyLabel,
+    review_label: p.reviewLabel,
+    brief_heading: p.briefHeading,
+    done_states: p.doneStates as AutopilotProjectAnswer["done_states"],
+    done_labels: p.doneLabels,
+    queue_capacity: p.queueCapacity,
+    automation_accounts: p.automationAccounts,
+    trusted_actor_assumption: p.trustedActorAssumption,
+    run: {
+      labels: p.run.labels,
+      priority: p.run.priority,
+      launch: { protocol: p.run.launch.protocol ?? "process", command: p.run.launch.command, image: p.run.launch.image ?? null, env: p.run.launch.env ?? {} },
+    },
+    webhook: { url: webhookUrl(origin, p.id), secret_set: row.webhookSecretEnc !== "" },
+    github: { api_url: p.githubApiUrl, app_id: p.appId, installation_id: p.installationId, private_key_set: row.privateKeyEnc !== "" },
+    created_at_ms: p.createdAtMs,
+    updated_at_ms: p.updatedAtMs,
+  };
+}
+
+/** The organization's project, or 404 not_found (another organization's project is not found either). */
+export async function loadProjectRow(db: D1Database, orgId: string, id: string): Promise<AutopilotProjectRow> {
+  const row = await drizzle(db)
+    .select()
+    .from(autopilotProjects)
+    .where(and(eq(autopilotProjects.orgId, orgId), eq(autopilotProjects.id, id)))
+    .get();
+  if (!row) throw new DocketError("not_found", `no autopilot project ${id} in this organization`);
+  return row;
+}
+
+/**
+ * A project's configuration and its secrets in clear, for admission and the tracker client; null
+ * when there is no such project. A secret that does not decrypt is autopilot_not_configured.
+ */
+export async function readProject(env: Env, id: string): Promise<(AutopilotProject & { secrets: AutopilotSecrets }) | null> {
+  const row = await drizzle(env.DB).select().from(autopilotProjects).where(eq(autopilotProjects.id, id)).get();
+  if (!row) return null;
+  const secrets: AutopilotSecrets = {
+    webhookSecret: await decryptSecret(env, row.id, "webhook_secret", row.webhookSecretEnc),
+    privateKey: await decryptSecret(env, row.id, "private_key", row.privateKeyEnc),
+  };
+  return { ...projectFromRow(row), secrets };
+}
+
+/** Projects in id order after `afterId` (null: from the first), at most `limit`: reconciliation's walk over every organization's projects. */
+export async function listProjects(env: Env, afterId: string | null, limit: number): Promise<AutopilotProject[]> {
+  const rows = await drizzle(env.DB)
+    .select()
+    .from(autopilotProjects)
+    .where(afterId === null ? undefined : gt(autopilotProjects.id, afterId))
+    .orderBy(asc(autopilotProjects.id))
+    .limit(limit);
+  return rows.map(projectFromRow);
+}

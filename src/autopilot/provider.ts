@@ -1,0 +1,68 @@
+// The tracker behind autopilot admission (../shared/spec/run-lifecycle.md, "Admission"): what the
+// core asks of a tracker, provider-neutral, so a second tracker (Linear, Jira) implements this
+// interface without touching admission. GitHub Issues is the first (src/autopilot/github/).
+
+/** A ticket's provider-qualified identity: `github:owner/repo#12`. */
+export interface TicketRef {
+  provider: "github";
+  /** owner/name */
+  repository: string;
+  number: number;
+}
+
+export function ticketKey(ref: TicketRef): string {
+  return `${ref.provider}:${ref.repository}#${ref.number}`;
+}
+
+/** An issue as the tracker reports it now. */
+export interface IssueFacts {
+  ref: TicketRef;
+  title: string;
+  body: string;
+  state: "open" | "closed";
+  /** Why a closed issue was closed (GitHub: completed, not_planned, duplicate, reopened), else null. */
+  stateReason: string | null;
+  labels: string[];
+  url: string;
+  updatedAtMs: number;
+}
+
+/** A blocking dependency the tracker reports; `facts` null when the installation cannot read it. */
+export interface Blocker {
+  ref: TicketRef;
+  facts: IssueFacts | null;
+  /** Why it could not be read (facts null), for the refusal shown to people. */
+  unreadable: string | null;
+}
+
+/** Who performed a label transition, from the tracker's own record of the issue's events. */
+export interface ActorEvidence {
+  login: string;
+  /** GitHub's actor type: "User", "Bot", "Organization", … */
+  type: string;
+  /** The GitHub App the change was made through, when the tracker says so; else null. */
+  viaApp: string | null;
+}
+
+/** The latest time the ready label was added, and by whom. */
+export interface ReadyTransition {
+  /** The tracker's id of the event, so a generation names the transition that opened it. */
+  eventId: string;
+  atMs: number;
+  actor: ActorEvidence | null;
+}
+
+export interface ReadyIssuePage {
+  issues: IssueFacts[];
+  /** Where the next page starts; null on the last page. */
+  cursor: string | null;
+}
+
+export interface TrackerProvider {
+  getIssue(ref: TicketRef): Promise<IssueFacts | null>;
+  listBlockers(ref: TicketRef): Promise<Blocker[]>;
+  /** The most recent addition of `label` to the issue, or null when the tracker records none. */
+  lastReadyTransition(ref: TicketRef, label: string): Promise<ReadyTransition | null>;
+  /** Open issues carrying `label`, a bounded page at a time. */
+  listReadyIssues(label: string, cursor: string | null, pageSize: number): Promise<ReadyIssuePage>;
+}

@@ -1,0 +1,52 @@
+// The AUTOPILOT queue: the webhook hands each accepted delivery here and answers GitHub at once;
+// this consumer runs the admission path for it. Each message is acknowledged or retried on its own
+// (QUEUE_RETRY_*), and dead-lettered after the queue's max_retries (wrangler.toml).
+
+import { loadConfig, type Config } from "../config";
+import type { Env } from "../env";
+import { log } from "../lib/log";
+import { queueRetryDelaySeconds } from "../queue/messages";
+import { admitTicket } from "./admission";
+import { admissionDeps, type AdmissionDeps } from "./deps";
+import type { ActorEvidence } from "./provider";
+
+/** The queue's name (wrangler.toml): the Worker's queue handler dispatches on it. */
+export const AUTOPILOT_QUEUE = "docket-autopilot";
+
+export interface AutopilotMessage {
+  kind: "autopilot.delivery";
+  project_id: string;
+  number: number;
+  delivery_id: string;
+  event: string;
+  action: string;
+  sender: ActorEvidence | null;
+}
+
+export async function consumeAutopilot(batch: MessageBatch<unknown>, env: Env): Promise<void> {
+  const config = loadConfig(env);
+  const deps = admissionDeps();
+  for (const message of batch.messages) await consumeOne(message, env, config, deps);
+}
+
+async function consumeOne(message: Message<unknown>, env: Env, config: Config, deps: AdmissionDeps | null): Promise<void> {
+  const body = message.body as AutopilotMessage;
+  try {
+    if (!deps) throw new Error("autopilot is not wired: no project store, tracker or rules installed");
+    const result = await handleDelivery(env, config, deps, body);
+    message.ack();
+    log("autopilot.delivery_consumed", { delivery: body.delivery_id, project: body.project_id, ticket: result?.ticket ?? null, outcome: result?.outcome ?? "project_gone", run_id: result?.runId ?? null, reason: result?.reasons.join("; ") || "admission decided" });
+  } catch (err) {
+    const delaySeconds = queueRetryDelaySeconds(config, message.attempts);
+    message.retry({ delaySeconds });
+    log("autopilot.delivery_failed", { delivery: body?.delivery_id ?? null, project: body?.project_id ?? null, try: message.attempts, retry_in_s: delaySeconds, reason: String(err) });
+  }
+}
+
+/** One delivery through the admission path; null when its project no longer exists. */
+export async function handleDelivery(env: Env, config: Config, deps: AdmissionDeps, body: AutopilotMessage) {
+  const project = await deps.readProject(env, body.project_id);
+  if (!project) return null;
+  const provider = deps.provider(project, project.secrets, config);
+  return admitTicket(env, config, project, provider, deps.rules, body.number, { door: "webhook", deliveryId: body.delivery_id, sender: body.sender });
+}

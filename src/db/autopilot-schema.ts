@@ -1,0 +1,40 @@
+import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+
+// Autopilot projects (../shared/spec/run-lifecycle.md, "Admission"): the tracker repository a
+// project watches, its admission policy, and the secrets Docket acts with, encrypted at rest
+// (src/autopilot/secrets.ts) so a D1 export never shows them.
+
+export const autopilotProjects = sqliteTable(
+  "autopilot_projects",
+  {
+    id: text("id").primaryKey(),
+    orgId: text("org_id").notNull(),
+    name: text("name").notNull(),
+    provider: text("provider", { enum: ["github"] }).notNull(),
+    repository: text("repository").notNull(), // owner/name, as configured
+    // The same repository in lower case: GitHub names are case-insensitive, so one project per repository.
+    repositoryKey: text("repository_key").notNull(),
+    readyLabel: text("ready_label").notNull(),
+    reviewLabel: text("review_label").notNull(),
+    briefHeading: text("brief_heading").notNull(),
+    doneStates: text("done_states").notNull(), // JSON array of closed state reasons
+    doneLabels: text("done_labels").notNull(), // JSON array of labels
+    queueCapacity: integer("queue_capacity").notNull(),
+    automationAccounts: text("automation_accounts").notNull(), // JSON array of logins
+    trustedActorAssumption: integer("trusted_actor_assumption", { mode: "boolean" }).notNull(),
+    githubApiUrl: text("github_api_url").notNull(),
+    appId: text("app_id").notNull(),
+    installationId: text("installation_id").notNull(),
+    run: text("run").notNull(), // JSON: {labels, priority, launch: {protocol, command, image, env}}
+    // AES-GCM ciphertexts under AUTOPILOT_SECRET_KEY, bound to the project id and the field.
+    webhookSecretEnc: text("webhook_secret_enc").notNull(),
+    privateKeyEnc: text("private_key_enc").notNull(),
+    createdBy: text("created_by").notNull(),
+    createdAtMs: integer("created_at_ms").notNull(),
+    updatedAtMs: integer("updated_at_ms").notNull(),
+  },
+  (t) => [
+    index("autopilot_projects_org").on(t.orgId, t.createdAtMs, t.id),
+    uniqueIndex("autopilot_projects_repository").on(t.orgId, t.provider, t.repositoryKey),
+  ],
+);

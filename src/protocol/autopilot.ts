@@ -1,0 +1,288 @@
+// Autopilot projects: a GitHub repository whose issues become runs once a person marks them ready
+// (../shared/spec/run-lifecycle.md, "Admission" and "Human readiness authorization";
+// docs/protocol.md, "Autopilot projects"; docs/autopilot.md).
+
+import { z } from "zod";
+import { BOUND_CEILINGS } from "./bounds.js";
+import { epochMs, keysetCursor, page, pageQuery, prefixedId, runId } from "./common.js";
+import { CreateRunBody } from "./runs.js";
+
+export const autopilotProjectId = prefixedId("apj", "an autopilot project");
+
+/** GitHub's closed-issue state reasons; a blocker closed with one of the configured ones is done. */
+export const GITHUB_DONE_STATES = ["completed", "not_planned", "duplicate"] as const;
+
+export const WEBHOOK_SECRET_MIN_CHARS = 16;
+export const WEBHOOK_SECRET_MAX_CHARS = 256;
+
+/** owner/name as GitHub spells them: an account name, a repository name (not . or ..). */
+export const githubRepository = z
+  .string()
+  .max(140)
+  .regex(/^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})\/[A-Za-z0-9._-]{1,100}$/, "must be a GitHub repository like owner/name")
+  .refine((r) => !/\/\.{1,2}$/.test(r), "must be a GitHub repository like owner/name");
+
+/** A GitHub label name: GitHub allows up to 50 characters, spaces included, but no line breaks. */
+export const githubLabel = z
+  .string()
+  .trim()
+  .min(1)
+  .max(50)
+  .regex(/^[^\r\n\t]+$/, "a label has no line breaks or tabs");
+
+/** A GitHub login; apps act as `<slug>[bot]`. */
+export const githubLogin = z
+  .string()
+  .max(45)
+  .regex(/^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?$/, "must be a GitHub login like octocat or my-app[bot]");
+
+/** The heading of the issue body's Agent Brief section, without the leading #s. */
+export const briefHeading = z
+  .string()
+  .trim()
+  .min(1)
+  .max(100)
+  .regex(/^[^#\r\n][^\r\n]*$/, "a heading's text, without the leading # and without line breaks");
+
+/** A GitHub App's id or an installation's id: a positive number, sent as a string. */
+export const githubNumericId = z.string().regex(/^[1-9][0-9]{0,19}$/, "must be a number like 123456, as a string");
+
+/** A PEM private key, as GitHub hands out for an App (PKCS#1 RSA or PKCS#8). */
+export const pemPrivateKey = z
+  .string()
+  .max(16_000)
+  .regex(
+    /^\s*-----BEGIN (RSA |EC )?PRIVATE KEY-----\r?\n[A-Za-z0-9+/=\r\n]+-----END \1PRIVATE KEY-----\s*$/,
+    "must be a PEM private key (-----BEGIN RSA PRIVATE KEY----- … -----END RSA PRIVATE KEY-----)",
+  );
+
+const LOOPBACK_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]"]);
+
+/** The URL, or null when it is not one (zod runs refinements even after the URL check failed). */
+function parsedUrl(text: string): URL | null {
+  try {
+    return new URL(text);
+  } catch {
+    return null;
+  }
+}
+
+/** GitHub's REST API root: https, or http on a loopback address only (a local stand-in). */
+export const githubApiUrl = z
+  .url({ protocol: /^https?$/ })
+  .max(500)
+  .refine((u) => {
+    const url = parsedUrl(u);
+    return !url || url.protocol === "https:" || LOOPBACK_HOSTS.has(url.hostname);
+  }, "must be an https URL (http only on a loopback address)")
+  .refine((u) => {
+    const url = parsedUrl(u);
+    return !url || (!url.search && !url.hash);
+  }, "must be a URL without a query or fragment");
+
+export const webhookSecret = z.string().min(WEBHOOK_SECRET_MIN_CHARS).max(WEBHOOK_SECRET_MAX_CHARS);
+
+const doneStates = z.array(z.enum(GITHUB_DONE_STATES)).max(GITHUB_DONE_STATES.length);
+const doneLabels = z.array(githubLabel).max(BOUND_CEILINGS.labelsMax);
+const automationAccounts = z.array(githubLogin).max(100);
+const queueCapacity = z.number().int().min(1).max(BOUND_CEILINGS.autopilotQueueCapacityMax);
+
+/** The run each admitted issue becomes: runner labels, priority and launch, as POST /v1/runs takes them. */
+const runTemplate = z
+  .object({ labels: CreateRunBody.shape.labels, priority: CreateRunBody.shape.priority, launch: CreateRunBody.shape.launch })
+  .strict();
+
+const projectName = z.string().trim().min(1).max(100);
+
+export const CreateAutopilotProjectBody = z
+  .object({
+    name: projectName,
+    provider: z.literal("github").optional().describe("the tracker; github (the default) is the only one"),
+    repository: githubRepository,
+    ready_label: githubLabel.optional().describe('the label a person adds to mark an issue ready (default "ready")'),
+    review_label: githubLabel.optional().describe('the label for issues whose run awaits review (default "needs-review")'),
+    brief_heading: briefHeading.optional().describe('the heading of the issue body\'s Agent Brief section (default "Agent Brief")'),
+    done_states: doneStates.optional().describe('closed state reasons that make a blocker done (default ["completed"])'),
+    done_labels: doneLabels.optional().describe("labels that make a blocker done even while open (default none)"),
+    queue_capacity: queueCapacity.optional().describe("admitted waiting runs at most (default 10, at most AUTOPILOT_QUEUE_CAPACITY_MAX)"),
+    automation_accounts: automationAccounts.optional().describe("logins never taken for a person (default none)"),
+    trusted_actor_assumption: z.boolean().optional().describe("accept a User sender without timeline evidence against it (default false)"),
+    run: runTemplate,
+    webhook_secret: webhookSecret.describe("the secret GitHub signs deliveries with; never shown again"),
+    github: z
+      .object({
+        api_url: githubApiUrl.optional().describe("GitHub's REST API root (default https://api.github.com)"),
+        app_id: githubNumericId,
+        installation_id: githubNumericId,
+        private_key: pemPrivateKey.describe("the App's private key (PEM); never shown again"),
+      })
+      .strict(),
+  })
+  .strict();
+export type CreateAutopilotProjectBody = z.infer<typeof CreateAutopilotProjectBody>;
+
+/** A partial change: only the fields sent change; a secret sent replaces the stored one. */
+export const UpdateAutopilotProjectBody = z
+  .object({
+    name: projectName.optional(),
+    repository: githubRepository.optional(),
+    ready_label: githubLabel.optional(),
+    review_label: githubLabel.optional(),
+    brief_heading: briefHeading.optional(),
+    done_states: doneStates.optional(),
+    done_labels: doneLabels.optional(),
+    queue_capacity: queueCapacity.optional(),
+    automation_accounts: automationAccounts.optional(),
+    trusted_actor_assumption: z.boolean().optional(),
+    run: z
+      .object({ labels: CreateRunBody.shape.labels, priority: CreateRunBody.shape.priority, launch: CreateRunBody.shape.launch.optional() })
+      .strict()
+      .optional(),
+    webhook_secret: webhookSecret.optional(),
+    github: z
+      .object({
+        api_url: githubApiUrl.optional(),
+        app_id: githubNumericId.optional(),
+        installation_id: githubNumericId.optional(),
+        private_key: pemPrivateKey.optional(),
+      })
+      .strict()
+      .optional(),
+  })
+  .strict()
+  .refine((body) => Object.keys(body).length > 0, "name at least one field to change");
+export type UpdateAutopilotProjectBody = z.infer<typeof UpdateAutopilotProjectBody>;
+
+export const ListAutopilotProjectsQuery = z.object(pageQuery(keysetCursor("apj_[0-9a-f]{24}"))).strict();
+
+export const AutopilotProjectPath = z.object({ id: autopilotProjectId });
+
+// ---- answers -------------------------------------------------------------------------------------
+
+/** An autopilot project as every answer shows it: its configuration, never its secrets. */
+export const AutopilotProject = z
+  .object({
+    id: autopilotProjectId,
+    org_id: z.string(),
+    name: z.string(),
+    provider: z.literal("github"),
+    repository: z.string().describe("owner/name"),
+    ready_label: z.string(),
+    review_label: z.string(),
+    brief_heading: z.string(),
+    done_states: z.array(z.enum(GITHUB_DONE_STATES)),
+    done_labels: z.array(z.string()),
+    queue_capacity: z.number().int(),
+    automation_accounts: z.array(z.string()),
+    trusted_actor_assumption: z.boolean(),
+    run: z.object({
+      labels: z.array(z.string()),
+      priority: z.number().int(),
+      launch: z.object({ protocol: z.string(), command: z.array(z.string()), image: z.string().nullable(), env: z.record(z.string(), z.string()) }),
+    }),
+    webhook: z.object({
+      url: z.string().describe("where GitHub delivers this project's webhooks (subscribe to issues, issue_comment, issue_dependencies)"),
+      secret_set: z.boolean().describe("a webhook secret is stored (it is never shown)"),
+    }),
+    github: z.object({
+      api_url: z.string(),
+      app_id: z.string(),
+      installation_id: z.string(),
+      private_key_set: z.boolean().describe("a private key is stored (it is never shown)"),
+    }),
+    created_at_ms: epochMs,
+    updated_at_ms: epochMs,
+  })
+  .meta({ id: "AutopilotProject" });
+export type AutopilotProjectAnswer = z.infer<typeof AutopilotProject>;
+
+export const AutopilotProjectPage = page("projects", AutopilotProject);
+
+// ---- Autopilot admission: the webhook, reconcile and tickets operations -----------------------
+// (docs/protocol.md, "Autopilot admission"; ../shared/spec/run-lifecycle.md, "Admission"). A block
+// of its own, self-contained, so the projects' schemas can sit beside it.
+
+
+/** The project of an admission operation's path. */
+export const AdmissionProjectPath = z.object({ id: autopilotProjectId });
+
+/** A ticket's provider-qualified identity, such as github:owner/repo#12. */
+const TICKET_KEY_SOURCE = "github:[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+#\\d{1,10}";
+export const ticketKeyField = z.string().describe("The ticket's provider-qualified identity, such as github:owner/repo#12.");
+
+/** The webhook's answer: 202 whether the delivery is handed on or ignored (with the reason). */
+export const WebhookAccepted = z.object({
+  delivery_id: z.string(),
+  event: z.string(),
+  queued: z.boolean().describe("Handed to admission; false when the delivery is ignored (see ignored_reason)."),
+  ignored_reason: z.string().nullable(),
+});
+export type WebhookAccepted = z.infer<typeof WebhookAccepted>;
+
+const outcome = z
+  .enum(["duplicate_delivery", "admitted", "already_admitted", "unchanged", "refused", "capacity_wait", "lapsed"])
+  .describe(
+    "admitted: a run was created; already_admitted: the ticket's run is unfinished; unchanged: this readiness generation already had its run; " +
+      "refused / capacity_wait: no run, see reasons; lapsed: the queued run was withdrawn (cancelled) because the issue is no longer eligible; " +
+      "duplicate_delivery: this webhook delivery was seen before.",
+  );
+
+export const AdmissionOutcome = z.object({
+  ticket: ticketKeyField,
+  outcome,
+  run_id: runId.nullable(),
+  reasons: z.array(z.string()),
+});
+
+/** An operator's (or the cron's) reconciliation of one project, one bounded step of its pass. */
+export const ReconcileResult = z.object({
+  project_id: z.string(),
+  door: z.enum(["webhook", "reconcile", "startup", "operator"]),
+  examined: z.number().int(),
+  results: z.array(AdmissionOutcome),
+  failures: z.array(z.object({ number: z.number().int(), reason: z.string() })).describe("Issues whose facts could not be read; the next pass tries them again."),
+  pass_complete: z.boolean().describe("The pass reached its end; otherwise the next call (or cron tick) continues from the persisted cursor."),
+});
+export type ReconcileResult = z.infer<typeof ReconcileResult>;
+
+export const ListTicketsQuery = z
+  .object({
+    status: z.enum(["idle", "admitting", "admitted", "refused", "capacity_wait", "lapsed", "done"]).optional(),
+    ...pageQuery(keysetCursor(TICKET_KEY_SOURCE)),
+  })
+  .strict();
+
+export const AutopilotTicket = z.object({
+  ticket: ticketKeyField,
+  number: z.number().int(),
+  status: z
+    .enum(["idle", "admitting", "admitted", "refused", "capacity_wait", "lapsed", "done"])
+    .describe("admitting: its admission is under way (it holds a queue place); admitted: its run is unfinished; refused: not eligible or not authorized (reasons); capacity_wait: eligible but the project's queue is full; lapsed: its queued run was withdrawn; done: its run ended."),
+  reasons: z.array(z.string()),
+  generation: z.string().nullable().describe("The readiness generation: the tracker's id of the ready label's latest addition."),
+  run_id: runId.nullable().describe("The ticket's unfinished run, if any."),
+  updated_at_ms: epochMs,
+});
+export const TicketPage = page("tickets", AutopilotTicket);
+
+export const AdmissionTicketPath = AdmissionProjectPath.extend({ number: z.coerce.number().int().min(1).max(9_999_999_999) });
+
+/** One entry of a ticket's history: an admission, a refusal, a capacity wait, a lapse, or its run's end. */
+export const TicketHistoryEntry = z.object({
+  at_ms: epochMs,
+  kind: z.enum(["admitted", "refused", "capacity_wait", "lapsed", "run_ended"]),
+  door: z.enum(["webhook", "reconcile", "startup", "operator"]),
+  generation: z.string().nullable(),
+  run_id: runId.nullable(),
+  reasons: z.array(z.string()),
+  basis: z
+    .enum(["human", "trusted_actor_assumption"])
+    .nullable()
+    .describe("An admission's authorization: a person's ready transition, or the project's trusted_actor_assumption (no person confirmed)."),
+  actor: z.string().nullable().describe("The login whose ready transition an admission relied on."),
+});
+
+export const AutopilotTicketDetail = AutopilotTicket.extend({
+  admitted_generation: z.string().nullable().describe("The readiness generation that had its run; the same generation never admits another."),
+  history: z.array(TicketHistoryEntry).describe("Newest first, at most AUTOPILOT_HISTORY_MAX entries."),
+});

@@ -1,0 +1,195 @@
+// Autopilot admission over HTTP (docs/protocol.md, "Autopilot admission"): the GitHub webhook of a
+// project (public, signed), an admin's reconcile request, and the list of a project's tickets.
+// The webhook only verifies, reads which ticket a delivery names and hands it to the AUTOPILOT
+// queue, so GitHub is answered well inside its 10 s; admission itself is src/autopilot/admission.ts.
+
+import { Hono } from "hono";
+import type { AppEnv } from "../app-types";
+import { requireAdmin, requireMember } from "../auth";
+import { DocketError } from "../errors";
+import { log } from "../lib/log";
+import { operation } from "../openapi/operation";
+import { AdmissionProjectPath, AdmissionTicketPath, AutopilotTicketDetail, ListTicketsQuery, ReconcileResult, TicketPage, WebhookAccepted } from "../protocol/autopilot";
+import { validate } from "../validate";
+import { pageSize } from "../lib/pagination";
+import { inProjectRepository, ticketStub } from "../autopilot/admission";
+import { ticketKey } from "../autopilot/provider";
+import { admissionDeps, type AdmissionDeps } from "../autopilot/deps";
+import { reconcileProject } from "../autopilot/reconcile";
+import { signatureValid, ticketOfDelivery, WEBHOOK_EVENTS } from "../autopilot/webhook";
+import type { AutopilotMessage } from "../autopilot/queue";
+
+function wired(): AdmissionDeps {
+  const deps = admissionDeps();
+  if (!deps) throw new DocketError("autopilot_not_configured", "autopilot admission is not configured on this deployment", { setting: "admission" });
+  return deps;
+}
+
+/** The project, when it belongs to the caller's organization; another organization's is not_found. */
+async function ownProject(env: AppEnv["Bindings"], id: string, orgId: string | null) {
+  const project = await wired().readProject(env, id);
+  if (!project || (orgId !== null && project.orgId !== orgId)) throw new DocketError("not_found", `no autopilot project ${id}`);
+  return project;
+}
+
+const ignored = (deliveryId: string, event: string, reason: string): WebhookAccepted => ({ delivery_id: deliveryId, event, queued: false, ignored_reason: reason });
+
+export const autopilotAdmissionRoutes = new Hono<AppEnv>()
+  .post(
+    "/autopilot/projects/:id/webhook",
+    operation({
+      id: "receiveAutopilotWebhook",
+      summary: "Receive a GitHub webhook delivery for an autopilot project",
+      description:
+        "Public; authenticated by X-Hub-Signature-256 over the raw body with the project's webhook secret (a missing, malformed or wrong signature is 401). " +
+        "Subscribes to issues, issue_comment and issue_dependencies; other events are acknowledged and ignored. Answers 202 at once; " +
+        "admission runs from a queue, and a repeated X-GitHub-Delivery admits nothing new.",
+      tag: "Autopilot",
+      auth: "none",
+      responses: { 202: { description: "Accepted: handed to admission, or ignored with the reason.", schema: WebhookAccepted } },
+      errors: ["unauthorized", "not_found", "autopilot_not_configured"],
+      headers: [
+        { name: "X-Hub-Signature-256", description: "sha256=<hex HMAC of the raw body with the project's webhook secret>.", required: true },
+        { name: "X-GitHub-Event", description: "The event name (issues, issue_comment, issue_dependencies, …).", required: true },
+        { name: "X-GitHub-Delivery", description: "The delivery's id, the same on a redelivery: deduplicates it.", required: true },
+      ],
+    }),
+    validate("param", AdmissionProjectPath),
+    async (c) => {
+      const { id } = c.req.valid("param");
+      const project = await ownProject(c.env, id, null);
+      const body = await c.req.text();
+      if (!(await signatureValid(project.secrets.webhookSecret, body, c.req.header("X-Hub-Signature-256")))) {
+        throw new DocketError("unauthorized", "X-Hub-Signature-256 is missing, malformed or does not sign this body with the project's webhook secret");
+      }
+      const deliveryId = c.req.header("X-GitHub-Delivery") ?? "";
+      const event = c.req.header("X-GitHub-Event") ?? "";
+      if (deliveryId === "" || deliveryId.length > 200) throw new DocketError("invalid_request", "header X-GitHub-Delivery: required, at most 200 characters", { field: "X-GitHub-Delivery" });
+      if (!(WEBHOOK_EVENTS as readonly string[]).includes(event)) return c.json(ignored(deliveryId, event, `event ${event || "(none)"} is not one admission subscribes to`), 202);
+      let payload: unknown;
+      try {
+        payload = JSON.parse(body);
+      } catch {
+        throw new DocketError("invalid_request", "body: not JSON", { field: "body" });
+      }
+      const ticket = ticketOfDelivery(event, payload, project.readyLabel);
+      if (!ticket) return c.json(ignored(deliveryId, event, "the payload names no issue"), 202);
+      if (!inProjectRepository(project, ticket.repository)) return c.json(ignored(deliveryId, event, `the issue is in ${ticket.repository}, not the project's repository ${project.repository}`), 202);
+      const message: AutopilotMessage = { kind: "autopilot.delivery", project_id: project.id, number: ticket.number, delivery_id: deliveryId, event, action: ticket.action, sender: ticket.sender };
+      await c.env.AUTOPILOT.send(message);
+      log("autopilot.webhook_queued", { project: project.id, delivery: deliveryId, event, action: ticket.action, number: ticket.number, reason: "signed delivery handed to admission" });
+      return c.json({ delivery_id: deliveryId, event, queued: true, ignored_reason: null } satisfies WebhookAccepted, 202);
+    },
+  )
+  .post(
+    "/autopilot/projects/:id/reconcile",
+    operation({
+      id: "reconcileAutopilotProject",
+      summary: "Reconcile an autopilot project now",
+      description:
+        "One bounded step (AUTOPILOT_RECONCILE_BATCH tickets) of the project's reconciliation pass, from its persisted cursor: the same admission path " +
+        "and policy as the webhook and the cron; it bypasses nothing.",
+      tag: "Autopilot",
+      auth: "admin",
+      responses: { 200: { description: "What the step examined and decided.", schema: ReconcileResult } },
+      errors: ["not_found", "autopilot_not_configured"],
+    }),
+    requireMember,
+    requireAdmin,
+    validate("param", AdmissionProjectPath),
+    async (c) => {
+      const { id } = c.req.valid("param");
+      const project = await ownProject(c.env, id, c.get("caller").orgId);
+      const config = c.get("config");
+      const summary = await reconcileProject(c.env, config, wired(), project, config.autopilotReconcileBatch, "operator");
+      return c.json({
+        ...summary,
+        results: summary.results.map((r) => ({ ticket: r.ticket, outcome: r.outcome, run_id: r.runId, reasons: r.reasons })),
+      } satisfies ReconcileResult);
+    },
+  )
+  .get(
+    "/autopilot/projects/:id/tickets",
+    operation({
+      id: "listAutopilotTickets",
+      summary: "List an autopilot project's tickets",
+      description: "Each ticket admission has seen, most recently changed first: its admitted run, or why it has none (refusal reasons, a capacity wait, a lapse).",
+      tag: "Autopilot",
+      auth: "member",
+      responses: { 200: { description: "A page of tickets.", schema: TicketPage } },
+      errors: ["not_found", "autopilot_not_configured"],
+    }),
+    requireMember,
+    validate("param", AdmissionProjectPath),
+    validate("query", ListTicketsQuery),
+    async (c) => {
+      const { id } = c.req.valid("param");
+      const project = await ownProject(c.env, id, c.get("caller").orgId);
+      const q = c.req.valid("query");
+      const limit = pageSize(q.limit, 50, c.get("config").pageSizeMax);
+      const conditions = ["project_id = ?"];
+      const binds: unknown[] = [project.id];
+      if (q.status) {
+        conditions.push("status = ?");
+        binds.push(q.status);
+      }
+      if (q.cursor) {
+        const dot = q.cursor.indexOf(".");
+        conditions.push("(updated_at_ms < ? OR (updated_at_ms = ? AND ticket_key < ?))");
+        const at = Number(q.cursor.slice(0, dot));
+        binds.push(at, at, q.cursor.slice(dot + 1));
+      }
+      const rows = await c.env.DB.prepare(
+        `SELECT ticket_key, number, status, reasons, generation, run_id, updated_at_ms FROM autopilot_tickets WHERE ${conditions.join(" AND ")}
+         ORDER BY updated_at_ms DESC, ticket_key DESC LIMIT ?`,
+      )
+        .bind(...binds, limit + 1)
+        .all<{ ticket_key: string; number: number; status: string; reasons: string; generation: string | null; run_id: string | null; updated_at_ms: number }>();
+      const kept = rows.results.slice(0, limit);
+      const last = kept[kept.length - 1];
+      return c.json({
+        tickets: kept.map((r) => ({
+          ticket: r.ticket_key,
+          number: r.number,
+          status: r.status as "idle",
+          reasons: JSON.parse(r.reasons) as string[],
+          generation: r.generation,
+          run_id: r.run_id,
+          updated_at_ms: r.updated_at_ms,
+        })),
+        next_cursor: rows.results.length > limit && last ? `${last.updated_at_ms}.${last.ticket_key}` : null,
+      });
+    },
+  )
+  .get(
+    "/autopilot/projects/:id/tickets/:number",
+    operation({
+      id: "getAutopilotTicket",
+      summary: "Read one ticket of an autopilot project, with its history",
+      description: "The issue's admission state and its history: each admission (with the human or the assumption it relied on), refusal, capacity wait and lapse, with reasons.",
+      tag: "Autopilot",
+      auth: "member",
+      responses: { 200: { description: "The ticket.", schema: AutopilotTicketDetail } },
+      errors: ["not_found", "autopilot_not_configured"],
+    }),
+    requireMember,
+    validate("param", AdmissionTicketPath),
+    async (c) => {
+      const { id, number } = c.req.valid("param");
+      const project = await ownProject(c.env, id, c.get("caller").orgId);
+      const key = ticketKey({ provider: project.provider, repository: project.repository, number });
+      const ticket = await ticketStub(c.env, key).read();
+      if (!ticket || ticket.project_id !== project.id) throw new DocketError("not_found", `admission has not seen issue #${number} of this project`);
+      return c.json({
+        ticket: ticket.ticket_key,
+        number,
+        status: ticket.status,
+        reasons: ticket.reasons,
+        generation: ticket.generation,
+        admitted_generation: ticket.admitted_generation,
+        run_id: ticket.run_id,
+        updated_at_ms: ticket.updated_at_ms,
+        history: ticket.history.map((h) => ({ ...h, basis: h.basis as "human" | null })),
+      });
+    },
+  );

@@ -1,0 +1,463 @@
+// The GitHub provider (src/autopilot/github/) against a fake GitHub on loopback
+// (test/fake-github/server.mjs): the production code, over real HTTP, as the App installation.
+
+import { createPrivateKey } from "node:crypto";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { DEFAULTS, loadConfig, type Config } from "../../src/config";
+import { GitHubError } from "../../src/autopilot/github/errors";
+import { toPkcs8Pem } from "../../src/autopilot/github/private-key";
+import { githubProvider } from "../../src/autopilot/github/provider";
+import type { TicketRef } from "../../src/autopilot/provider";
+// @ts-expect-error: a plain ES module without types
+import { makeAppKeyPair, startFakeGitHub } from "../fake-github/server.mjs";
+
+const REPO = "acme/widgets";
+const ref = (number: number, repository = REPO): TicketRef => ({ provider: "github", repository, number });
+
+// Short bounds so failures finish quickly; each test states the bound it relies on.
+const config: Config = {
+  ...DEFAULTS,
+  githubRequestTimeoutMs: 300,
+  githubRetries: 2,
+  githubRetryBaseMs: 20,
+  githubRateLimitWaitMaxMs: 3_000,
+  githubPageSize: 100,
+  githubPagesMax: 10,
+};
+
+const keys = makeAppKeyPair();
+let gh: Awaited<ReturnType<typeof startFakeGitHub>>;
+let projectSeq = 0;
+
+function provider(overrides: Partial<Config> = {}, privateKey: string = keys.privateKey) {
+  const project = { id: `apj_test${++projectSeq}`, repository: REPO, githubApiUrl: gh.url, appId: gh.appId, installationId: gh.installationId };
+  return githubProvider(project, { privateKey }, { ...config, ...overrides });
+}
+
+async function failure(promise: Promise<unknown>): Promise<GitHubError> {
+  const err = await promise.then(
+    () => {
+      throw new Error("expected the call to fail");
+    },
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(GitHubError);
+  return err as GitHubError;
+}
+
+const readsOf = (path: string) => gh.reads().filter((r: { path: string }) => r.path === path);
+
+beforeAll(async () => {
+  gh = await startFakeGitHub({ appId: "4242", installationId: "777", publicKey: keys.publicKey });
+});
+afterAll(async () => {
+  await gh.close();
+});
+beforeEach(() => {
+  gh.requests.length = 0;
+});
+
+describe("getIssue", () => {
+  it("reports the issue's facts as GitHub has them", async () => {
+    const model = gh.state.addIssue(REPO, 1, { title: "Add the widget", body: "## Agent Brief\nDo it.", labels: ["ready", "Area: UI"] });
+    gh.state.addIssue(REPO, 2, { title: "Done one" });
+    gh.state.updateIssue(REPO, 2, { state: "closed", stateReason: "completed" });
+    const facts = await provider().getIssue(ref(1));
+    expect(facts).toEqual({
+      ref: ref(1),
+      title: "Add the widget",
+      body: "## Agent Brief\nDo it.",
+      state: "open",
+      stateReason: null,
+      labels: ["ready", "Area: UI"],
+      url: `https://github.com/${REPO}/issues/1`,
+      updatedAtMs: model.updatedAtMs,
+    });
+    const closed = await provider().getIssue(ref(2));
+    expect(closed).toMatchObject({ state: "closed", stateReason: "completed" });
+  });
+
+  it("answers null for a pull request and for an issue that does not exist", async () => {
+    gh.state.addIssue(REPO, 3, { pullRequest: true, labels: ["ready"] });
+    const p = provider();
+    expect(await p.getIssue(ref(3))).toBeNull();
+    expect(await p.getIssue(ref(404))).toBeNull();
+  });
+
+  it("fails clearly, never with made-up facts, when the answer is not an issue", async () => {
+    gh.state.addIssue(REPO, 4);
+    gh.state.fail({ path: `/repos/${REPO}/issues/4`, status: 200, message: "a proxy's answer" });
+    const err = await failure(provider().getIssue(ref(4)));
+    expect(err.failure).toBe("unavailable");
+    expect(err.message).toBe(`reading ${REPO}#4: GitHub's answer was not an issue`);
+  });
+
+  it("fails clearly when the installation cannot read the repository", async () => {
+    gh.state.addIssue("acme/private", 1);
+    gh.state.fail({ path: "/repos/acme/private/issues/1", status: 403, message: "Resource not accessible by integration" });
+    const err = await failure(provider().getIssue(ref(1, "acme/private")));
+    expect(err.failure).toBe("forbidden");
+    expect(err.message).toContain("acme/private#1");
+  });
+});
+
+describe("listBlockers", () => {
+  it("reports each blocker's facts, and a blocker the installation cannot read as unreadable with the reason", async () => {
+    gh.state.addIssue(REPO, 10, { labels: ["ready"] });
+    gh.state.addIssue(REPO, 11, { state: "closed", stateReason: "completed" });
+    gh.state.addIssue(REPO, 12, { labels: ["in progress"] });
+    gh.state.addIssue("acme/shared", 5, { state: "closed", stateReason: "not_planned" });
+    gh.state.addIssue("other/secret", 9);
+    gh.state.hideRepository("other/secret");
+    gh.state.setBlockedBy(REPO, 10, [[REPO, 11], [REPO, 12], ["acme/shared", 5], ["other/secret", 9]]);
+
+    const blockers = await provider().listBlockers(ref(10));
+    expect(blockers.map((b) => [b.ref.repository, b.ref.number, b.facts?.state ?? null, b.facts?.stateReason ?? null])).toEqual([
+      [REPO, 11, "closed", "completed"],
+      [REPO, 12, "open", null],
+      ["acme/shared", 5, "closed", "not_planned"],
+      ["other/secret", 9, null, null],
+    ]);
+    expect(blockers[1]!.facts!.labels).toEqual(["in progress"]);
+    expect(blockers.slice(0, 3).every((b) => b.unreadable === null)).toBe(true);
+    expect(blockers[3]!.unreadable).toBe("the GitHub App installation cannot read other/secret#9 (GitHub answered 404)");
+    expect(readsOf(`/repos/${REPO}/issues/10/dependencies/blocked_by`)).toHaveLength(1);
+  });
+
+  it("reads every page of blockers, and no more than GITHUB_PAGES_MAX", async () => {
+    gh.state.addIssue(REPO, 20);
+    const numbers = [21, 22, 23, 24, 25];
+    for (const n of numbers) gh.state.addIssue(REPO, n);
+    gh.state.setBlockedBy(REPO, 20, numbers.map((n) => [REPO, n]));
+    const blockers = await provider({ githubPageSize: 2 }).listBlockers(ref(20));
+    expect(blockers.map((b) => b.ref.number)).toEqual(numbers);
+    expect(readsOf(`/repos/${REPO}/issues/20/dependencies/blocked_by`).map((r: { query: { page: string } }) => r.query.page)).toEqual(["1", "2", "3"]);
+
+    const err = await failure(provider({ githubPageSize: 2, githubPagesMax: 2 }).listBlockers(ref(20)));
+    expect(err.failure).toBe("too_many_pages");
+  });
+
+  it("answers no blockers for an issue GitHub lists none for", async () => {
+    gh.state.addIssue(REPO, 30);
+    expect(await provider().listBlockers(ref(30))).toEqual([]);
+  });
+});
+
+describe("lastReadyTransition", () => {
+  it("reports the latest addition of the label: its event, time, actor and the app it came through", async () => {
+    gh.state.addIssue(REPO, 40);
+    gh.state.label(REPO, 40, "ready", { login: "alice", type: "User" }, { atMs: Date.parse("2026-01-01T10:00:00Z") });
+    gh.state.unlabel(REPO, 40, "ready", { login: "alice", type: "User" });
+    const id = gh.state.label(REPO, 40, "Ready", { login: "bob", type: "User" }, { viaApp: "some-integration", atMs: Date.parse("2026-01-02T10:00:00Z") });
+    gh.state.label(REPO, 40, "bug", { login: "carol", type: "User" });
+
+    expect(await provider().lastReadyTransition(ref(40), "ready")).toEqual({
+      eventId: String(id),
+      atMs: Date.parse("2026-01-02T10:00:00Z"),
+      actor: { login: "bob", type: "User", viaApp: "some-integration" },
+    });
+  });
+
+  it("reports a bot as the bot it is, and a missing actor as unknown", async () => {
+    gh.state.addIssue(REPO, 41);
+    gh.state.label(REPO, 41, "ready", { login: "renovate[bot]", type: "Bot" });
+    expect((await provider().lastReadyTransition(ref(41), "ready"))!.actor).toEqual({ login: "renovate[bot]", type: "Bot", viaApp: null });
+    gh.state.addIssue(REPO, 42);
+    gh.state.addEvent(REPO, 42, { event: "labeled", label: "ready", actor: null });
+    expect((await provider().lastReadyTransition(ref(42), "ready"))!.actor).toBeNull();
+  });
+
+  it("reads the events from the last page backwards, within GITHUB_PAGES_MAX pages", async () => {
+    gh.state.addIssue(REPO, 43);
+    const id = gh.state.label(REPO, 43, "ready", { login: "alice", type: "User" });
+    for (let i = 0; i < 6; i++) gh.state.addEvent(REPO, 43, { event: "commented", actor: { login: "dave", type: "User" } });
+    // 7 events, 2 a page: the label is on page 1, found after pages 4, 3 and 2.
+    const p = provider({ githubPageSize: 2 });
+    expect((await p.lastReadyTransition(ref(43), "ready"))!.eventId).toBe(String(id));
+    expect(readsOf(`/repos/${REPO}/issues/43/events`).map((r: { query: { page: string } }) => r.query.page)).toEqual(["1", "4", "3", "2"]);
+
+    gh.requests.length = 0;
+    expect(await provider({ githubPageSize: 2, githubPagesMax: 2 }).lastReadyTransition(ref(43), "ready")).toBeNull();
+    expect(readsOf(`/repos/${REPO}/issues/43/events`).map((r: { query: { page: string } }) => r.query.page)).toEqual(["1", "4", "3"]);
+  });
+
+  it("answers null when the label was never added", async () => {
+    gh.state.addIssue(REPO, 44, { labels: ["ready"] });
+    gh.state.label(REPO, 44, "bug");
+    expect(await provider().lastReadyTransition(ref(44), "ready")).toBeNull();
+  });
+});
+
+describe("listReadyIssues", () => {
+  it("pages through the open issues carrying the label with its cursor, leaving pull requests out", async () => {
+    const repo = "acme/listing";
+    const at = Date.parse("2026-02-01T00:00:00Z");
+    for (const n of [1, 2, 3, 4, 5]) gh.state.addIssue(repo, n, { labels: ["ready"], createdAtMs: at + n });
+    gh.state.addIssue(repo, 6, { labels: ["ready"], pullRequest: true, createdAtMs: at + 6 });
+    gh.state.addIssue(repo, 7, { labels: ["ready"], state: "closed", stateReason: "completed", createdAtMs: at + 7 });
+    gh.state.addIssue(repo, 8, { labels: ["bug"], createdAtMs: at + 8 });
+    gh.state.addIssue(repo, 9, { labels: ["ready", "bug"], createdAtMs: at + 9 });
+    const p = githubProvider(
+      { id: "apj_listing", repository: repo, githubApiUrl: gh.url, appId: gh.appId, installationId: gh.installationId },
+      { privateKey: keys.privateKey },
+      config,
+    );
+    const pages: number[][] = [];
+    let cursor: string | null = null;
+    for (let i = 0; i < 10; i++) {
+      const page = await p.listReadyIssues("ready", cursor, 2);
+      pages.push(page.issues.map((issue) => issue.ref.number));
+      expect(page.issues.every((issue) => issue.ref.repository === repo && issue.labels.includes("ready") && issue.state === "open")).toBe(true);
+      cursor = page.cursor;
+      if (cursor === null) break;
+    }
+    expect(pages).toEqual([[1, 2], [3, 4], [5], [9]]);
+    const listed = gh.reads().filter((r: { path: string }) => r.path === `/repos/${repo}/issues`);
+    expect(listed.map((r: { query: Record<string, string> }) => [r.query.labels, r.query.state, r.query.page])).toEqual([
+      ["ready", "open", "1"],
+      ["ready", "open", "2"],
+      ["ready", "open", "3"],
+      ["ready", "open", "4"],
+    ]);
+  });
+});
+
+describe("listReadyIssues page size", () => {
+  it("asks GitHub for at most 100 a page, GitHub's own limit", async () => {
+    gh.state.addIssue("acme/big", 1, { labels: ["ready"] });
+    const p = githubProvider(
+      { id: "apj_big", repository: "acme/big", githubApiUrl: gh.url, appId: gh.appId, installationId: gh.installationId },
+      { privateKey: keys.privateKey },
+      config,
+    );
+    expect((await p.listReadyIssues("ready", null, 500)).issues.map((i) => i.ref.number)).toEqual([1]);
+    expect(gh.reads().find((r: { path: string }) => r.path === "/repos/acme/big/issues").query.per_page).toBe("100");
+  });
+});
+
+describe("authentication as the App installation", () => {
+  // Tokens are shared per API URL and App in an isolate, so each test here has a GitHub of its own.
+  let own: Awaited<ReturnType<typeof startFakeGitHub>>;
+  beforeEach(async () => {
+    own = await startFakeGitHub({ appId: "5151", installationId: "919", publicKey: keys.publicKey });
+    own.state.addIssue(REPO, 50, { labels: ["ready"] });
+    own.state.label(REPO, 50, "ready");
+  });
+  afterEach(async () => {
+    await own.close();
+  });
+  const ownProvider = (privateKey: string = keys.privateKey, overrides: Partial<Config> = {}) =>
+    githubProvider(
+      { id: "apj_auth", repository: REPO, githubApiUrl: own.url, appId: own.appId, installationId: own.installationId },
+      { privateKey },
+      { ...config, ...overrides },
+    );
+
+  it("fetches the installation token once, with the App's JWT, and reuses it for every call", async () => {
+    const p = ownProvider();
+    await p.getIssue(ref(50));
+    await p.listBlockers(ref(50));
+    await p.lastReadyTransition(ref(50), "ready");
+    await p.listReadyIssues("ready", null, 10);
+    expect(own.state.tokensIssued()).toBe(1);
+    const tokenRequest = own.requests.find((r: { path: string }) => r.path === `/app/installations/${own.installationId}/access_tokens`);
+    expect(tokenRequest.authorization).toMatch(/^bearer [\w-]+\.[\w-]+\.[\w-]+$/i);
+    const authorizations = new Set(own.reads().map((r: { authorization: string }) => r.authorization));
+    expect(authorizations.size).toBe(1);
+    expect([...authorizations][0]).toMatch(/^token ghs_/);
+  });
+
+  it("reuses the token across providers of the same App, unless GITHUB_TOKEN_CACHE_MAX is 0", async () => {
+    await ownProvider().getIssue(ref(50));
+    await ownProvider().getIssue(ref(50));
+    expect(own.state.tokensIssued()).toBe(1);
+    await ownProvider(keys.privateKey, { githubTokenCacheMax: 0 }).getIssue(ref(50));
+    await ownProvider(keys.privateKey, { githubTokenCacheMax: 0 }).getIssue(ref(50));
+    expect(own.state.tokensIssued()).toBe(3);
+  });
+
+  it("never lends a cached token to a provider that names the same App and installation without its key", async () => {
+    await ownProvider().getIssue(ref(50));
+    const err = await failure(ownProvider(makeAppKeyPair().privateKey).getIssue(ref(50)));
+    expect(err.failure).toBe("unauthorized");
+    expect(own.state.tokensIssued()).toBe(1);
+    expect(own.reads()).toHaveLength(1);
+  });
+
+  it("signs with the key in either PEM form GitHub users hold (PKCS#1 as downloaded, PKCS#8)", async () => {
+    expect(await ownProvider(keys.privateKeyPkcs8, { githubTokenCacheMax: 0 }).getIssue(ref(50))).not.toBeNull();
+    expect(await ownProvider(keys.privateKey.replace(/\n/g, "\\n"), { githubTokenCacheMax: 0 }).getIssue(ref(50))).not.toBeNull();
+    expect(own.state.tokensIssued()).toBe(2);
+  });
+
+  it("fails as unauthorized, without retrying, when GitHub refuses the App's key", async () => {
+    const other = makeAppKeyPair();
+    const err = await failure(ownProvider(other.privateKey).getIssue(ref(50)));
+    expect(err.failure).toBe("unauthorized");
+    expect(own.requests.filter((r: { path: string }) => r.path.endsWith("/access_tokens"))).toHaveLength(1);
+    expect(own.reads()).toHaveLength(0);
+  });
+
+  it("fails as unauthorized, naming the installation token, when the installation id is unknown", async () => {
+    const err = await failure(
+      githubProvider(
+        { id: "apj_auth", repository: REPO, githubApiUrl: own.url, appId: own.appId, installationId: "404404" },
+        { privateKey: keys.privateKey },
+        config,
+      ).getIssue(ref(50)),
+    );
+    expect(err.failure).toBe("unauthorized");
+    expect(err.status).toBe(404);
+    expect(err.message).toContain("refused an installation token");
+    expect(own.reads()).toHaveLength(0);
+  });
+
+  it("fails as unauthorized when the private key is not a key at all", async () => {
+    const err = await failure(ownProvider("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----").getIssue(ref(50)));
+    expect(err.failure).toBe("unauthorized");
+    expect(err.message).toContain("not a PEM RSA private key");
+    expect(own.requests).toHaveLength(0);
+  });
+});
+
+describe("bounded calls", () => {
+  it("retries a transient 500 with backoff and succeeds", async () => {
+    gh.state.addIssue(REPO, 60, { title: "Flaky" });
+    const p = provider();
+    await p.getIssue(ref(60)); // the token, first
+    gh.requests.length = 0;
+    gh.state.fail({ path: `/repos/${REPO}/issues/60`, status: 502, message: "Bad Gateway", times: 2 });
+    expect((await p.getIssue(ref(60)))!.title).toBe("Flaky");
+    const tries = readsOf(`/repos/${REPO}/issues/60`);
+    expect(tries.map((r: { status: number }) => r.status)).toEqual([502, 502, 200]);
+    // The nth retry waits n² × GITHUB_RETRY_BASE_MS: 20 ms, then 80 ms.
+    expect(tries[2].atMs - tries[0].atMs).toBeGreaterThanOrEqual(100 - 5);
+  });
+
+  it("gives up after GITHUB_RETRIES retries of a lasting failure, saying so", async () => {
+    gh.state.addIssue(REPO, 61);
+    gh.state.fail({ path: `/repos/${REPO}/issues/61`, status: 500, times: 1 + config.githubRetries });
+    const err = await failure(provider().getIssue(ref(61)));
+    expect(err.failure).toBe("unavailable");
+    expect(err.status).toBe(500);
+    expect(readsOf(`/repos/${REPO}/issues/61`)).toHaveLength(1 + config.githubRetries);
+  });
+
+  it("times a hung answer out within the configured bound, every try", async () => {
+    gh.state.addIssue(REPO, 62);
+    const p = provider();
+    await p.getIssue(ref(62));
+    gh.requests.length = 0;
+    gh.state.delay({ path: `/repos/${REPO}/issues/62`, delayMs: 10_000, times: 3 });
+    const started = Date.now();
+    const err = await failure(p.getIssue(ref(62)));
+    const elapsed = Date.now() - started;
+    expect(err.failure).toBe("timeout");
+    expect(err.message).toContain("did not answer within 300 ms");
+    // 3 tries of 300 ms plus 20 + 80 ms of backoff, with room for a slow machine, never the 10 s hang.
+    expect(elapsed).toBeGreaterThanOrEqual(900);
+    expect(elapsed).toBeLessThan(3_000);
+    expect(readsOf(`/repos/${REPO}/issues/62`)).toHaveLength(3);
+  });
+
+  it("times out an answer whose body stalls, and retries it", async () => {
+    gh.state.addIssue(REPO, 66, { title: "Whole" });
+    const p = provider();
+    await p.getIssue(ref(66));
+    gh.requests.length = 0;
+    gh.state.stallBody({ path: `/repos/${REPO}/issues/66`, times: 1 });
+    expect((await p.getIssue(ref(66)))!.title).toBe("Whole");
+    expect(readsOf(`/repos/${REPO}/issues/66`)).toHaveLength(2);
+
+    gh.requests.length = 0;
+    gh.state.stallBody({ path: `/repos/${REPO}/issues/66`, times: 3 });
+    const err = await failure(p.getIssue(ref(66)));
+    expect(err.failure).toBe("timeout");
+    expect(readsOf(`/repos/${REPO}/issues/66`)).toHaveLength(3);
+  });
+
+  it("waits out a short secondary rate limit as retry-after says, then succeeds", async () => {
+    gh.state.addIssue(REPO, 63, { title: "After the wait" });
+    const p = provider();
+    await p.getIssue(ref(63));
+    gh.requests.length = 0;
+    gh.state.secondaryRateLimit({ path: `/repos/${REPO}/issues/63`, retryAfterS: 1 });
+    expect((await p.getIssue(ref(63)))!.title).toBe("After the wait");
+    const tries = readsOf(`/repos/${REPO}/issues/63`);
+    expect(tries.map((r: { status: number }) => r.status)).toEqual([429, 200]);
+    expect(tries[1].atMs - tries[0].atMs).toBeGreaterThanOrEqual(1_000 - 5);
+  });
+
+  it("waits out a primary rate limit that resets soon, then succeeds", async () => {
+    gh.state.addIssue(REPO, 64);
+    const p = provider();
+    await p.getIssue(ref(64));
+    gh.requests.length = 0;
+    gh.state.rateLimit({ path: `/repos/${REPO}/issues/64`, resetInS: 1 });
+    expect(await p.getIssue(ref(64))).not.toBeNull();
+    const tries = readsOf(`/repos/${REPO}/issues/64`);
+    expect(tries.map((r: { status: number }) => r.status)).toEqual([403, 200]);
+    expect(tries[1].atMs - tries[0].atMs).toBeGreaterThanOrEqual(1_000);
+  });
+
+  it("fails at once, clearly, when the rate limit resets later than GITHUB_RATE_LIMIT_WAIT_MAX_MS", async () => {
+    gh.state.addIssue(REPO, 65);
+    const p = provider();
+    await p.getIssue(ref(65));
+    gh.requests.length = 0;
+    gh.state.rateLimit({ path: `/repos/${REPO}/issues/65`, resetInS: 3_600 });
+    const started = Date.now();
+    const err = await failure(p.getIssue(ref(65)));
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(err.failure).toBe("rate_limited");
+    expect(err.retryAfterMs).toBeGreaterThan(3_590_000);
+    expect(err.retryAfterMs).toBeLessThanOrEqual(3_601_000); // the reset is a whole second
+    expect(err.message).toMatch(/rate limit is exhausted; it can be tried again in 3[56]\d\d s/);
+    expect(readsOf(`/repos/${REPO}/issues/65`)).toHaveLength(1);
+
+    gh.state.secondaryRateLimit({ path: `/repos/${REPO}/issues/65`, retryAfterS: 600 });
+    const secondary = await failure(p.getIssue(ref(65)));
+    expect(secondary.failure).toBe("rate_limited");
+    expect(secondary.retryAfterMs).toBe(600_000);
+  });
+});
+
+describe("GITHUB_* configuration", () => {
+  it("reads each GITHUB_* var, and refuses a page size GitHub would not honour", () => {
+    const loaded = loadConfig({
+      GITHUB_REQUEST_TIMEOUT_MS: "2500",
+      GITHUB_RETRIES: "5",
+      GITHUB_RETRY_BASE_MS: "250",
+      GITHUB_RATE_LIMIT_WAIT_MAX_MS: "9000",
+      GITHUB_PAGE_SIZE: "50",
+      GITHUB_PAGES_MAX: "4",
+      GITHUB_TOKEN_CACHE_MAX: "0",
+    });
+    expect(loaded).toMatchObject({
+      githubRequestTimeoutMs: 2_500,
+      githubRetries: 5,
+      githubRetryBaseMs: 250,
+      githubRateLimitWaitMaxMs: 9_000,
+      githubPageSize: 50,
+      githubPagesMax: 4,
+      githubTokenCacheMax: 0,
+    });
+    expect(() => loadConfig({ GITHUB_PAGE_SIZE: "101" })).toThrow(/GITHUB_PAGE_SIZE must be between 1 and 100/);
+    expect(() => loadConfig({ GITHUB_PAGES_MAX: "0" })).toThrow(/GITHUB_PAGES_MAX must be at least 1/);
+    expect(() => loadConfig({ GITHUB_REQUEST_TIMEOUT_MS: "0" })).toThrow(/GITHUB_REQUEST_TIMEOUT_MS must be at least 1/);
+  });
+});
+
+describe("toPkcs8Pem", () => {
+  it("wraps GitHub's PKCS#1 key into the PKCS#8 form of the same key, and leaves PKCS#8 as it is", () => {
+    const converted = toPkcs8Pem(keys.privateKey);
+    expect(converted).toMatch(/^-----BEGIN PRIVATE KEY-----\n/);
+    expect(createPrivateKey(converted).export({ type: "pkcs8", format: "pem" })).toBe(keys.privateKeyPkcs8);
+    expect(toPkcs8Pem(keys.privateKeyPkcs8)).toBe(keys.privateKeyPkcs8);
+  });
+
+  it("refuses anything that is not a PEM RSA private key", () => {
+    expect(() => toPkcs8Pem("not a key")).toThrow(/not a PEM RSA private key/);
+    expect(() => toPkcs8Pem(keys.publicKey)).toThrow(/not a PEM RSA private key/);
+  });
+});
