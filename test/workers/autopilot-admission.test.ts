@@ -1,13 +1,15 @@
 // Autopilot admission (../shared/spec/run-lifecycle.md, "Admission", "Human readiness
 // authorization"): a GitHub issue becomes at most one run, and only on a human's word.
 //
-// Payloads are the real ones of @octokit/webhooks-examples (a bot's issues.labeled is a real
-// payload with its sender changed, signed again with the same secret). Inside the Workers pool
-// GitHub is not reachable, so the tracker provider is an in-memory TrackerProvider built from the
-// same example payloads, and the project store and the eligibility/readiness rules are minimal
-// in-memory stand-ins (test/workers/autopilot-fakes.ts), installed where the Worker's doors look
-// for them (src/autopilot/deps.ts). What is under test here is admission: the webhook door, the
-// queue consumer, reconciliation, the TicketObject and the pre-claim withdrawal.
+// What is real: the projects, created through POST /v1/autopilot/projects and read by the D1 store
+// with its encrypted secrets (src/autopilot/projects.ts); the Agent Brief parser, eligibility and
+// human-readiness rules (src/autopilot/{brief,eligibility,readiness}.ts); the webhook door, the
+// queue consumer, reconciliation, the TicketObject and the pre-claim withdrawal. Payloads are the
+// real ones of @octokit/webhooks-examples (a bot's issues.labeled is a real payload with its sender
+// changed, signed again with the same secret), their issue bodies given a valid Agent Brief.
+// What stands in: GitHub only. It is not reachable inside the Workers pool, so the tracker is an
+// in-memory TrackerProvider built from the same example payloads (test/workers/autopilot-fakes.ts);
+// test/e2e/autopilot.test.mjs runs the real GitHub client against a fake GitHub server.
 
 import { createExecutionContext, createMessageBatch, getQueueResult, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
@@ -23,27 +25,28 @@ import { TICKET_OBJECT_MIGRATIONS } from "../../durable-objects/ticket-schema";
 import { signatureValid, ticketOfDelivery } from "../../src/autopilot/webhook";
 import { loadConfig } from "../../src/config";
 import { call, claim, createOrg, registerRunner, sleep } from "./helpers";
-import { example, fakeProject, installFakeAutopilot, sign, type FakeProject, type FakeTracker } from "./autopilot-fakes";
+import { briefBody, createProject, example, installRealAutopilotWithTracker, sign, WEBHOOK_SECRET, type FakeTracker, type RealProject } from "./autopilot-fakes";
 
-const SECRET = "It's a Secret to Everybody";
+const SECRET = WEBHOOK_SECRET;
 const config = loadConfig(env as unknown as Record<string, unknown>);
-const fake = installFakeAutopilot();
+const fake = installRealAutopilotWithTracker();
 
 let org: { orgId: string; admin: string };
-let project: FakeProject;
+let project: RealProject;
 let tracker: FakeTracker;
 let nextNumber = 100;
 
 beforeAll(async () => {
   org = await createOrg("autopilot");
-  project = fakeProject(org.orgId);
-  tracker = fake.add(project);
+  project = await createProject(org.admin);
+  tracker = fake.tracker(project.id);
 });
 
 /** A real issues.labeled payload about a fresh issue number (each test its own ticket). */
 function labeledPayload(number = nextNumber++) {
   const payload = example("issues", "labeled");
   payload.issue.number = number;
+  payload.issue.body = briefBody(payload.issue.body);
   return payload;
 }
 
@@ -166,7 +169,7 @@ describe("admission through the webhook", () => {
     expect(answer!.reasons.join(" ")).toContain("docket-helper[bot]");
     const ticket = await ticketOf(payload.issue.number);
     expect(ticket).toMatchObject({ status: "refused", run_id: null });
-    expect(ticket!.reasons[0]).toContain("automation account");
+    expect(ticket!.reasons[0]).toBe("the change was sent by docket-helper[bot], an account of type Bot, not a person; only a person's ready label admits an issue");
     expect(await runsOf(payload.issue.number)).toHaveLength(0);
   });
 
@@ -296,9 +299,9 @@ describe("the pre-claim recheck", () => {
     expect(mine).toMatchObject({ outcome: "lapsed", runId: admitted!.runId });
     const run = await call("GET", `/v1/runs/${admitted!.runId}`, { token: org.admin });
     expect(run.body.state).toBe("cancelled");
-    expect(run.body.stop_request.reason).toContain("blocked by #9001");
+    expect(run.body.stop_request.reason).toContain("blocked by Codertocat/Hello-World#9001, which is still open");
     const events = await call("GET", `/v1/runs/${admitted!.runId}/events`, { token: org.admin });
-    expect(JSON.stringify(events.body.events)).toContain("eligibility lapsed: blocked by #9001");
+    expect(JSON.stringify(events.body.events)).toContain("eligibility lapsed: blocked by Codertocat/Hello-World#9001, which is still open");
     // A runner asking for work gets nothing of this ticket.
     const runner = await registerRunner(org.admin);
     for (;;) {
@@ -308,7 +311,7 @@ describe("the pre-claim recheck", () => {
     }
     const ticket = await ticketOf(labeled.issue.number);
     expect(ticket).toMatchObject({ status: "lapsed", run_id: null });
-    expect(ticket!.reasons[0]).toContain("blocked by #9001");
+    expect(ticket!.reasons).toEqual(["blocked by Codertocat/Hello-World#9001, which is still open"]);
   });
 
   it("a run already handed out is not withdrawn: the ticket keeps its claim on it", async () => {
@@ -335,8 +338,8 @@ describe("the pre-claim recheck", () => {
 
 describe("capacity", () => {
   it("overflow beyond the queue capacity is a visible capacity wait, and reconciliation reconsiders it", async () => {
-    const small = fakeProject(org.orgId, { queueCapacity: 1, repository: "Codertocat/Small" });
-    const smallTracker = fake.add(small);
+    const small = await createProject(org.admin, { queue_capacity: 1, repository: "Codertocat/Small" });
+    const smallTracker = fake.tracker(small.id);
     const first = labeledPayload(1);
     first.repository.full_name = "Codertocat/Small";
     const second = labeledPayload(2);
@@ -360,14 +363,13 @@ describe("capacity", () => {
     expect(again.status).toBe(200);
     expect(again.body.door).toBe("operator");
     expect(again.body.results.find((r: Record<string, any>) => r.ticket.endsWith("#2"))).toMatchObject({ outcome: "admitted" });
-    fake.remove(small.id);
   });
 });
 
 describe("capacity under concurrent admissions", () => {
   it("two tickets admitted at once cannot both take the last queue place", async () => {
-    const tight = fakeProject(org.orgId, { queueCapacity: 1, repository: "Codertocat/Tight" });
-    const tightTracker = fake.add(tight);
+    const tight = await createProject(org.admin, { queue_capacity: 1, repository: "Codertocat/Tight" });
+    const tightTracker = fake.tracker(tight.id);
     const messages = [11, 12].map((n) => {
       const payload = labeledPayload(n);
       payload.repository.full_name = "Codertocat/Tight";
@@ -378,7 +380,6 @@ describe("capacity under concurrent admissions", () => {
     expect(answers.map((a) => a!.outcome).sort()).toEqual(["admitted", "capacity_wait"]);
     const listed = await call("GET", `/v1/autopilot/projects/${tight.id}/tickets`, { token: org.admin });
     expect(listed.body.tickets.map((t: Record<string, any>) => t.status).sort()).toEqual(["admitted", "capacity_wait"]);
-    fake.remove(tight.id);
   });
 });
 
@@ -397,8 +398,8 @@ describe("the AUTOPILOT queue's consumer", () => {
   it("acknowledges a delivery it decided, retries one whose tracker failed, and acknowledges one whose project is gone", async () => {
     const payload = labeledPayload();
     tracker.fromPayload(payload);
-    const broken = fakeProject(org.orgId, { repository: "Codertocat/Broken" });
-    const brokenTracker = fake.add(broken);
+    const broken = await createProject(org.admin, { repository: "Codertocat/Broken" });
+    const brokenTracker = fake.tracker(broken.id);
     brokenTracker.getIssue = async () => {
       throw new Error("GitHub answered 502");
     };
@@ -414,7 +415,6 @@ describe("the AUTOPILOT queue's consumer", () => {
     expect(result.explicitAcks.sort()).toEqual(["ap-0", "ap-2"]);
     expect(result.retryMessages.map((m: { msgId: string }) => m.msgId)).toEqual(["ap-1"]);
     expect((await ticketOf(payload.issue.number))?.status).toBe("admitted");
-    fake.remove(broken.id);
   });
 });
 
@@ -465,7 +465,9 @@ describe("an admission interrupted by a crash", () => {
     const issue = tracker.fromPayload(payload);
     const key = `github:${project.repository}#${payload.issue.number}`;
     const generation = issue.transition!.eventId;
-    const eligibility = fake.deps.rules.checkEligibility(project, issue.facts, [], { ok: true, brief: "" });
+    const { rules } = fake.deps;
+    const eligibility = rules.checkEligibility(project, issue.facts, [], rules.parseAgentBrief(issue.facts.body, project.briefHeading));
+    expect(eligibility.eligible).toBe(true);
     const { run } = await dispatchRun(env, org.orgId, runFor(project, issue.facts, eligibility, config), `autopilot:${key}:${generation}`);
     const stub = env.TICKET.get(env.TICKET.idFromName(key));
     await runInDurableObject(stub, (_o, state) => {
@@ -511,18 +513,28 @@ describe("the TicketObject's schema", () => {
 
 describe("the admission record", () => {
   it("says when it relied on the trusted-actor assumption instead of claiming a person", async () => {
-    const payload = labeledPayload();
-    tracker.fromPayload(payload);
-    const rules = fake.deps.rules;
-    const human = rules.checkHumanReadiness;
-    rules.checkHumanReadiness = () => ({ ok: true, basis: "trusted_actor_assumption", actor: "Codertocat" });
-    try {
-      expect((await handleDelivery(env, config, fake.deps, delivery(payload)))?.outcome).toBe("admitted");
-    } finally {
-      rules.checkHumanReadiness = human;
-    }
-    const detail = await call("GET", `/v1/autopilot/projects/${project.id}/tickets/${payload.issue.number}`, { token: org.admin });
-    expect(detail.body.history[0]).toMatchObject({ kind: "admitted", basis: "trusted_actor_assumption", actor: "Codertocat" });
+    // GitHub's timeline records no addition of the label: only the webhook's User sender speaks for it.
+    const unrecorded = (t: FakeTracker, repository: string) => {
+      const payload = labeledPayload();
+      payload.repository.full_name = repository;
+      t.fromPayload(payload).transition = null;
+      return payload;
+    };
+    // Without the assumption (the default) that is refused, with the reason shown.
+    const plain = unrecorded(tracker, project.repository);
+    const refused = await handleDelivery(env, config, fake.deps, delivery(plain));
+    expect(refused).toMatchObject({ outcome: "refused", runId: null });
+    expect(refused!.reasons.join(" ")).toContain("GitHub records no addition of the ready label");
+    // A project that turned the assumption on admits it, and its record names the assumption.
+    const trusted = await createProject(org.admin, { repository: "Codertocat/Trusted", trusted_actor_assumption: true });
+    const payload = unrecorded(fake.tracker(trusted.id), "Codertocat/Trusted");
+    const message = { ...delivery(payload, "trusted-delivery"), project_id: trusted.id };
+    const answer = await handleDelivery(env, config, fake.deps, message);
+    expect(answer?.outcome).toBe("admitted");
+    const detail = await call("GET", `/v1/autopilot/projects/${trusted.id}/tickets/${payload.issue.number}`, { token: org.admin });
+    expect(detail.body.history[0]).toMatchObject({ kind: "admitted", basis: "trusted_actor_assumption", actor: "Codertocat", run_id: answer!.runId });
+    // A redelivery of the same delivery is recognized: still one run.
+    expect(await handleDelivery(env, config, fake.deps, message)).toMatchObject({ outcome: "duplicate_delivery", runId: answer!.runId });
   });
 });
 

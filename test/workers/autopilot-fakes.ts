@@ -1,16 +1,22 @@
-// In-memory stand-ins for what admission asks of the rest of autopilot, for tests inside the
-// Workers runtime (which cannot reach a real GitHub):
-// - the tracker: an in-memory TrackerProvider whose issues are built from the real payloads of
-//   @octokit/webhooks-examples (the issue, its labels, the sender of the labeled event);
-// - the project store: projects held in memory;
-// - the rules: minimal eligibility (open, in the repository, carries the ready label, every blocker
-//   closed) and readiness (the transition's actor and the sender are Users, not `[bot]` logins or
-//   automation accounts) checks, standing in for src/autopilot/{brief,eligibility,readiness}.ts.
-// installFakeAutopilot() installs them where the Worker's doors look (src/autopilot/deps.ts).
+// The one stand-in autopilot's Workers-pool tests use: GitHub itself. Inside the Workers runtime
+// GitHub is not reachable, so the tracker is an in-memory TrackerProvider whose issues are built
+// from the real payloads of @octokit/webhooks-examples (the issue, its labels, the sender of the
+// labeled event); test/e2e/autopilot.test.mjs runs the real GitHub client against a fake GitHub
+// server instead. Everything else is production code: projects are created through
+// POST /v1/autopilot/projects and read back by the real store (src/autopilot/projects.ts, secrets
+// encrypted), and the rules are the real ones (src/autopilot/{brief,eligibility,readiness}.ts).
+// installRealAutopilotWithTracker() installs that set where the Worker's doors look
+// (src/autopilot/deps.ts), with only the provider replaced.
 
 import examples from "@octokit/webhooks-examples";
-import type { AdmissionDeps, AdmissionProject, AdmissionRules, AdmissionSecrets } from "../../src/autopilot/deps";
+import { env } from "cloudflare:workers";
+import { parseAgentBrief } from "../../src/autopilot/brief";
+import type { AdmissionDeps } from "../../src/autopilot/deps";
 import { installAdmissionDeps } from "../../src/autopilot/deps";
+import { checkEligibility } from "../../src/autopilot/eligibility";
+import { listProjects, readProject, type AutopilotProject, type AutopilotSecrets } from "../../src/autopilot/projects";
+import { checkHumanReadiness } from "../../src/autopilot/readiness";
+import { call } from "./helpers";
 import type { Blocker, IssueFacts, ReadyTransition, TicketRef, TrackerProvider } from "../../src/autopilot/provider";
 
 type Json = Record<string, any>;
@@ -82,70 +88,56 @@ export class FakeTracker implements TrackerProvider {
 
 let transitions = 0;
 
-const isBot = (login: string, type: string, automation: string[]) => type !== "User" || login.endsWith("[bot]") || automation.includes(login);
-
-export const fakeRules: AdmissionRules = {
-  parseAgentBrief: (body) => ({ ok: true, brief: body }),
-  checkEligibility(project, issue, blockers) {
-    const reasons: string[] = [];
-    if (issue.ref.repository.toLowerCase() !== project.repository.toLowerCase()) reasons.push("the issue is not in the project's repository");
-    if (issue.state !== "open") reasons.push(`the issue is closed (${issue.stateReason ?? "no reason"})`);
-    if (!issue.labels.includes(project.readyLabel)) reasons.push(`the issue does not carry the ready label "${project.readyLabel}"`);
-    for (const b of blockers) {
-      if (!b.facts) reasons.push(`blocked by #${b.ref.number}, which the installation cannot read: ${b.unreadable}`);
-      else if (b.facts.state === "open") reasons.push(`blocked by #${b.ref.number}, still open`);
-    }
-    return reasons.length === 0 ? { eligible: true, snapshot: { labels: issue.labels, blockers: blockers.map((b) => b.ref.number) } } : { eligible: false, reasons };
-  },
-  checkHumanReadiness(_project, { sender, transition }) {
-    const automation: string[] = [];
-    if (!transition?.actor) return { ok: false, reason: "the ready label's addition has no known actor" };
-    if (sender && isBot(sender.login, sender.type, automation)) return { ok: false, reason: `the ready label was added by ${sender.login}, an automation account (${sender.type})` };
-    if (isBot(transition.actor.login, transition.actor.type, automation)) return { ok: false, reason: `the ready label was added by ${transition.actor.login}, an automation account (${transition.actor.type})` };
-    return { ok: true, basis: "human", actor: transition.actor.login };
-  },
-};
-
-export type FakeProject = AdmissionProject & { secrets: AdmissionSecrets };
-
-export function fakeProject(orgId: string, overrides: Partial<FakeProject> = {}): FakeProject {
-  const hex = [...crypto.getRandomValues(new Uint8Array(12))].map((b) => b.toString(16).padStart(2, "0")).join("");
-  return {
-    id: `apj_${hex}`,
-    orgId,
-    provider: "github",
-    repository: "Codertocat/Hello-World",
-    // The label of the example issues.labeled payload.
-    readyLabel: "bug",
-    briefHeading: "Agent Brief",
-    queueCapacity: 10,
-    run: { labels: [], priority: 0, launch: { command: ["node", "agent.mjs"] } },
-    secrets: { webhookSecret: "It's a Secret to Everybody" },
-    ...overrides,
-  };
+/** An issue body with a valid Agent Brief under the default heading (docs/autopilot.md, "The Agent Brief"). */
+export function briefBody(text = "It looks like you accidently spelled 'commit' with two 't's."): string {
+  return [text, "", "## Agent Brief", "", "goal: fix the spelling of 'commit' in the README", "acceptance:", "- the README says 'commit'", "scope:", "- README.md", ""].join("\n");
 }
 
-/** Installs a project store and one tracker per project; answers both for the test to change. */
-export function installFakeAutopilot() {
-  const projects = new Map<string, FakeProject>();
+export type RealProject = AutopilotProject & { secrets: AutopilotSecrets };
+
+export const WEBHOOK_SECRET = "It's a Secret to Everybody";
+// A PEM-shaped key: the project store checks its form; the in-memory tracker never signs with it.
+const PRIVATE_KEY = ["-----BEGIN RSA PRIVATE KEY-----", "MIIBOgIBAAJBAKj34GkxFhD90vcNLYLInFEX6Ppy1tPf9Cnzj4p4WGeKLs1Pt8Qu", "-----END RSA PRIVATE KEY-----", ""].join("\n");
+
+/**
+ * Creates a project as a user would (POST /v1/autopilot/projects with `admin`'s token) and reads it
+ * back through the real store. Defaults fit the example payloads: Codertocat/Hello-World, whose
+ * issues.labeled adds the label "bug".
+ */
+export async function createProject(admin: string, overrides: Record<string, unknown> = {}): Promise<RealProject> {
+  const body = {
+    name: "hello-world autopilot",
+    repository: "Codertocat/Hello-World",
+    ready_label: "bug",
+    run: { launch: { command: ["node", "agent.mjs"] } },
+    webhook_secret: WEBHOOK_SECRET,
+    github: { app_id: "123456", installation_id: "7890123", private_key: PRIVATE_KEY },
+    ...overrides,
+  };
+  const res = await call("POST", "/v1/autopilot/projects", { token: admin, body });
+  if (res.status !== 201) throw new Error(`create project: ${res.status} ${JSON.stringify(res.body)}`);
+  const project = await readProject(env, res.body.id);
+  if (!project) throw new Error(`project ${res.body.id} not read back`);
+  return project;
+}
+
+/**
+ * Installs the production admission deps (the D1 project store and the real rules) with only the
+ * tracker replaced: one in-memory FakeTracker per project, made on first use. Answers the deps
+ * (for calls into handleDelivery and reconcileProject) and each project's tracker.
+ */
+export function installRealAutopilotWithTracker() {
   const trackers = new Map<string, FakeTracker>();
-  const deps: AdmissionDeps<FakeProject, AdmissionSecrets> = {
-    readProject: async (_env, id) => projects.get(id) ?? null,
-    listProjects: async (_env, afterId, limit) => [...projects.values()].filter((p) => afterId === null || p.id > afterId).sort((a, b) => (a.id < b.id ? -1 : 1)).slice(0, limit),
-    provider: (project) => trackers.get(project.id)!,
-    rules: fakeRules,
+  const tracker = (projectId: string) => {
+    if (!trackers.has(projectId)) trackers.set(projectId, new FakeTracker());
+    return trackers.get(projectId)!;
+  };
+  const deps: AdmissionDeps<AutopilotProject, AutopilotSecrets> = {
+    readProject,
+    listProjects,
+    provider: (project) => tracker(project.id),
+    rules: { parseAgentBrief, checkEligibility, checkHumanReadiness },
   };
   installAdmissionDeps(deps);
-  return {
-    deps,
-    add(project: FakeProject) {
-      projects.set(project.id, project);
-      const tracker = new FakeTracker();
-      trackers.set(project.id, tracker);
-      return tracker;
-    },
-    remove(id: string) {
-      projects.delete(id);
-    },
-  };
+  return { deps, tracker };
 }

@@ -3,9 +3,12 @@
 // bounded step (AUTOPILOT_RECONCILE_BATCH) per tick from a persisted cursor; the first tick after
 // an outage (the sweep watermark, src/sweep.ts) restarts every pass.
 //
-// The tracker is an in-memory TrackerProvider built from the real @octokit/webhooks-examples
-// payloads, with in-memory stand-ins for the project store and the rules
-// (test/workers/autopilot-fakes.ts): GitHub is not reachable inside the Workers pool.
+// What is real: the project, created through POST /v1/autopilot/projects and walked by the D1
+// store (src/autopilot/projects.ts listProjects/readProject), the Agent Brief, eligibility and
+// human-readiness rules (src/autopilot/{brief,eligibility,readiness}.ts), the cron entry, the
+// cursor and the TicketObject. What stands in: GitHub only (not reachable inside the Workers
+// pool): an in-memory TrackerProvider whose issues are the real @octokit/webhooks-examples
+// issues.labeled payload with a valid Agent Brief (test/workers/autopilot-fakes.ts).
 
 import { createScheduledController } from "cloudflare:test";
 import { env } from "cloudflare:workers";
@@ -13,12 +16,12 @@ import { beforeAll, describe, expect, it } from "vitest";
 import worker from "../../src/index";
 import type { Env } from "../../src/env";
 import { call, createOrg } from "./helpers";
-import { example, fakeProject, installFakeAutopilot, type FakeProject, type FakeTracker } from "./autopilot-fakes";
+import { briefBody, createProject, example, installRealAutopilotWithTracker, type FakeTracker, type RealProject } from "./autopilot-fakes";
 
 const MIN = 60_000;
-const fake = installFakeAutopilot();
+const fake = installRealAutopilotWithTracker();
 let org: { orgId: string; admin: string };
-let project: FakeProject;
+let project: RealProject;
 let tracker: FakeTracker;
 
 /** A cron tick at `atMs`, with at most two tickets examined per tick. */
@@ -30,6 +33,7 @@ async function cronTick(atMs: number) {
 function ready(number: number) {
   const payload = example("issues", "labeled");
   payload.issue.number = number;
+  payload.issue.body = briefBody(payload.issue.body);
   return tracker.fromPayload(payload, number);
 }
 
@@ -40,8 +44,8 @@ async function admitted(): Promise<Map<number, string>> {
 
 beforeAll(async () => {
   org = await createOrg("reconcile");
-  project = fakeProject(org.orgId);
-  tracker = fake.add(project);
+  project = await createProject(org.admin);
+  tracker = fake.tracker(project.id);
   for (const n of [1, 2, 3, 4]) ready(n);
 });
 

@@ -12,7 +12,7 @@ import { send } from "./direct";
 import { ADMIN_SECRET, ageRun, call, CLI_VERSION, createOrg, registerRunner, runBody } from "./helpers";
 import { muteTransitionLogs } from "./quiet";
 import { orgState } from "./read-back";
-import { fakeProject, installFakeAutopilot } from "./autopilot-fakes";
+import { installRealAutopilotWithTracker } from "./autopilot-fakes";
 
 
 /** The victim organization A and the caller organization B, with every kind of credential. */
@@ -37,7 +37,6 @@ const A = {} as {
   jobId: string;
   jobRun: string;
   autopilotProjectId: string;
-  admissionProjectId: string;
 };
 const B = {} as { orgId: string; admin: string; registration: string; machine: { machineId: string; token: string }; run: string; attemptToken: string };
 
@@ -74,14 +73,12 @@ beforeAll(async () => {
   expect(job.status).toBe(201);
   A.jobId = job.body.id;
   A.jobRun = job.body.run_id;
-  // An autopilot project, with its secrets.
+  // An autopilot project, with its secrets; admission reads it through the real store and rules,
+  // GitHub standing in as an in-memory tracker (test/workers/autopilot-fakes.ts).
+  installRealAutopilotWithTracker();
   const autopilot = await call("POST", "/v1/autopilot/projects", { token: A.admin, body: autopilotBody("victim/repo") });
   expect(autopilot.status).toBe(201);
   A.autopilotProjectId = autopilot.body.id;
-  // An autopilot project (an in-memory project store and tracker: test/workers/autopilot-fakes.ts).
-  const admission = fakeProject(A.orgId);
-  installFakeAutopilot().add(admission);
-  A.admissionProjectId = admission.id;
 
   const b = await createOrg("caller");
   B.orgId = b.orgId;
@@ -356,13 +353,13 @@ const endpoints: Endpoint[] = [
     // Public: only a valid X-Hub-Signature-256 authenticates it, never a bearer token.
     method: "POST",
     route: "/v1/autopilot/projects/:id/webhook",
-    path: () => `/v1/autopilot/projects/${A.admissionProjectId}/webhook`,
+    path: () => `/v1/autopilot/projects/${A.autopilotProjectId}/webhook`,
     body: () => ({ action: "labeled" }),
     cases: () => [[none, unauthorized], ...malformed.map((c): [Credential, Expect] => [c, unauthorized]), [bearer("an admin member token", () => A.admin), unauthorized], [bearer("another organization's admin token", () => B.admin), unauthorized]],
   },
-  { method: "POST", route: "/v1/autopilot/projects/:id/reconcile", path: () => `/v1/autopilot/projects/${A.admissionProjectId}/reconcile`, cases: () => memberOfA("admin") },
-  { method: "GET", route: "/v1/autopilot/projects/:id/tickets", path: () => `/v1/autopilot/projects/${A.admissionProjectId}/tickets`, cases: () => memberOfA("member") },
-  { method: "GET", route: "/v1/autopilot/projects/:id/tickets/:number", path: () => `/v1/autopilot/projects/${A.admissionProjectId}/tickets/1`, cases: () => memberOfA("member") },
+  { method: "POST", route: "/v1/autopilot/projects/:id/reconcile", path: () => `/v1/autopilot/projects/${A.autopilotProjectId}/reconcile`, cases: () => memberOfA("admin") },
+  { method: "GET", route: "/v1/autopilot/projects/:id/tickets", path: () => `/v1/autopilot/projects/${A.autopilotProjectId}/tickets`, cases: () => memberOfA("member") },
+  { method: "GET", route: "/v1/autopilot/projects/:id/tickets/:number", path: () => `/v1/autopilot/projects/${A.autopilotProjectId}/tickets/1`, cases: () => memberOfA("member") },
   {
     method: "POST",
     route: "/v1/build-callbacks/:token",
@@ -375,7 +372,7 @@ const endpoints: Endpoint[] = [
 
 /** What A's ids look like in an answer: another organization's answer contains none of them. */
 function victimIds(): string[] {
-  return [A.orgId, A.run, A.jobRun, A.projectId, A.requestId, A.jobId, A.m1.machineId, A.m2.machineId, A.registrationId, A.autopilotProjectId, A.admissionProjectId];
+  return [A.orgId, A.run, A.jobRun, A.projectId, A.requestId, A.jobId, A.m1.machineId, A.m2.machineId, A.registrationId, A.autopilotProjectId];
 }
 
 describe("the security matrix", () => {
