@@ -32,9 +32,12 @@ export interface Observation {
   deliveryId: string | null;
   facts: IssueFacts | null;
   eligibility: EligibilityResult;
-  /** The latest addition of the ready label the tracker records: its id is the readiness generation. */
+  /**
+   * The latest addition of the ready label the tracker records: its id is the readiness generation.
+   * Without a record, the webhook delivery the trusted-actor assumption accepted (src/autopilot/admission.ts).
+   */
   transition: ReadyTransition | null;
-  /** The human-readiness verdict on that transition; null without a transition. */
+  /** The human-readiness verdict on that transition, or on a labeled webhook's sender alone; else null. */
   readiness: ReadinessResult | null;
   /** The run to create when this observation admits one. */
   dispatch: DispatchInput;
@@ -166,8 +169,9 @@ export class TicketObject extends DurableObject<Env> {
       return { outcome: "duplicate_delivery", runId: this.load()?.run_id ?? null, reasons: [] };
     }
     const stored = this.load();
-    // An issue never made ready (a comment on any issue of the repository) leaves no ticket behind.
-    if (!stored && !obs.transition) return { outcome: "unchanged", runId: null, reasons: [] };
+    // An issue never made ready (a comment on any issue of the repository) leaves no ticket behind;
+    // a ready label's webhook without a recorded transition is judged (readiness), and its refusal kept.
+    if (!stored && !obs.transition && !obs.readiness) return { outcome: "unchanged", runId: null, reasons: [] };
     if (stored && stored.project_id !== obs.project.id) {
       // Two projects watch the same repository: the ticket's one unfinished run stays with the project that has it.
       if (stored.pending_generation !== null || (stored.run_id && (await this.unfinishedRun(stored, obs, now)))) {
@@ -183,7 +187,10 @@ export class TicketObject extends DurableObject<Env> {
       return this.lapse(obs, row, unfinished, obs.eligibility.reasons, now);
     }
     if (!obs.eligibility.eligible) return this.refuse(obs, row, now, "refused", obs.eligibility.reasons, generation);
-    if (!obs.transition) return this.refuse(obs, row, now, "refused", ["the tracker records no addition of the ready label to this issue"], generation);
+    if (!obs.transition) {
+      const reason = obs.readiness && !obs.readiness.ok ? obs.readiness.reason : "the tracker records no addition of the ready label to this issue";
+      return this.refuse(obs, row, now, "refused", [reason], generation);
+    }
     // The ready transition that already has its run: an edit or a comment changes nothing.
     if (obs.transition.eventId === row.admitted_generation) {
       return this.settle(obs, { ...row, generation }, now, { outcome: "unchanged", runId: null, reasons: [] });

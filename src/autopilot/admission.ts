@@ -8,8 +8,8 @@ import type { Config } from "../config";
 import type { Env } from "../env";
 import type { DispatchInput } from "../run/dispatch";
 import type { AdmissionDoor, ObservationAnswer } from "../../durable-objects/ticket-object";
-import type { AdmissionProject, AdmissionRules, EligibilityResult } from "./deps";
-import { ticketKey, type ActorEvidence, type IssueFacts, type TicketRef, type TrackerProvider } from "./provider";
+import type { AdmissionProject, AdmissionRules, EligibilityResult, ReadinessResult } from "./deps";
+import { ticketKey, type ActorEvidence, type IssueFacts, type ReadyTransition, type TicketRef, type TrackerProvider } from "./provider";
 
 export interface AdmissionContext {
   door: AdmissionDoor;
@@ -46,15 +46,15 @@ export async function admitTicket(
   const key = ticketKey(ref);
   const facts = await provider.getIssue(ref);
   let eligibility: EligibilityResult;
-  let transition = null;
+  let evidence: Readiness = { transition: null, readiness: null };
   if (!facts) {
     eligibility = { eligible: false, reasons: ["the issue cannot be read (deleted, transferred, or not visible to the installation)"] };
   } else {
     const [blockers, last] = await Promise.all([provider.listBlockers(ref), provider.lastReadyTransition(ref, project.readyLabel)]);
-    transition = last;
+    evidence = readinessOf(project, rules, last, ctx);
     eligibility = rules.checkEligibility(project, facts, blockers, rules.parseAgentBrief(facts.body, project.briefHeading));
   }
-  const readiness = transition ? rules.checkHumanReadiness(project, { sender: ctx.sender, transition }) : null;
+  const { transition, readiness } = evidence;
   const answer = await ticketStub(env, key).observe({
     project: { id: project.id, orgId: project.orgId, queueCapacity: project.queueCapacity },
     ticketKey: key,
@@ -68,6 +68,25 @@ export async function admitTicket(
     dispatch: facts ? runFor(project, facts, eligibility, config) : emptyDispatch(project),
   });
   return { ...answer, ticket: key };
+}
+
+interface Readiness {
+  transition: ReadyTransition | null;
+  readiness: ReadinessResult | null;
+}
+
+/**
+ * The ready transition and the rules' verdict on it. When the tracker records none, the webhook's
+ * own labeled event is the only evidence: the rules refuse it (the refusal is kept with its
+ * reason), unless the project's trusted-actor assumption accepts its User sender; that delivery is
+ * then the transition, and so the readiness generation (docs/autopilot.md, "Human readiness").
+ */
+function readinessOf(project: AdmissionProject, rules: AdmissionRules, recorded: ReadyTransition | null, ctx: AdmissionContext): Readiness {
+  if (recorded) return { transition: recorded, readiness: rules.checkHumanReadiness(project, { sender: ctx.sender, transition: recorded }) };
+  if (!ctx.sender) return { transition: null, readiness: null };
+  const readiness = rules.checkHumanReadiness(project, { sender: ctx.sender, transition: null });
+  if (!readiness.ok || ctx.deliveryId === null) return { transition: null, readiness };
+  return { transition: { eventId: `delivery:${ctx.deliveryId}`, atMs: Date.now(), actor: ctx.sender }, readiness };
 }
 
 /** The run an admitted issue becomes: the project's run template, the issue as its brief, the eligibility facts snapshotted. */
