@@ -188,6 +188,18 @@ describe("admission through the webhook", () => {
     expect(await runsOf(payload.issue.number)).toHaveLength(0);
   });
 
+  it("a person's ready label on an issue without a valid Agent Brief admits none, and the brief's errors are shown", async () => {
+    const payload = labeledPayload();
+    payload.issue.body = example("issues", "labeled").issue.body;
+    tracker.fromPayload(payload);
+    const answer = await handleDelivery(env, config, fake.deps, delivery(payload));
+    expect(answer).toMatchObject({ outcome: "refused", runId: null });
+    const ticket = await ticketOf(payload.issue.number);
+    expect(ticket).toMatchObject({ status: "refused", run_id: null });
+    expect(ticket!.reasons).toEqual(['Agent Brief: the issue has no "## Agent Brief" section; add one with at least "goal: …" (docs/autopilot.md, "The Agent Brief")']);
+    expect(await runsOf(payload.issue.number)).toHaveLength(0);
+  });
+
   it("the same delivery twice admits once", async () => {
     const payload = labeledPayload();
     tracker.fromPayload(payload);
