@@ -107,6 +107,10 @@ describe("a claim asks the run's ticket first", () => {
     const ticket = await ticketStub(number).read();
     expect(ticket).toMatchObject({ status: "lapsed", run_id: null, withdrawal: null });
     expect(ticket!.history[0]).toMatchObject({ kind: "lapsed", run_id: runId, door: "withdraw_retry" });
+    const shown = await call("GET", `/v1/autopilot/projects/${project.id}/tickets/${number}`, { token: org.admin });
+    expect(shown.status).toBe(200);
+    expect(shown.body).toMatchObject({ status: "lapsed", run_id: null, withdrawal: null });
+    expect(shown.body.history[0]).toMatchObject({ kind: "lapsed", door: "withdraw_retry", reasons: ['the issue does not carry the ready label "bug"'] });
   });
 
   it("the claim goes on to the next candidate: an eligible run queued behind the lapsed one is handed out", async () => {
@@ -178,7 +182,9 @@ describe("the ticket retries a failed withdrawal", () => {
     let runs = 0;
     while (runs < config.autopilotWithdrawAttemptsMax + 2 && (await runDurableObjectAlarm(stub))) runs += 1;
     expect(runs).toBe(config.autopilotWithdrawAttemptsMax);
-    expect((await stub.read())!.withdrawal).toMatchObject({ run_id: runId, attempts: config.autopilotWithdrawAttemptsMax });
+    const shown = await call("GET", `/v1/autopilot/projects/${project.id}/tickets/${number}`, { token: org.admin });
+    expect(shown.status).toBe(200);
+    expect(shown.body.withdrawal).toEqual({ run_id: runId, reason: LAPSE, attempts: config.autopilotWithdrawAttemptsMax });
     expect(await runInDurableObject(stub, (_o, state) => state.storage.getAlarm())).toBeNull();
     expect((await runOf(runId)).state).toBe("queued");
     // The claim's check is what keeps it from starting.
