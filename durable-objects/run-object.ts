@@ -193,6 +193,8 @@ export class RunObject extends DurableObject<Env> {
       return refusal("internal", "the run's autopilot ticket could not be asked whether it still backs the run; the claim is refused for now");
     }
     if (verdict.backs) return null;
+    // Only a run still queued is withdrawn; one that moved on meanwhile is the claim's to refuse.
+    if (this.load()?.state !== "queued") return null;
     const result = this.apply({ type: "cancel", by: "autopilot", reason: verdict.reason });
     if ("error" in result) return result;
     addCost(cost, await this.finishPending({ notify: false }));
