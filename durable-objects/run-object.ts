@@ -192,7 +192,11 @@ export class RunObject extends DurableObject<Env> {
       logRun("run.claim_refused", { run: run.id, attempt: run.attempt, machine: machineId, code: "ticket_unreachable", reason: `the ticket ${run.ticketKey} could not be asked: ${String(err)}` });
       return refusal("internal", "the run's autopilot ticket could not be asked whether it still backs the run; the claim is refused for now");
     }
-    if (verdict.backs) return null;
+    if (verdict.backs === true) return null;
+    if (verdict.backs === "unknown") {
+      logRun("run.claim_refused", { run: run.id, attempt: run.attempt, machine: machineId, code: "ticket_unsettled", reason: verdict.reason });
+      return refusal("internal", `the run's autopilot ticket cannot tell yet whether it backs the run (${verdict.reason}); the claim is refused for now`);
+    }
     // Only a run still queued is withdrawn; one that moved on meanwhile is the claim's to refuse.
     if (this.load()?.state !== "queued") return null;
     const result = this.apply({ type: "cancel", by: "autopilot", reason: verdict.reason });

@@ -103,7 +103,7 @@ type TicketRow = {
 };
 
 /** The ticket's answer to a claim of one of its runs (RunObject.claimCounted). */
-export type BackingAnswer = { backs: true } | { backs: false; reason: string };
+export type BackingAnswer = { backs: true } | { backs: false; reason: string } | { backs: "unknown"; reason: string };
 
 /** What a withdrawal of the ticket's queued run came to. */
 type WithdrawOutcome = "withdrawn" | "handed_out" | "failed";
@@ -197,6 +197,8 @@ export class TicketObject extends DurableObject<Env> {
     if (!row) return { backs: false, reason: "no ticket records this run" };
     if (row.withdraw_run_id === runId) return { backs: false, reason: row.withdraw_reason ?? "eligibility lapsed" };
     if (row.run_id === runId) return { backs: true };
+    // An admission interrupted before it recorded its run: this may be that run; the next observation settles it.
+    if (row.pending_generation !== null && row.run_id === null) return { backs: "unknown", reason: "the ticket's admission of its run is unfinished" };
     const reasons = JSON.parse(row.reasons) as string[];
     if (row.status === "lapsed" && reasons.length > 0) return { backs: false, reason: `eligibility lapsed: ${reasons.join("; ")}` };
     return { backs: false, reason: `the ticket ${row.ticket_key} no longer backs this run (its run: ${row.run_id ?? "none"}, status ${row.status})` };

@@ -163,6 +163,21 @@ describe("a claim asks the run's ticket first", () => {
   });
 });
 
+describe("an admission the ticket has not finished recording", () => {
+  it("its run is neither handed out nor cancelled until an observation settles it, then claimed", async () => {
+    const { number, runId } = await admitOne();
+    // What a crash between the run's creation and the ticket's record of it leaves.
+    await runInDurableObject(ticketStub(number), (_o, state) => {
+      state.storage.sql.exec("UPDATE ticket SET pending_generation = admitted_generation, run_id = NULL, status = 'idle'");
+    });
+    expect((await claim(runner.token)).status).toBe(204);
+    expect((await runOf(runId)).state).toBe("queued");
+    const message: AutopilotMessage = { kind: "autopilot.delivery", project_id: project.id, number, delivery_id: crypto.randomUUID(), event: "issues", action: "edited", sender: null };
+    expect(await handleDelivery(env, config, fake.deps, message)).toMatchObject({ outcome: "already_admitted", runId });
+    expect((await claim(runner.token)).body.run_id).toBe(runId);
+  });
+});
+
 describe("the ticket retries a failed withdrawal", () => {
   it("from its alarm, without any claim: the run ends cancelled with the reason", async () => {
     const { number, runId } = await admitOne();
