@@ -23,6 +23,7 @@ import { RunStreams, STREAM_ORG_HEADER, streamAfter, tooManyStreams } from "./ru
 import { RUN_OBJECT_MIGRATIONS } from "./run-schema";
 import { migrate } from "./sql-migrations";
 import type { ClaimGrant } from "../src/protocol/runners";
+import type { BackingAnswer } from "./ticket-object";
 
 export type { NewRun } from "../src/run/new-run";
 
@@ -132,6 +133,8 @@ export class RunObject extends DurableObject<Env> {
   /** claim(), with the D1 rows it read and wrote and the Durable Object requests it made. */
   async claimCounted(machineId: string): Promise<{ answer: ClaimGrant | Refusal; cost: Cost }> {
     const cost = noCost();
+    const held = await this.ticketHold(machineId, cost);
+    if (held) return { answer: held, cost };
     const token = newToken("attempt");
     const tokenHash = await sha256Hex(token);
     const result = this.apply({ type: "claim", machineId }, (run) => {
@@ -169,6 +172,38 @@ export class RunObject extends DurableObject<Env> {
       launch: run.launch,
     };
     return { answer, cost };
+  }
+
+  /**
+   * The pre-claim recheck of an autopilot run (../shared/spec/run-lifecycle.md, "Queue and
+   * dispatch": a queued run whose eligibility lapsed never starts): one request to the ticket that
+   * admitted it, which answers from what it recorded, never from the tracker. Not backed: the run is
+   * cancelled with the ticket's reason and the claim refused. Ticket unreachable: refused for now,
+   * never handed out on a guess. Other runs (no ticket) pay nothing. Null lets the claim go on.
+   */
+  private async ticketHold(machineId: string, cost: Cost): Promise<Refusal | null> {
+    const run = this.load();
+    if (!run || run.state !== "queued" || !run.ticketKey) return null;
+    cost.doRequests += 1;
+    let verdict: BackingAnswer;
+    try {
+      verdict = await this.env.TICKET.get(this.env.TICKET.idFromName(run.ticketKey)).backs(run.id);
+    } catch (err) {
+      logRun("run.claim_refused", { run: run.id, attempt: run.attempt, machine: machineId, code: "ticket_unreachable", reason: `the ticket ${run.ticketKey} could not be asked: ${String(err)}` });
+      return refusal("internal", "the run's autopilot ticket could not be asked whether it still backs the run; the claim is refused for now");
+    }
+    if (verdict.backs === true) return null;
+    if (verdict.backs === "unknown") {
+      logRun("run.claim_refused", { run: run.id, attempt: run.attempt, machine: machineId, code: "ticket_unsettled", reason: verdict.reason });
+      return refusal("internal", `the run's autopilot ticket cannot tell yet whether it backs the run (${verdict.reason}); the claim is refused for now`);
+    }
+    // Only a run still queued is withdrawn; one that moved on meanwhile is the claim's to refuse.
+    if (this.load()?.state !== "queued") return null;
+    const result = this.apply({ type: "cancel", by: "autopilot", reason: verdict.reason });
+    if ("error" in result) return result;
+    addCost(cost, await this.finishPending({ notify: false }));
+    logRun("run.claim_refused", { run: run.id, attempt: run.attempt, machine: machineId, code: "ticket_withdrawn", reason: verdict.reason });
+    return refusal("invalid_transition", `the run's autopilot ticket no longer backs it (${verdict.reason}); it was cancelled`);
   }
 
   /** launched, lease, launch-failed and stopped: calls a machine makes about its attempt. */

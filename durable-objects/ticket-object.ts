@@ -63,7 +63,8 @@ export interface ObservationAnswer {
 export interface TicketHistoryEntry {
   at_ms: number;
   kind: "admitted" | "refused" | "capacity_wait" | "lapsed" | "run_ended";
-  door: AdmissionDoor;
+  /** `withdraw_retry`: the ticket's alarm finished a lapse whose withdrawal had failed. */
+  door: AdmissionDoor | "withdraw_retry";
   generation: string | null;
   run_id: string | null;
   reasons: string[];
@@ -80,6 +81,8 @@ export interface TicketState {
   admitted_generation: string | null;
   run_id: string | null;
   updated_at_ms: number;
+  /** A recorded lapse whose run is not withdrawn yet (a claim of that run is refused and cancels it). */
+  withdrawal: { run_id: string; reason: string; attempts: number } | null;
   history: TicketHistoryEntry[];
 }
 
@@ -96,7 +99,17 @@ type TicketRow = {
   pending_generation: string | null;
   run_id: string | null;
   updated_at_ms: number;
+  /** A lapse recorded and its run not yet withdrawn: the ticket no longer backs this run. */
+  withdraw_run_id: string | null;
+  withdraw_reason: string | null;
+  withdraw_attempts: number;
 };
+
+/** The ticket's answer to a claim of one of its runs (RunObject.claimCounted). */
+export type BackingAnswer = { backs: true } | { backs: false; reason: string } | { backs: "unknown"; reason: string };
+
+/** What a withdrawal of the ticket's queued run came to. */
+type WithdrawOutcome = "withdrawn" | "handed_out" | "failed";
 
 /** A project's admitted runs still waiting for a runner, and admissions under way: what queueCapacity bounds. */
 const WAITING = `SELECT COUNT(*) FROM autopilot_tickets t LEFT JOIN runs r ON r.id = t.run_id
@@ -120,6 +133,8 @@ const INDEX_SQL = `INSERT INTO autopilot_tickets (project_id, ticket_key, org_id
     generation = excluded.generation, run_id = excluded.run_id, updated_at_ms = excluded.updated_at_ms
   WHERE excluded.updated_at_ms >= autopilot_tickets.updated_at_ms`;
 
+const NO_WITHDRAWAL = { withdraw_run_id: null, withdraw_reason: null, withdraw_attempts: 0 } as const;
+
 export class TicketObject extends DurableObject<Env> {
   private readonly sql: SqlStorage;
   private readonly config: Config;
@@ -140,6 +155,24 @@ export class TicketObject extends DurableObject<Env> {
     return this.serialized(() => this.decide(obs));
   }
 
+  /**
+   * Asked by a run object right before a claim hands out `runId`
+   * (../shared/spec/run-lifecycle.md, "Queue and dispatch": current tracker eligibility). It reads
+   * only what the ticket recorded (never the tracker), after any observation under way: the run is
+   * backed while it is the ticket's run and no lapse of it is recorded.
+   */
+  async backs(runId: string): Promise<BackingAnswer> {
+    return this.serialized(async () => this.backing(runId));
+  }
+
+  /** Retries the withdrawal of a lapsed ticket's run that failed (bounded by AUTOPILOT_WITHDRAW_ATTEMPTS_MAX). */
+  async alarm(): Promise<void> {
+    await this.serialized(async () => {
+      const row = this.load();
+      if (row?.withdraw_run_id) await this.withdrawLapsed(row, "withdraw_retry", Date.now());
+    });
+  }
+
   /** The ticket as GET …/tickets shows it, with its history (newest first). */
   async read(): Promise<TicketState | null> {
     const row = this.load();
@@ -157,8 +190,21 @@ export class TicketObject extends DurableObject<Env> {
       admitted_generation: row.admitted_generation,
       run_id: row.run_id,
       updated_at_ms: row.updated_at_ms,
+      withdrawal: row.withdraw_run_id ? { run_id: row.withdraw_run_id, reason: row.withdraw_reason ?? "", attempts: row.withdraw_attempts } : null,
       history,
     };
+  }
+
+  private backing(runId: string): BackingAnswer {
+    const row = this.load();
+    if (!row) return { backs: false, reason: "no ticket records this run" };
+    if (row.withdraw_run_id === runId) return { backs: false, reason: row.withdraw_reason ?? "eligibility lapsed" };
+    if (row.run_id === runId) return { backs: true };
+    // An admission interrupted before it recorded its run: this may be that run; the next observation settles it.
+    if (row.pending_generation !== null && row.run_id === null) return { backs: "unknown", reason: "the ticket's admission of its run is unfinished" };
+    const reasons = JSON.parse(row.reasons) as string[];
+    if (row.status === "lapsed" && reasons.length > 0) return { backs: false, reason: `eligibility lapsed: ${reasons.join("; ")}` };
+    return { backs: false, reason: `the ticket ${row.ticket_key} no longer backs this run (its run: ${row.run_id ?? "none"}, status ${row.status})` };
   }
 
   // ---- the decision ----------------------------------------------------------------------------
@@ -183,7 +229,8 @@ export class TicketObject extends DurableObject<Env> {
     const generation = obs.transition?.eventId ?? row.generation;
     const unfinished = row.run_id ? await this.unfinishedRun(row, obs, now) : null;
     if (unfinished) {
-      if (obs.eligibility.eligible) return this.settle(obs, row, now, { outcome: "already_admitted", runId: unfinished, reasons: [] });
+      // Eligible again before the withdrawal happened: the ticket backs its run again.
+      if (obs.eligibility.eligible) return this.settle(obs, { ...row, ...NO_WITHDRAWAL }, now, { outcome: "already_admitted", runId: unfinished, reasons: [] });
       return this.lapse(obs, row, unfinished, obs.eligibility.reasons, now);
     }
     if (!obs.eligibility.eligible) return this.refuse(obs, row, now, "refused", obs.eligibility.reasons, generation);
@@ -227,7 +274,7 @@ export class TicketObject extends DurableObject<Env> {
   private async dispatchFor(obs: Observation, orgId: string, generation: string): Promise<string> {
     const key = `autopilot:${obs.ticketKey}:${generation}`;
     try {
-      return (await dispatchRun(this.env, orgId, obs.dispatch, key)).run.id;
+      return (await dispatchRun(this.env, orgId, obs.dispatch, key, { ticketKey: obs.ticketKey })).run.id;
     } catch (err) {
       // The issue changed between a crashed admission and this one: the key's run is the ticket's.
       if (!(err instanceof DocketError) || err.code !== "idempotency_conflict") throw err;
@@ -254,20 +301,70 @@ export class TicketObject extends DurableObject<Env> {
     return next;
   }
 
-  /** The ticket no longer backs its queued run: the run is withdrawn (cancelled) before any claim. */
+  /**
+   * The ticket no longer backs its queued run: the lapse is recorded first (from then on a claim of
+   * the run is refused and the run cancelled, RunObject.claimCounted), then the run is withdrawn.
+   * A failed withdrawal is retried from the alarm; a crash in between is caught by the claim.
+   */
   private async lapse(obs: Observation, row: TicketRow, runId: string, reasons: string[], now: number): Promise<ObservationAnswer> {
     const reason = `eligibility lapsed: ${reasons.join("; ")}`;
-    const answer = await runStub(this.env, runId).withdraw(obs.project.orgId, reason);
-    if (isRefusal(answer)) throw new Error(`withdraw ${runId}: ${answer.error.message}`);
-    if (!answer.withdrawn) {
-      // Already handed out: the run goes on; the ticket keeps its claim and notes the lapse.
-      return this.settle(obs, row, now, { outcome: "already_admitted", runId, reasons });
-    }
-    const next: TicketRow = { ...row, status: "lapsed", reasons: JSON.stringify(reasons), run_id: null, updated_at_ms: now };
-    this.write(obs, next, now, { kind: "lapsed", run_id: runId, reasons, basis: null, actor: null });
-    await this.project(next);
-    log("autopilot.lapsed", { ticket: obs.ticketKey, project: obs.project.id, run_id: runId, door: obs.door, reason });
+    const pending: TicketRow = { ...row, reasons: JSON.stringify(reasons), withdraw_run_id: runId, withdraw_reason: reason, withdraw_attempts: 0 };
+    this.write(obs, pending, now, null);
+    // Armed before the withdrawal: a crash right after the record still has it retried.
+    await this.ctx.storage.setAlarm(now + this.config.autopilotWithdrawRetryMs);
+    const outcome = await this.withdrawLapsed(pending, obs.door, now);
+    if (outcome === "handed_out") return { outcome: "already_admitted", runId, reasons };
     return { outcome: "lapsed", runId, reasons };
+  }
+
+  /**
+   * Withdraws the run of a recorded lapse. Withdrawn (or already ended, e.g. cancelled by a claim's
+   * check): the lapse is complete. Already handed out: the run goes on and the ticket keeps its
+   * claim. Failed: retried from the alarm after AUTOPILOT_WITHDRAW_RETRY_MS * 2^(n-1), a bounded number of times.
+   */
+  private async withdrawLapsed(row: TicketRow, door: TicketHistoryEntry["door"], now: number): Promise<WithdrawOutcome> {
+    const runId = row.withdraw_run_id!;
+    const reason = row.withdraw_reason ?? "eligibility lapsed";
+    let answer: Awaited<ReturnType<ReturnType<typeof runStub>["withdraw"]>> | null = null;
+    let failure: string | null = null;
+    try {
+      answer = await runStub(this.env, runId).withdraw(row.org_id, reason);
+      if (isRefusal(answer)) failure = `${answer.error.code}: ${answer.error.message}`;
+    } catch (err) {
+      failure = String(err);
+    }
+    if (failure !== null || answer === null || isRefusal(answer)) {
+      await this.withdrawFailed(row, failure ?? "no answer", now);
+      return "failed";
+    }
+    if (!answer.withdrawn && !isTerminal(answer.run.state)) {
+      // Already handed out: the run goes on; the ticket keeps its claim and notes nothing more.
+      this.ctx.storage.transactionSync(() => this.store({ ...row, ...NO_WITHDRAWAL }));
+      return "handed_out";
+    }
+    const reasons = JSON.parse(row.reasons) as string[];
+    const next: TicketRow = { ...row, ...NO_WITHDRAWAL, status: "lapsed", run_id: null, updated_at_ms: now };
+    this.ctx.storage.transactionSync(() => {
+      this.store(next);
+      this.remember({ at_ms: now, kind: "lapsed", door, generation: row.generation, run_id: runId, reasons, basis: null, actor: null });
+    });
+    await this.project(next);
+    log("autopilot.lapsed", { ticket: row.ticket_key, project: row.project_id, run_id: runId, door, reason });
+    return "withdrawn";
+  }
+
+  private async withdrawFailed(row: TicketRow, failure: string, now: number): Promise<void> {
+    const attempts = row.withdraw_attempts + 1;
+    this.ctx.storage.transactionSync(() => this.store({ ...row, withdraw_attempts: attempts }));
+    const max = this.config.autopilotWithdrawAttemptsMax;
+    if (attempts >= max) {
+      // The claim's check still keeps the run from starting; the next observation tries again.
+      log("autopilot.withdraw_abandoned", { ticket: row.ticket_key, run_id: row.withdraw_run_id, attempts, reason: failure });
+      return;
+    }
+    const at = now + this.config.autopilotWithdrawRetryMs * 2 ** (attempts - 1);
+    await this.ctx.storage.setAlarm(at);
+    log("autopilot.withdraw_failed", { ticket: row.ticket_key, run_id: row.withdraw_run_id, attempts, retry_at_ms: at, reason: failure });
   }
 
   /** A refusal (or a capacity wait) is recorded when it differs from the ticket's standing one. */
@@ -299,7 +396,7 @@ export class TicketObject extends DurableObject<Env> {
     const run = await runStub(this.env, runId).read(row.org_id);
     if (!isRefusal(run) && !isTerminal(run.state)) return runId;
     const reason = isRefusal(run) ? `the run is gone: ${run.error.message}` : `the run ended ${run.state}`;
-    const next: TicketRow = { ...row, status: "done", reasons: JSON.stringify([reason]), run_id: null, updated_at_ms: now };
+    const next: TicketRow = { ...row, ...NO_WITHDRAWAL, status: "done", reasons: JSON.stringify([reason]), run_id: null, updated_at_ms: now };
     this.ctx.storage.transactionSync(() => {
       this.store(next);
       this.remember({ at_ms: now, kind: "run_ended", door: obs.door, generation: row.admitted_generation, run_id: runId, reasons: [reason], basis: null, actor: null });
@@ -340,6 +437,7 @@ export class TicketObject extends DurableObject<Env> {
       pending_generation: null,
       run_id: null,
       updated_at_ms: now,
+      ...NO_WITHDRAWAL,
     };
   }
 
@@ -359,11 +457,13 @@ export class TicketObject extends DurableObject<Env> {
 
   private store(row: TicketRow): void {
     this.sql.exec(
-      `INSERT INTO ticket (id, ticket_key, project_id, org_id, number, status, reasons, generation, admitted_generation, pending_generation, run_id, updated_at_ms)
-       VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+      `INSERT INTO ticket (id, ticket_key, project_id, org_id, number, status, reasons, generation, admitted_generation, pending_generation, run_id, updated_at_ms,
+         withdraw_run_id, withdraw_reason, withdraw_attempts)
+       VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (id) DO UPDATE SET project_id = excluded.project_id, org_id = excluded.org_id, status = excluded.status, reasons = excluded.reasons,
          generation = excluded.generation, admitted_generation = excluded.admitted_generation, pending_generation = excluded.pending_generation,
-         run_id = excluded.run_id, updated_at_ms = excluded.updated_at_ms`,
+         run_id = excluded.run_id, updated_at_ms = excluded.updated_at_ms, withdraw_run_id = excluded.withdraw_run_id,
+         withdraw_reason = excluded.withdraw_reason, withdraw_attempts = excluded.withdraw_attempts`,
       row.ticket_key,
       row.project_id,
       row.org_id,
@@ -375,6 +475,9 @@ export class TicketObject extends DurableObject<Env> {
       row.pending_generation,
       row.run_id,
       row.updated_at_ms,
+      row.withdraw_run_id,
+      row.withdraw_reason,
+      row.withdraw_attempts,
     );
   }
 

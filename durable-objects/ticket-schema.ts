@@ -14,4 +14,10 @@ export const TICKET_OBJECT_MIGRATIONS: readonly MigrationStep[] = [
     sql.exec("CREATE TABLE deliveries (delivery_id TEXT PRIMARY KEY, seen_at_ms INTEGER NOT NULL)");
     sql.exec("CREATE TABLE history (seq INTEGER PRIMARY KEY AUTOINCREMENT, entry TEXT NOT NULL)");
   },
+  // 2: a lapse recorded before its run is withdrawn: the run, the reason, and the withdrawals tried.
+  (sql) => {
+    sql.exec("ALTER TABLE ticket ADD COLUMN withdraw_run_id TEXT");
+    sql.exec("ALTER TABLE ticket ADD COLUMN withdraw_reason TEXT");
+    sql.exec("ALTER TABLE ticket ADD COLUMN withdraw_attempts INTEGER NOT NULL DEFAULT 0");
+  },
 ];

@@ -135,6 +135,9 @@ export interface Config {
   autopilotReconcileBatch: number;
   /** Autopilot reconciliation: projects one cron tick visits at most. */
   autopilotReconcileProjectsMax: number;
+  /** Autopilot: a lapsed ticket's failed withdrawal of its queued run is retried from the ticket's alarm, after base * 2^(n-1), at most this many times. */
+  autopilotWithdrawRetryMs: number;
+  autopilotWithdrawAttemptsMax: number;
 }
 
 export const DEFAULTS: Config = {
@@ -212,6 +215,8 @@ export const DEFAULTS: Config = {
   autopilotHistoryMax: 100,
   autopilotReconcileBatch: 50,
   autopilotReconcileProjectsMax: 10,
+  autopilotWithdrawRetryMs: 30_000,
+  autopilotWithdrawAttemptsMax: 5,
 };
 
 // The schemas' hard ceilings (src/protocol/bounds.ts) are configurable bounds of this Config.
@@ -291,6 +296,8 @@ const VAR_NAMES: Record<keyof Config, string> = {
   autopilotHistoryMax: "AUTOPILOT_HISTORY_MAX",
   autopilotReconcileBatch: "AUTOPILOT_RECONCILE_BATCH",
   autopilotReconcileProjectsMax: "AUTOPILOT_RECONCILE_PROJECTS_MAX",
+  autopilotWithdrawRetryMs: "AUTOPILOT_WITHDRAW_RETRY_MS",
+  autopilotWithdrawAttemptsMax: "AUTOPILOT_WITHDRAW_ATTEMPTS_MAX",
 };
 
 /** Reads the config from Worker vars; a malformed value is a deployment error and throws at once. */

@@ -271,7 +271,7 @@ export const AdmissionTicketPath = AdmissionProjectPath.extend({ number: z.coerc
 export const TicketHistoryEntry = z.object({
   at_ms: epochMs,
   kind: z.enum(["admitted", "refused", "capacity_wait", "lapsed", "run_ended"]),
-  door: z.enum(["webhook", "reconcile", "startup", "operator"]),
+  door: z.enum(["webhook", "reconcile", "startup", "operator", "withdraw_retry"]).describe("The door of the observation; withdraw_retry: the ticket's alarm finished a lapse whose withdrawal had failed."),
   generation: z.string().nullable(),
   run_id: runId.nullable(),
   reasons: z.array(z.string()),
@@ -284,5 +284,9 @@ export const TicketHistoryEntry = z.object({
 
 export const AutopilotTicketDetail = AutopilotTicket.extend({
   admitted_generation: z.string().nullable().describe("The readiness generation that had its run; the same generation never admits another."),
+  withdrawal: z
+    .object({ run_id: runId, reason: z.string(), attempts: z.number().int().min(0) })
+    .nullable()
+    .describe("A lapse recorded whose queued run is not withdrawn yet: a claim of that run cancels it instead; the ticket's alarm retries the withdrawal."),
   history: z.array(TicketHistoryEntry).describe("Newest first, at most AUTOPILOT_HISTORY_MAX entries."),
 });

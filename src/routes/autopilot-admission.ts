@@ -189,6 +189,7 @@ export const autopilotAdmissionRoutes = new Hono<AppEnv>()
         admitted_generation: ticket.admitted_generation,
         run_id: ticket.run_id,
         updated_at_ms: ticket.updated_at_ms,
+        withdrawal: ticket.withdrawal,
         history: ticket.history.map((h) => ({ ...h, basis: h.basis as "human" | null })),
       });
     },

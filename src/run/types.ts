@@ -57,6 +57,12 @@ export interface RunRecord {
   callbackUrl: string | null;
   /** Free-form string tags a dispatcher attaches to the run. */
   metadata: Record<string, string>;
+  /**
+   * The tracker ticket whose admission created the run (`github:owner/repo#12`), set only by
+   * autopilot admission, never by a dispatch body: a claim asks that ticket first. Absent or null
+   * on every other run (and on runs stored before it existed).
+   */
+  ticketKey?: string | null;
   /** Where a paused or queued continuation resumes (run-lifecycle.md, "Pause and continuation"). */
   continuation: "implementing" | "publishing" | null;
   /** A durable operator hold: only an explicit resume clears it. */
