@@ -3,7 +3,8 @@
 // history."). A claim asks the ticket that admitted a run whether it still backs it, from what the
 // ticket recorded (never GitHub); a lapse recorded but not yet acted on (the withdrawal failed, or
 // the Worker died between the two) never reaches a runner, and the ticket retries the withdrawal
-// from its alarm. Admission is driven as in autopilot-admission.test.ts, with the in-memory fakes.
+// from its alarm. Admission is driven as in autopilot-admission.test.ts: the production project store and
+// rules, with only GitHub stood in for by an in-memory tracker.
 
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
@@ -11,22 +12,22 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { handleDelivery, type AutopilotMessage } from "../../src/autopilot/queue";
 import { loadConfig } from "../../src/config";
 import { call, claim, createOrg, dispatch, registerRunner } from "./helpers";
-import { example, fakeProject, installFakeAutopilot, type FakeProject, type FakeTracker } from "./autopilot-fakes";
+import { briefBody, createProject, example, installRealAutopilotWithTracker, type FakeTracker, type RealProject } from "./autopilot-fakes";
 
 const config = loadConfig(env as unknown as Record<string, unknown>);
-const fake = installFakeAutopilot();
+const fake = installRealAutopilotWithTracker();
 const LAPSE = 'eligibility lapsed: the issue does not carry the ready label "bug"';
 
 let org: { orgId: string; admin: string };
-let project: FakeProject;
+let project: RealProject;
 let tracker: FakeTracker;
 let runner: { machineId: string; token: string };
 let nextNumber = 700;
 
 beforeAll(async () => {
   org = await createOrg("claim-recheck");
-  project = fakeProject(org.orgId);
-  tracker = fake.add(project);
+  project = await createProject(org.admin);
+  tracker = fake.tracker(project.id);
   runner = await registerRunner(org.admin);
 });
 
@@ -43,6 +44,7 @@ function ticketStub(number: number) {
 async function admitOne() {
   const payload = example("issues", "labeled");
   payload.issue.number = nextNumber++;
+  payload.issue.body = briefBody(payload.issue.body);
   const issue = tracker.fromPayload(payload);
   const message: AutopilotMessage = {
     kind: "autopilot.delivery",
