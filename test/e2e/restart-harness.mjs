@@ -210,7 +210,7 @@ export async function runChaos(o) {
     findings.push(...checkAttempts(launchesLog, homes, views));
     findings.push(...(await checkLedger(api, org.admin, builds)));
     listeners.forEach((l, i) => {
-      if (l.done) findings.push({ kind: 'runner_exited', runner: i, stderr: l.stderr.slice(-500) });
+      if (l.done) findings.push({ kind: 'runner_exited', runner: i, exit: l.exit, stderr: l.stderr.slice(-500), last_events: l.dump().split('\n').slice(-8) });
     });
     ticking = false;
     await ticker;

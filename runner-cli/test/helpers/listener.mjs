@@ -69,7 +69,10 @@ export class Listener {
     child.stderr?.setEncoding('utf8');
     child.stderr?.on('data', (d) => (this.stderr += d));
     /** @type {Promise<{ code: number | null, signal: string | null }>} */
+    /** How the child exited, once it has: its exit code or the signal that ended it. */
+    this.exit = null;
     this.exited = new Promise((resolve) => child.on('exit', (code, signal) => {
+      this.exit = { code, signal };
       resolve({ code, signal });
       this.poke();
     }));
