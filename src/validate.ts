@@ -77,6 +77,3 @@ export function idempotencyKeyOf(req: HonoRequest, schema: z.ZodType<string> = i
   }
   return parsed.data;
 }
-
-/** A record with at most `max` keys (a schema's hard ceiling; the configured bound is in src/bounds.ts). */
-export const atMostKeys = (max: number) => (record: Record<string, unknown>) => Object.keys(record).length <= max;

@@ -3,10 +3,9 @@
 // (create, change, read); a list shows each item without its nested lists.
 
 import { z } from "zod";
-import { BOUND_CEILINGS } from "./bounds.js";
 import { epochMs, keysetCursor, labelList, page, pageQuery, prefixedId, tokenId } from "./common.js";
 import { CreditEntry } from "./credits.js";
-import { RunState } from "./runs.js";
+import { envVarName, launchInput, RunState } from "./runs.js";
 
 export const projectId = prefixedId("prj", "a project");
 export const buildRequestId = prefixedId("req", "a build request");
@@ -39,30 +38,14 @@ const githubUrl = z
   .max(2_000)
   .regex(/^https:\/\/github\.com\/[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+?(\.git)?\/?$/, "must be a GitHub repository URL like https://github.com/owner/repo");
 
-const atMostKeys = (max: number) => (record: Record<string, unknown>) => Object.keys(record).length <= max;
-
 export const CreateProjectBody = z
   .object({
     name: z.string().trim().min(1).max(200),
     source_url: githubUrl,
     labels: labelList.optional(),
-    launch: z
-      .object({
-        protocol: z.string().min(1).max(32).optional(),
-        command: z.array(z.string().min(1).max(4_000)).min(1).max(64),
-        image: z.string().min(1).max(500).nullable().optional(),
-        env: z
-          .record(
-            z
-              .string()
-              .regex(/^[A-Za-z_][A-Za-z0-9_]*$/)
-              .refine((k) => !k.startsWith(BUILD_ENV_PREFIX), `names starting ${BUILD_ENV_PREFIX} are set by Docket`),
-            z.string().max(10_000),
-          )
-          .refine(atMostKeys(BOUND_CEILINGS.launchEnvMaxKeys), "too many keys")
-          .optional(),
-      })
-      .strict(),
+    launch: launchInput(
+      envVarName.refine((k) => !k.startsWith(BUILD_ENV_PREFIX), `names starting ${BUILD_ENV_PREFIX} are set by Docket`),
+    ),
   })
   .strict();
 export type CreateProjectBody = z.infer<typeof CreateProjectBody>;

@@ -24,6 +24,27 @@ export const RunState = z.enum(RUN_STATES).meta({ id: "RunState" });
 /** A string record with at most `max` keys (the hard ceiling; the configured bound is checked by the Worker). */
 const atMostKeys = (max: number) => (record: Record<string, unknown>) => Object.keys(record).length <= max;
 
+/** An environment variable's name in a launch. */
+export const envVarName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/);
+
+/**
+ * A launch as callers give it (a run's, a build project's): the protocol, the command, the image and
+ * the environment, whose names follow `envName` (a build project reserves some).
+ */
+export function launchInput(envName: z.ZodType<string> = envVarName) {
+  return z
+    .object({
+      protocol: z.string().min(1).max(32).optional(),
+      command: z.array(z.string().min(1).max(4_000)).min(1).max(64),
+      image: z.string().min(1).max(500).nullable().optional(),
+      env: z
+        .record(envName, z.string().max(10_000))
+        .refine(atMostKeys(BOUND_CEILINGS.launchEnvMaxKeys), "too many keys")
+        .optional(),
+    })
+    .strict();
+}
+
 export const CreateRunBody = z
   .object({
     brief: z.string().min(1).max(BOUND_CEILINGS.briefMaxChars),
@@ -37,17 +58,7 @@ export const CreateRunBody = z
       .optional(),
     labels: labelList.optional(),
     priority: z.number().int().min(0).max(1_000).optional(),
-    launch: z
-      .object({
-        protocol: z.string().min(1).max(32).optional(),
-        command: z.array(z.string().min(1).max(4_000)).min(1).max(64),
-        image: z.string().min(1).max(500).nullable().optional(),
-        env: z
-          .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string().max(10_000))
-          .refine(atMostKeys(BOUND_CEILINGS.launchEnvMaxKeys), "too many keys")
-          .optional(),
-      })
-      .strict(),
+    launch: launchInput(),
     callback_url: z.url({ protocol: /^https?$/ }).max(2_000).nullable().optional(),
     metadata: z
       .record(z.string().min(1).max(64), z.string().max(1_000))
