@@ -92,7 +92,7 @@ function readinessOf(project: AdmissionProject, rules: AdmissionRules, recorded:
 /** The run an admitted issue becomes: the project's run template, the issue as its brief, the eligibility facts snapshotted. */
 export function runFor(project: AdmissionProject, facts: IssueFacts, eligibility: EligibilityResult, config: Config): DispatchInput {
   const brief = `${facts.title}\n\n${facts.body}`.slice(0, config.briefMaxChars);
-  const repositoryUrl = facts.url.replace(/\/issues\/\d+$/, "");
+  const repositoryUrl = project.run.repositoryUrl ?? facts.url.replace(/\/issues\/\d+$/, "");
   return {
     brief: brief.trim() === "" ? facts.url : brief,
     repository: { url: repositoryUrl },

@@ -17,7 +17,7 @@ export interface AdmissionProject {
   readyLabel: string;
   briefHeading: string;
   queueCapacity: number;
-  run: { labels: string[]; priority: number; launch: { protocol?: string; command: string[]; image?: string | null; env?: Record<string, string> } };
+  run: { labels: string[]; priority: number; launch: { protocol?: string; command: string[]; image?: string | null; env?: Record<string, string> }; repositoryUrl?: string | null };
 }
 
 export interface AdmissionSecrets {

@@ -10,7 +10,7 @@ import { normalizeLabels } from "../run/labels";
 import { PROJECT_DEFAULTS, type AutopilotProjectRow, type RunTemplate } from "./projects";
 import { encryptSecret } from "./secrets";
 
-type RunInput = { labels?: string[]; priority?: number; launch?: RunTemplate["launch"] };
+type RunInput = { labels?: string[]; priority?: number; launch?: RunTemplate["launch"]; repository_url?: string | null };
 
 /** Bounds from the deployment's configuration, each refusal naming its field. */
 export function checkProjectBounds(config: Config, body: { queue_capacity?: number; done_labels?: string[]; run?: RunInput }): void {
@@ -37,6 +37,7 @@ function runTemplate(run: RunInput & { launch: RunTemplate["launch"] }): RunTemp
     labels: normalizeLabels(run.labels ?? []),
     priority: run.priority ?? PROJECT_DEFAULTS.runPriority,
     launch: { protocol: protocol ?? "process", command, image: image ?? null, env: env ?? {} },
+    repositoryUrl: run.repository_url ?? null,
   };
 }
 
@@ -110,7 +111,14 @@ export async function changedProjectRow(env: Env, row: AutopilotProjectRow, body
     appId: github.app_id ?? row.appId,
     installationId: github.installation_id ?? row.installationId,
     run: body.run
-      ? JSON.stringify(runTemplate({ labels: body.run.labels ?? run.labels, priority: body.run.priority ?? run.priority, launch: body.run.launch ?? run.launch }))
+      ? JSON.stringify(
+          runTemplate({
+            labels: body.run.labels ?? run.labels,
+            priority: body.run.priority ?? run.priority,
+            launch: body.run.launch ?? run.launch,
+            repository_url: body.run.repository_url !== undefined ? body.run.repository_url : (run.repositoryUrl ?? null),
+          }),
+        )
       : row.run,
     webhookSecretEnc: body.webhook_secret !== undefined ? await encryptSecret(env, row.id, "webhook_secret", body.webhook_secret) : row.webhookSecretEnc,
     privateKeyEnc: github.private_key !== undefined ? await encryptSecret(env, row.id, "private_key", github.private_key) : row.privateKeyEnc,

@@ -16,6 +16,8 @@ export interface RunTemplate {
   labels: string[];
   priority: number;
   launch: { protocol?: string; command: string[]; image?: string | null; env?: Record<string, string> };
+  /** Where runners clone the repository and push a run's branch; absent: the repository page. */
+  repositoryUrl?: string | null;
 }
 
 export interface AutopilotProject {
@@ -115,6 +117,7 @@ export function projectAnswer(row: AutopilotProjectRow, origin: string): Autopil
       labels: p.run.labels,
       priority: p.run.priority,
       launch: { protocol: p.run.launch.protocol ?? "process", command: p.run.launch.command, image: p.run.launch.image ?? null, env: p.run.launch.env ?? {} },
+      repository_url: p.run.repositoryUrl ?? null,
     },
     webhook: { url: webhookUrl(origin, p.id), secret_set: row.webhookSecretEnc !== "" },
     github: { api_url: p.githubApiUrl, app_id: p.appId, installation_id: p.installationId, private_key_set: row.privateKeyEnc !== "" },

@@ -88,8 +88,17 @@ const automationAccounts = z.array(githubLogin).max(100);
 const queueCapacity = z.number().int().min(1).max(BOUND_CEILINGS.autopilotQueueCapacityMax);
 
 /** The run each admitted issue becomes: runner labels, priority and launch, as POST /v1/runs takes them. */
+const repositoryUrl = CreateRunBody.shape.repository.unwrap().unwrap().shape.url.describe(
+  "where runners clone the repository and push a run's branch (default: the issue's repository page, e.g. https://github.com/owner/name)",
+);
+
 const runTemplate = z
-  .object({ labels: CreateRunBody.shape.labels, priority: CreateRunBody.shape.priority, launch: CreateRunBody.shape.launch })
+  .object({
+    labels: CreateRunBody.shape.labels,
+    priority: CreateRunBody.shape.priority,
+    launch: CreateRunBody.shape.launch,
+    repository_url: repositoryUrl.optional(),
+  })
   .strict();
 
 const projectName = z.string().trim().min(1).max(100);
@@ -135,7 +144,12 @@ export const UpdateAutopilotProjectBody = z
     automation_accounts: automationAccounts.optional(),
     trusted_actor_assumption: z.boolean().optional(),
     run: z
-      .object({ labels: CreateRunBody.shape.labels, priority: CreateRunBody.shape.priority, launch: CreateRunBody.shape.launch.optional() })
+      .object({
+        labels: CreateRunBody.shape.labels,
+        priority: CreateRunBody.shape.priority,
+        launch: CreateRunBody.shape.launch.optional(),
+        repository_url: repositoryUrl.nullable().optional(),
+      })
       .strict()
       .optional(),
     webhook_secret: webhookSecret.optional(),
@@ -179,6 +193,7 @@ export const AutopilotProject = z
       labels: z.array(z.string()),
       priority: z.number().int(),
       launch: z.object({ protocol: z.string(), command: z.array(z.string()), image: z.string().nullable(), env: z.record(z.string(), z.string()) }),
+      repository_url: z.string().nullable().describe("where runners clone and push; null: the issue's repository page"),
     }),
     webhook: z.object({
       url: z.string().describe("where GitHub delivers this project's webhooks (subscribe to issues, issue_comment, issue_dependencies)"),

@@ -90,7 +90,12 @@ describe("creating a project", () => {
       queue_capacity: 3,
       automation_accounts: ["renovate[bot]", "ci-robot"],
       trusted_actor_assumption: true,
-      run: { labels: ["linux", "gpu"], priority: 7, launch: { protocol: "docker", command: ["agent"], image: "ghcr.io/acme/agent:1", env: { MODE: "fast" } } },
+      run: {
+        labels: ["linux", "gpu"],
+        priority: 7,
+        launch: { protocol: "docker", command: ["agent"], image: "ghcr.io/acme/agent:1", env: { MODE: "fast" } },
+        repository_url: "git@git.example.com:acme/widgets.git",
+      },
       github: { api_url: "http://127.0.0.1:8999/api/", app_id: "42", installation_id: "43", private_key: PRIVATE_KEY },
     });
     expect(p).toMatchObject({
@@ -102,7 +107,12 @@ describe("creating a project", () => {
       queue_capacity: 3,
       automation_accounts: ["renovate[bot]", "ci-robot"],
       trusted_actor_assumption: true,
-      run: { labels: ["gpu", "linux"], priority: 7, launch: { protocol: "docker", command: ["agent"], image: "ghcr.io/acme/agent:1", env: { MODE: "fast" } } },
+      run: {
+        labels: ["gpu", "linux"],
+        priority: 7,
+        launch: { protocol: "docker", command: ["agent"], image: "ghcr.io/acme/agent:1", env: { MODE: "fast" } },
+        repository_url: "git@git.example.com:acme/widgets.git",
+      },
       github: { api_url: "http://127.0.0.1:8999/api", app_id: "42", installation_id: "43", private_key_set: true },
     });
   });
@@ -305,6 +315,16 @@ describe("changing a project", () => {
     });
     expect(res.body.updated_at_ms).toBeGreaterThanOrEqual(p.updated_at_ms);
     expect((await call("GET", `/v1/autopilot/projects/${p.id}`, { token: member })).body).toEqual(res.body);
+  });
+
+  it("sets the repository URL runners clone and push, and null puts the issue's repository page back", async () => {
+    const p = await createProject(admin);
+    expect(p.run.repository_url).toBeNull();
+    const set = await call("PATCH", `/v1/autopilot/projects/${p.id}`, { token: admin, body: { run: { repository_url: "/srv/git/widgets.git" } } });
+    expect(set.status).toBe(200);
+    expect(set.body.run).toEqual({ ...p.run, repository_url: "/srv/git/widgets.git" });
+    const cleared = await call("PATCH", `/v1/autopilot/projects/${p.id}`, { token: admin, body: { run: { repository_url: null } } });
+    expect(cleared.body.run).toEqual(p.run);
   });
 
   it("replaces a secret sent, which still cannot be read back", async () => {
