@@ -8,6 +8,7 @@ import { createAppAuth } from "@octokit/auth-app";
 import { Octokit } from "@octokit/core";
 import { retry } from "@octokit/plugin-retry";
 import { throttling } from "@octokit/plugin-throttling";
+import Bottleneck from "bottleneck/light.js";
 import type { Config } from "../../config";
 import { GitHubError, GitHubTimeout } from "./errors";
 import { toPkcs8Pem } from "./private-key";
@@ -57,9 +58,27 @@ export function githubClient(options: GitHubClientOptions, config: Config, fetch
       retryAfterBaseValue: config.githubRetryBaseMs,
       doNotRetry: [400, 401, 403, 404, 410, 422, 429, 451],
     },
-    throttle: { id: options.queueId, onRateLimit: rateLimitRetry, onSecondaryRateLimit: rateLimitRetry },
+    throttle: { id: options.queueId, onRateLimit: rateLimitRetry, onSecondaryRateLimit: rateLimitRetry, ...clientLimiters() },
     log: { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} },
   });
+}
+
+/**
+ * The throttling plugin's limiters, one set per client. The plugin's default groups live per
+ * isolate, and workerd lets no request wait on another request's timers and promises: two
+ * requests of one isolate queued behind the same limiter (two reconciliations at once) hung until
+ * the runtime cancelled them. A client serves one admission or reconciliation, so its own limiters
+ * keep GitHub's pacing for what it sends (one write at a time, a second apart; one token request).
+ */
+function clientLimiters() {
+  const group = (options: Bottleneck.ConstructorOptions) => new Bottleneck.Group(options);
+  return {
+    global: group({ maxConcurrent: 10 }),
+    auth: group({ maxConcurrent: 1 }),
+    search: group({ maxConcurrent: 1, minTime: 2_000 }),
+    write: group({ maxConcurrent: 1, minTime: 1_000 }),
+    notifications: group({ maxConcurrent: 1, minTime: 3_000 }),
+  };
 }
 
 /**
