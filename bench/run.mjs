@@ -59,7 +59,7 @@ if (live.length > 0) {
         sections.lifecycle = await lifecycle(docket.url, cfg.lifecycle, say);
       }
       if (cfg.sections.includes('scale')) {
-        say(`claims across organizations: ${cfg.scale.orgCounts.join(', ')} organizations, ${cfg.scale.runnersPerOrg} runners and ${cfg.scale.runsPerOrg} runs each`);
+        say(`claims across organizations: ${cfg.scale.orgCounts.join(", ")} organizations sharing ${cfg.scale.runners} runners and ${cfg.scale.runs} runs`);
         sections.scale = await scale(docket.url, cfg.scale, say);
       }
       await docket.stop();

@@ -1,8 +1,8 @@
 // Scale across organizations (docs/BENCHMARKS.md, "Scale: organizations claiming at once"): claims
 // per second with 1, 4 and 16 organizations claiming at the same time, one scheduler object each.
-// Each organization gets `runsPerOrg` runs queued first and `runnersPerOrg` runner machines; then
-// every runner of every organization claims (wait_ms 0) until its organization's queue is empty.
-// Claims per second = grants ÷ wall time from the first claim to the last answer.
+// The same `runs` and `runners` in every measurement, spread evenly over its organizations (so
+// only the number of schedulers changes); then every runner claims (wait_ms 0) until its
+// organization's queue is empty. Claims per second = grants ÷ wall time.
 import { claim, createOrg, dispatch, parseCost, registerMachines } from './lib/docket.mjs';
 import { client, pool } from './lib/http.mjs';
 import { RUNNER_LABELS } from './lib/seed.mjs';
@@ -10,21 +10,23 @@ import { round, summarize } from './lib/stats.mjs';
 
 /**
  * @param {string} url a running Docket
- * @param {{ orgCounts: number[], runsPerOrg: number, runnersPerOrg: number, dispatchConcurrency: number }} cfg
+ * @param {{ orgCounts: number[], runs: number, runners: number, dispatchConcurrency: number }} cfg
  * @param {(line: string) => void} say
  */
 export async function scale(url, cfg, say) {
   const rows = [];
   for (const orgs of cfg.orgCounts) {
+    const runsPerOrg = Math.max(1, Math.floor(cfg.runs / orgs));
+    const runnersPerOrg = Math.max(1, Math.floor(cfg.runners / orgs));
     const setup = client(url);
     const members = [];
     for (let o = 0; o < orgs; o++) {
       const org = await createOrg(setup, `bench-scale-${orgs}-${o}`);
-      members.push({ ...org, machines: await registerMachines(setup, org.admin, cfg.runnersPerOrg, RUNNER_LABELS) });
+      members.push({ ...org, machines: await registerMachines(setup, org.admin, runnersPerOrg, RUNNER_LABELS) });
     }
-    const total = orgs * cfg.runsPerOrg;
+    const total = orgs * runsPerOrg;
     await pool(total, cfg.dispatchConcurrency, (i) => dispatch(setup, members[i % orgs].admin));
-    say(`  ${orgs} organization${orgs === 1 ? '' : 's'}: ${total} runs queued, ${orgs * cfg.runnersPerOrg} runners claiming`);
+    say(`  ${orgs} organization${orgs === 1 ? '' : 's'}: ${total} runs queued, ${orgs * runnersPerOrg} runners claiming`);
 
     const api = client(url);
     /** @type {number[]} */
@@ -32,7 +34,7 @@ export async function scale(url, cfg, say) {
     let granted = 0;
     // Each runner claims until an empty answer; bounded by its organization's runs (plus that answer).
     const runner = async (/** @type {string} */ token) => {
-      for (let i = 0; i <= cfg.runsPerOrg; i++) {
+      for (let i = 0; i <= runsPerOrg; i++) {
         const res = await claim(api, token, 0);
         if (res.status !== 200) return;
         granted += 1;
@@ -46,7 +48,7 @@ export async function scale(url, cfg, say) {
     if (granted !== total) throw new Error(`scale: ${granted} grants for ${total} queued runs with ${orgs} organizations`);
     const row = {
       orgs,
-      runners: orgs * cfg.runnersPerOrg,
+      runners: orgs * runnersPerOrg,
       claims: granted,
       claims_per_s: round(granted / seconds),
       claims_per_s_per_org: round(granted / seconds / orgs),
@@ -55,5 +57,5 @@ export async function scale(url, cfg, say) {
     say(`    ${row.claims_per_s} claims/s (${row.claims_per_s_per_org} per organization), ${row.d1_rows_read_per_claim} D1 rows read per claim`);
     rows.push(row);
   }
-  return { runs_per_org: cfg.runsPerOrg, runners_per_org: cfg.runnersPerOrg, rows };
+  return { runs: cfg.runs, runners: cfg.runners, rows };
 }

@@ -355,8 +355,16 @@ export class SchedulerObject extends DurableObject<Env> {
       this.openReads.delete(seq);
       throw err;
     }
-    const candidates = rows.flatMap((set, i) => set.map((row) => ({ ...row, key: keys[i] }))).sort(queueOrder);
-    return { candidates, seq, claims: read.claims, rowsRead: cost.d1RowsRead, emptyKeys: keys.filter((_k, i) => rows[i].length === 0), full: rows.some((set, i) => set.length >= limits[i]) };
+    const sets = rows.map((set, i) => set.map((row) => ({ ...row, key: keys[i] })));
+    // A set read to its limit may hold more behind its last row, so nothing after that row (in
+    // queue order) is a candidate this round: a later round reads further instead.
+    const lasts = sets.filter((set, i) => set.length >= limits[i]).map((set) => set[set.length - 1]);
+    const horizon = lasts.sort(queueOrder)[0];
+    const candidates = sets
+      .flat()
+      .filter((c) => !horizon || queueOrder(c, horizon) <= 0)
+      .sort(queueOrder);
+    return { candidates, seq, claims: read.claims, rowsRead: cost.d1RowsRead, emptyKeys: keys.filter((_k, i) => rows[i].length === 0), full: lasts.length > 0 };
   }
 
   /** Another claim is asking this candidate, or its ask ended after this read started. */

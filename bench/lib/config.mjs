@@ -69,8 +69,9 @@ export function readConfig() {
     },
     scale: {
       orgCounts: ints('BENCH_SCALE_ORGS', [1, 4, 16]),
-      runsPerOrg: int('BENCH_SCALE_RUNS', 40, 10),
-      runnersPerOrg: int('BENCH_SCALE_RUNNERS', 4),
+      // Totals, spread over the organizations; local workerd restarts past about 60 claims at once.
+      runs: int('BENCH_SCALE_RUNS', 192, 48),
+      runners: int('BENCH_SCALE_RUNNERS', 16),
       dispatchConcurrency: int('BENCH_DISPATCH_CONCURRENCY', 4),
     },
     idle: {

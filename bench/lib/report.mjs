@@ -104,8 +104,8 @@ export function resultTables(r) {
   if (sc) {
     out.push(
       `\n### Claims across organizations\n\n` +
-        `Every organization (one scheduler object each) has ${sc.runs_per_org} runs queued and ${sc.runners_per_org} runners claiming them at once (wait_ms 0), ` +
-        `all organizations at the same time; claims/s = grants ÷ wall time.\n`,
+        `${sc.runs} runs queued and ${sc.runners} runners claiming them at once (wait_ms 0), spread evenly over the organizations ` +
+        `(one scheduler object each); claims/s = grants ÷ wall time.\n`,
     );
     out.push(
       table(
