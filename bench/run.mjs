@@ -1,6 +1,6 @@
 // npm run bench: Docket's benchmarks against local Workers on 127.0.0.1 (docs/BENCHMARKS.md).
 // Sections: claim cost against queue depth beside the platform floor, dispatch-to-claim latency,
-// lifecycle throughput and idle cost. Results go to bench/results/ as JSON and markdown.
+// lifecycle throughput, claims across organizations and idle cost. Results go to bench/results/ as JSON and markdown.
 // Settings are environment variables (bench/lib/config.mjs); BENCH_QUICK=1 is a short run.
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -10,6 +10,7 @@ import { claimCost } from './claim-cost.mjs';
 import { idleCost } from './idle.mjs';
 import { dispatchToClaim } from './latency.mjs';
 import { lifecycle } from './lifecycle.mjs';
+import { scale } from './scale.mjs';
 import { limitRunTime } from './lib/cleanup.mjs';
 import { readConfig } from './lib/config.mjs';
 import { ADMIN_SECRET } from './lib/docket.mjs';
@@ -47,7 +48,7 @@ if (live.length > 0) {
   let docket = null;
   try {
     applyMigrations(docketConfig, state.dir);
-    if (cfg.sections.includes('latency') || cfg.sections.includes('lifecycle')) {
+    if (cfg.sections.includes('latency') || cfg.sections.includes('lifecycle') || cfg.sections.includes('scale')) {
       docket = await startWorker({ config: docketConfig, persist: state.dir, vars: DOCKET_VARS });
       if (cfg.sections.includes('latency')) {
         say(`dispatch-to-claim latency: ${cfg.latency.waitingRunners} runners waiting on the long-poll beside one polling every ${cfg.latency.pollIntervalMs} ms`);
@@ -56,6 +57,10 @@ if (live.length > 0) {
       if (cfg.sections.includes('lifecycle')) {
         say(`lifecycle throughput: ${cfg.lifecycle.runs} runs with ${cfg.lifecycle.runnerCounts.join(', ')} runners`);
         sections.lifecycle = await lifecycle(docket.url, cfg.lifecycle, say);
+      }
+      if (cfg.sections.includes('scale')) {
+        say(`claims across organizations: ${cfg.scale.orgCounts.join(", ")} organizations sharing ${cfg.scale.runners} runners and ${cfg.scale.runs} runs`);
+        sections.scale = await scale(docket.url, cfg.scale, say);
       }
       await docket.stop();
       docket = null;

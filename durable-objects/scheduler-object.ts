@@ -1,7 +1,9 @@
-// SchedulerObject: one per organization. Claims are serialized here so a queued run is handed to
-// one machine per attempt, and long-poll waiters are woken the moment matching work arrives
-// (../shared/DESIGN.md, "Claims are serialized per organization"; ../shared/spec/run-lifecycle.md,
-// "Queue and dispatch": claiming a slot and recording dispatch must be serialized).
+// SchedulerObject: one per organization. It picks queued runs for claims in queue order and wakes
+// long-poll waiters the moment matching work arrives (../shared/DESIGN.md, "Claims are serialized
+// per organization"; ../shared/spec/run-lifecycle.md, "Queue and dispatch"). Claims run
+// concurrently: the object keeps the candidates it is asking, so no run object is asked by two
+// claims at once, and the run object's compare-and-swap stays the one guarantee of one machine per
+// attempt.
 
 import { DurableObject } from "cloudflare:workers";
 import { loadConfig, type Config } from "../src/config";
@@ -41,6 +43,29 @@ interface Candidate {
   order_group: number;
   order_priority: number;
   queued_at_ms: number;
+  /** The label set whose head listed it (filled in after the read). */
+  key: string;
+}
+
+/** A head read claims have joined and that has not started yet. */
+interface PendingRead {
+  claims: number;
+  /** The most rows one of its claims was refused or saw taken, read beyond the others. */
+  extra: number;
+  heads: Promise<Heads>;
+}
+
+/** One round's read of the queue heads: the candidates in queue order, and what the read saw. */
+interface Heads {
+  candidates: Candidate[];
+  /** Its place in the sequence of reads and settled asks (see `settled`). */
+  seq: number;
+  /** The claims that share it, and the D1 rows it read (the queue heads are only read). */
+  claims: number;
+  rowsRead: number;
+  emptyKeys: string[];
+  /** Some set answered as many rows as asked for: more may wait behind them. */
+  full: boolean;
 }
 
 /** The head of one label set's queue, in queue order (the runs_queue index serves it). */
@@ -54,6 +79,8 @@ interface LabelSetCache {
   readAtMs: number;
   /** Sets whose empty head still had queued runs (waiting out a backoff): not tried again until the next read. */
   kept: Set<string>;
+  /** The sets each machine label signature covers, so the covers() filter runs once per signature per read. */
+  covered: Map<string, string[]>;
 }
 
 /**
@@ -66,8 +93,22 @@ const FORGET_LABEL_SET_SQL = `DELETE FROM label_sets WHERE org_id = ?1 AND label
 export class SchedulerObject extends DurableObject<Env> {
   private readonly config: Config;
   private readonly waiters = new Set<Waiter>();
-  private tail: Promise<unknown> = Promise.resolve();
   private labelSetCache: LabelSetCache | null = null;
+  /** The label-set read under way, shared by the claims that need it meanwhile. */
+  private labelSetRead: Promise<LabelSetCache> | null = null;
+  /** Candidates a claim is asking right now, with their label set: other claims look past them. */
+  private readonly inFlight = new Map<string, string>();
+  /**
+   * Candidates whose ask ended, with the sequence number at its end: a head read that started
+   * before then may still list them as queued (the run object moved the row meanwhile).
+   */
+  private readonly settled = new Map<string, number>();
+  /** Per window of label sets: the head read under way (its end), and the next one, which claims join. */
+  private readonly readTails = new Map<string, Promise<void>>();
+  private readonly nextReads = new Map<string, PendingRead>();
+  /** The head reads whose candidates claims are still looking at, with how many claims. */
+  private readonly openReads = new Map<number, number>();
+  private seq = 0;
   /** notifyWork calls so far: a removal that overlapped one keeps its set (forgetEmpty). */
   private notifications = 0;
   /** Where the next claim's window of label sets starts, when a runner covers more than fit in one. */
@@ -96,7 +137,7 @@ export class SchedulerObject extends DurableObject<Env> {
       const waiter: Waiter = { labels: req.labels, protocols: req.protocols, wake: () => (woken = true) };
       // Register before looking, so work that arrives during the look still wakes this claim.
       this.waiters.add(waiter);
-      const grant = await this.serialized(() => this.tryClaim(req, cost));
+      const grant = await this.tryClaim(req, cost);
       if (grant) {
         this.waiters.delete(waiter);
         return answer(grant);
@@ -138,25 +179,41 @@ export class SchedulerObject extends DurableObject<Env> {
     return { ...this.stats, cost: { ...this.stats.cost }, waiters: this.waiters.size };
   }
 
-  private serialized<T>(fn: () => Promise<T>): Promise<T> {
-    const next = this.tail.then(fn, fn);
-    this.tail = next.catch(() => undefined);
-    return next;
+  private async knownLabelSets(orgId: string, cost: Cost): Promise<LabelSetCache> {
+    const cache = this.labelSetCache;
+    if (cache && cache.orgId === orgId && Date.now() - cache.readAtMs < this.config.labelSetsTtlMs) return cache;
+    // Concurrent claims share one read; the claim that started it pays its rows.
+    if (!this.labelSetRead) {
+      this.labelSetRead = this.readLabelSets(orgId, cost).finally(() => (this.labelSetRead = null));
+    }
+    return this.labelSetRead;
   }
 
-  private async knownLabelSets(orgId: string, cost: Cost): Promise<Set<string>> {
+  private async readLabelSets(orgId: string, cost: Cost): Promise<LabelSetCache> {
     const now = Date.now();
-    const cache = this.labelSetCache;
-    if (cache && cache.orgId === orgId && now - cache.readAtMs < this.config.labelSetsTtlMs) return cache.keys;
     // label_sets holds only sets with queued work (and some just drained); the read is bounded all the same.
     const statement = this.env.DB.prepare("SELECT labels_key FROM label_sets WHERE org_id = ? ORDER BY labels_key LIMIT ?").bind(
       orgId,
       this.config.labelSetsReadMax,
     );
     const rows = await countedAll<{ labels_key: string }>(cost, statement);
-    const keys = new Set(rows.map((r) => r.labels_key));
-    this.labelSetCache = { orgId, keys, readAtMs: now, kept: new Set() };
-    return keys;
+    const cache: LabelSetCache = { orgId, keys: new Set(rows.map((r) => r.labels_key)), readAtMs: now, kept: new Set(), covered: new Map() };
+    this.labelSetCache = cache;
+    return cache;
+  }
+
+  /** The known label sets a machine covers, from the per-signature cache when it has them. */
+  private async coveredLabelSets(req: ClaimRequest, cost: Cost): Promise<string[]> {
+    const cache = await this.knownLabelSets(req.orgId, cost);
+    const signature = `${req.labels.join(",")}|${req.protocols.join(",")}`;
+    let covered = cache.covered.get(signature);
+    if (!covered) {
+      covered = [...cache.keys].filter((k) => covers(k, req.labels, req.protocols));
+      // Bounded like the label sets themselves: distinct machine signatures are few in practice.
+      if (cache.covered.size >= this.config.labelSetsReadMax) cache.covered.clear();
+      cache.covered.set(signature, covered);
+    }
+    return covered;
   }
 
   /**
@@ -199,45 +256,161 @@ export class SchedulerObject extends DurableObject<Env> {
       if (results[i].meta.changes > 0) cache.keys.delete(key);
       else cache.kept.add(key);
     });
+    cache.covered.clear();
     log("scheduler.label_sets_forgotten", { org: orgId, count: results.filter((r) => r.meta.changes > 0).length, kept: cache.kept.size, reason: "no queued work left" });
   }
 
   /**
-   * Reads the head of each queue the machine can serve (one batch, a few rows each, whatever the
-   * queue depth) and asks the best candidates' run objects for the claim. Adds what it cost to `cost`.
+   * Reads the heads of the queues the machine can serve, only as many rows as this claim can use
+   * (one, plus those other claims are asking, plus those it was refused), and asks the best
+   * candidate's run object for the claim; a refusal moves on to the next. A round whose rows were
+   * all taken by other claims reads again, further. Adds what it cost to `cost`.
    */
   private async tryClaim(req: ClaimRequest, cost: Cost): Promise<ClaimGrant | null> {
-    const covered = [...(await this.knownLabelSets(req.orgId, cost))].filter((k) => covers(k, req.labels, req.protocols));
-    const keys = this.claimWindow(covered);
+    const keys = this.claimWindow(await this.coveredLabelSets(req, cost));
     if (keys.length === 0) return null;
+    const refused = new Set<string>();
+    let emptyKeys: string[] | null = null;
+    let slack = 0;
+    let asked = 0;
+    // Bounded: at most claimCandidatesMax run objects asked, and as many rounds.
+    for (let round = 0; round < this.config.claimCandidatesMax && asked < this.config.claimCandidatesMax; round++) {
+      const heads = await this.readHeads(req.orgId, keys, refused.size + slack, cost);
+      emptyKeys ??= heads.emptyKeys;
+      try {
+        for (const candidate of heads.candidates) {
+          if (refused.has(candidate.id) || this.busy(candidate.id, heads.seq)) continue;
+          if (asked >= this.config.claimCandidatesMax) break;
+          asked += 1;
+          const grant = await this.ask(candidate, req.machineId, cost);
+          if (grant) return grant;
+          refused.add(candidate.id);
+        }
+      } finally {
+        this.closeRead(heads.seq);
+      }
+      if (!heads.full) break;
+      // Every row this round read was taken meanwhile: read further, up to the candidate bound more.
+      slack = Math.min(Math.max(1, slack * 2), this.config.claimCandidatesMax);
+    }
+    // Only a claim that found nothing pays for the removal: a grant goes back at once.
+    await this.forgetEmpty(req.orgId, emptyKeys ?? [], cost);
+    return null;
+  }
+
+  /**
+   * The head of each set in `keys`, for this claim and every other claim that asks meanwhile: one
+   * read of a window at a time, and the claims that arrive while it is under way share the next, so
+   * a burst of claims reads the heads once instead of once each, and they share its rows in their
+   * costs. Every claim must closeRead() the answer.
+   */
+  private async readHeads(orgId: string, keys: string[], extra: number, cost: Cost): Promise<Heads> {
+    const window = keys.join("\n");
+    let next = this.nextReads.get(window);
+    if (!next) {
+      const pending: PendingRead = { claims: 0, extra: 0, heads: Promise.resolve(null as unknown as Heads) };
+      const previous = this.readTails.get(window) ?? Promise.resolve();
+      pending.heads = previous.then(() => {
+        this.nextReads.delete(window);
+        return this.readHeadsNow(orgId, keys, pending);
+      });
+      const tail = pending.heads.then(
+        () => undefined,
+        () => undefined,
+      );
+      this.readTails.set(window, tail);
+      void tail.then(() => {
+        if (this.readTails.get(window) === tail) this.readTails.delete(window);
+      });
+      this.nextReads.set(window, pending);
+      next = pending;
+    }
+    const share = next.claims;
+    next.claims += 1;
+    next.extra = Math.max(next.extra, extra);
+    const heads = await next.heads;
+    // Claim number `share` of `claims` pays its part of the rows, the first ones a row more.
+    const rows = heads.rowsRead;
+    cost.d1RowsRead += Math.floor(rows / heads.claims) + (share < rows % heads.claims ? 1 : 0);
+    return heads;
+  }
+
+  /**
+   * One batch: the head of each set, one row for each claim sharing the read (plus the most any of
+   * them was refused) and one for each candidate of that set another claim is asking (its row is
+   * still queued in D1 until its run object answers). One claim at a time reads 1 row per set.
+   */
+  private async readHeadsNow(orgId: string, keys: string[], read: PendingRead): Promise<Heads> {
+    const busyPerKey = new Map<string, number>();
+    for (const key of this.inFlight.values()) busyPerKey.set(key, (busyPerKey.get(key) ?? 0) + 1);
+    const limits = keys.map((key) => read.claims + read.extra + (busyPerKey.get(key) ?? 0));
     const now = Date.now();
-    const perKey = this.config.claimCandidatesMax;
-    const heads = keys.map((key) => this.env.DB.prepare(QUEUE_HEAD_SQL).bind(req.orgId, key, now, perKey));
-    const headRows = await countedBatch<Candidate>(cost, this.env.DB, heads);
-    const emptyKeys = keys.filter((_key, i) => headRows[i].length === 0);
-    const candidates = headRows
+    const seq = ++this.seq;
+    this.openReads.set(seq, read.claims);
+    const cost = noCost();
+    let rows: Omit<Candidate, "key">[][];
+    try {
+      rows = await countedBatch<Omit<Candidate, "key">>(cost, this.env.DB, keys.map((key, i) => this.env.DB.prepare(QUEUE_HEAD_SQL).bind(orgId, key, now, limits[i])));
+    } catch (err) {
+      this.openReads.delete(seq);
+      throw err;
+    }
+    const sets = rows.map((set, i) => set.map((row) => ({ ...row, key: keys[i] })));
+    // A set read to its limit may hold more behind its last row, so nothing after that row (in
+    // queue order) is a candidate this round: a later round reads further instead.
+    const lasts = sets.filter((set, i) => set.length >= limits[i]).map((set) => set[set.length - 1]);
+    const horizon = lasts.sort(queueOrder)[0];
+    const candidates = sets
       .flat()
-      .sort(
-        (a, b) =>
-          a.order_group - b.order_group ||
-          a.order_priority - b.order_priority ||
-          a.queued_at_ms - b.queued_at_ms ||
-          (a.id < b.id ? -1 : a.id > b.id ? 1 : 0),
-      )
-      .slice(0, this.config.claimCandidatesMax);
-    for (const candidate of candidates) {
+      .filter((c) => !horizon || queueOrder(c, horizon) <= 0)
+      .sort(queueOrder);
+    return { candidates, seq, claims: read.claims, rowsRead: cost.d1RowsRead, emptyKeys: keys.filter((_k, i) => rows[i].length === 0), full: lasts.length > 0 };
+  }
+
+  /** Another claim is asking this candidate, or its ask ended after this read started. */
+  private busy(id: string, readSeq: number): boolean {
+    return this.inFlight.has(id) || (this.settled.get(id) ?? 0) > readSeq;
+  }
+
+  /** A claim no longer looks at a read's candidates: forget the settled asks no open read can list. */
+  private closeRead(seq: number): void {
+    const left = (this.openReads.get(seq) ?? 1) - 1;
+    if (left > 0) this.openReads.set(seq, left);
+    else this.openReads.delete(seq);
+    const oldest = Math.min(...this.openReads.keys());
+    for (const [id, at] of this.settled) if (at < oldest) this.settled.delete(id);
+  }
+
+  /** Asks one candidate's run object for the claim, holding the candidate in flight meanwhile. */
+  private async ask(candidate: Candidate, machineId: string, cost: Cost): Promise<ClaimGrant | null> {
+    this.inFlight.set(candidate.id, candidate.key);
+    let failed = true;
+    try {
       const stub = this.env.RUN.get(this.env.RUN.idFromName(candidate.id));
       cost.doRequests += 1;
-      const { answer, cost: runCost }: { answer: ClaimGrant | Refusal; cost: Cost } = await stub.claimCounted(req.machineId);
+      const { answer, cost: runCost }: { answer: ClaimGrant | Refusal; cost: Cost } = await stub.claimCounted(machineId);
       addCost(cost, runCost);
+      failed = false;
       if (!isRefusal(answer)) return answer;
       // A stale queue row: the run object logged run.claim_refused and repaired the row; a row
       // without a run object has no attempt to name.
       if (answer.error.code === "not_found") log("scheduler.orphan_row", { run_id: candidate.id, reason: answer.error.message });
+      return null;
+    } finally {
+      this.inFlight.delete(candidate.id);
+      this.settled.set(candidate.id, ++this.seq);
+      // The ask failed before an answer: the run may still be claimable, and claims that looked past it wait.
+      if (failed) void this.notifyWork(candidate.key);
     }
-    // Only a claim that found nothing pays for the removal: a grant goes back at once.
-    await this.forgetEmpty(req.orgId, emptyKeys, cost);
-    return null;
   }
 }
 
+/** Queue order: the order of the runs_queue index, across label sets. */
+function queueOrder(a: Candidate, b: Candidate): number {
+  return (
+    a.order_group - b.order_group ||
+    a.order_priority - b.order_priority ||
+    a.queued_at_ms - b.queued_at_ms ||
+    (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
+  );
+}

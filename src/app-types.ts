@@ -12,6 +12,9 @@ export interface Caller {
 
 export interface AppEnv {
   Bindings: Env;
-  /** `cost` is what the request has cost so far (src/lib/cost.ts), started by the auth middleware. */
-  Variables: { config: Config; caller: Caller; cost: Cost };
+  /**
+   * `cost` is what the request has cost so far (src/lib/cost.ts), started by the auth middleware.
+   * `db`: the request's D1 session on the routes that take x-d1-bookmark (src/lib/read-session.ts).
+   */
+  Variables: { config: Config; caller: Caller; cost: Cost; db: D1Database };
 }

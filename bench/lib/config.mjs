@@ -27,7 +27,7 @@ function ints(name, full, quick = full) {
   return list;
 }
 
-const SECTIONS = ['claims', 'latency', 'lifecycle', 'idle'];
+const SECTIONS = ['claims', 'latency', 'lifecycle', 'scale', 'idle'];
 
 /** Settings that change what is measured (not where results go or how long a run may take). */
 const MEASURING = Object.keys(process.env).filter(
@@ -66,6 +66,13 @@ export function readConfig() {
       dispatchConcurrency: int('BENCH_DISPATCH_CONCURRENCY', 4),
       claimWaitMs: DOCKET_DEFAULTS.claimWaitMs,
       timeoutMs: 180_000,
+    },
+    scale: {
+      orgCounts: ints('BENCH_SCALE_ORGS', [1, 4, 16]),
+      // Totals, spread over the organizations; local workerd restarts past about 60 claims at once.
+      runs: int('BENCH_SCALE_RUNS', 192, 48),
+      runners: int('BENCH_SCALE_RUNNERS', 16),
+      dispatchConcurrency: int('BENCH_DISPATCH_CONCURRENCY', 4),
     },
     idle: {
       runners: int('BENCH_IDLE_RUNNERS', 4),

@@ -100,6 +100,20 @@ export function resultTables(r) {
       ),
     );
   }
+  const sc = r.sections.scale;
+  if (sc) {
+    out.push(
+      `\n### Claims across organizations\n\n` +
+        `${sc.runs} runs queued and ${sc.runners} runners claiming them at once (wait_ms 0), spread evenly over the organizations ` +
+        `(one scheduler object each); claims/s = grants ÷ wall time.\n`,
+    );
+    out.push(
+      table(
+        ['organizations', 'runners', 'claims', 'claims/s', 'claims/s per organization', 'D1 rows read per claim'],
+        sc.rows.map((/** @type {any} */ row) => [row.orgs, row.runners, row.claims, n(row.claims_per_s), n(row.claims_per_s_per_org), n(row.d1_rows_read_per_claim)]),
+      ),
+    );
+  }
   const i = r.sections.idle;
   if (i) {
     out.push(

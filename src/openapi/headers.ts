@@ -17,3 +17,17 @@ export function idempotencyKeyHeader(holds: string): Header {
       `the same key with another payload is 409 idempotency_conflict. Keys are per organization; ${holds}`,
   };
 }
+
+/**
+ * x-d1-bookmark on the calls served through a D1 session (docs/protocol.md, "Read your own
+ * writes"): taken on the request, returned on the answer.
+ */
+export function bookmarkHeader(): Header {
+  return {
+    name: "x-d1-bookmark",
+    description:
+      "Optional; the x-d1-bookmark of an earlier answer (dash-separated hex groups, else 400 invalid_request, field x-d1-bookmark). " +
+      "The D1 reads of this call then see at least what that call saw or wrote, even when a read replica answers. " +
+      "The answer carries x-d1-bookmark too: send the latest one on the next call.",
+  };
+}

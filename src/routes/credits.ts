@@ -6,7 +6,8 @@ import type { AppEnv } from "../app-types";
 import { requireAdmin, requireMember } from "../auth";
 import { audit, grant, listEntries, readBalance } from "../ledger/ledger";
 import { pageSize } from "../lib/pagination";
-import { idempotencyKeyHeader } from "../openapi/headers";
+import { d1Session } from "../lib/read-session";
+import { bookmarkHeader, idempotencyKeyHeader } from "../openapi/headers";
 import { operation } from "../openapi/operation";
 import { CreditAudit, CreditGrant, Credits, GetCreditsQuery, GrantCreditsBody } from "../protocol/credits";
 import { idempotencyKeyOf, validate } from "../validate";
@@ -21,14 +22,16 @@ export const creditRoutes = new Hono<AppEnv>()
       tag: "Credits",
       auth: "member",
       responses: { 200: { description: "The balance and a page of entries.", schema: Credits } },
+      headers: [bookmarkHeader()],
     }),
     requireMember,
+    d1Session,
     validate("query", GetCreditsQuery), async (c) => {
     const q = c.req.valid("query");
     const orgId = c.get("caller").orgId;
     const config = c.get("config");
-    const balance = await readBalance(c.env.DB, orgId);
-    const entries = await listEntries(c.env.DB, orgId, { cursor: q.cursor, limit: pageSize(q.limit, 50, config.pageSizeMax), jobId: q.job_id });
+    const balance = await readBalance(c.get("db"), orgId);
+    const entries = await listEntries(c.get("db"), orgId, { cursor: q.cursor, limit: pageSize(q.limit, 50, config.pageSizeMax), jobId: q.job_id });
     return c.json({
       ...balance,
       limits: { min_available_cents: config.buildMinAvailableCents, reservation_cents: config.buildReservationCents },

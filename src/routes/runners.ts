@@ -17,6 +17,8 @@ import { addCost, addD1, COST_HEADER, countedBatch, formatCost } from "../lib/co
 import { newId, newToken, sha256Hex } from "../lib/crypto";
 import { log } from "../lib/log";
 import { listPage, pageSize } from "../lib/pagination";
+import { d1Session } from "../lib/read-session";
+import { bookmarkHeader } from "../openapi/headers";
 import { normalizeLabels } from "../run/labels";
 import { validate } from "../validate";
 import { operation, type OperationSpec } from "../openapi/operation";
@@ -113,13 +115,15 @@ export const runnerRoutes = new Hono<AppEnv>()
       tag: "Runners",
       auth: "member",
       responses: { 200: { description: "A page of runners, newest registration first; deregistered machines are not listed.", schema: RunnerPage } },
+      headers: [bookmarkHeader()],
     }),
     requireMember,
+    d1Session,
     validate("query", ListRunnersQuery), async (c) => {
     const q = c.req.valid("query");
     const limit = pageSize(q.limit, 50, c.get("config").pageSizeMax);
     const conditions = [eq(machines.orgId, c.get("caller").orgId), isNull(machines.deregisteredAtMs)];
-    const { kept, next } = await listPage(c.env.DB, machines, conditions, q.cursor, limit, { at: "registeredAtMs" });
+    const { kept, next } = await listPage(c.get("db"), machines, conditions, q.cursor, limit, { at: "registeredAtMs" });
     return c.json({ runners: kept.map(machineView), next_cursor: next });
   })
   .delete(

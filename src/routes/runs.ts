@@ -9,7 +9,7 @@ import { runs } from "../db/schema";
 import { unwrap } from "../errors";
 import { type Config } from "../config";
 import { checkDispatch } from "../bounds";
-import { idempotencyKeyHeader } from "../openapi/headers";
+import { bookmarkHeader, idempotencyKeyHeader } from "../openapi/headers";
 import { operation } from "../openapi/operation";
 import { CancelRunBody, CreateRunBody, ListRunEventsQuery, ListRunsQuery, Run, RunEventPage, RunPage, RunPath } from "../protocol/runs";
 import { idempotencyKeyOf, validate } from "../validate";
@@ -17,10 +17,11 @@ import { runStub } from "../lib/stubs";
 import type { RunView } from "../run/view";
 import { dispatchRun } from "../run/dispatch";
 import { listPage, pageSize } from "../lib/pagination";
+import { d1Session } from "../lib/read-session";
 
 /** The run as every run answer shows it: with its completion callback's receipt, which lives in D1 apart from the run (docs/callbacks.md). */
-async function runAnswer(env: AppEnv["Bindings"], run: RunView, config: Config): Promise<Run> {
-  return { ...run, callback: callbackView(run.callback_url, await readDelivery(env.DB, run.id), config) };
+async function runAnswer(db: D1Database, run: RunView, config: Config): Promise<Run> {
+  return { ...run, callback: callbackView(run.callback_url, await readDelivery(db, run.id), config) };
 }
 
 export const runRoutes = new Hono<AppEnv>()
@@ -37,13 +38,14 @@ export const runRoutes = new Hono<AppEnv>()
         200: { description: "The run the same Idempotency-Key and payload made before, as it is now.", schema: Run },
       },
       errors: ["idempotency_conflict"],
-      headers: [idempotencyKeyHeader("a run's key holds for IDEMPOTENCY_KEY_TTL_MS (24 hours) from its first use, then creates a new run.")],
+      headers: [idempotencyKeyHeader("a run's key holds for IDEMPOTENCY_KEY_TTL_MS (24 hours) from its first use, then creates a new run."), bookmarkHeader()],
     }),
     requireMember,
+    d1Session,
     validate("json", CreateRunBody, checkDispatch), async (c) => {
     const key = idempotencyKeyOf(c.req);
     const { run, replayed } = await dispatchRun(c.env, c.get("caller").orgId, c.req.valid("json"), key);
-    return c.json(await runAnswer(c.env, run, c.get("config")), replayed ? 200 : 201);
+    return c.json(await runAnswer(c.get("db"), run, c.get("config")), replayed ? 200 : 201);
   })
   .get(
     "/runs",
@@ -54,15 +56,17 @@ export const runRoutes = new Hono<AppEnv>()
       tag: "Runs",
       auth: "member",
       responses: { 200: { description: "A page of runs.", schema: RunPage } },
+      headers: [bookmarkHeader()],
     }),
     requireMember,
+    d1Session,
     validate("query", ListRunsQuery), async (c) => {
     const q = c.req.valid("query");
     const limit = pageSize(q.limit, 50, c.get("config").pageSizeMax);
     const orgId = c.get("caller").orgId;
     const conditions = [eq(runs.orgId, orgId)];
     if (q.state) conditions.push(eq(runs.state, q.state));
-    const { kept, next } = await listPage(c.env.DB, runs, conditions, q.cursor, limit, { at: "createdAtMs" });
+    const { kept, next } = await listPage(c.get("db"), runs, conditions, q.cursor, limit, { at: "createdAtMs" });
     return c.json({
       runs: kept.map((r) => ({
         id: r.id,
@@ -87,12 +91,15 @@ export const runRoutes = new Hono<AppEnv>()
       auth: "member",
       responses: { 200: { description: "The run.", schema: Run } },
       errors: ["not_found"],
+      headers: [bookmarkHeader()],
     }),
     requireMember,
+    d1Session,
     validate("param", RunPath), async (c) => {
     const { id } = c.req.valid("param");
+    // The run itself comes from its run object (authoritative); only its callback receipt is D1's.
     const run = unwrap(await runStub(c.env, id).read(c.get("caller").orgId));
-    return c.json(await runAnswer(c.env, run, c.get("config")));
+    return c.json(await runAnswer(c.get("db"), run, c.get("config")));
   })
   .post(
     "/runs/:id/cancel",
@@ -109,14 +116,16 @@ export const runRoutes = new Hono<AppEnv>()
         202: { description: "The run with its stop request recorded.", schema: Run },
       },
       errors: ["not_found", "task_gone", "invalid_transition"],
+      headers: [bookmarkHeader()],
     }),
     requireMember,
+    d1Session,
     validate("param", RunPath),
     validate("json", CancelRunBody), async (c) => {
     const { id } = c.req.valid("param");
     const caller = c.get("caller");
     const result = unwrap(await runStub(c.env, id).cancel(caller.orgId, `member:${caller.tokenId}`, c.req.valid("json").reason ?? null));
-    return c.json(await runAnswer(c.env, result.run, c.get("config")), result.immediate ? 200 : 202);
+    return c.json(await runAnswer(c.get("db"), result.run, c.get("config")), result.immediate ? 200 : 202);
   })
   .get(
     "/runs/:id/events",

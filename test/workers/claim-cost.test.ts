@@ -37,4 +37,20 @@ describe("Docket-Cost", () => {
     const after = parseCost((await claim(runner.token, 0)).headers.get("Docket-Cost"));
     expect(after).toEqual(before);
   });
+
+  it("a successful claim reads the same rows, at most 10, whether 3 or 40 runs it can serve are queued", async () => {
+    const rowsAtDepth = async (depth: number) => {
+      const { admin } = await createOrg();
+      const runner = await registerRunner(admin);
+      for (let i = 0; i < depth; i++) await dispatch(admin);
+      expect((await claim(runner.token, 0)).status).toBe(200); // reads the label sets
+      const granted = await claim(runner.token, 0);
+      expect(granted.status).toBe(200);
+      return parseCost(granted.headers.get("Docket-Cost")).d1_rows_read;
+    };
+    const shallow = await rowsAtDepth(3);
+    const deep = await rowsAtDepth(40);
+    expect(deep).toBe(shallow);
+    expect(deep).toBeLessThanOrEqual(10);
+  });
 });

@@ -1,0 +1,59 @@
+// Concurrent claims in one organization's scheduler: claims do not wait for each other; the
+// scheduler keeps the candidates it is asking, so no run object is asked by two claims at once, and
+// a burst of claims shares one read of the queue heads (../shared/DESIGN.md, "Claims are
+// serialized per organization": the run object's compare-and-swap hands an attempt to one machine).
+
+import { env } from "cloudflare:workers";
+import { beforeAll, describe, expect, it } from "vitest";
+import { claim, createOrg, dispatch, registerRunner } from "./helpers";
+import { muteTransitionLogs } from "./quiet";
+
+beforeAll(() => muteTransitionLogs());
+
+function parseCost(header: string | null): Record<string, number> {
+  expect(header).not.toBeNull();
+  return Object.fromEntries(header!.split(",").map((part) => part.trim().split("=")).map(([k, v]) => [k, Number(v)]));
+}
+
+async function orgWithRuns(runs: number, machines: number) {
+  const { admin, orgId } = await createOrg("burst");
+  const runners = [];
+  for (let i = 0; i < machines; i++) runners.push(await registerRunner(admin, { name: `box-${i}` }));
+  const ids: string[] = [];
+  for (let i = 0; i < runs; i++) ids.push(await dispatch(admin, { brief: `run ${i}` }));
+  return { orgId, runners, ids };
+}
+
+function schedulerStats(orgId: string) {
+  return env.SCHEDULER.get(env.SCHEDULER.idFromName(orgId)).readStats();
+}
+
+describe("concurrent claims", () => {
+  it("N claims at once against N runs get N distinct grants, each asking one run object and reading at most 10 rows", async () => {
+    const N = 8;
+    const { orgId, runners, ids } = await orgWithRuns(N, N);
+    const answers = await Promise.all(runners.map((r) => claim(r.token, 0)));
+    expect(answers.map((a) => a.status)).toEqual(Array(N).fill(200));
+    expect(new Set(answers.map((a) => a.body.run_id))).toEqual(new Set(ids));
+    for (const a of answers) {
+      const cost = parseCost(a.headers.get("Docket-Cost"));
+      // The scheduler and exactly one run object: no claim was sent to a run another claim was asking.
+      expect(cost.do_requests).toBe(2);
+      expect(cost.d1_rows_read).toBeLessThanOrEqual(10);
+    }
+    const stats = await schedulerStats(orgId);
+    expect(stats).toMatchObject({ claims: N, granted: N });
+    expect(stats.cost.doRequests).toBe(N);
+  });
+
+  it("more claims than runs: each run is granted once and its run object asked once; the rest answer 204", async () => {
+    const { orgId, runners, ids } = await orgWithRuns(4, 12);
+    const answers = await Promise.all(runners.map((r) => claim(r.token, 0)));
+    const granted = answers.filter((a) => a.status === 200);
+    expect(granted).toHaveLength(4);
+    expect(answers.filter((a) => a.status === 204)).toHaveLength(8);
+    expect(new Set(granted.map((a) => a.body.run_id))).toEqual(new Set(ids));
+    // Four run objects asked in all: claims looked past the candidates others were asking.
+    expect((await schedulerStats(orgId)).cost.doRequests).toBe(4);
+  });
+});
