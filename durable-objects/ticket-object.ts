@@ -274,7 +274,7 @@ export class TicketObject extends DurableObject<Env> {
   private async dispatchFor(obs: Observation, orgId: string, generation: string): Promise<string> {
     const key = `autopilot:${obs.ticketKey}:${generation}`;
     try {
-      return (await dispatchRun(this.env, orgId, obs.dispatch, key, { ticketKey: obs.ticketKey })).run.id;
+      return (await dispatchRun(this.env, orgId, obs.dispatch, key, { ticketKey: obs.ticketKey, projectId: obs.project.id })).run.id;
     } catch (err) {
       // The issue changed between a crashed admission and this one: the key's run is the ticket's.
       if (!(err instanceof DocketError) || err.code !== "idempotency_conflict") throw err;
