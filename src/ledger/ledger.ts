@@ -40,6 +40,7 @@ export function entryView(e: typeof ledgerEntries.$inferSelect): CreditEntry {
     amount_cents: e.amountCents,
     job_id: e.jobId,
     request_id: e.requestId,
+    run_id: e.runId ?? null,
     actor: e.actor,
     note: e.note,
     created_at_ms: e.createdAtMs,

@@ -125,7 +125,7 @@ export type RunCommand =
   | { type: "deadline"; recoveredAtMs: number; jitter: number }
   | { type: "pause"; hold: boolean; reason: string | null }
   | { type: "quiesced" }
-  | { type: "resume" }
+  | { type: "resume"; by: "operator" | "scheduler" }
   | { type: "block"; reason: string }
   | { type: "authorize" }
   | { type: "publish" }
