@@ -49,11 +49,16 @@ interface Candidate {
   project_id: string | null;
 }
 
-/**
- * The head of one label set's queue, in queue order (the runs_queue index serves it), without the
- * runs of projects whose gates are closed (a JSON list), so a gated project never starves other work.
- */
+/** The head of one label set's queue, in queue order (the runs_queue index serves it). */
 const QUEUE_HEAD_SQL = `SELECT id, order_group, order_priority, queued_at_ms, project_id FROM runs
+  WHERE org_id = ? AND labels_key = ? AND state = 'queued' AND not_before_ms <= ?
+  ORDER BY order_group, order_priority, queued_at_ms, id LIMIT ?`;
+
+/**
+ * The same head without the runs of autopilot projects whose gates are closed (a JSON list), so a
+ * gated project's queued runs never crowd other work out of the head.
+ */
+const GATED_QUEUE_HEAD_SQL = `SELECT id, order_group, order_priority, queued_at_ms, project_id FROM runs
   WHERE org_id = ? AND labels_key = ? AND state = 'queued' AND not_before_ms <= ?
     AND (project_id IS NULL OR project_id NOT IN (SELECT value FROM json_each(?)))
   ORDER BY order_group, order_priority, queued_at_ms, id LIMIT ?`;
@@ -237,8 +242,12 @@ export class SchedulerObject extends DurableObject<Env> {
     if (keys.length === 0) return null;
     const now = Date.now();
     const perKey = this.config.claimCandidatesMax;
-    const closed = JSON.stringify(this.gates.closedProjects(now));
-    const heads = keys.map((key) => this.env.DB.prepare(QUEUE_HEAD_SQL).bind(req.orgId, key, now, closed, perKey));
+    const closed = this.gates.closedProjects(now);
+    const head = (key: string) =>
+      closed.length === 0
+        ? this.env.DB.prepare(QUEUE_HEAD_SQL).bind(req.orgId, key, now, perKey)
+        : this.env.DB.prepare(GATED_QUEUE_HEAD_SQL).bind(req.orgId, key, now, JSON.stringify(closed), perKey);
+    const heads = keys.map(head);
     const headRows = await countedBatch<Candidate>(cost, this.env.DB, heads);
     const emptyKeys = keys.filter((_key, i) => headRows[i].length === 0);
     const candidates = headRows

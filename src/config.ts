@@ -225,7 +225,7 @@ export const DEFAULTS: Config = {
   autopilotReconcileProjectsMax: 10,
   autopilotWithdrawRetryMs: 30_000,
   autopilotWithdrawAttemptsMax: 5,
-  autopilotSchedulerConcurrencyDefault: 2,
+  autopilotSchedulerConcurrencyDefault: 10,
   autopilotSchedulerConcurrencyMax: 100,
   autopilotSchedulerSlotCheckMs: 60_000,
   autopilotSchedulerSlotCheckMax: 20,
