@@ -1,5 +1,7 @@
-// Acceptance scenario of ../shared/spec/run-lifecycle.md: "Disable scheduler during tool execution:
-// state remains pausing until execution settles; no new run starts". A local Docket, the fake
+// Acceptance scenarios of ../shared/spec/run-lifecycle.md: "Disable scheduler during tool execution:
+// state remains pausing until execution settles; no new run starts" and "Enable scheduler: eligible
+// paused work precedes new tickets and obeys remaining budget/capacity" (the second goes on from the
+// runs the first leaves: one paused, one queued). A local Docket, the fake
 // GitHub on loopback (admission through the project's signed webhook), a local bare repository as
 // the remote (git's insteadOf points the issue's repository at it), the real runner CLI and a real
 // agent script whose "tool" keeps running until the test lets it finish.
@@ -41,7 +43,7 @@ const agent = agentScript(
     if (!existsSync(${JSON.stringify(toolMayFinish)})) return;
     clearInterval(t);
     writeFileSync('FASTER.txt', 'done\\n');
-    writeFileSync(process.env.DOCKET_RESULT_FILE, JSON.stringify({ model: 'e2e-model', limitations: [], cost_cents: 3 }));
+    writeFileSync(process.env.DOCKET_RESULT_FILE, JSON.stringify({ model: 'e2e-model', limitations: [], cost_cents: 50 }));
   }, 100);
 `,
 );
@@ -150,5 +152,66 @@ describe('scheduler acceptance scenarios', () => {
     expect(after.concurrency.in_use).toBe(0);
     expect(home.jobs().map((j) => j.run_id)).not.toContain(second.run_id);
     await listener.kill('SIGTERM');
+    scenario = { paused: first.run_id, queued: second.run_id };
   }, 240_000);
+
+  it('Enable scheduler: eligible paused work precedes new tickets and obeys remaining budget/capacity', async () => {
+    expect(scenario, 'runs after the disable scenario').not.toBeNull();
+    const { paused, queued } = scenario;
+    // The stopped runner's last long-poll outlives it by up to CLAIM_WAIT_MS: let it lapse first, so
+    // no run is handed to a runner that is gone (it would only come back after the launch deadline).
+    await sleep(3_000);
+    const repo = bareRepo();
+    const grant = await docket.api('POST', '/v1/credits/grants', { token: org.admin, body: { amount_cents: 1_000, note: 'scenario credit' } });
+    expect(grant.status).toBe(201);
+    // One slot, and a budget for one run's reservation (each run costs 50 of its 60).
+    const patched = await docket.api('PATCH', `/v1/autopilot/projects/${projectId}/scheduler`, { token: org.admin, body: { concurrency: 1, budget: { limit_cents: 100, per_run_cents: 60 } } });
+    expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+
+    const enabled = await docket.api('POST', `/v1/autopilot/projects/${projectId}/scheduler/enable`, { token: org.admin });
+    expect(enabled.status).toBe(200);
+    expect(enabled.body.resumed).toEqual([paused]);
+    const fresh = await admitIssue(44);
+    expect(fresh.run_id).toMatch(/^run_/);
+    for (const id of [paused, queued, fresh.run_id]) expect((await docket.api('GET', `/v1/runs/${id}`, { token: org.admin })).body.state).toBe('queued');
+
+    const listener = home.listen([], { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: `url.${repo.url}.insteadOf`, GIT_CONFIG_VALUE_0: `https://github.com/${REPO}` });
+    // The paused run's continuation is handed out first, though both others are new work waiting longer or as long.
+    const claimed = await listener.waitFor('claimed', 60_000);
+    expect(claimed.run_id).toBe(paused);
+    await waitForRun(docket, org.admin, paused, (r) => r.state === 'completed', 60_000);
+    const spent = await waitForScheduler((v) => v.budget.spent_cents === 50);
+    expect(spent.budget).toMatchObject({ held_cents: 0, spent_cents: 50, left_cents: 50 });
+    expect(spent.verdicts.find((v) => v.gate === 'budget')).toMatchObject({ open: false });
+
+    // What is left of the budget cannot cover another run: nothing else starts.
+    await sleep(5_000);
+    for (const id of [queued, fresh.run_id]) expect((await docket.api('GET', `/v1/runs/${id}`, { token: org.admin })).body).toMatchObject({ state: 'queued', attempt: 0 });
+    expect(listener.events.filter((e) => e.event === 'claimed').map((e) => e.run_id)).toEqual([paused]);
+
+    // A budget reset lets one more run start: the older new work, and only one at a time.
+    const reset = await docket.api('PATCH', `/v1/autopilot/projects/${projectId}/scheduler`, { token: org.admin, body: { reset_budget: true } });
+    expect(reset.status).toBe(200);
+    await waitForRun(docket, org.admin, queued, (r) => r.state === 'completed', 60_000);
+    await waitForScheduler((v) => v.budget.spent_cents === 50 && v.budget.held_cents === 0);
+    await sleep(5_000);
+    expect((await docket.api('GET', `/v1/runs/${fresh.run_id}`, { token: org.admin })).body).toMatchObject({ state: 'queued', attempt: 0 });
+    expect(listener.events.filter((e) => e.event === 'claimed').map((e) => e.run_id)).toEqual([paused, queued]);
+    const audit = await docket.api('GET', '/v1/credits/audit', { token: org.admin });
+    expect(audit.body).toMatchObject({ ok: true, problems: [] });
+    await listener.kill('SIGTERM');
+  }, 300_000);
 });
+
+/** @type {{ paused: string, queued: string } | null} */
+let scenario = null;
+
+async function waitForScheduler(pred, timeoutMs = 30_000) {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const view = (await docket.api('GET', `/v1/autopilot/projects/${projectId}/scheduler`, { token: org.admin })).body;
+    if (pred(view)) return view;
+    if (Date.now() > until) throw new Error(`the scheduler never matched: ${JSON.stringify(view)}`);
+    await sleep(200);
+  }
+}
