@@ -253,6 +253,23 @@ describe("concurrency", () => {
   });
 });
 
+describe("the slot backstop and disable", () => {
+  it("a run claimed but not launched at the disable is skipped, and the backstop asks it to pause once it executes", async () => {
+    const s = await setup();
+    const a = await queueRun(s.orgId, s.projectId);
+    const grant = (await claimedRun(s.runner.token)).body;
+    expect(grant.run_id).toBe(a);
+    const disabled = await command(s.admin, s.projectId, "disable");
+    expect(disabled.paused).toEqual([]);
+    expect(disabled.skipped).toEqual([{ run_id: a, reason: expect.stringContaining("cannot be paused") }]);
+    expect((await attemptCall(s.runner.token, a, grant.attempt, "launched", { sandbox_id: "sbx-1" })).status).toBe(200);
+    expect((await getRun(s.admin, a)).state).toBe("implementing");
+    const stub = env.SCHEDULER.get(env.SCHEDULER.idFromName(s.orgId));
+    expect(await stub.checkSlots()).toMatchObject({ checked: 1, released: [] });
+    expect(await getRun(s.admin, a)).toMatchObject({ state: "pausing", hold: false });
+  });
+});
+
 describe("ordering", () => {
   it("a resumption beats a higher-priority new run", async () => {
     const s = await setup();
@@ -309,6 +326,21 @@ describe("model-spend budget", () => {
     // A reset is explicit: the spent count starts again at zero, held reservations stay.
     const reset = await patch(s.admin, s.projectId, { reset_budget: true });
     expect(reset.budget).toMatchObject({ held_cents: 400, spent_cents: 0, left_cents: 100 });
+  });
+
+  it("a run handed out again after a pause keeps its one reservation", async () => {
+    const s = await setup();
+    await grantCredit(s.admin, 1_000);
+    await patch(s.admin, s.projectId, { budget: { limit_cents: 100, per_run_cents: 60 } });
+    const a = await queueRun(s.orgId, s.projectId);
+    await start(s.runner.token, a);
+    await runStub(a).control(s.orgId, { type: "pause", hold: false, reason: "test pause" });
+    await runStub(a).control(s.orgId, { type: "quiesced" });
+    await runStub(a).control(s.orgId, { type: "resume", by: "scheduler" });
+    // 40 cents left would refuse a new reservation; the continuation already holds its own.
+    expect((await claimedRun(s.runner.token)).runId).toBe(a);
+    expect((await scheduler(s.admin, s.projectId)).budget).toMatchObject({ held_cents: 60, left_cents: 40 });
+    expect(await expectLedgerIdentity(s.admin)).toMatchObject({ held_cents: 60 });
   });
 
   it("refuses when the organization's credit is short, and the claim moves on to other work", async () => {
