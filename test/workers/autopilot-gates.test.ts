@@ -235,6 +235,10 @@ describe("concurrency", () => {
     expect(await runStub(b).control(s.orgId, { type: "block", reason: "needs a human" })).toMatchObject({ state: "blocked" });
     expect((await claimedRun(s.runner.token)).runId).toBe(c);
     expect((await scheduler(s.admin, s.projectId)).concurrency.slots.map((x: Json) => x.run_id)).toEqual([c]);
+    // A scheduler resume re-queues the paused run but never clears a tracker blocker.
+    const enabled = await command(s.admin, s.projectId, "enable");
+    expect(enabled.resumed).toEqual([a]);
+    expect((await getRun(s.admin, b)).state).toBe("blocked");
   });
 
   it("the backstop releases a slot whose run stopped executing when the release call was lost", async () => {
