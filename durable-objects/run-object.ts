@@ -16,6 +16,7 @@ import { newQueuedRun, type NewRun } from "../src/run/new-run";
 import type { RunCommand, RunRecord } from "../src/run/types";
 import { attemptView, runView, type RunView } from "../src/run/view";
 import { labelsKey } from "../src/run/labels";
+import { SLOT_STATES } from "../src/autopilot/scheduler-gates";
 import { readWatermark, reaperGraceFromMs } from "../src/sweep";
 import { ArtifactStore } from "./artifact-store";
 import { Outbox, type StoredEvent } from "./outbox";
@@ -38,6 +39,8 @@ export class RunObject extends DurableObject<Env> {
   private readonly outbox: Outbox;
   private readonly artifacts: ArtifactStore;
   private readonly streams: RunStreams;
+  /** The run version whose slot release the scheduler last acknowledged (an autopilot run's slot). */
+  private slotReleasedVersion = 0;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -432,6 +435,7 @@ export class RunObject extends DurableObject<Env> {
   private async finishPending(opts: { forceProjection?: boolean; notify: boolean; graceFromMs?: number }): Promise<Cost> {
     const cost = await this.repairProjection(opts.forceProjection ?? false);
     const run = this.load()!;
+    if (await this.releaseSlot(run)) cost.doRequests += 1;
     if (opts.notify && run.state === "queued" && run.notBeforeMs <= Date.now()) {
       await this.notifyScheduler(run);
       cost.doRequests += 1;
@@ -460,6 +464,22 @@ export class RunObject extends DurableObject<Env> {
       logRun("run.projection_failed", { run: run.id, attempt: run.attempt, version: run.version, reason: `the queue row was not written: ${String(err)}` });
     }
     return cost;
+  }
+
+  /**
+   * An autopilot run that was handed out and no longer executes (queued again, paused, blocked,
+   * ended) gives its project's slot back (docs/protocol.md, "Autopilot scheduler"). Once per
+   * version; a lost call is caught by the scheduler's backstop. Answers whether it asked.
+   */
+  private async releaseSlot(run: RunRecord): Promise<boolean> {
+    if (!run.projectId || run.attempt === 0 || SLOT_STATES.has(run.state) || this.slotReleasedVersion === run.version) return false;
+    try {
+      await this.env.SCHEDULER.get(this.env.SCHEDULER.idFromName(run.orgId)).releaseSlot(run.id);
+      this.slotReleasedVersion = run.version;
+    } catch (err) {
+      logRun("run.slot_release_failed", { run: run.id, attempt: run.attempt, reason: `the scheduler was not told: ${String(err)}` });
+    }
+    return true;
   }
 
   private async notifyScheduler(run: RunRecord): Promise<void> {

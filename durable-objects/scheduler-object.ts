@@ -13,6 +13,11 @@ import { addCost, addD1, countedAll, countedBatch, noCost, type Cost } from "../
 import { log } from "../src/lib/log";
 import { covers } from "../src/run/labels";
 import type { ClaimGrant } from "./run-object";
+import { admissionRefusal, SLOT_STATES, type GateVerdict } from "../src/autopilot/scheduler-gates";
+import { releaseRunBudget, reserveRunBudget } from "../src/autopilot/run-budget";
+import { SCHEDULER_OBJECT_MIGRATIONS } from "./scheduler-schema";
+import { SchedulerGates, type Admission, type GatesChange, type HoldEnd } from "./scheduler-gates";
+import { migrate } from "./sql-migrations";
 
 export interface ClaimRequest {
   orgId: string;
@@ -43,6 +48,7 @@ interface Candidate {
   order_group: number;
   order_priority: number;
   queued_at_ms: number;
+  project_id: string | null;
   /** The label set whose head listed it (filled in after the read). */
   key: string;
 }
@@ -69,9 +75,29 @@ interface Heads {
 }
 
 /** The head of one label set's queue, in queue order (the runs_queue index serves it). */
-const QUEUE_HEAD_SQL = `SELECT id, order_group, order_priority, queued_at_ms FROM runs
+const QUEUE_HEAD_SQL = `SELECT id, order_group, order_priority, queued_at_ms, project_id FROM runs
   WHERE org_id = ? AND labels_key = ? AND state = 'queued' AND not_before_ms <= ?
   ORDER BY order_group, order_priority, queued_at_ms, id LIMIT ?`;
+
+/**
+ * The same head without the runs of autopilot projects whose gates are closed (a JSON list), so a
+ * gated project's queued runs never crowd other work out of the head.
+ */
+const GATED_QUEUE_HEAD_SQL = `SELECT id, order_group, order_priority, queued_at_ms, project_id FROM runs
+  WHERE org_id = ? AND labels_key = ? AND state = 'queued' AND not_before_ms <= ?
+    AND (project_id IS NULL OR project_id NOT IN (SELECT value FROM json_each(?)))
+  ORDER BY order_group, order_priority, queued_at_ms, id LIMIT ?`;
+
+/** An autopilot project's scheduler as the API shows it (docs/protocol.md, "Autopilot scheduler"). */
+export interface SchedulerView {
+  gates: ReturnType<SchedulerGates["read"]>;
+  concurrency_limit: number;
+  slots: { run_id: string; taken_at_ms: number }[];
+  budget_held_cents: number;
+  budget_spent_cents: number;
+  verdicts: GateVerdict[];
+  admission: string | null;
+}
 
 interface LabelSetCache {
   orgId: string;
@@ -115,10 +141,14 @@ export class SchedulerObject extends DurableObject<Env> {
   private rotation = 0;
   /** Claims and what they cost since this object started (readStats). */
   private stats = { claims: 0, granted: 0, cost: noCost() };
+  /** Autopilot projects' gates, slots and budget holds, in this object's SQLite. */
+  private readonly gates: SchedulerGates;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.config = loadConfig(env);
+    migrate(ctx.storage, SCHEDULER_OBJECT_MIGRATIONS);
+    this.gates = new SchedulerGates(ctx.storage.sql, this.config.autopilotSchedulerConcurrencyDefault);
   }
 
   /** A long-poll claim: a grant as soon as matching work exists, or null after `waitMs`. */
@@ -282,7 +312,7 @@ export class SchedulerObject extends DurableObject<Env> {
           if (refused.has(candidate.id) || this.busy(candidate.id, heads.seq)) continue;
           if (asked >= this.config.claimCandidatesMax) break;
           asked += 1;
-          const grant = await this.ask(candidate, req.machineId, cost);
+          const grant = await this.ask(req.orgId, candidate, req.machineId, cost);
           if (grant) return grant;
           refused.add(candidate.id);
         }
@@ -345,12 +375,14 @@ export class SchedulerObject extends DurableObject<Env> {
     for (const key of this.inFlight.values()) busyPerKey.set(key, (busyPerKey.get(key) ?? 0) + 1);
     const limits = keys.map((key) => read.claims + read.extra + (busyPerKey.get(key) ?? 0));
     const now = Date.now();
+    // Runs of autopilot projects whose gates are closed are left out, so they never crowd the head.
+    const closed = this.gates.closedProjects(now);
     const seq = ++this.seq;
     this.openReads.set(seq, read.claims);
     const cost = noCost();
     let rows: Omit<Candidate, "key">[][];
     try {
-      rows = await countedBatch<Omit<Candidate, "key">>(cost, this.env.DB, keys.map((key, i) => this.env.DB.prepare(QUEUE_HEAD_SQL).bind(orgId, key, now, limits[i])));
+      rows = await countedBatch<Omit<Candidate, "key">>(cost, this.env.DB, keys.map((key, i) => this.queueHead(orgId, key, now, limits[i], closed)));
     } catch (err) {
       this.openReads.delete(seq);
       throw err;
@@ -365,6 +397,13 @@ export class SchedulerObject extends DurableObject<Env> {
       .filter((c) => !horizon || queueOrder(c, horizon) <= 0)
       .sort(queueOrder);
     return { candidates, seq, claims: read.claims, rowsRead: cost.d1RowsRead, emptyKeys: keys.filter((_k, i) => rows[i].length === 0), full: lasts.length > 0 };
+  }
+
+  /** One label set's head, without the runs of the closed projects. */
+  private queueHead(orgId: string, key: string, now: number, limit: number, closed: string[]): D1PreparedStatement {
+    return closed.length === 0
+      ? this.env.DB.prepare(QUEUE_HEAD_SQL).bind(orgId, key, now, limit)
+      : this.env.DB.prepare(GATED_QUEUE_HEAD_SQL).bind(orgId, key, now, JSON.stringify(closed), limit);
   }
 
   /** Another claim is asking this candidate, or its ask ended after this read started. */
@@ -382,16 +421,38 @@ export class SchedulerObject extends DurableObject<Env> {
   }
 
   /** Asks one candidate's run object for the claim, holding the candidate in flight meanwhile. */
-  private async ask(candidate: Candidate, machineId: string, cost: Cost): Promise<ClaimGrant | null> {
+  private async ask(orgId: string, candidate: Candidate, machineId: string, cost: Cost): Promise<ClaimGrant | null> {
     this.inFlight.set(candidate.id, candidate.key);
     let failed = true;
     try {
+      // Every gate of the candidate's project, checked and its slot taken in one synchronous step.
+      const admitted = this.gates.admit(orgId, candidate, Date.now());
+      if (!admitted.ok) {
+        failed = false;
+        log("scheduler.gate_closed", { org: orgId, run_id: candidate.id, project: admitted.projectId, gate: admitted.gate, reason: admitted.reason });
+        return null;
+      }
+      if (!(await this.reserveBudget(orgId, candidate, admitted))) {
+        failed = false;
+        return null;
+      }
       const stub = this.env.RUN.get(this.env.RUN.idFromName(candidate.id));
       cost.doRequests += 1;
-      const { answer, cost: runCost }: { answer: ClaimGrant | Refusal; cost: Cost } = await stub.claimCounted(machineId);
+      let counted: { answer: ClaimGrant | Refusal; cost: Cost };
+      try {
+        counted = await stub.claimCounted(machineId);
+      } catch (err) {
+        await this.undoAdmission(orgId, candidate.id, admitted);
+        throw err;
+      }
+      const { answer, cost: runCost } = counted;
       addCost(cost, runCost);
       failed = false;
-      if (!isRefusal(answer)) return answer;
+      if (!isRefusal(answer)) {
+        if (admitted.projectId) await this.armBackstop();
+        return answer;
+      }
+      await this.undoAdmission(orgId, candidate.id, admitted);
       // A stale queue row: the run object logged run.claim_refused and repaired the row; a row
       // without a run object has no attempt to name.
       if (answer.error.code === "not_found") log("scheduler.orphan_row", { run_id: candidate.id, reason: answer.error.message });
@@ -401,6 +462,120 @@ export class SchedulerObject extends DurableObject<Env> {
       this.settled.set(candidate.id, ++this.seq);
       // The ask failed before an answer: the run may still be claimable, and claims that looked past it wait.
       if (failed) void this.notifyWork(candidate.key);
+    }
+  }
+
+  // ---- autopilot scheduler gates (docs/protocol.md, "Autopilot scheduler") ----------------------
+
+  /**
+   * Takes the run's model-spend reservation from the organization's credit when its admission took
+   * a new budget hold; short credit gives the slot and the hold back and the claim moves on.
+   */
+  private async reserveBudget(orgId: string, candidate: Candidate, admitted: Extract<Admission, { ok: true }>): Promise<boolean> {
+    if (admitted.newHoldCents === null || !admitted.projectId) return true;
+    let outcome: Awaited<ReturnType<typeof reserveRunBudget>> | "failed";
+    try {
+      outcome = await reserveRunBudget(this.env, { orgId, runId: candidate.id, projectId: admitted.projectId, cents: admitted.newHoldCents });
+    } catch (err) {
+      log("scheduler.budget_reserve_failed", { org: orgId, run_id: candidate.id, reason: String(err) });
+      outcome = "failed";
+    }
+    if (outcome === "reserved" || outcome === "already_reserved") return true;
+    this.gates.release(candidate.id);
+    this.gates.dropHold(candidate.id);
+    log("scheduler.gate_closed", { org: orgId, run_id: candidate.id, project: admitted.projectId, gate: "budget", reason: outcome === "insufficient_credit" ? "the organization's available credit is short of the per-run reservation" : "the reservation could not be written" });
+    return false;
+  }
+
+  /** The run object refused the claim: its slot, and a reservation taken for this claim, go back. */
+  private async undoAdmission(orgId: string, runId: string, admitted: Extract<Admission, { ok: true }>): Promise<void> {
+    if (!admitted.projectId) return;
+    this.gates.release(runId);
+    if (admitted.newHoldCents === null) return;
+    this.gates.dropHold(runId);
+    try {
+      await releaseRunBudget(this.env, orgId, runId, "the run was not handed out");
+    } catch (err) {
+      log("scheduler.budget_release_failed", { org: orgId, run_id: runId, reason: String(err) });
+    }
+  }
+
+  /** The project's gates, slots, budget and each gate's verdict now. */
+  async schedulerView(projectId: string): Promise<SchedulerView> {
+    const now = Date.now();
+    const gates = this.gates.read(projectId);
+    const usage = this.gates.usage(projectId);
+    return {
+      gates,
+      concurrency_limit: gates.concurrency ?? this.config.autopilotSchedulerConcurrencyDefault,
+      slots: this.gates.slotHolders(projectId, this.config.autopilotSchedulerConcurrencyMax),
+      budget_held_cents: usage.heldCents,
+      budget_spent_cents: usage.spentCents,
+      verdicts: this.gates.verdicts(projectId, now),
+      admission: admissionRefusal(gates),
+    };
+  }
+
+  /** Changes the project's gates; the slots it now holds are answered for the caller to pause. */
+  async changeGates(projectId: string, change: GatesChange): Promise<SchedulerView> {
+    this.gates.change(projectId, change, Date.now());
+    // Opening a gate may make queued work claimable: wake every waiting claim to look again.
+    for (const waiter of this.waiters) waiter.wake();
+    return this.schedulerView(projectId);
+  }
+
+  /** Why the project's admission of new tickets is refused now (TicketObject), or null. */
+  async admissionRefusal(projectId: string): Promise<string | null> {
+    return admissionRefusal(this.gates.read(projectId));
+  }
+
+  /** A run object left the slot-holding states: its slot goes back and waiting claims look again. */
+  async releaseSlot(runId: string): Promise<boolean> {
+    const released = this.gates.release(runId);
+    if (released) for (const waiter of this.waiters) waiter.wake();
+    return released;
+  }
+
+  /** The run's reservation settled (or went to cost review) in the ledger: its budget hold ends, once. */
+  async endBudgetHold(runId: string, end: HoldEnd): Promise<boolean> {
+    return this.gates.endHold(runId, end, Date.now());
+  }
+
+  private async armBackstop(): Promise<void> {
+    if ((await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(Date.now() + this.config.autopilotSchedulerSlotCheckMs);
+  }
+
+  /**
+   * The slot backstop: a bounded batch of slot holders, oldest checked first, is compared with its
+   * run objects; a slot whose run left the slot-holding states (a release call that was lost) goes
+   * back. A disabled project's holder that started executing since is asked to pause.
+   */
+  async checkSlots(): Promise<{ checked: number; released: string[] }> {
+    const rows = this.gates.oldestChecked(this.config.autopilotSchedulerSlotCheckMax, Date.now());
+    const released: string[] = [];
+    for (const row of rows) {
+      const stub = this.env.RUN.get(this.env.RUN.idFromName(row.run_id));
+      try {
+        const run = await stub.read(row.org_id);
+        const state = isRefusal(run) ? null : run.state;
+        if (state === null || !SLOT_STATES.has(state)) {
+          if (await this.releaseSlot(row.run_id)) released.push(row.run_id);
+        } else if (state === "implementing" && !this.gates.read(row.project_id).enabled) {
+          await stub.control(row.org_id, { type: "pause", hold: false, reason: "scheduler disabled" });
+        }
+      } catch (err) {
+        log("scheduler.slot_check_failed", { org: row.org_id, run_id: row.run_id, reason: String(err) });
+      }
+    }
+    if (released.length > 0) log("scheduler.slots_released", { count: released.length, reason: "their runs no longer execute (backstop)" });
+    return { checked: rows.length, released };
+  }
+
+  async alarm(): Promise<void> {
+    try {
+      await this.checkSlots();
+    } finally {
+      if (this.gates.slotCount() > 0) await this.ctx.storage.setAlarm(Date.now() + this.config.autopilotSchedulerSlotCheckMs);
     }
   }
 }

@@ -246,12 +246,20 @@ export class TicketObject extends DurableObject<Env> {
     if (!readiness || !readiness.ok) {
       return this.refuse(obs, row, now, "refused", [readiness ? readiness.reason : "no human readiness evidence"], generation);
     }
+    // A disabled or draining project scheduler admits nothing new; reconciliation reconsiders the issue.
+    const closed = await this.schedulerRefusal(obs);
+    if (closed) return this.refuse(obs, row, now, "refused", [closed], generation);
     if (!(await this.reservePlace(obs, row, obs.transition.eventId, now))) {
       const waiting = await this.waitingRuns(obs);
       const reason = `the project's queue is full: ${waiting} admitted runs wait for a runner (queue capacity ${obs.project.queueCapacity}); reconciliation reconsiders this issue`;
       return this.refuse(obs, row, now, "capacity_wait", [reason], generation);
     }
     return this.admit(obs, row, obs.transition.eventId, readiness, now);
+  }
+
+  /** "scheduler disabled" or "draining" while the project's scheduler stops admission (docs/protocol.md, "Autopilot scheduler"). */
+  private async schedulerRefusal(obs: Observation): Promise<string | null> {
+    return this.env.SCHEDULER.get(this.env.SCHEDULER.idFromName(obs.project.orgId)).admissionRefusal(obs.project.id);
   }
 
   /**
@@ -274,7 +282,7 @@ export class TicketObject extends DurableObject<Env> {
   private async dispatchFor(obs: Observation, orgId: string, generation: string): Promise<string> {
     const key = `autopilot:${obs.ticketKey}:${generation}`;
     try {
-      return (await dispatchRun(this.env, orgId, obs.dispatch, key, { ticketKey: obs.ticketKey })).run.id;
+      return (await dispatchRun(this.env, orgId, obs.dispatch, key, { ticketKey: obs.ticketKey, projectId: obs.project.id })).run.id;
     } catch (err) {
       // The issue changed between a crashed admission and this one: the key's run is the ticket's.
       if (!(err instanceof DocketError) || err.code !== "idempotency_conflict") throw err;

@@ -10,6 +10,7 @@ import { clientAddress, countCall } from "./rate-limit";
 import { log } from "./lib/log";
 import { DOCS_PAGE, openApiDocument } from "./openapi/document";
 import { autopilotProjectRoutes } from "./routes/autopilot-projects";
+import { autopilotSchedulerRoutes } from "./routes/autopilot-scheduler";
 import { autopilotAdmissionRoutes } from "./routes/autopilot-admission";
 import { buildJobRoutes } from "./routes/build-jobs";
 import { creditRoutes } from "./routes/credits";
@@ -53,7 +54,8 @@ export const app = new Hono<AppEnv>()
   .route("/v1", projectRoutes)
   .route("/v1", buildJobRoutes)
   .route("/v1", autopilotProjectRoutes)
-  .route("/v1", autopilotAdmissionRoutes);
+  .route("/v1", autopilotAdmissionRoutes)
+  .route("/v1", autopilotSchedulerRoutes);
 
 // Registered last, so the document describes every route above.
 app.get("/v1/openapi.json", openApiDocument(app));

@@ -138,6 +138,14 @@ export interface Config {
   /** Autopilot: a lapsed ticket's failed withdrawal of its queued run is retried from the ticket's alarm, after base * 2^(n-1), at most this many times. */
   autopilotWithdrawRetryMs: number;
   autopilotWithdrawAttemptsMax: number;
+  /** Autopilot scheduler: runs of one project holding a slot at once when its scheduler sets no concurrency, and the most it may set. */
+  autopilotSchedulerConcurrencyDefault: number;
+  autopilotSchedulerConcurrencyMax: number;
+  /** Autopilot scheduler backstop: how often slot holders are checked against their run objects, and how many per check. */
+  autopilotSchedulerSlotCheckMs: number;
+  autopilotSchedulerSlotCheckMax: number;
+  /** Autopilot scheduler: paused runs one enable re-queues (oldest first; enable again for the rest). */
+  autopilotSchedulerResumeMax: number;
 }
 
 export const DEFAULTS: Config = {
@@ -217,6 +225,11 @@ export const DEFAULTS: Config = {
   autopilotReconcileProjectsMax: 10,
   autopilotWithdrawRetryMs: 30_000,
   autopilotWithdrawAttemptsMax: 5,
+  autopilotSchedulerConcurrencyDefault: 10,
+  autopilotSchedulerConcurrencyMax: 100,
+  autopilotSchedulerSlotCheckMs: 60_000,
+  autopilotSchedulerSlotCheckMax: 20,
+  autopilotSchedulerResumeMax: 100,
 };
 
 // The schemas' hard ceilings (src/protocol/bounds.ts) are configurable bounds of this Config.
@@ -298,6 +311,11 @@ const VAR_NAMES: Record<keyof Config, string> = {
   autopilotReconcileProjectsMax: "AUTOPILOT_RECONCILE_PROJECTS_MAX",
   autopilotWithdrawRetryMs: "AUTOPILOT_WITHDRAW_RETRY_MS",
   autopilotWithdrawAttemptsMax: "AUTOPILOT_WITHDRAW_ATTEMPTS_MAX",
+  autopilotSchedulerConcurrencyDefault: "AUTOPILOT_SCHEDULER_CONCURRENCY_DEFAULT",
+  autopilotSchedulerConcurrencyMax: "AUTOPILOT_SCHEDULER_CONCURRENCY_MAX",
+  autopilotSchedulerSlotCheckMs: "AUTOPILOT_SCHEDULER_SLOT_CHECK_MS",
+  autopilotSchedulerSlotCheckMax: "AUTOPILOT_SCHEDULER_SLOT_CHECK_MAX",
+  autopilotSchedulerResumeMax: "AUTOPILOT_SCHEDULER_RESUME_MAX",
 };
 
 /** Reads the config from Worker vars; a malformed value is a deployment error and throws at once. */

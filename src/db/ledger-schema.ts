@@ -40,6 +40,8 @@ export const ledgerEntries = sqliteTable(
     amountCents: integer("amount_cents").notNull(),
     jobId: text("job_id"),
     requestId: text("request_id"),
+    /** An autopilot run's model-spend reservation (run_reservations), instead of a build job. */
+    runId: text("run_id"),
     actor: text("actor").notNull(),
     note: text("note"),
     /** A grant's Idempotency-Key, so a repeated grant is granted once. */
@@ -51,6 +53,8 @@ export const ledgerEntries = sqliteTable(
     index("ledger_entries_op").on(t.opId),
     // A job is reserved once, settled at most once, released at most once, charged at most once.
     uniqueIndex("ledger_entries_job_kind").on(t.orgId, t.jobId, t.kind).where(sql`${t.jobId} IS NOT NULL`),
+    // A run's reservation is reserved once, settled at most once, released at most once.
+    uniqueIndex("ledger_entries_run_kind").on(t.orgId, t.runId, t.kind).where(sql`${t.runId} IS NOT NULL`),
     uniqueIndex("ledger_entries_external_key").on(t.orgId, t.externalKey).where(sql`${t.externalKey} IS NOT NULL`),
     check("ledger_entries_amount", sql`${t.amountCents} >= 0`),
   ],
@@ -158,5 +162,33 @@ export const buildJobs = sqliteTable(
       "build_jobs_money",
       sql`${t.reservedCents} >= 0 AND ${t.settledCents} >= 0 AND ${t.releasedCents} >= 0 AND ${t.chargedCents} >= 0 AND ${t.settledCents} + ${t.releasedCents} <= ${t.reservedCents}`,
     ),
+  ],
+);
+
+/**
+ * The model-spend reservation of an autopilot run (docs/protocol.md, "Autopilot scheduler"): taken
+ * from the organization's credit when the scheduler first hands the run out, settled once when the
+ * run ends, as a build job's is (src/builds/reserve.ts, src/builds/settle.ts).
+ */
+export const runReservations = sqliteTable(
+  "run_reservations",
+  {
+    orgId: text("org_id").notNull(),
+    runId: text("run_id").notNull(),
+    projectId: text("project_id").notNull(),
+    /** held, settled, released (never dispatched), cost_review or reconcile (kept held for an admin). */
+    status: text("status").notNull(),
+    reservedCents: integer("reserved_cents").notNull(),
+    costCents: integer("cost_cents"),
+    settledCents: integer("settled_cents").notNull(),
+    releasedCents: integer("released_cents").notNull(),
+    lastOpId: text("last_op_id").notNull(),
+    createdAtMs: integer("created_at_ms").notNull(),
+    updatedAtMs: integer("updated_at_ms").notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.orgId, t.runId] }),
+    index("run_reservations_project").on(t.orgId, t.projectId, t.status),
+    check("run_reservations_money", sql`${t.reservedCents} >= 0 AND ${t.settledCents} >= 0 AND ${t.releasedCents} >= 0 AND ${t.settledCents} + ${t.releasedCents} <= ${t.reservedCents}`),
   ],
 );

@@ -69,6 +69,8 @@ export const runs = sqliteTable(
     notBeforeMs: integer("not_before_ms").notNull(),
     createdAtMs: integer("created_at_ms").notNull(),
     updatedAtMs: integer("updated_at_ms").notNull(),
+    // The autopilot project of an admitted run: the scheduler skips runs of a project whose gates are closed.
+    projectId: text("project_id"),
   },
   (t) => [
     index("runs_queue").on(t.orgId, t.labelsKey, t.state, t.orderGroup, t.orderPriority, t.queuedAtMs, t.id),

@@ -40,6 +40,7 @@ export function entryView(e: typeof ledgerEntries.$inferSelect): CreditEntry {
     amount_cents: e.amountCents,
     job_id: e.jobId,
     request_id: e.requestId,
+    run_id: e.runId ?? null,
     actor: e.actor,
     note: e.note,
     created_at_ms: e.createdAtMs,
@@ -171,7 +172,12 @@ export async function audit(db: D1Database, orgId: string): Promise<CreditAudit>
     check("charge entries vs charged_cents", j.charged_cents, j.charge);
     check(held ? "a held job has settled or released credit" : "a finished job's reservation is not fully settled and released", held ? 0 : j.reserve, j.settle + j.release_);
   }
-  compare("held_cents (held jobs vs balance)", heldByJobs, stored.held_cents);
+  // Autopilot runs' model-spend reservations hold credit too (src/autopilot/run-budget.ts).
+  const runs = await db
+    .prepare("SELECT COALESCE(SUM(reserved_cents), 0) AS held FROM run_reservations WHERE org_id = ? AND status IN ('held', 'cost_review', 'reconcile')")
+    .bind(orgId)
+    .first<{ held: number }>();
+  compare("held_cents (held jobs vs balance)", heldByJobs + (runs?.held ?? 0), stored.held_cents);
   return {
     ok: problems.length === 0,
     identity: stored.available_cents + stored.held_cents + stored.spent_cents === stored.granted_cents,

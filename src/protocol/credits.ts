@@ -41,6 +41,7 @@ export const CreditEntry = z.object({
   amount_cents: z.number().int().describe("the amount moved, positive"),
   job_id: z.string().nullable().describe("the build job it belongs to; null for a grant"),
   request_id: z.string().nullable().describe("the build request of that job"),
+  run_id: z.string().nullable().optional().describe("the autopilot run whose model-spend reservation it belongs to (docs/protocol.md, \"Autopilot scheduler\"); null otherwise"),
   actor: z.string().describe("who wrote it: member:<token id> or system"),
   note: z.string().nullable(),
   created_at_ms: epochMs,

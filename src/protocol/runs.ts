@@ -143,6 +143,7 @@ export const Run = z.object({
   }),
   callback_url: z.string().nullable(),
   metadata: z.record(z.string(), z.string()),
+  project_id: z.string().nullable().optional().describe("the autopilot project that admitted the run (its scheduler gates apply); null for a run dispatched through the API"),
   continuation: z.enum(["implementing", "publishing"]).nullable().describe("where a paused or queued continuation resumes; null for new work"),
   hold: z.boolean().describe("true while an operator holds the run paused: only an explicit resume clears it"),
   machine_id: machineId.nullable().describe("the machine holding the current attempt"),

@@ -1,6 +1,7 @@
 // Side effects of run events, performed by the outbox consumer after the event is stored once.
 // Each handler must be idempotent: the Queue delivers at least once, in any order.
 
+import { settleRunBudgetOnRunEvent } from "../autopilot/run-budget";
 import { settleBuildOnRunEvent } from "../builds/settle";
 import { scheduleCompletionCallback } from "../callbacks/schedule";
 import type { Env, OutboxMessage } from "../env";
@@ -17,6 +18,8 @@ export const EVENT_HANDLERS: EventHandler[] = [
   settleBuildOnRunEvent,
   // A run's terminal event starts its completion callback (src/callbacks/schedule.ts).
   scheduleCompletionCallback,
+  // An autopilot run's model-spend reservation settles when it ends (src/autopilot/run-budget.ts).
+  settleRunBudgetOnRunEvent,
 ];
 
 export async function performEffects(env: Env, event: OutboxMessage): Promise<void> {

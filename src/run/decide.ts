@@ -391,9 +391,11 @@ function decideQuiesced(d: Draft): Decision {
   return d.done();
 }
 
-function decideResume(d: Draft): Decision {
+function decideResume(d: Draft, command: Command<"resume">): Decision {
   const { run, now } = d;
   if (run.state !== "paused") return refuse("invalid_transition", `run ${run.id} is not paused`, { state: run.state });
+  // Only Resume paused run clears an operator hold, never a scheduler resume (run-lifecycle.md, "Pause and continuation").
+  if (run.hold && command.by === "scheduler") return refuse("invalid_transition", `run ${run.id} is held by an operator: only Resume paused run clears the hold`, { state: run.state });
   run.hold = false;
   requeue(d, run.continuation ? `continuation of ${run.continuation}` : "resumed", now);
   return d.done();

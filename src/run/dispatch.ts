@@ -32,7 +32,7 @@ export interface DispatchInput {
  * claimed before the run object exists, so a crash in between is finished by the retry; a replay
  * that finds the run also finishes its queue row, events and alarm (RunObject.create).
  */
-export async function dispatchRun(env: Env, orgId: string, body: DispatchInput, key: string | null, opts: { ticketKey?: string } = {}) {
+export async function dispatchRun(env: Env, orgId: string, body: DispatchInput, key: string | null, opts: { ticketKey?: string; projectId?: string } = {}) {
   const payloadHash = await sha256Hex(canonicalJson(body));
   const claimed = key === null ? { runId: newId("run"), replayed: false } : await claimKey(env, orgId, key, payloadHash);
   const runId = claimed.runId;
@@ -49,6 +49,7 @@ export async function dispatchRun(env: Env, orgId: string, body: DispatchInput, 
     callbackUrl: body.callback_url ?? null,
     metadata: body.metadata ?? {},
     ...(opts.ticketKey ? { ticketKey: opts.ticketKey } : {}),
+    ...(opts.projectId ? { projectId: opts.projectId } : {}),
     createdAtMs: Date.now(),
   });
   return { run, replayed: claimed.replayed };

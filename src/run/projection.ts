@@ -23,6 +23,7 @@ export async function projectRun(db: D1Database, run: RunRecord): Promise<D1Meta
     notBeforeMs: run.notBeforeMs,
     createdAtMs: run.createdAtMs,
     updatedAtMs: run.updatedAtMs,
+    projectId: run.projectId ?? null,
   };
   const { id: _id, orgId: _org, createdAtMs: _created, ...changing } = row;
   const orm = drizzle(db);

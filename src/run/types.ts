@@ -63,6 +63,12 @@ export interface RunRecord {
    * on every other run (and on runs stored before it existed).
    */
   ticketKey?: string | null;
+  /**
+   * The autopilot project whose admission created the run, set only by autopilot admission next to
+   * ticketKey: the scheduler applies that project's gates to it (docs/protocol.md, "Autopilot
+   * scheduler"). Absent or null on every other run.
+   */
+  projectId?: string | null;
   /** Where a paused or queued continuation resumes (run-lifecycle.md, "Pause and continuation"). */
   continuation: "implementing" | "publishing" | null;
   /** A durable operator hold: only an explicit resume clears it. */
@@ -119,7 +125,7 @@ export type RunCommand =
   | { type: "deadline"; recoveredAtMs: number; jitter: number }
   | { type: "pause"; hold: boolean; reason: string | null }
   | { type: "quiesced" }
-  | { type: "resume" }
+  | { type: "resume"; by: "operator" | "scheduler" }
   | { type: "block"; reason: string }
   | { type: "authorize" }
   | { type: "publish" }

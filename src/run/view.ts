@@ -16,6 +16,7 @@ export function runView(run: RunRecord): Omit<Run, "callback"> {
     launch: run.launch,
     callback_url: run.callbackUrl,
     metadata: run.metadata,
+    project_id: run.projectId ?? null,
     continuation: run.continuation,
     hold: run.hold,
     machine_id: run.machineId,

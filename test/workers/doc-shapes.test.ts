@@ -171,5 +171,9 @@ describe("docs/protocol.md lists every field the answers have, and no other", ()
     const read = await call("GET", `/v1/autopilot/projects/${created.body.id}`, { token: admin });
     const listed = await call("GET", "/v1/autopilot/projects", { token: admin });
     expectShape("autopilot-project", [created.body, changed.body, read.body, ...listed.body.projects]);
+    const scheduler = `/v1/autopilot/projects/${created.body.id}/scheduler`;
+    const patched = await call("PATCH", scheduler, { token: admin, body: { window: { days: ["mon"], start: "09:00", end: "17:00", time_zone: "UTC" }, budget: { limit_cents: 100, per_run_cents: 10 } } });
+    const disabled = await call("POST", `${scheduler}/disable`, { token: admin });
+    expectShape("autopilot-scheduler", [(await call("GET", scheduler, { token: admin })).body, patched.body, disabled.body.scheduler]);
   });
 });

@@ -80,7 +80,7 @@ const EDGES: Record<string, [RunRecord, RunCommand]> = {
   "pausing->blocked": [run("pausing"), { type: "block", reason: "question" }],
   "pausing->failed": [run("pausing"), { type: "report", attempt: 1, phase: null, lines: [], final: final("failed") }],
   "pausing->cancelled": [run("pausing", { stopRequest: stop }), { type: "stopped", attempt: 1, machineId: M, reason: null }],
-  "paused->queued": [run("paused"), { type: "resume" }],
+  "paused->queued": [run("paused"), { type: "resume", by: "operator" }],
   "paused->blocked": [run("paused"), { type: "block", reason: "question" }],
   "paused->cancelled": [run("paused"), { type: "cancel", by: "member:t", reason: null }],
   "blocked->queued": [run("blocked"), { type: "authorize" }],

@@ -1,0 +1,212 @@
+// The scheduler gates' durable state, kept in the organization's SchedulerObject SQLite because
+// that object serializes claims (../shared/DESIGN.md, "Scheduler gates live where claims are
+// serialized"). Every method is synchronous: a claim checks a candidate's gates and takes its slot
+// in one step, with no await between them, however many claims run at once.
+
+import {
+  DEFAULT_GATES,
+  firstClosed,
+  gateVerdicts,
+  type DispatchWindow,
+  type GateName,
+  type GateUsage,
+  type GateVerdict,
+  type ProjectGates,
+} from "../src/autopilot/scheduler-gates";
+
+/** A queue row the claim considers: runs without a project pass every gate. */
+export interface GateCandidate {
+  id: string;
+  project_id: string | null;
+}
+
+/** A slot the backstop checks against its run object. */
+export type SlotRow = {
+  run_id: string;
+  project_id: string;
+  org_id: string;
+};
+
+/** A gate's answer: admitted (with a new budget hold of `newHoldCents`, if one was taken), or refused. */
+export type Admission =
+  | { ok: true; projectId: string | null; newHoldCents: number | null }
+  | { ok: false; projectId: string; gate: GateName; reason: string };
+
+type GatesRow = {
+  project_id: string;
+  enabled: number;
+  draining: number;
+  dispatch_window: string | null;
+  concurrency: number | null;
+  budget_limit_cents: number | null;
+  budget_per_run_cents: number | null;
+  budget_spent_cents: number;
+  budget_reset_at_ms: number | null;
+  updated_at_ms: number;
+};
+
+/** A change to a project's gates; absent fields stay as they are. */
+export interface GatesChange {
+  enabled?: boolean;
+  draining?: boolean;
+  window?: DispatchWindow | null;
+  concurrency?: number | null;
+  budget?: { limitCents: number; perRunCents: number } | null;
+  resetBudget?: boolean;
+}
+
+export type SlotHolder = {
+  run_id: string;
+  taken_at_ms: number;
+};
+
+/** Where a budget hold ends: settled (its cost counts as spent) or review (kept held for an admin). */
+export type HoldEnd = { status: "settled"; costCents: number } | { status: "review"; costCents: number | null };
+
+export class SchedulerGates {
+  constructor(
+    private readonly sql: SqlStorage,
+    private readonly defaultConcurrency: number,
+  ) {}
+
+  private row(projectId: string): GatesRow | null {
+    return this.sql.exec<GatesRow>("SELECT * FROM project_gates WHERE project_id = ?", projectId).toArray()[0] ?? null;
+  }
+
+  read(projectId: string): ProjectGates & { spentCents: number; resetAtMs: number | null; updatedAtMs: number | null } {
+    const row = this.row(projectId);
+    if (!row) return { ...DEFAULT_GATES, spentCents: 0, resetAtMs: null, updatedAtMs: null };
+    return {
+      enabled: row.enabled === 1,
+      draining: row.draining === 1,
+      window: row.dispatch_window ? (JSON.parse(row.dispatch_window) as DispatchWindow) : null,
+      concurrency: row.concurrency,
+      budget: row.budget_limit_cents === null || row.budget_per_run_cents === null ? null : { limitCents: row.budget_limit_cents, perRunCents: row.budget_per_run_cents },
+      spentCents: row.budget_spent_cents,
+      resetAtMs: row.budget_reset_at_ms,
+      updatedAtMs: row.updated_at_ms,
+    };
+  }
+
+  /** Applies a change; a budget reset starts the spent count again at zero (held reservations stay). */
+  change(projectId: string, change: GatesChange, nowMs: number): void {
+    const now = this.read(projectId);
+    const next: ProjectGates = {
+      enabled: change.enabled ?? now.enabled,
+      draining: change.draining ?? now.draining,
+      window: change.window === undefined ? now.window : change.window,
+      concurrency: change.concurrency === undefined ? now.concurrency : change.concurrency,
+      budget: change.budget === undefined ? now.budget : change.budget,
+    };
+    const spent = change.resetBudget ? 0 : now.spentCents;
+    const resetAt = change.resetBudget ? nowMs : now.resetAtMs;
+    this.sql.exec(
+      `INSERT INTO project_gates (project_id, enabled, draining, dispatch_window, concurrency, budget_limit_cents, budget_per_run_cents,
+         budget_spent_cents, budget_reset_at_ms, updated_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (project_id) DO UPDATE SET enabled = excluded.enabled, draining = excluded.draining, dispatch_window = excluded.dispatch_window,
+         concurrency = excluded.concurrency, budget_limit_cents = excluded.budget_limit_cents, budget_per_run_cents = excluded.budget_per_run_cents,
+         budget_spent_cents = excluded.budget_spent_cents, budget_reset_at_ms = excluded.budget_reset_at_ms, updated_at_ms = excluded.updated_at_ms`,
+      projectId,
+      next.enabled ? 1 : 0,
+      next.draining ? 1 : 0,
+      next.window ? JSON.stringify(next.window) : null,
+      next.concurrency,
+      next.budget?.limitCents ?? null,
+      next.budget?.perRunCents ?? null,
+      spent,
+      resetAt,
+      nowMs,
+    );
+  }
+
+  usage(projectId: string): GateUsage {
+    const slots = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM slots WHERE project_id = ?", projectId).one().n;
+    const held = this.sql
+      .exec<{ c: number }>("SELECT COALESCE(SUM(reserved_cents), 0) AS c FROM budget_holds WHERE project_id = ? AND status IN ('held', 'review')", projectId)
+      .one().c;
+    return { slotsInUse: slots, heldCents: held, spentCents: this.read(projectId).spentCents };
+  }
+
+  verdicts(projectId: string, nowMs: number, holdsBudget = false): GateVerdict[] {
+    return gateVerdicts(this.read(projectId), this.usage(projectId), nowMs, this.defaultConcurrency, holdsBudget);
+  }
+
+  private holds(runId: string): boolean {
+    return this.sql.exec("SELECT 1 FROM budget_holds WHERE run_id = ?", runId).toArray().length > 0;
+  }
+
+  /**
+   * Checks every gate of the candidate's project and, when all are open, takes its slot and (for a
+   * project with a budget, a run that holds none yet) its budget hold, in this one synchronous step.
+   */
+  admit(orgId: string, candidate: GateCandidate, nowMs: number): Admission {
+    const projectId = candidate.project_id;
+    if (!projectId) return { ok: true, projectId: null, newHoldCents: null };
+    if (this.sql.exec("SELECT 1 FROM slots WHERE run_id = ?", candidate.id).toArray().length > 0) {
+      return { ok: false, projectId, gate: "concurrency", reason: "the run already holds a slot" };
+    }
+    const holdsBudget = this.holds(candidate.id);
+    const closed = firstClosed(this.verdicts(projectId, nowMs, holdsBudget));
+    if (closed) return { ok: false, projectId, gate: closed.gate, reason: closed.reason };
+    this.sql.exec("INSERT INTO slots (run_id, project_id, org_id, taken_at_ms, checked_at_ms) VALUES (?, ?, ?, ?, ?)", candidate.id, projectId, orgId, nowMs, nowMs);
+    const budget = this.read(projectId).budget;
+    if (!budget || holdsBudget) return { ok: true, projectId, newHoldCents: null };
+    this.sql.exec(
+      "INSERT INTO budget_holds (run_id, project_id, reserved_cents, status, cost_cents, created_at_ms, updated_at_ms) VALUES (?, ?, ?, 'held', NULL, ?, ?)",
+      candidate.id,
+      projectId,
+      budget.perRunCents,
+      nowMs,
+      nowMs,
+    );
+    return { ok: true, projectId, newHoldCents: budget.perRunCents };
+  }
+
+  /** Gives the run's slot back; answers whether it held one. */
+  release(runId: string): boolean {
+    return this.sql.exec("DELETE FROM slots WHERE run_id = ?", runId).rowsWritten > 0;
+  }
+
+  /** Drops a budget hold that never became a ledger reservation (the claim did not go through). */
+  dropHold(runId: string): void {
+    this.sql.exec("DELETE FROM budget_holds WHERE run_id = ? AND status = 'held'", runId);
+  }
+
+  /** Ends a run's budget hold once: settled adds its cost to the project's spent count. Answers whether it changed. */
+  endHold(runId: string, end: HoldEnd, nowMs: number): boolean {
+    const row = this.sql.exec<{ project_id: string }>("SELECT project_id FROM budget_holds WHERE run_id = ? AND status = 'held'", runId).toArray()[0];
+    if (!row) return false;
+    this.sql.exec("UPDATE budget_holds SET status = ?, cost_cents = ?, updated_at_ms = ? WHERE run_id = ? AND status = 'held'", end.status, end.costCents, nowMs, runId);
+    if (end.status === "settled") {
+      this.sql.exec("UPDATE project_gates SET budget_spent_cents = budget_spent_cents + ? WHERE project_id = ?", end.costCents, row.project_id);
+    }
+    return true;
+  }
+
+  slotHolders(projectId: string, limit: number): SlotHolder[] {
+    return this.sql.exec<SlotHolder>("SELECT run_id, taken_at_ms FROM slots WHERE project_id = ? ORDER BY taken_at_ms, run_id LIMIT ?", projectId, limit).toArray();
+  }
+
+  /** The slots checked longest ago, for the backstop; each is marked checked now. */
+  oldestChecked(limit: number, nowMs: number): SlotRow[] {
+    const rows = this.sql.exec<SlotRow>("SELECT run_id, project_id, org_id FROM slots ORDER BY checked_at_ms, run_id LIMIT ?", limit).toArray();
+    for (const r of rows) this.sql.exec("UPDATE slots SET checked_at_ms = ? WHERE run_id = ?", nowMs, r.run_id);
+    return rows;
+  }
+
+  slotCount(): number {
+    return this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM slots").one().n;
+  }
+
+  /**
+   * Projects none of whose queued runs may start now (disabled, draining, outside the window, all
+   * slots taken): the claim leaves their rows out of its head read, so they never crowd out other
+   * work. The budget is checked per run (a continuation already holds its reservation).
+   */
+  closedProjects(nowMs: number): string[] {
+    const ids = this.sql.exec<{ id: string }>("SELECT project_id AS id FROM project_gates UNION SELECT DISTINCT project_id FROM slots").toArray();
+    return ids
+      .map((r) => r.id)
+      .filter((id) => this.verdicts(id, nowMs, true).some((v) => !v.open));
+  }
+}

@@ -1,0 +1,148 @@
+// Model-spend authorization of autopilot runs against the credit ledger (docs/protocol.md,
+// "Autopilot scheduler"): the scheduler reserves a project's per-run amount from the organization's
+// credit when it first hands a run out, the way a build job reserves (src/builds/reserve.ts), and
+// the run's end settles it once (src/builds/settle.ts): the cost within the hold is spent and the
+// rest released; a cost above the hold, or unknown, stays held for cost review, never capped.
+
+import type { Env, OutboxMessage } from "../env";
+import { newId } from "../lib/crypto";
+import { log } from "../lib/log";
+import { applyOp } from "../ledger/entries";
+import { decideSettlement } from "../ledger/settlement";
+import { isRunState, isTerminal } from "../run/states";
+import type { RunView } from "../run/view";
+import type { HoldEnd } from "../../durable-objects/scheduler-gates";
+
+type Column = "reserved_cents" | "settled_cents" | "released_cents";
+
+/**
+ * A run reservation's ledger entry of `kind`, written only when operation `opId` won the
+ * reservation's compare-and-swap and the amount (column `column`) is positive, or always for
+ * reserve and settle (a settlement is recorded even at zero cost).
+ */
+function insertRunEntry(db: D1Database, e: { orgId: string; runId: string; opId: string; kind: "reserve" | "settle" | "release"; column: Column; note: string; nowMs: number }) {
+  const always = e.kind !== "release";
+  return db
+    .prepare(
+      `INSERT INTO ledger_entries (id, org_id, seq, op_id, kind, amount_cents, job_id, request_id, run_id, actor, note, external_key, created_at_ms)
+       SELECT ?1, org_id, (SELECT COALESCE(MAX(seq), 0) + 1 FROM ledger_entries WHERE org_id = ?5), ?2, ?3, ${e.column}, NULL, NULL, run_id, 'scheduler', ?4, NULL, ?7
+       FROM run_reservations WHERE org_id = ?5 AND run_id = ?6 AND last_op_id = ?2 AND (${always ? "1" : "0"} OR ${e.column} > 0)`,
+    )
+    .bind(newId("led"), e.opId, e.kind, e.note, e.orgId, e.runId, e.nowMs);
+}
+
+export type ReserveOutcome = "reserved" | "already_reserved" | "insufficient_credit";
+
+/**
+ * Reserves `cents` for the run in one batch whose first statement decides: the reservation row is
+ * written only when the organization has that much available and the run has none yet.
+ */
+export async function reserveRunBudget(env: Env, input: { orgId: string; runId: string; projectId: string; cents: number }): Promise<ReserveOutcome> {
+  const db = env.DB;
+  const opId = newId("op");
+  const nowMs = Date.now();
+  const results = await db.batch([
+    db
+      .prepare(
+        `INSERT INTO run_reservations (org_id, run_id, project_id, status, reserved_cents, cost_cents, settled_cents, released_cents, last_op_id, created_at_ms, updated_at_ms)
+         SELECT ?1, ?2, ?3, 'held', ?4, NULL, 0, 0, ?5, ?6, ?6 FROM credit_balances b
+         WHERE b.org_id = ?1 AND b.granted_cents - b.held_cents - b.spent_cents >= ?4
+           AND NOT EXISTS (SELECT 1 FROM run_reservations WHERE org_id = ?1 AND run_id = ?2)`,
+      )
+      .bind(input.orgId, input.runId, input.projectId, input.cents, opId, nowMs),
+    insertRunEntry(db, { orgId: input.orgId, runId: input.runId, opId, kind: "reserve", column: "reserved_cents", note: `autopilot project ${input.projectId}`, nowMs }),
+    applyOp(db, input.orgId, opId, nowMs),
+  ]);
+  if (results[0].meta.changes === 1) return "reserved";
+  const existing = await db.prepare("SELECT 1 FROM run_reservations WHERE org_id = ? AND run_id = ?").bind(input.orgId, input.runId).first();
+  return existing ? "already_reserved" : "insufficient_credit";
+}
+
+/** Gives a held reservation back whole: its run was not handed out after all. */
+export async function releaseRunBudget(env: Env, orgId: string, runId: string, reason: string): Promise<boolean> {
+  const db = env.DB;
+  const opId = newId("op");
+  const nowMs = Date.now();
+  const results = await db.batch([
+    db
+      .prepare(
+        `UPDATE run_reservations SET status = 'released', released_cents = reserved_cents, last_op_id = ?, updated_at_ms = ?
+         WHERE org_id = ? AND run_id = ? AND status = 'held'`,
+      )
+      .bind(opId, nowMs, orgId, runId),
+    insertRunEntry(db, { orgId, runId, opId, kind: "release", column: "released_cents", note: reason, nowMs }),
+    applyOp(db, orgId, opId, nowMs),
+  ]);
+  return results[0].meta.changes === 1;
+}
+
+interface ReservationRow {
+  org_id: string;
+  run_id: string;
+  project_id: string;
+  status: string;
+  reserved_cents: number;
+  cost_cents: number | null;
+  settled_cents: number;
+}
+
+/** Settles a held reservation from its ended run, exactly once (a compare-and-swap on status 'held'). */
+async function settleReservation(env: Env, row: ReservationRow, run: RunView): Promise<void> {
+  const db = env.DB;
+  const decision = decideSettlement(row.reserved_cents, {
+    state: run.state as "completed" | "failed" | "cancelled",
+    cost_cents: run.cost_cents,
+    launched: run.steps.some((s) => s.launched_at_ms !== null),
+  });
+  const opId = newId("op");
+  const nowMs = Date.now();
+  const where = "WHERE org_id = ? AND run_id = ? AND status = 'held'";
+  if (decision.kind === "hold") {
+    await db
+      .prepare(`UPDATE run_reservations SET status = ?, cost_cents = ?, last_op_id = ?, updated_at_ms = ? ${where}`)
+      .bind(decision.status, decision.costCents, opId, nowMs, row.org_id, row.run_id)
+      .run();
+    return;
+  }
+  await db.batch([
+    db
+      .prepare(`UPDATE run_reservations SET status = 'settled', cost_cents = ?, settled_cents = ?, released_cents = ?, last_op_id = ?, updated_at_ms = ? ${where}`)
+      .bind(decision.costCents, decision.settleCents, decision.releaseCents, opId, nowMs, row.org_id, row.run_id),
+    insertRunEntry(db, { orgId: row.org_id, runId: row.run_id, opId, kind: "settle", column: "settled_cents", note: `run ${run.id} ${run.state}`, nowMs }),
+    insertRunEntry(db, { orgId: row.org_id, runId: row.run_id, opId, kind: "release", column: "released_cents", note: "unused reservation", nowMs }),
+    applyOp(db, row.org_id, opId, nowMs),
+  ]);
+}
+
+/** How the scheduler's budget hold ends, read from the settled (or held for review) reservation. */
+function holdEnd(row: ReservationRow): HoldEnd | null {
+  if (row.status === "settled") return { status: "settled", costCents: row.settled_cents };
+  if (row.status === "cost_review" || row.status === "reconcile") return { status: "review", costCents: row.cost_cents };
+  return null;
+}
+
+/**
+ * The outbox consumer's handler: an autopilot run with a model-spend reservation ended, so the
+ * reservation settles and the project's budget counts what it cost. Idempotent and order-free: it
+ * reads the run object and the reservation row, and each of the two writes is a compare-and-swap.
+ */
+export async function settleRunBudgetOnRunEvent(env: Env, event: OutboxMessage): Promise<void> {
+  if (event.type !== "run.state") return;
+  const to = event.data?.to;
+  if (typeof to !== "string" || !isRunState(to) || !isTerminal(to)) return;
+  const select = "SELECT org_id, run_id, project_id, status, reserved_cents, cost_cents, settled_cents FROM run_reservations WHERE org_id = ? AND run_id = ?";
+  const row = await env.DB.prepare(select).bind(event.org_id, event.run_id).first<ReservationRow>();
+  if (!row) return;
+  if (row.status === "held") {
+    const run = await env.RUN.get(env.RUN.idFromName(event.run_id)).read(event.org_id);
+    if ("error" in run || !isTerminal(run.state)) return;
+    await settleReservation(env, row, run);
+  }
+  const after = (await env.DB.prepare(select).bind(event.org_id, event.run_id).first<ReservationRow>())!;
+  const end = holdEnd(after);
+  if (!end) return;
+  const changed = await env.SCHEDULER.get(env.SCHEDULER.idFromName(event.org_id)).endBudgetHold(after.run_id, end);
+  if (changed) {
+    log("autopilot.budget_settled", { run_id: after.run_id, project: after.project_id, status: after.status, reserved_cents: after.reserved_cents, cost_cents: after.cost_cents, reason: `its run ended ${to}` });
+  }
+}
