@@ -338,7 +338,8 @@ export class SchedulerObject extends DurableObject<Env> {
     const window = keys.join("\n");
     let next = this.nextReads.get(window);
     if (!next) {
-      const pending: PendingRead = { claims: 0, extra: 0, heads: Promise.resolve(null as unknown as Heads) };
+      // Claims join until the read starts; `heads` is set just below.
+      const pending = { claims: 0, extra: 0 } as PendingRead;
       const previous = this.readTails.get(window) ?? Promise.resolve();
       pending.heads = previous.then(() => {
         this.nextReads.delete(window);
@@ -422,6 +423,8 @@ export class SchedulerObject extends DurableObject<Env> {
 
   /** Asks one candidate's run object for the claim, holding the candidate in flight meanwhile. */
   private async ask(orgId: string, candidate: Candidate, machineId: string, cost: Cost): Promise<ClaimGrant | null> {
+    // The caller checked busy() with no await since: a second ask of one run object would be a bug here.
+    if (this.inFlight.has(candidate.id)) throw new Error(`scheduler invariant: run ${candidate.id} asked by two claims at once`);
     this.inFlight.set(candidate.id, candidate.key);
     let failed = true;
     try {
