@@ -138,6 +138,13 @@ export interface Config {
   /** Autopilot: a lapsed ticket's failed withdrawal of its queued run is retried from the ticket's alarm, after base * 2^(n-1), at most this many times. */
   autopilotWithdrawRetryMs: number;
   autopilotWithdrawAttemptsMax: number;
+  /** Blockers: the longest text of a blocker's summary, human action and each evidence item or question, and the most items of each list. */
+  blockerTextMaxChars: number;
+  blockerItemsMax: number;
+  /** Tracker deliveries (blocker comment, review label, PR comment): tries before a delivery is failed, and the backoff between them (doubling, capped). */
+  trackerDeliveryMaxAttempts: number;
+  trackerDeliveryBackoffBaseMs: number;
+  trackerDeliveryBackoffMaxMs: number;
 }
 
 export const DEFAULTS: Config = {
@@ -217,6 +224,11 @@ export const DEFAULTS: Config = {
   autopilotReconcileProjectsMax: 10,
   autopilotWithdrawRetryMs: 30_000,
   autopilotWithdrawAttemptsMax: 5,
+  blockerTextMaxChars: 4_000,
+  blockerItemsMax: 20,
+  trackerDeliveryMaxAttempts: 8,
+  trackerDeliveryBackoffBaseMs: 5_000,
+  trackerDeliveryBackoffMaxMs: 600_000,
 };
 
 // The schemas' hard ceilings (src/protocol/bounds.ts) are configurable bounds of this Config.
@@ -298,6 +310,11 @@ const VAR_NAMES: Record<keyof Config, string> = {
   autopilotReconcileProjectsMax: "AUTOPILOT_RECONCILE_PROJECTS_MAX",
   autopilotWithdrawRetryMs: "AUTOPILOT_WITHDRAW_RETRY_MS",
   autopilotWithdrawAttemptsMax: "AUTOPILOT_WITHDRAW_ATTEMPTS_MAX",
+  blockerTextMaxChars: "BLOCKER_TEXT_MAX_CHARS",
+  blockerItemsMax: "BLOCKER_ITEMS_MAX",
+  trackerDeliveryMaxAttempts: "TRACKER_DELIVERY_MAX_ATTEMPTS",
+  trackerDeliveryBackoffBaseMs: "TRACKER_DELIVERY_BACKOFF_BASE_MS",
+  trackerDeliveryBackoffMaxMs: "TRACKER_DELIVERY_BACKOFF_MAX_MS",
 };
 
 /** Reads the config from Worker vars; a malformed value is a deployment error and throws at once. */
@@ -340,6 +357,7 @@ export function loadConfig(vars: Record<string, unknown>): Config {
   if (config.githubRequestTimeoutMs < 1) throw new Error("GITHUB_REQUEST_TIMEOUT_MS must be at least 1");
   if (config.githubPageSize < 1 || config.githubPageSize > 100) throw new Error("GITHUB_PAGE_SIZE must be between 1 and 100");
   if (config.githubPagesMax < 1) throw new Error("GITHUB_PAGES_MAX must be at least 1");
+  if (config.trackerDeliveryMaxAttempts < 1) throw new Error("TRACKER_DELIVERY_MAX_ATTEMPTS must be at least 1");
   return config;
 }
 

@@ -124,6 +124,21 @@ export const RunArtifact = z.object({
   exit_codes: z.record(z.string(), z.number().int()).describe('the exit codes the daemon reported, like {"agent": 0}'),
 }).meta({ id: "RunArtifact" });
 
+/** What an agent reports when it cannot go on without a person (docs/protocol.md, "Blockers"). */
+export const BlockerReport = z.object({
+  summary: z.string().min(1).max(BOUND_CEILINGS.blockerTextMaxChars).describe("what stops the agent, in a sentence or two"),
+  evidence: z.array(z.string().max(BOUND_CEILINGS.blockerTextMaxChars)).max(BOUND_CEILINGS.blockerItemsMax).describe("what the agent saw that shows it"),
+  questions: z.array(z.string().max(BOUND_CEILINGS.blockerTextMaxChars)).max(BOUND_CEILINGS.blockerItemsMax).describe("concrete questions for a person"),
+  human_action: z.string().min(1).max(BOUND_CEILINGS.blockerTextMaxChars).describe("what a person must do before the run can go on"),
+}).strict().meta({ id: "BlockerReport" });
+export type BlockerReport = z.infer<typeof BlockerReport>;
+
+/** A blocked run's blocker as stored: the report, the attempt that made it and when. */
+export const RunBlocker = BlockerReport.extend({
+  attempt: z.number().int().describe("the attempt whose agent reported it"),
+  at_ms: epochMs,
+}).meta({ id: "RunBlocker" });
+
 /** A run as POST /v1/runs, GET /v1/runs/:id and the cancel answer show it: every field, the same shape. */
 export const Run = z.object({
   id: runId,
@@ -157,7 +172,7 @@ export const Run = z.object({
     .nullable()
     .describe("a recorded cancel request"),
   last_error: z.string().nullable(),
-  blocker: z.string().nullable().describe("why a blocked run waits for a human tracker change"),
+  blocker: RunBlocker.nullable().describe("why a blocked run waits for a human readiness change; null once a human authorized it again"),
   artifact: RunArtifact.nullable().describe("the final report's result; null until a final report"),
   cost_cents: z.number().int().nullable().describe("the cost the final report gave"),
   steps: z.array(RunStep).describe("one entry per attempt, oldest first"),

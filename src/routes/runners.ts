@@ -17,6 +17,7 @@ import { addCost, addD1, COST_HEADER, countedBatch, formatCost } from "../lib/co
 import { newId, newToken, sha256Hex } from "../lib/crypto";
 import { log } from "../lib/log";
 import { listPage, pageSize } from "../lib/pagination";
+import { blockerFromWire } from "../run/blocker";
 import { normalizeLabels } from "../run/labels";
 import { validate } from "../validate";
 import { operation, type OperationSpec } from "../openapi/operation";
@@ -356,6 +357,7 @@ export const runnerRoutes = new Hono<AppEnv>()
               }
             : null,
           costCents: body.final.cost_cents ?? null,
+          blocker: body.final.blocker ? blockerFromWire(body.final.blocker) : null,
         }
       : null;
     const token = bearer(c.req.header("Authorization"));
