@@ -232,3 +232,26 @@ export const RedeliveredEvents = z.object({
 });
 
 export const RedeliveredCallback = z.object({ run_id: runId, callback: CallbackDelivery });
+
+// ---- tracker deliveries (docs/protocol.md, "Tracker deliveries") -----------------------------------
+
+export const TRACKER_DELIVERY_KINDS = ["blocker_comment", "review_label", "pr_comment"] as const;
+
+export const TrackerDelivery = z.object({
+  kind: z.enum(TRACKER_DELIVERY_KINDS).describe("blocker_comment: the blocker on the issue; review_label: ready label off, review label on; pr_comment: a link to the pull request"),
+  ticket_key: z.string().describe("the ticket it goes to, like github:owner/repo#12"),
+  project_id: z.string().describe("the autopilot project whose tracker credentials perform it"),
+  status: z.enum(["pending", "delivered", "failed"]).describe("failed: the tries ran out; an operator may retry it"),
+  tries: z.number().int().describe("tries made in the current round"),
+  max_tries: z.number().int().describe("TRACKER_DELIVERY_MAX_ATTEMPTS"),
+  last_error: z.string().nullable(),
+  receipt: z.object({ comment_id: z.string(), url: z.string() }).nullable().describe("the tracker's comment, once delivered; null for labels"),
+  created_at_ms: epochMs,
+  last_try_at_ms: epochMs.nullable(),
+  delivered_at_ms: epochMs.nullable(),
+}).meta({ id: "TrackerDelivery" });
+
+export const TrackerDeliveries = z.object({ run_id: runId, deliveries: z.array(TrackerDelivery).describe("at most one per kind, oldest first") });
+export const TrackerDeliveryPath = z.object({ id: runId, kind: z.enum(TRACKER_DELIVERY_KINDS) });
+export const RetryTrackerDeliveryBody = z.object({}).strict();
+export const RetriedTrackerDelivery = z.object({ run_id: runId, delivery: TrackerDelivery });

@@ -4,6 +4,7 @@
 import { settleBuildOnRunEvent } from "../builds/settle";
 import { scheduleCompletionCallback } from "../callbacks/schedule";
 import type { Env, OutboxMessage } from "../env";
+import { requestTrackerDelivery } from "../tracker/deliver";
 
 export type EventHandler = (env: Env, event: OutboxMessage) => Promise<void>;
 
@@ -17,6 +18,8 @@ export const EVENT_HANDLERS: EventHandler[] = [
   settleBuildOnRunEvent,
   // A run's terminal event starts its completion callback (src/callbacks/schedule.ts).
   scheduleCompletionCallback,
+  // A run's request to its tracker ticket (comment, label) gets its receipt and first try (src/tracker/deliver.ts).
+  requestTrackerDelivery,
 ];
 
 export async function performEffects(env: Env, event: OutboxMessage): Promise<void> {
