@@ -428,8 +428,8 @@ function block(d: Draft, blocker: BlockerReport): void {
   run.leaseExpiresAtMs = null;
   run.launchDeadlineAtMs = null;
   d.to("blocked", `blocked: ${blocker.summary}`);
-  const delivery = deliveryFor(run, "blocker_comment", { body: blockerCommentBody(run.id, blocker) });
-  if (delivery) d.emit(TRACKER_DELIVERY_EVENT, { ...delivery, attempt: run.attempt });
+  const delivery = deliveryFor(run, "blocker_comment", { body: blockerCommentBody(run.id, blocker), attempt: run.attempt });
+  if (delivery) d.emit(TRACKER_DELIVERY_EVENT, { ...delivery });
 }
 
 function decideAuthorize(d: Draft): Decision {

@@ -37,6 +37,7 @@ function parseRequest(data: Record<string, unknown>): DeliveryRequest {
   if (typeof data.body === "string") request.body = data.body;
   if (typeof data.pr_url === "string") request.pr_url = data.pr_url;
   if (Number.isSafeInteger(data.pr_number)) request.pr_number = data.pr_number as number;
+  if (Number.isSafeInteger(data.attempt)) request.attempt = data.attempt as number;
   return request;
 }
 
@@ -113,7 +114,7 @@ async function tryOnce(env: Env, config: Config, row: TrackerDeliveryRow): Promi
       return { ok: true, error: null, receipt: null };
     }
     // A comment carries its marker: a try after a crash that followed the post finds it instead of posting again.
-    const marker = deliveryMarker(row.runId, row.kind);
+    const marker = deliveryMarker(row.runId, row.kind, request.attempt);
     const found = await provider.findComment(ref, marker);
     if (found) return { ok: true, error: null, receipt: found };
     const receipt = await provider.postComment(ref, `${commentBody(row.runId, row.kind, request)}\n\n${marker}`);

@@ -42,7 +42,22 @@ export async function recordRequest(db: D1Database, row: { runId: string; orgId:
     .onConflictDoNothing();
   const current = await readTrackerDelivery(db, row.runId, row.request.kind);
   if (!current) throw new Error(`tracker delivery ${row.request.kind} of ${row.runId} vanished`);
-  return current;
+  return supersedes(row.request, current) ? supersede(db, current, row.request, row.now) : current;
+}
+
+/** A blocker of a later attempt replaces the receipt of an earlier one: the new questions need their own comment. */
+function supersedes(request: DeliveryRequest, current: TrackerDeliveryRow): boolean {
+  const stored = JSON.parse(current.request) as DeliveryRequest;
+  return (request.attempt ?? 0) > (stored.attempt ?? 0);
+}
+
+/** Starts the receipt over for the newer request; a compare-and-swap on the stored request, so two at once replace it once. */
+async function supersede(db: D1Database, current: TrackerDeliveryRow, request: DeliveryRequest, now: number): Promise<TrackerDeliveryRow> {
+  await drizzle(db)
+    .update(trackerDeliveries)
+    .set({ request: JSON.stringify(request), status: "pending", tries: 0, lastError: null, receipt: null, createdAtMs: now, lastTryAtMs: null, deliveredAtMs: null })
+    .where(and(key(current.runId, current.kind), eq(trackerDeliveries.request, current.request)));
+  return (await readTrackerDelivery(db, current.runId, current.kind)) ?? current;
 }
 
 /** Claims try `expected + 1` (a compare-and-swap on the count); null when another delivery took it. */

@@ -23,14 +23,17 @@ export interface DeliveryRequest {
   /** pr_comment, review_label: the pull request (publication). */
   pr_url?: string;
   pr_number?: number;
+  /** blocker_comment: the attempt whose blocker it is; a later attempt's blocker supersedes it. */
+  attempt?: number;
 }
 
 /**
  * The hidden marker every comment carries, so a crash after posting and before the receipt finds
- * the comment instead of posting it twice.
+ * the comment instead of posting it twice. A run blocked again in a later attempt gets a new
+ * comment: its marker names that attempt.
  */
-export function deliveryMarker(runId: string, kind: DeliveryKind): string {
-  return `<!-- docket:run=${runId}:kind=${kind} -->`;
+export function deliveryMarker(runId: string, kind: DeliveryKind, attempt?: number): string {
+  return `<!-- docket:run=${runId}:kind=${kind}${attempt && attempt > 1 ? `:attempt=${attempt}` : ""} -->`;
 }
 
 /**

@@ -346,4 +346,25 @@ describe("continuing a blocked run", () => {
     const runs = await call("GET", "/v1/runs?limit=200", { token: s.org.admin });
     expect(runs.body.runs.map((r: Json) => r.id)).toEqual([runId]);
   });
+
+  it("a run blocked again in a later attempt gets a comment for its new blocker, and the first one's receipt is superseded", async () => {
+    const s = await setup("continue-again");
+    const number = nextNumber++;
+    const { runId } = await blockedRun(s, number);
+    expect((await handleDelivery(env, config, fake.deps, message(s, labeled(s, number))))?.outcome).toBe("authorized");
+    const second = await start(s, runId);
+    const again = { ...BLOCKER, summary: "Redis is chosen, but no Redis URL is configured.", questions: ["Which Redis URL?"] };
+    expect((await blockedReport(second.token, runId, 1, again)).status).toBe(200);
+    expect((await getRun(s.org.admin, runId)).blocker).toMatchObject({ summary: again.summary, attempt: 2 });
+
+    const delivered = await waitFor("the second blocker comment", async () =>
+      (await deliveries(s.org.admin, runId)).find((d) => d.status === "delivered" && (s.tracker.comments.get(number) ?? []).length === 2 && d.receipt.comment_id === s.tracker.comments.get(number)![1].id),
+    );
+    const comments = s.tracker.comments.get(number)!;
+    expect(comments[0].body).toContain(BLOCKER.summary);
+    expect(comments[1].body).toContain(again.summary);
+    expect(comments[1].body).toContain(deliveryMarker(runId, "blocker_comment", 2));
+    expect(delivered).toMatchObject({ kind: "blocker_comment", tries: 1 });
+    expect(await deliveries(s.org.admin, runId)).toHaveLength(1);
+  });
 });
