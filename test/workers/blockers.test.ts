@@ -12,7 +12,8 @@ import { describe, expect, it } from "vitest";
 import { handleDelivery, type AutopilotMessage } from "../../src/autopilot/queue";
 import { reconcileProject } from "../../src/autopilot/reconcile";
 import { loadConfig } from "../../src/config";
-import { deliveryMarker } from "../../src/tracker/requests";
+import { requestTrackerDelivery } from "../../src/tracker/deliver";
+import { deliveryMarker, TRACKER_DELIVERY_EVENT } from "../../src/tracker/requests";
 import { waitFor } from "./events-helpers";
 import { attemptCall, call, claim, createOrg, dispatch, getRun, registerRunner, report } from "./helpers";
 import { briefBody, createProject, example, installRealAutopilotWithTracker, type FakeTracker, type RealProject } from "./autopilot-fakes";
@@ -287,6 +288,58 @@ describe("the blocker comment on the issue", () => {
     const other = await createOrg("deliver-other");
     expect((await call("GET", `/v1/runs/${runId}/deliveries`, { token: other.admin })).status).toBe(404);
     expect((await call("POST", `/v1/runs/${runId}/deliveries/blocker_comment/retry`, { token: other.admin, body: {} })).status).toBe(404);
+  });
+});
+
+describe("the publication deliveries (asked for by a published run)", () => {
+  /** The outbox event a published run emits, handled as the consumer handles it. */
+  async function ask(s: Setup, runId: string, number: number, seq: number, data: Json) {
+    await requestTrackerDelivery(env, {
+      run_id: runId,
+      org_id: s.org.orgId,
+      seq,
+      attempt: 1,
+      type: TRACKER_DELIVERY_EVENT,
+      at_ms: Date.now(),
+      data: { ticket_key: `github:${s.project.repository}#${number}`, project_id: s.project.id, ...data },
+    });
+  }
+
+  it("review_label takes the ready label off and puts the review label on; pr_comment links the pull request once", async () => {
+    const s = await setup("publication-deliveries");
+    const number = nextNumber++;
+    const runId = await admit(s, number);
+    const prUrl = `https://github.com/${s.project.repository}/pull/77`;
+    await ask(s, runId, number, 900, { kind: "review_label", pr_url: prUrl, pr_number: 77 });
+    await ask(s, runId, number, 901, { kind: "pr_comment", pr_url: prUrl, pr_number: 77 });
+    const done = await waitFor("both deliveries", async () => {
+      const list = await deliveries(s.org.admin, runId);
+      return list.length === 2 && list.every((d) => d.status === "delivered") ? list : undefined;
+    });
+    const labels = s.tracker.issues.get(number)!.facts.labels;
+    expect(labels).not.toContain(s.project.readyLabel);
+    expect(labels).toContain(s.project.reviewLabel);
+    const comments = s.tracker.comments.get(number)!;
+    expect(comments).toHaveLength(1);
+    expect(comments[0].body).toContain(prUrl);
+    expect(comments[0].body).toContain(deliveryMarker(runId, "pr_comment"));
+    expect(done.find((d) => d.kind === "review_label")).toMatchObject({ receipt: null, tries: 1 });
+    expect(done.find((d) => d.kind === "pr_comment")).toMatchObject({ receipt: { comment_id: comments[0].id, url: comments[0].url } });
+    // The same events again send nothing.
+    await ask(s, runId, number, 901, { kind: "pr_comment", pr_url: prUrl, pr_number: 77 });
+    await new Promise((r) => setTimeout(r, 1_500));
+    expect(s.tracker.comments.get(number)).toHaveLength(1);
+    expect(s.tracker.calls.labels).toBe(1);
+  });
+
+  it("a malformed delivery event is refused (retried, then dead-lettered) and records nothing", async () => {
+    const s = await setup("publication-bad");
+    const runId = await admit(s, nextNumber++);
+    await expect(ask(s, runId, nextNumber, 902, { kind: "a_fax" })).rejects.toThrow(/kind/);
+    await expect(
+      requestTrackerDelivery(env, { run_id: runId, org_id: s.org.orgId, seq: 903, attempt: 1, type: TRACKER_DELIVERY_EVENT, at_ms: Date.now(), data: { kind: "pr_comment", ticket_key: "jira:X-1", project_id: s.project.id } }),
+    ).rejects.toThrow(/ticket_key/);
+    expect(await deliveries(s.org.admin, runId)).toEqual([]);
   });
 });
 
