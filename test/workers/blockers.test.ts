@@ -421,3 +421,18 @@ describe("continuing a blocked run", () => {
     expect(await deliveries(s.org.admin, runId)).toHaveLength(1);
   });
 });
+
+describe("the document describes the delivery routes", () => {
+  it("lists listRunDeliveries and retryRunDelivery with their tag, the refusals they give, and the blocked report outcome", async () => {
+    const doc = (await call("GET", "/v1/openapi.json")).body;
+    const list = doc.paths["/v1/runs/{id}/deliveries"]?.get;
+    const retry = doc.paths["/v1/runs/{id}/deliveries/{kind}/retry"]?.post;
+    expect(list).toMatchObject({ operationId: "listRunDeliveries", tags: ["Autopilot"] });
+    expect(retry).toMatchObject({ operationId: "retryRunDelivery", tags: ["Autopilot"] });
+    const codes = (op: Json, status: number) => op.responses[String(status)]?.content["application/json"].schema.properties.error.properties.code.enum ?? [];
+    expect(codes(list, 404)).toEqual(["not_found"]);
+    expect(codes(retry, 409)).toEqual(["invalid_transition"]);
+    expect(codes(retry, 403)).toEqual(["forbidden"]);
+    expect(JSON.stringify(doc.paths["/v1/runs/{id}/reports"].post.requestBody)).toContain('"blocked"');
+  });
+});
