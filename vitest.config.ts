@@ -29,6 +29,9 @@ export default defineConfig(async () => {
                   CONTRACT_CHECK: "enforce",
                   BACKOFF_BASE_MS: "1000",
                   BACKOFF_MAX_MS: "8000",
+                  // Tracker deliveries retry within a test's patience: 1 s doubling, 3 tries (test/workers/blockers.test.ts).
+                  TRACKER_DELIVERY_BACKOFF_BASE_MS: "1000",
+                  TRACKER_DELIVERY_MAX_ATTEMPTS: "3",
                   // Model-based tests (test/workers/model-harness.ts): how many sequences, their length, and one
                   // seed for every lane of this run, printed so that MODEL_SEED=<seed> replays them.
                   MODEL_RUNS: process.env.MODEL_RUNS ?? "",

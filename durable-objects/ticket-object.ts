@@ -52,7 +52,8 @@ export type ObservationOutcome =
   | "unchanged"
   | "refused"
   | "capacity_wait"
-  | "lapsed";
+  | "lapsed"
+  | "authorized";
 
 export interface ObservationAnswer {
   outcome: ObservationOutcome;
@@ -62,7 +63,7 @@ export interface ObservationAnswer {
 
 export interface TicketHistoryEntry {
   at_ms: number;
-  kind: "admitted" | "refused" | "capacity_wait" | "lapsed" | "run_ended";
+  kind: "admitted" | "refused" | "capacity_wait" | "lapsed" | "run_ended" | "authorized";
   /** `withdraw_retry`: the ticket's alarm finished a lapse whose withdrawal had failed. */
   door: AdmissionDoor | "withdraw_retry";
   generation: string | null;
@@ -229,6 +230,8 @@ export class TicketObject extends DurableObject<Env> {
     const generation = obs.transition?.eventId ?? row.generation;
     const unfinished = row.run_id ? await this.unfinishedRun(row, obs, now) : null;
     if (unfinished) {
+      const authorized = obs.eligibility.eligible ? await this.authorizeBlocked(obs, row, unfinished, now) : null;
+      if (authorized) return authorized;
       // Eligible again before the withdrawal happened: the ticket backs its run again.
       if (obs.eligibility.eligible) return this.settle(obs, { ...row, ...NO_WITHDRAWAL }, now, { outcome: "already_admitted", runId: unfinished, reasons: [] });
       return this.lapse(obs, row, unfinished, obs.eligibility.reasons, now);
@@ -307,6 +310,32 @@ export class TicketObject extends DurableObject<Env> {
     await this.project(next);
     log("autopilot.admitted", { ticket: obs.ticketKey, project: row.project_id, run_id: runId, generation, door: obs.door, reason: reasons[0] });
     return next;
+  }
+
+  /**
+   * Only a new human readiness generation continues a blocked run (../shared/spec/run-lifecycle.md,
+   * "Blocker and failure"): a ready transition a person made after the blocker, never the one that
+   * admitted the run. The run goes back to the queue (the same run, its attempt history kept) and
+   * the generation is recorded as consumed. A reply comment, a label snapshot or a bot's label
+   * brings no such transition and changes nothing. Null: nothing to authorize.
+   */
+  private async authorizeBlocked(obs: Observation, row: TicketRow, runId: string, now: number): Promise<ObservationAnswer | null> {
+    const transition = obs.transition;
+    const readiness = obs.readiness;
+    if (!transition || transition.eventId === row.admitted_generation || !readiness?.ok) return null;
+    const run = await runStub(this.env, runId).read(row.org_id);
+    if (isRefusal(run) || run.state !== "blocked" || !run.blocker) return null;
+    // GitHub records whole seconds: a transition in the blocker's second counts as after it.
+    if (transition.atMs < Math.floor(run.blocker.at_ms / 1_000) * 1_000) return null;
+    const answer = await runStub(this.env, runId).control(row.org_id, { type: "authorize" });
+    if (isRefusal(answer)) return null;
+    const generation = transition.eventId;
+    const next: TicketRow = { ...row, ...NO_WITHDRAWAL, status: "admitted", reasons: "[]", generation, admitted_generation: generation, updated_at_ms: now };
+    const reasons = [`a human readiness change after the blocker (${run.blocker.summary}) requeued the run`];
+    this.write(obs, next, now, { kind: "authorized", run_id: runId, reasons, basis: readiness.basis, actor: readiness.actor });
+    await this.project(next);
+    log("autopilot.authorized", { ticket: obs.ticketKey, project: obs.project.id, run_id: runId, generation, door: obs.door, actor: readiness.actor, reason: reasons[0] });
+    return { outcome: "authorized", runId, reasons: [] };
   }
 
   /**

@@ -15,6 +15,7 @@ import { autopilotAdmissionRoutes } from "./routes/autopilot-admission";
 import { buildJobRoutes } from "./routes/build-jobs";
 import { creditRoutes } from "./routes/credits";
 import { eventRoutes } from "./routes/events";
+import { deliveryRoutes } from "./routes/deliveries";
 import { orgRoutes } from "./routes/orgs";
 import { projectRoutes } from "./routes/projects";
 import { runRoutes } from "./routes/runs";
@@ -50,6 +51,7 @@ export const app = new Hono<AppEnv>()
   .route("/v1", runnerRoutes)
   .route("/v1", runRoutes)
   .route("/v1", eventRoutes)
+  .route("/v1", deliveryRoutes)
   .route("/v1", creditRoutes)
   .route("/v1", projectRoutes)
   .route("/v1", buildJobRoutes)

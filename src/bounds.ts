@@ -65,8 +65,26 @@ export function checkProject(config: Config, body: { labels?: string[]; launch: 
   checkLaunch(config, body.launch);
 }
 
-export function checkReport(config: Config, body: { lines?: string[]; final?: { artifact?: { patch: string } | null } | null }): void {
+export function checkReport(config: Config, body: { lines?: string[]; final?: { artifact?: { patch: string } | null; blocker?: BlockerBounded } | null }): void {
   atMost("lines", body.lines?.length ?? 0, config.reportLinesMax, "lines");
   const patch = body.final?.artifact?.patch;
   if (patch !== undefined) atMost("final.artifact.patch", patch.length, config.artifactPatchMaxChars, "characters");
+  if (body.final?.blocker) checkBlocker(config, body.final.blocker, "final.blocker");
+}
+
+interface BlockerBounded {
+  summary: string;
+  evidence: string[];
+  questions: string[];
+  human_action: string;
+}
+
+/** A blocker's texts and lists within BLOCKER_TEXT_MAX_CHARS and BLOCKER_ITEMS_MAX. */
+function checkBlocker(config: Config, blocker: BlockerBounded, at: string): void {
+  atMost(`${at}.summary`, blocker.summary.length, config.blockerTextMaxChars, "characters");
+  atMost(`${at}.human_action`, blocker.human_action.length, config.blockerTextMaxChars, "characters");
+  for (const list of ["evidence", "questions"] as const) {
+    atMost(`${at}.${list}`, blocker[list].length, config.blockerItemsMax, "items");
+    blocker[list].forEach((item, i) => atMost(`${at}.${list}[${i}]`, item.length, config.blockerTextMaxChars, "characters"));
+  }
 }

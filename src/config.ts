@@ -146,6 +146,13 @@ export interface Config {
   autopilotSchedulerSlotCheckMax: number;
   /** Autopilot scheduler: paused runs one enable re-queues (oldest first; enable again for the rest). */
   autopilotSchedulerResumeMax: number;
+  /** Blockers: the longest text of a blocker's summary, human action and each evidence item or question, and the most items of each list. */
+  blockerTextMaxChars: number;
+  blockerItemsMax: number;
+  /** Tracker deliveries (blocker comment, review label, PR comment): tries before a delivery is failed, and the backoff between them (doubling, capped). */
+  trackerDeliveryMaxAttempts: number;
+  trackerDeliveryBackoffBaseMs: number;
+  trackerDeliveryBackoffMaxMs: number;
 }
 
 export const DEFAULTS: Config = {
@@ -230,6 +237,11 @@ export const DEFAULTS: Config = {
   autopilotSchedulerSlotCheckMs: 60_000,
   autopilotSchedulerSlotCheckMax: 20,
   autopilotSchedulerResumeMax: 100,
+  blockerTextMaxChars: 4_000,
+  blockerItemsMax: 20,
+  trackerDeliveryMaxAttempts: 8,
+  trackerDeliveryBackoffBaseMs: 5_000,
+  trackerDeliveryBackoffMaxMs: 600_000,
 };
 
 // The schemas' hard ceilings (src/protocol/bounds.ts) are configurable bounds of this Config.
@@ -316,6 +328,11 @@ const VAR_NAMES: Record<keyof Config, string> = {
   autopilotSchedulerSlotCheckMs: "AUTOPILOT_SCHEDULER_SLOT_CHECK_MS",
   autopilotSchedulerSlotCheckMax: "AUTOPILOT_SCHEDULER_SLOT_CHECK_MAX",
   autopilotSchedulerResumeMax: "AUTOPILOT_SCHEDULER_RESUME_MAX",
+  blockerTextMaxChars: "BLOCKER_TEXT_MAX_CHARS",
+  blockerItemsMax: "BLOCKER_ITEMS_MAX",
+  trackerDeliveryMaxAttempts: "TRACKER_DELIVERY_MAX_ATTEMPTS",
+  trackerDeliveryBackoffBaseMs: "TRACKER_DELIVERY_BACKOFF_BASE_MS",
+  trackerDeliveryBackoffMaxMs: "TRACKER_DELIVERY_BACKOFF_MAX_MS",
 };
 
 /** Reads the config from Worker vars; a malformed value is a deployment error and throws at once. */
@@ -358,6 +375,7 @@ export function loadConfig(vars: Record<string, unknown>): Config {
   if (config.githubRequestTimeoutMs < 1) throw new Error("GITHUB_REQUEST_TIMEOUT_MS must be at least 1");
   if (config.githubPageSize < 1 || config.githubPageSize > 100) throw new Error("GITHUB_PAGE_SIZE must be between 1 and 100");
   if (config.githubPagesMax < 1) throw new Error("GITHUB_PAGES_MAX must be at least 1");
+  if (config.trackerDeliveryMaxAttempts < 1) throw new Error("TRACKER_DELIVERY_MAX_ATTEMPTS must be at least 1");
   return config;
 }
 

@@ -14,6 +14,10 @@ export const PHASES = ['planning', 'implementing', 'verifying'];
 /** `::phase implementing` on its own line (stdout or stderr) sets the phase. */
 export const PHASE_LINE = /^::phase\s+(\S+)\s*$/;
 
+/** The server's default blocker bounds (BLOCKER_TEXT_MAX_CHARS, BLOCKER_ITEMS_MAX); a longer blocker is cut to them. */
+const BLOCKER_TEXT_MAX_CHARS = 4_000;
+const BLOCKER_ITEMS_MAX = 20;
+
 /** Daemon exit codes. */
 export const DAEMON_EXIT = { delivered: 0, undelivered: 1, usage: 2, attemptOver: 3, stopped: 143 };
 
@@ -173,9 +177,9 @@ export class ReportSequence {
  */
 export function readResultFile(path: string | undefined): {
   model: string | null; limitations: string[]; cost_cents: number | null; cost_uncertain: boolean;
-  outcome: string | null; error: string | null; problem: string | null;
+  outcome: string | null; error: string | null; problem: string | null; blocker: Blocker | null;
 } {
-  const empty = { model: null, limitations: [], cost_cents: null, cost_uncertain: false, outcome: null, error: null, problem: null };
+  const empty = { model: null, limitations: [], cost_cents: null, cost_uncertain: false, outcome: null, error: null, problem: null, blocker: null };
   if (!path) return empty;
   let text;
   try {
@@ -197,15 +201,37 @@ export function readResultFile(path: string | undefined): {
     if (Number.isSafeInteger(r.cost_cents) && r.cost_cents >= 0) cost = r.cost_cents;
     else uncertain = true;
   }
+  const blocked = r.outcome === 'blocked' ? readBlocker(r.blocker) : null;
   return {
     model: typeof r.model === 'string' ? r.model.slice(0, 200) : null,
     limitations,
     cost_cents: cost,
     cost_uncertain: uncertain,
-    outcome: r.outcome === 'failed' || r.outcome === 'completed' ? r.outcome : null,
-    error: typeof r.error === 'string' ? r.error.slice(0, 2000) : null,
+    // A blocked outcome without a usable blocker is a failure that says why.
+    outcome: r.outcome === 'failed' || r.outcome === 'completed' ? r.outcome : r.outcome === 'blocked' ? (blocked?.blocker ? 'blocked' : 'failed') : null,
+    error: blocked?.problem ?? (typeof r.error === 'string' ? r.error.slice(0, 2000) : null),
     problem: null,
+    blocker: blocked?.blocker ?? null,
   };
+}
+
+/** What the agent reports when it needs a person (docs/protocol.md, "Blockers"). */
+export type Blocker = { summary: string; evidence: string[]; questions: string[]; human_action: string };
+
+/**
+ * The result file's `blocker`, cut to the server's default bounds (BLOCKER_TEXT_MAX_CHARS,
+ * BLOCKER_ITEMS_MAX), or why it cannot be used: a blocker needs a summary and a human action.
+ */
+export function readBlocker(raw: unknown): { blocker: Blocker | null; problem: string | null } {
+  const b = raw as Record<string, unknown> | null;
+  const text = (v: unknown) => (typeof v === 'string' ? v.trim().slice(0, BLOCKER_TEXT_MAX_CHARS) : '');
+  const list = (v: unknown) => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string' && x.trim() !== '').slice(0, BLOCKER_ITEMS_MAX).map(text) : []);
+  if (!b || typeof b !== 'object' || Array.isArray(b)) return { blocker: null, problem: 'the agent reported outcome "blocked" without a blocker object' };
+  const blocker = { summary: text(b.summary), evidence: list(b.evidence), questions: list(b.questions), human_action: text(b.human_action) };
+  if (!blocker.summary || !blocker.human_action) {
+    return { blocker: null, problem: 'the agent reported outcome "blocked" but its blocker lacks a summary or a human_action' };
+  }
+  return { blocker, problem: null };
 }
 
 function run(cmd: string, args: string[], { cwd, env }: { cwd: string; env?: Record<string, string | undefined> }): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -261,8 +287,9 @@ type AgentExit = { code: number | null; signal: NodeJS.Signals | null };
 
 /** The body's `final` in the last report (docs/protocol.md, "Daemon reports (run-attempt token)"). */
 type FinalResult = {
-  outcome: 'failed' | 'completed';
+  outcome: 'failed' | 'completed' | 'blocked';
   error?: string;
+  blocker?: Blocker;
   exit_codes: { agent: number };
   artifact: { patch: string; source_revision: string | null; model: string | null; limitations: string[] };
   cost_cents: number | null;
@@ -561,9 +588,12 @@ async function composeFinal(d: Daemon, agentCode: number, cwd: string, resultFil
   }
   if (patchProblem) limitations.push(`the patch could not be computed: ${patchProblem}`);
   if (result.problem) limitations.push(result.problem);
-  const failed = agentCode !== 0 || result.outcome === 'failed';
+  // A blocker the agent wrote is its outcome whatever its exit code: it stopped to ask a person.
+  const blocked = result.outcome === 'blocked' && result.blocker !== null;
+  const failed = !blocked && (agentCode !== 0 || result.outcome === 'failed');
   const final: FinalResult = {
-    outcome: failed ? 'failed' : 'completed',
+    outcome: blocked ? 'blocked' : failed ? 'failed' : 'completed',
+    ...(blocked ? { blocker: result.blocker! } : {}),
     ...(failed ? { error: result.error ?? (agentCode !== 0 ? `the agent exited with code ${agentCode}` : 'the agent reported failure') } : {}),
     exit_codes: { agent: agentCode },
     artifact: { patch: sentPatch, source_revision: d.sourceRevision, model: result.model, limitations: limitations.slice(0, 100) },

@@ -82,6 +82,21 @@ describe('the result file', () => {
     expect(readResultFile(path)).toMatchObject({ model: 'm', limitations: ['a'], cost_cents: 42, cost_uncertain: false });
   });
 
+  it('a blocked outcome without a summary or human action is a failure that says why; a long blocker is cut to the default bounds', () => {
+    const d = tmp();
+    const path = join(d, 'result.json');
+    writeFileSync(path, JSON.stringify({ outcome: 'blocked', blocker: { summary: 'stuck' } }));
+    expect(readResultFile(path)).toMatchObject({ outcome: 'failed', blocker: null, error: expect.stringMatching(/lacks a summary or a human_action/) });
+    writeFileSync(path, JSON.stringify({ outcome: 'blocked' }));
+    expect(readResultFile(path)).toMatchObject({ outcome: 'failed', blocker: null, error: expect.stringMatching(/without a blocker object/) });
+    writeFileSync(path, JSON.stringify({ outcome: 'blocked', blocker: { summary: 'x'.repeat(5_000), human_action: 'answer', questions: Array.from({ length: 30 }, (_, i) => `q${i}`) } }));
+    const read = readResultFile(path);
+    expect(read.outcome).toBe('blocked');
+    expect(read.blocker.summary).toHaveLength(4_000);
+    expect(read.blocker.questions).toHaveLength(20);
+    expect(read.blocker.evidence).toEqual([]);
+  });
+
   it('a cost that is not whole non-negative cents is uncertain (the job goes to cost review)', () => {
     const d = tmp();
     const path = join(d, 'result.json');
@@ -214,6 +229,51 @@ describe('the daemon against a flaky server', () => {
       expect(lines.filter((l) => l === 'first')).toHaveLength(1);
       expect(lines.filter((l) => l === 'second')).toHaveLength(1);
       expect(JSON.parse(readFileSync(join(state, 'final.json'), 'utf8'))).toMatchObject({ delivered: true, answer_state: 'completed' });
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('an agent that writes a blocker to its result file ends the attempt with outcome blocked and the blocker, even with a non-zero exit code', async () => {
+    const server = await fakeServer(({ path }) => {
+      if (!path.endsWith('/reports')) return { status: 404, body: { error: { code: 'not_found', message: '' } } };
+      return { status: 200, body: attemptAnswerBody({ state: 'blocked', lease_expires_at_ms: null }) };
+    });
+    const state = tmp();
+    const agent = join(state, 'agent.mjs');
+    writeFileSync(agent, `
+      import { writeFileSync } from 'node:fs';
+      writeFileSync(process.env.DOCKET_RESULT_FILE, JSON.stringify({ outcome: 'blocked', blocker: {
+        summary: 'Which database should the cache use?', evidence: ['config.yml names two', 7], questions: ['Postgres or SQLite?'],
+        human_action: 'Answer on the issue, then add the ready label again',
+      } }));
+      process.exit(2);
+    `);
+    try {
+      const code = await runDaemon([process.execPath, agent], {
+        cwd: state,
+        log: () => {},
+        echo: () => {},
+        env: {
+          ...process.env,
+          DOCKET_URL: server.url, DOCKET_RUN_ID: RUN_ID, DOCKET_ATTEMPT: '1', DOCKET_ATTEMPT_TOKEN: 'dkt_a_t', DOCKET_STATE_DIR: state,
+          DOCKET_RESULT_FILE: join(state, 'result.json'), DOCKET_DAEMON_FLUSH_MS: '20',
+        },
+      });
+      expect(code).toBe(0);
+      const final = server.requests.filter((r) => r.path === `/v1/runs/${RUN_ID}/reports` && r.body.final).at(-1).body.final;
+      expect(final).toMatchObject({
+        outcome: 'blocked',
+        exit_codes: { agent: 2 },
+        blocker: {
+          summary: 'Which database should the cache use?',
+          evidence: ['config.yml names two'],
+          questions: ['Postgres or SQLite?'],
+          human_action: 'Answer on the issue, then add the ready label again',
+        },
+      });
+      expect(final.error).toBeUndefined();
+      expect(JSON.parse(readFileSync(join(state, 'final.json'), 'utf8'))).toMatchObject({ delivered: true, answer_state: 'blocked' });
     } finally {
       await server.close();
     }

@@ -15,6 +15,8 @@ export interface AdmissionProject {
   provider: "github";
   repository: string;
   readyLabel: string;
+  /** The label a published run's ticket moves to (tracker delivery review_label). */
+  reviewLabel: string;
   briefHeading: string;
   queueCapacity: number;
   run: { labels: string[]; priority: number; launch: { protocol?: string; command: string[]; image?: string | null; env?: Record<string, string> }; repositoryUrl?: string | null };

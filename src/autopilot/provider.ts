@@ -65,4 +65,22 @@ export interface TrackerProvider {
   lastReadyTransition(ref: TicketRef, label: string): Promise<ReadyTransition | null>;
   /** Open issues carrying `label`, a bounded page at a time. */
   listReadyIssues(label: string, cursor: string | null, pageSize: number): Promise<ReadyIssuePage>;
+  /** Posts a comment on the ticket once (no retry of its own: a delivery looks for it before posting again). */
+  postComment(ref: TicketRef, body: string): Promise<CommentReceipt>;
+  /** The ticket's comment whose text contains `marker`, or null (a bounded number of pages is read). */
+  findComment(ref: TicketRef, marker: string): Promise<CommentReceipt | null>;
+  /** Removes and adds labels on the ticket; removing a label it does not carry is no failure. */
+  moveLabels(ref: TicketRef, labels: { remove: string[]; add: string[] }): Promise<void>;
+}
+
+/** A comment as the tracker stored it. */
+export interface CommentReceipt {
+  id: string;
+  url: string;
+}
+
+/** `github:owner/repo#12` back into its parts; null for anything else. */
+export function parseTicketKey(key: string): TicketRef | null {
+  const match = /^github:([^/#\s]+\/[^/#\s]+)#(\d+)$/.exec(key);
+  return match ? { provider: "github", repository: match[1], number: Number(match[2]) } : null;
 }

@@ -235,9 +235,10 @@ export const WebhookAccepted = z.object({
 export type WebhookAccepted = z.infer<typeof WebhookAccepted>;
 
 const outcome = z
-  .enum(["duplicate_delivery", "admitted", "already_admitted", "unchanged", "refused", "capacity_wait", "lapsed"])
+  .enum(["duplicate_delivery", "admitted", "already_admitted", "unchanged", "refused", "capacity_wait", "lapsed", "authorized"])
   .describe(
     "admitted: a run was created; already_admitted: the ticket's run is unfinished; unchanged: this readiness generation already had its run; " +
+      "authorized: a new human readiness generation requeued the ticket's blocked run; " +
       "refused / capacity_wait: no run, see reasons; lapsed: the queued run was withdrawn (cancelled) because the issue is no longer eligible; " +
       "duplicate_delivery: this webhook delivery was seen before.",
   );
@@ -285,7 +286,7 @@ export const AdmissionTicketPath = AdmissionProjectPath.extend({ number: z.coerc
 /** One entry of a ticket's history: an admission, a refusal, a capacity wait, a lapse, or its run's end. */
 export const TicketHistoryEntry = z.object({
   at_ms: epochMs,
-  kind: z.enum(["admitted", "refused", "capacity_wait", "lapsed", "run_ended"]),
+  kind: z.enum(["admitted", "refused", "capacity_wait", "lapsed", "run_ended", "authorized"]).describe("authorized: a new human readiness generation requeued the blocked run (the generation is consumed)"),
   door: z.enum(["webhook", "reconcile", "startup", "operator", "withdraw_retry"]).describe("The door of the observation; withdraw_retry: the ticket's alarm finished a lapse whose withdrawal had failed."),
   generation: z.string().nullable(),
   run_id: runId.nullable(),

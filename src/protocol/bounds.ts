@@ -17,4 +17,7 @@ export const BOUND_CEILINGS = {
   requestBodyMaxBytes: 1_900_000,
   // Autopilot: admitted waiting runs one project may hold.
   autopilotQueueCapacityMax: 10_000,
+  // Blockers: one text of a blocker, and the items of its evidence and questions.
+  blockerTextMaxChars: 20_000,
+  blockerItemsMax: 100,
 } as const;

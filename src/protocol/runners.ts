@@ -3,6 +3,7 @@
 
 import { z } from "zod";
 import { BOUND_CEILINGS } from "./bounds.js";
+import { BlockerReport } from "./runs.js";
 import { attemptNumber, cliVersion, epochMs, keysetCursor, labelList, machineId, orgId, page, pageQuery, protocolList, runId } from "./common.js";
 
 // ---- requests ----------------------------------------------------------------------------------
@@ -49,7 +50,7 @@ export const ReportBody = z
     lines: z.array(z.string().max(100_000)).max(BOUND_CEILINGS.reportLinesMax).optional(),
     final: z
       .object({
-        outcome: z.enum(["completed", "failed"]),
+        outcome: z.enum(["completed", "failed", "blocked"]).describe("blocked: the agent needs a person; `blocker` says why"),
         error: z.string().max(4_000).nullable().optional(),
         exit_codes: z.record(z.string().max(64), z.number().int()).optional(),
         artifact: z
@@ -63,8 +64,13 @@ export const ReportBody = z
           .nullable()
           .optional(),
         cost_cents: z.number().int().min(0).nullable().optional(),
+        blocker: BlockerReport.optional().describe("required with outcome blocked, refused with any other"),
       })
       .strict()
+      .refine((f) => (f.outcome === "blocked") === (f.blocker !== undefined), {
+        message: "a blocked outcome carries a blocker, and only a blocked outcome does",
+        path: ["blocker"],
+      })
       .nullable()
       .optional(),
   })

@@ -124,6 +124,21 @@ export const RunArtifact = z.object({
   exit_codes: z.record(z.string(), z.number().int()).describe('the exit codes the daemon reported, like {"agent": 0}'),
 }).meta({ id: "RunArtifact" });
 
+/** What an agent reports when it cannot go on without a person (docs/protocol.md, "Blockers"). */
+export const BlockerReport = z.object({
+  summary: z.string().min(1).max(BOUND_CEILINGS.blockerTextMaxChars).describe("what stops the agent, in a sentence or two"),
+  evidence: z.array(z.string().max(BOUND_CEILINGS.blockerTextMaxChars)).max(BOUND_CEILINGS.blockerItemsMax).describe("what the agent saw that shows it"),
+  questions: z.array(z.string().max(BOUND_CEILINGS.blockerTextMaxChars)).max(BOUND_CEILINGS.blockerItemsMax).describe("concrete questions for a person"),
+  human_action: z.string().min(1).max(BOUND_CEILINGS.blockerTextMaxChars).describe("what a person must do before the run can go on"),
+}).strict().meta({ id: "BlockerReport" });
+export type BlockerReport = z.infer<typeof BlockerReport>;
+
+/** A blocked run's blocker as stored: the report, the attempt that made it and when. */
+export const RunBlocker = BlockerReport.extend({
+  attempt: z.number().int().describe("the attempt whose agent reported it"),
+  at_ms: epochMs,
+}).meta({ id: "RunBlocker" });
+
 /** A run as POST /v1/runs, GET /v1/runs/:id and the cancel answer show it: every field, the same shape. */
 export const Run = z.object({
   id: runId,
@@ -158,7 +173,7 @@ export const Run = z.object({
     .nullable()
     .describe("a recorded cancel request"),
   last_error: z.string().nullable(),
-  blocker: z.string().nullable().describe("why a blocked run waits for a human tracker change"),
+  blocker: RunBlocker.nullable().describe("why a blocked run waits for a human readiness change; null once a human authorized it again"),
   artifact: RunArtifact.nullable().describe("the final report's result; null until a final report"),
   cost_cents: z.number().int().nullable().describe("the cost the final report gave"),
   steps: z.array(RunStep).describe("one entry per attempt, oldest first"),
@@ -218,3 +233,26 @@ export const RedeliveredEvents = z.object({
 });
 
 export const RedeliveredCallback = z.object({ run_id: runId, callback: CallbackDelivery });
+
+// ---- tracker deliveries (docs/protocol.md, "Tracker deliveries") -----------------------------------
+
+export const TRACKER_DELIVERY_KINDS = ["blocker_comment", "review_label", "pr_comment"] as const;
+
+export const TrackerDelivery = z.object({
+  kind: z.enum(TRACKER_DELIVERY_KINDS).describe("blocker_comment: the blocker on the issue; review_label: ready label off, review label on; pr_comment: a link to the pull request"),
+  ticket_key: z.string().describe("the ticket it goes to, like github:owner/repo#12"),
+  project_id: z.string().describe("the autopilot project whose tracker credentials perform it"),
+  status: z.enum(["pending", "delivered", "failed"]).describe("failed: the tries ran out; an operator may retry it"),
+  tries: z.number().int().describe("tries made in the current round"),
+  max_tries: z.number().int().describe("TRACKER_DELIVERY_MAX_ATTEMPTS"),
+  last_error: z.string().nullable(),
+  receipt: z.object({ comment_id: z.string(), url: z.string() }).nullable().describe("the tracker's comment, once delivered; null for labels"),
+  created_at_ms: epochMs,
+  last_try_at_ms: epochMs.nullable(),
+  delivered_at_ms: epochMs.nullable(),
+}).meta({ id: "TrackerDelivery" });
+
+export const TrackerDeliveries = z.object({ run_id: runId, deliveries: z.array(TrackerDelivery).describe("at most one per kind, oldest first") });
+export const TrackerDeliveryPath = z.object({ id: runId, kind: z.enum(TRACKER_DELIVERY_KINDS) });
+export const RetryTrackerDeliveryBody = z.object({}).strict();
+export const RetriedTrackerDelivery = z.object({ run_id: runId, delivery: TrackerDelivery });

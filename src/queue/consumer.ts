@@ -14,7 +14,8 @@ import { log, logRun } from "../lib/log";
 import { performEffects } from "./effects";
 import { isRefusal } from "../errors";
 import { runStub } from "../lib/stubs";
-import { eventAttempt, type CallbackMessage, isCallbackMessage, parseOutboxMessage, queueRetryDelaySeconds } from "./messages";
+import { eventAttempt, type CallbackMessage, isCallbackMessage, isTrackerDeliveryMessage, parseOutboxMessage, queueRetryDelaySeconds, type TrackerDeliveryMessage } from "./messages";
+import { deliverToTracker } from "../tracker/deliver";
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
@@ -23,6 +24,7 @@ export async function consumeEvents(batch: MessageBatch<unknown>, env: Env): Pro
   const config = loadConfig(env);
   for (const message of batch.messages) {
     if (isCallbackMessage(message.body)) await consumeCallback(message, env, config);
+    else if (isTrackerDeliveryMessage(message.body)) await consumeTrackerDelivery(message, message.body, env, config);
     else await consumeEvent(message, env, config);
   }
 }
@@ -83,6 +85,19 @@ async function consumeCallback(message: Message<unknown>, env: Env, config: Conf
     const failed = { seq: body.seq, try: message.attempts, reason: String(err), retry_in_s: delaySeconds };
     if (body.attempt === undefined) log("callback.consume_failed", { ...failed, run_id: body.run_id });
     else logRun("callback.consume_failed", { run: body.run_id, attempt: body.attempt, ...failed });
+  }
+}
+
+/** One try of a tracker delivery; Docket's own failure (D1 unreachable) retries the message. */
+async function consumeTrackerDelivery(message: Message<unknown>, body: TrackerDeliveryMessage, env: Env, config: Config): Promise<void> {
+  try {
+    const outcome = await deliverToTracker(env, config, body, message.attempts);
+    if (outcome.ack) message.ack();
+    else message.retry({ delaySeconds: outcome.delaySeconds });
+  } catch (err) {
+    const delaySeconds = queueRetryDelaySeconds(config, message.attempts);
+    message.retry({ delaySeconds });
+    logRun("tracker_delivery.consume_failed", { run: body.run_id, attempt: body.attempt, kind: body.delivery, try: message.attempts, reason: String(err), retry_in_s: delaySeconds });
   }
 }
 

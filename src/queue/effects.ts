@@ -5,6 +5,7 @@ import { settleRunBudgetOnRunEvent } from "../autopilot/run-budget";
 import { settleBuildOnRunEvent } from "../builds/settle";
 import { scheduleCompletionCallback } from "../callbacks/schedule";
 import type { Env, OutboxMessage } from "../env";
+import { requestTrackerDelivery } from "../tracker/deliver";
 
 export type EventHandler = (env: Env, event: OutboxMessage) => Promise<void>;
 
@@ -20,6 +21,8 @@ export const EVENT_HANDLERS: EventHandler[] = [
   scheduleCompletionCallback,
   // An autopilot run's model-spend reservation settles when it ends (src/autopilot/run-budget.ts).
   settleRunBudgetOnRunEvent,
+  // A run's request to its tracker ticket (comment, label) gets its receipt and first try (src/tracker/deliver.ts).
+  requestTrackerDelivery,
 ];
 
 export async function performEffects(env: Env, event: OutboxMessage): Promise<void> {

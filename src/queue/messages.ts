@@ -1,5 +1,6 @@
-// What travels on the docket-events Queue: outbox events (one per run and sequence number) and
-// completion-callback attempts. Both share the queue, its retries and its dead-letter queue.
+// What travels on the docket-events Queue: outbox events (one per run and sequence number),
+// completion-callback attempts and tracker-delivery tries. All share the queue, its retries and
+// its dead-letter queue.
 
 import type { Config } from "../config";
 import type { Env, OutboxMessage } from "../env";
@@ -16,7 +17,22 @@ export interface CallbackMessage {
   attempt?: number;
 }
 
-export type QueueMessage = OutboxMessage | CallbackMessage;
+/** One try of a tracker delivery (src/tracker/deliver.ts): each delivery of this message is at most one try. */
+export interface TrackerDeliveryMessage {
+  kind: "tracker_delivery";
+  run_id: string;
+  org_id: string;
+  /** The delivery's kind: blocker_comment, review_label or pr_comment. */
+  delivery: "blocker_comment" | "review_label" | "pr_comment";
+  /** The run's attempt when the delivery was asked for, for the log lines. */
+  attempt: number;
+}
+
+export type QueueMessage = OutboxMessage | CallbackMessage | TrackerDeliveryMessage;
+
+export function isTrackerDeliveryMessage(body: unknown): body is TrackerDeliveryMessage {
+  return typeof body === "object" && body !== null && (body as { kind?: unknown }).kind === "tracker_delivery";
+}
 
 /** Queues cap a message's delay at 12 hours. */
 export const QUEUE_DELAY_MAX_S = 43_200;

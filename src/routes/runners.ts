@@ -19,6 +19,7 @@ import { log } from "../lib/log";
 import { listPage, pageSize } from "../lib/pagination";
 import { d1Session } from "../lib/read-session";
 import { bookmarkHeader } from "../openapi/headers";
+import { blockerFromWire } from "../run/blocker";
 import { normalizeLabels } from "../run/labels";
 import { validate } from "../validate";
 import { operation, type OperationSpec } from "../openapi/operation";
@@ -360,6 +361,7 @@ export const runnerRoutes = new Hono<AppEnv>()
               }
             : null,
           costCents: body.final.cost_cents ?? null,
+          blocker: body.final.blocker ? blockerFromWire(body.final.blocker) : null,
         }
       : null;
     const token = bearer(c.req.header("Authorization"));

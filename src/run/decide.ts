@@ -6,7 +6,8 @@ import type { Config } from "../config";
 import type { ErrorBody } from "../errors";
 import { exponentialBackoffMs } from "../lib/backoff";
 import { canTransition, HELD_STATES, isTerminal, type RunState } from "./states";
-import type { FinalReport, Hop, RunCommand, RunEventDraft, RunRecord, Step } from "./types";
+import { blockerCommentBody, deliveryFor, TRACKER_DELIVERY_EVENT } from "../tracker/requests";
+import type { BlockerReport, FinalReport, Hop, RunCommand, RunEventDraft, RunRecord, Step } from "./types";
 
 export type DecideConfig = Pick<
   Config,
@@ -336,6 +337,8 @@ function endByFinalReport(d: Draft, final: FinalReport): void {
   }
   if (run.stopRequest) {
     d.to("cancelled", "stop request pending when the daemon finished");
+  } else if (final.outcome === "blocked" && final.blocker) {
+    block(d, final.blocker);
   } else if (final.outcome === "completed" && run.state === "implementing") {
     d.to("completed", "the daemon reported a result for review");
   } else if (final.outcome === "completed") {
@@ -408,13 +411,27 @@ function decideBlock(d: Draft, command: Command<"block">): Decision {
   }
   if (run.stopRequest) {
     // A pending stop outranks the blocker: the run ends cancelled, never waits for a human.
-    d.to("cancelled", `stop request carried out instead of blocking: ${command.reason}`);
+    d.to("cancelled", `stop request carried out instead of blocking: ${command.blocker.summary}`);
     return d.done();
   }
-  if (HELD_STATES.includes(run.state)) d.endStep("blocked", command.reason);
-  run.blocker = command.reason;
-  d.to("blocked", command.reason);
+  block(d, command.blocker);
   return d.done();
+}
+
+/**
+ * The run waits for a person (../shared/spec/run-lifecycle.md, "Blocker and failure"): the step
+ * ends, the blocker is stored, and a run of autopilot asks for the tracker comment in the same
+ * transaction. Leaving the held states releases the slot: execution has stopped.
+ */
+function block(d: Draft, blocker: BlockerReport): void {
+  const run = d.run;
+  if (HELD_STATES.includes(run.state)) d.endStep("blocked", blocker.summary);
+  run.blocker = { ...blocker, attempt: run.attempt, atMs: d.now };
+  run.leaseExpiresAtMs = null;
+  run.launchDeadlineAtMs = null;
+  d.to("blocked", `blocked: ${blocker.summary}`);
+  const delivery = deliveryFor(run, "blocker_comment", { body: blockerCommentBody(run.id, blocker), attempt: run.attempt });
+  if (delivery) d.emit(TRACKER_DELIVERY_EVENT, { ...delivery });
 }
 
 function decideAuthorize(d: Draft): Decision {

@@ -91,7 +91,8 @@ export interface RunRecord {
   notBeforeMs: number;
   stopRequest: StopRequest | null;
   lastError: string | null;
-  blocker: string | null;
+  /** Why a blocked run waits for a human readiness change (../shared/spec/run-lifecycle.md, "Blocker and failure"). */
+  blocker: RunBlocker | null;
   artifact: Artifact | null;
   costCents: number | null;
   steps: Step[];
@@ -100,8 +101,24 @@ export interface RunRecord {
   endedAtMs: number | null;
 }
 
+/** What an agent reports when it cannot go on without a person. */
+export interface BlockerReport {
+  summary: string;
+  evidence: string[];
+  questions: string[];
+  humanAction: string;
+}
+
+/** A stored blocker: the report, the attempt whose agent made it, and when. */
+export interface RunBlocker extends BlockerReport {
+  attempt: number;
+  atMs: number;
+}
+
 export interface FinalReport {
-  outcome: "completed" | "failed";
+  outcome: "completed" | "failed" | "blocked";
+  /** Set with outcome "blocked" only. */
+  blocker?: BlockerReport | null;
   error: string | null;
   exitCodes: Record<string, number>;
   artifact: {
@@ -126,7 +143,7 @@ export type RunCommand =
   | { type: "pause"; hold: boolean; reason: string | null }
   | { type: "quiesced" }
   | { type: "resume"; by: "operator" | "scheduler" }
-  | { type: "block"; reason: string }
+  | { type: "block"; blocker: BlockerReport }
   | { type: "authorize" }
   | { type: "publish" }
   | { type: "published" }

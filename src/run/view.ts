@@ -1,4 +1,5 @@
 import type { Run } from "../protocol/runs";
+import { blockerView } from "./blocker";
 import type { RunRecord } from "./types";
 
 /** The run as the API shows it (docs/protocol.md, "Runs"), all but its callback's delivery, which lives in D1. */
@@ -32,7 +33,7 @@ export function runView(run: RunRecord): Omit<Run, "callback"> {
       by: run.stopRequest.by,
     },
     last_error: run.lastError,
-    blocker: run.blocker,
+    blocker: blockerView(run.blocker),
     artifact: run.artifact && {
       patch: run.artifact.patch,
       empty: run.artifact.empty,

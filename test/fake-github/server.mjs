@@ -2,7 +2,8 @@
 // real HTTP on loopback so the production provider (src/autopilot/github/) runs against it as it
 // would against api.github.com: an installation token from the App's JWT, issues, blocked_by
 // dependencies, issue events and the labeled-issues list, with GitHub's JSON field names, Link
-// pagination and rate-limit headers. Tests set the model up and inject faults; never the internet.
+// pagination and rate-limit headers; and the writes tracker deliveries make (issue comments, label
+// changes). Tests set the model up and inject faults; never the internet.
 
 import { createPublicKey, generateKeyPairSync, randomBytes, verify } from "node:crypto";
 import { createServer } from "node:http";
@@ -179,9 +180,87 @@ export async function startFakeGitHub({ appId = "1001", installationId = "2002",
         times,
       });
     },
+    /** The next `times` matching requests are carried out, but answered 502 (the answer is lost). */
+    loseAnswer({ path = null, method = null, times = 1 } = {}) {
+      faults.push({ path, method, status: null, headers: {}, message: "Bad Gateway", delayMs: 0, times, lostAnswer: true });
+    },
+    /** The issue's comments, oldest first ({id, body, login, html_url}). */
+    comments: (repository, number) => trackerWrites.comments(repository, number),
+    /** A person comments on the issue (a reply to a blocker). */
+    addComment: (repository, number, body, login = "octocat") => trackerWrites.add(repository, number, body, { login, type: "User" }),
     /** Installation tokens issued so far. */
     tokensIssued: () => requests.filter((r) => r.method === "POST" && r.path.endsWith("/access_tokens") && r.status === 201).length,
   };
+
+  // ---- tracker deliveries: issue comments and label changes (POST/DELETE), as the App makes them ----
+  const APP_BOT = { login: "docket[bot]", type: "Bot" };
+  const trackerWrites = {
+    store: new Map(), // "owner/repo#n" -> [{ id, body, login, type, atMs }]
+    comments(repository, number) {
+      return (this.store.get(key(repository, number)) ?? []).map((c) => ({ id: c.id, body: c.body, login: c.login, html_url: commentUrl(repository, number, c.id) }));
+    },
+    add(repository, number, body, actor) {
+      mustIssue(repository, number);
+      const list = this.store.get(key(repository, number)) ?? [];
+      const comment = { id: nextId++, body, login: actor.login, type: actor.type, atMs: Date.now() };
+      list.push(comment);
+      this.store.set(key(repository, number), list);
+      return comment;
+    },
+    /** Handles the write endpoints and the comment list; false for anything else. */
+    route(req, res, url, repoPath) {
+      const repository = `${decodeURIComponent(repoPath[1])}/${decodeURIComponent(repoPath[2])}`;
+      const rest = repoPath[3] ?? "";
+      let m;
+      if ((m = /^\/issues\/(\d+)\/comments$/.exec(rest))) {
+        const model = issues.get(key(repository, Number(m[1])));
+        if (!model || unreadable.has(repository.toLowerCase())) return notFound(res), true;
+        if (req.method === "GET") return paginate(res, url, (this.store.get(key(repository, model.number)) ?? []).map((c) => commentJson(repository, model.number, c))), true;
+        if (req.method !== "POST") return false;
+        const body = parseBody(req);
+        if (typeof body?.body !== "string" || body.body === "") return error(res, 422, "Validation Failed"), true;
+        const comment = this.add(repository, model.number, body.body, APP_BOT);
+        return send(res, 201, commentJson(repository, model.number, comment)), true;
+      }
+      if ((m = /^\/issues\/(\d+)\/labels$/.exec(rest)) && req.method === "POST") {
+        const model = issues.get(key(repository, Number(m[1])));
+        if (!model) return notFound(res), true;
+        const body = parseBody(req);
+        const names = Array.isArray(body) ? body : body?.labels;
+        if (!Array.isArray(names)) return error(res, 422, "Validation Failed"), true;
+        for (const name of names) state.label(repository, model.number, String(name), APP_BOT, { viaApp: "docket" });
+        return send(res, 200, model.labels.map((name) => ({ name }))), true;
+      }
+      if ((m = /^\/issues\/(\d+)\/labels\/([^/]+)$/.exec(rest)) && req.method === "DELETE") {
+        const model = issues.get(key(repository, Number(m[1])));
+        const name = decodeURIComponent(m[2]);
+        if (!model || !model.labels.some((l) => l.toLowerCase() === name.toLowerCase())) return error(res, 404, "Label does not exist"), true;
+        state.unlabel(repository, model.number, name, APP_BOT);
+        return send(res, 200, model.labels.map((label) => ({ name: label }))), true;
+      }
+      return false;
+    },
+  };
+  const commentUrl = (repository, number, id) => `https://github.com/${repository}/issues/${number}#issuecomment-${id}`;
+  const commentJson = (repository, number, c) => ({
+    id: c.id,
+    node_id: `IC_${c.id}`,
+    url: `${base}/repos/${repository}/issues/comments/${c.id}`,
+    html_url: commentUrl(repository, number, c.id),
+    issue_url: `${base}/repos/${repository}/issues/${number}`,
+    body: c.body,
+    user: user(c.login, c.type),
+    created_at: new Date(c.atMs).toISOString(),
+    updated_at: new Date(c.atMs).toISOString(),
+    author_association: c.type === "Bot" ? "NONE" : "OWNER",
+  });
+  function parseBody(req) {
+    try {
+      return JSON.parse(req.rawBody || "null");
+    } catch {
+      return null;
+    }
+  }
 
   function mustIssue(repository, number) {
     const model = issues.get(key(repository, number));
@@ -255,6 +334,7 @@ export async function startFakeGitHub({ appId = "1001", installationId = "2002",
     }
     if (!tokenOk(req.headers.authorization)) return error(res, 401, "Bad credentials");
     const repoPath = /^\/repos\/([^/]+)\/([^/]+)(\/.*)?$/.exec(path);
+    if (repoPath && trackerWrites.route(req, res, url, repoPath)) return;
     if (req.method !== "GET" || !repoPath) return notFound(res);
     const repository = `${decodeURIComponent(repoPath[1])}/${decodeURIComponent(repoPath[2])}`;
     if (unreadable.has(repository.toLowerCase())) return notFound(res);
@@ -319,11 +399,22 @@ export async function startFakeGitHub({ appId = "1001", installationId = "2002",
         res.writeHead(200, { "content-type": "application/json; charset=utf-8", "content-length": "4096" });
         return res.write('{"number":');
       }
+      if (fault?.lostAnswer) {
+        // The write happens; its answer never arrives (a connection cut after GitHub acted).
+        route(req, { writeHead: () => {}, end: () => {} }, url);
+        return error(res, 502, fault.message ?? "Bad Gateway");
+      }
       if (fault && fault.status !== null) return error(res, fault.status, fault.message, fault.headers);
       route(req, res, url);
     };
-    req.resume();
-    req.on("end", () => (fault && fault.delayMs > 0 ? setTimeout(answer, fault.delayMs).unref() : answer()));
+    let raw = "";
+    req.setEncoding("utf8");
+    req.on("data", (chunk) => (raw += chunk));
+    req.on("end", () => {
+      req.rawBody = raw;
+      if (fault && fault.delayMs > 0) setTimeout(answer, fault.delayMs).unref();
+      else answer();
+    });
   });
   await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
   base = `http://127.0.0.1:${server.address().port}`;

@@ -78,6 +78,35 @@ export class FakeTracker implements TrackerProvider {
   async lastReadyTransition(ref: TicketRef) {
     return this.issues.get(ref.number)?.transition ?? null;
   }
+  /** Comments on each issue, as the tracker stores them. */
+  readonly comments = new Map<number, { id: string; url: string; body: string }[]>();
+  /** The next n calls of each kind fail (as a GitHub outage would); `postLost` posts, then fails (the answer is lost). */
+  readonly failNext = { post: 0, postLost: 0, find: 0, labels: 0 };
+  readonly calls = { post: 0, find: 0, labels: 0 };
+  private commentIds = 0;
+
+  async postComment(ref: TicketRef, body: string) {
+    this.calls.post += 1;
+    if (this.failNext.post > 0 && this.failNext.post--) throw new Error("GitHub answered 502 (fake outage)");
+    const comment = { id: String(++this.commentIds), url: `https://github.com/${ref.repository}/issues/${ref.number}#issuecomment-${this.commentIds}`, body };
+    this.comments.set(ref.number, [...(this.comments.get(ref.number) ?? []), comment]);
+    if (this.failNext.postLost > 0 && this.failNext.postLost--) throw new Error("the connection closed before GitHub's answer (fake)");
+    return { id: comment.id, url: comment.url };
+  }
+  async findComment(ref: TicketRef, marker: string) {
+    this.calls.find += 1;
+    if (this.failNext.find > 0 && this.failNext.find--) throw new Error("GitHub answered 503 (fake outage)");
+    const found = (this.comments.get(ref.number) ?? []).find((c) => c.body.includes(marker));
+    return found ? { id: found.id, url: found.url } : null;
+  }
+  async moveLabels(ref: TicketRef, labels: { remove: string[]; add: string[] }) {
+    this.calls.labels += 1;
+    if (this.failNext.labels > 0 && this.failNext.labels--) throw new Error("GitHub answered 502 (fake outage)");
+    const issue = this.issues.get(ref.number);
+    if (!issue) throw new Error(`no issue ${ref.number}`);
+    issue.facts.labels = [...issue.facts.labels.filter((l) => !labels.remove.includes(l)), ...labels.add.filter((l) => !issue.facts.labels.includes(l))];
+  }
+
   async listReadyIssues(label: string, cursor: string | null, pageSize: number) {
     const ready = [...this.issues.values()].filter((i) => i.facts.state === "open" && i.facts.labels.includes(label)).sort((a, b) => a.facts.ref.number - b.facts.ref.number);
     const start = cursor === null ? 0 : Number(cursor);

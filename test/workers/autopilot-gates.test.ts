@@ -232,7 +232,7 @@ describe("concurrency", () => {
     expect((await claimedRun(s.runner.token)).runId).toBeNull(); // pausing still holds the slot
     await runStub(a).control(s.orgId, { type: "quiesced" });
     await start(s.runner.token, b);
-    expect(await runStub(b).control(s.orgId, { type: "block", reason: "needs a human" })).toMatchObject({ state: "blocked" });
+    expect(await runStub(b).control(s.orgId, { type: "block", blocker: { summary: "needs a human", evidence: [], questions: [], humanAction: "answer on the issue" } })).toMatchObject({ state: "blocked" });
     expect((await claimedRun(s.runner.token)).runId).toBe(c);
     expect((await scheduler(s.admin, s.projectId)).concurrency.slots.map((x: Json) => x.run_id)).toEqual([c]);
     // A scheduler resume re-queues the paused run but never clears a tracker blocker.

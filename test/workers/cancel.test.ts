@@ -85,7 +85,7 @@ describe("cancel", () => {
     const { admin } = await createOrg();
     const runId = await dispatch(admin);
     const org = (await getRun(admin, runId)).org_id;
-    await runStub(runId).control(org, { type: "block", reason: "which database?" });
+    await runStub(runId).control(org, { type: "block", blocker: { summary: "which database?", evidence: [], questions: [], humanAction: "answer the question" } });
     const res = await call("POST", `/v1/runs/${runId}/cancel`, { token: admin, body: {} });
     expect(res.status).toBe(200);
     expect(res.body.state).toBe("cancelled");

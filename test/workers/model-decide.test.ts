@@ -54,7 +54,7 @@ const commandArb: fc.Arbitrary<(run: RunRecord) => RunCommand> = fc.oneof(
         attemptRel,
         fc.constantFrom(null, "planning", "verifying"),
         fc.array(fc.constantFrom("a", "b"), { maxLength: 2 }),
-        fc.constantFrom(null, "completed", "failed"),
+        fc.constantFrom(null, "completed", "failed", "blocked"),
         fc.constantFrom<SeqPick>("none", "next", "next", "same", "older"),
       )
       .map(([rel, phase, lines, outcome, seq]) => (run: RunRecord) =>
@@ -64,7 +64,7 @@ const commandArb: fc.Arbitrary<(run: RunRecord) => RunCommand> = fc.oneof(
           seq: reportSeq(run, at(run, rel), seq),
           phase,
           lines,
-          final: outcome === null ? null : { outcome, error: outcome === "failed" ? "tests failed" : null, exitCodes: {}, artifact: outcome === "completed" ? { patch: "diff", sourceRevision: null, model: null, limitations: [] } : null, costCents: 3 },
+          final: outcome === null ? null : { outcome, error: outcome === "failed" ? "tests failed" : null, exitCodes: {}, artifact: outcome === "completed" ? { patch: "diff", sourceRevision: null, model: null, limitations: [] } : null, costCents: 3, blocker: outcome === "blocked" ? { summary: "which database?", evidence: [], questions: ["postgres?"], humanAction: "answer" } : null },
         }) as RunCommand,
       ),
   },
@@ -73,7 +73,7 @@ const commandArb: fc.Arbitrary<(run: RunRecord) => RunCommand> = fc.oneof(
   { weight: 2, arbitrary: fc.tuple(fc.boolean(), reason).map(([hold, r]) => () => ({ type: "pause", hold, reason: r }) as RunCommand) },
   { weight: 1, arbitrary: fc.constant(() => ({ type: "quiesced" }) as RunCommand) },
   { weight: 2, arbitrary: fc.constant(() => ({ type: "resume", by: "operator" }) as RunCommand) },
-  { weight: 1, arbitrary: fc.constant(() => ({ type: "block", reason: "which database?" }) as RunCommand) },
+  { weight: 1, arbitrary: fc.constant(() => ({ type: "block", blocker: { summary: "which database?", evidence: [], questions: [], humanAction: "answer the question" } }) as RunCommand) },
   { weight: 1, arbitrary: fc.constant(() => ({ type: "authorize" }) as RunCommand) },
   { weight: 3, arbitrary: fc.constant(() => ({ type: "publish" }) as RunCommand) },
   { weight: 1, arbitrary: fc.constant(() => ({ type: "published" }) as RunCommand) },
@@ -161,6 +161,8 @@ function asCall(command: RunCommand, run: RunRecord): Call | null {
     }
     case "cancel":
       return { kind: "cancel" };
+    case "authorize":
+      return { kind: "authorize" };
     case "deadline":
       return command.recoveredAtMs === 0 ? { kind: "alarm", ageMs: 0 } : null;
     default:
@@ -286,7 +288,7 @@ describe("a pending stop outranks the paths no route drives yet", () => {
   };
 
   it("a blocker on a run with a pending stop ends it cancelled, never blocked (and never requeued by an authorization)", () => {
-    const d = decide(stopped(), { type: "block", reason: "which database?" }, START_MS, config);
+    const d = decide(stopped(), { type: "block", blocker: { summary: "which database?", evidence: [], questions: [], humanAction: "answer the question" } }, START_MS, config);
     expect(d.ok && d.run.state).toBe("cancelled");
   });
 

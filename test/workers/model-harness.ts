@@ -17,6 +17,8 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config";
+import { isRefusal } from "../../src/errors";
+import { ERROR_STATUS, type ErrorCode } from "../../src/protocol/errors";
 import type { RunView } from "../../src/run/view";
 import { callDirect as call } from "./direct";
 import { ageRun, CLI_VERSION, createOrg, registerRunner, runAlarm, runBody, runStub } from "./helpers";
@@ -67,7 +69,8 @@ type Step =
   | { kind: "alarm_due" }
   | { kind: "repeat" }
   | { kind: "dispatch_again"; samePayload: boolean }
-  | { kind: "redeliver" };
+  | { kind: "redeliver" }
+  | { kind: "authorize" };
 
 const machineIndex = fc.constantFrom<0 | 1 | 2>(0, 1, 2);
 const machinePick: fc.Arbitrary<MachinePick> = fc.constantFrom<MachinePick>("holder", "holder", "holder", 0, 1, 2);
@@ -90,7 +93,7 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
     arbitrary: fc.record({
       kind: fc.constant("report" as const),
       token: fc.constantFrom("current", "current", "current", "current", "older", "older", "made_up", "foreign") as fc.Arbitrary<"current" | "older" | "made_up" | "foreign">,
-      report: fc.constantFrom<ReportKind>("phase", "lines", "empty", "completed", "failed"),
+      report: fc.constantFrom<ReportKind>("phase", "lines", "empty", "completed", "failed", "blocked"),
       phase: fc.constantFrom("planning", "implementing", "verifying"),
     }),
   },
@@ -100,6 +103,7 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
   { weight: 3, arbitrary: fc.constant({ kind: "repeat" as const }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("dispatch_again" as const), samePayload: fc.boolean() }) },
   { weight: 1, arbitrary: fc.constant({ kind: "redeliver" as const }) },
+  { weight: 2, arbitrary: fc.constant({ kind: "authorize" as const }) },
 );
 
 const claimArb = fc.record({ kind: fc.constant("claim" as const), machine: machineIndex });
@@ -253,6 +257,8 @@ class Sequence {
       }
       case "redeliver":
         return { ...(await call("POST", `/v1/runs/${this.runId}/events/redeliver`, { token: admin, body: { after: 0 } })), t0 };
+      case "authorize":
+        return { ...(await authorize(this.runId)), t0 };
     }
   }
 
@@ -411,7 +417,7 @@ class Sequence {
     this.ensure(view.steps.length === view.attempt, "one step per attempt", view.steps.length);
     view.steps.forEach((s, i) => {
       this.ensure(s.attempt === i + 1 && s.machine_id === this.grants[i], "each step is held by the machine granted that attempt", s);
-      if (i < view.attempt - 1) this.ensure(s.ended_at_ms !== null && s.outcome === "requeued", "an attempt before the current one ended requeued", s);
+      if (i < view.attempt - 1) this.ensure(s.ended_at_ms !== null && (s.outcome === "requeued" || s.outcome === "blocked"), "an attempt before the current one ended requeued or blocked", s);
       if (i < prev.steps.length && prev.steps[i].ended_at_ms !== null) this.ensure(deepEqual(s, prev.steps[i]), "an ended attempt never changes", diff(prev.steps[i], s));
     });
     this.ensure(view.version >= prev.version && (view.state === prev.state || view.version > prev.version), "the version only grows, with every change of state", { before: prev.version, after: view.version });
@@ -442,7 +448,7 @@ class Sequence {
     const stops = fresh.filter((x) => x.type === "run.stop_requested").length;
     const stopsBefore = this.events.filter((x) => x.type === "run.stop_requested").length;
     this.ensure(stopsBefore + stops <= 1, "a stop request is announced at most once", fresh);
-    if (prev.stop_request === null && view.stop_request !== null && prev.state !== "queued") {
+    if (prev.stop_request === null && view.stop_request !== null && prev.state !== "queued" && prev.state !== "blocked") {
       this.ensure(stops === 1, "a stop request recorded on a held run is announced", fresh);
     }
     if (c.kind === "report" && status === 200) {
@@ -524,7 +530,16 @@ function reportBody(kind: ReportKind, phase: string | null, n: number): Json {
       return { phase, final: { outcome: "completed", exit_codes: { agent: 0 }, artifact: { patch: "diff --git a/x b/x\n+y\n", source_revision: "abc1234" }, cost_cents: 12 } };
     case "failed":
       return { final: { outcome: "failed", error: "tests failed", exit_codes: { agent: 1 } } };
+    case "blocked":
+      return { final: { outcome: "blocked", exit_codes: { agent: 0 }, blocker: { summary: "which database?", evidence: ["two configs"], questions: ["postgres or sqlite?"], human_action: "answer on the issue" } } };
   }
+}
+
+/** The ticket's authorization of a blocked run (no HTTP route: a human readiness change drives it), as an HTTP-like answer. */
+async function authorize(runId: string): Promise<{ status: number; body: Json }> {
+  const answer = await runStub(runId).control(orgId, { type: "authorize" });
+  if (isRefusal(answer)) return { status: ERROR_STATUS[answer.error.code as ErrorCode], body: answer };
+  return { status: 200, body: answer };
 }
 
 function matches(o: Outcome, status: number, code: string | null, view: RunView): boolean {

@@ -49,7 +49,7 @@ export interface ModelRun {
   lastReportSeq?: { attempt: number; seq: number } | null;
 }
 
-export type ReportKind = "phase" | "lines" | "completed" | "failed" | "empty";
+export type ReportKind = "phase" | "lines" | "completed" | "failed" | "blocked" | "empty";
 
 /** A call with every choice resolved: which machine, which attempt, which token. */
 export type Call =
@@ -64,7 +64,9 @@ export type Call =
   /** The run's clock moves `ageMs` forward, then its alarm fires. */
   | { kind: "alarm"; ageMs: number }
   | { kind: "dispatch_again"; samePayload: boolean }
-  | { kind: "redeliver" };
+  | { kind: "redeliver" }
+  /** A human readiness change authorizes a blocked run again (the ticket calls the run object). */
+  | { kind: "authorize" };
 
 /** How much of the run view an answer may change: nothing, the lease only, or anything. */
 export type Effect = "none" | "lease" | "change";
@@ -229,12 +231,13 @@ export function predict(m0: ModelRun, call: Call, t0: number, t1: number, t: Tim
       if (call.phase !== null) next = { ...next, phase: call.phase };
       if (call.report === "completed") next = ended(next, m.stop ? "cancelled" : "completed");
       if (call.report === "failed") next = ended(next, m.stop ? "cancelled" : "failed");
+      if (call.report === "blocked") next = ended(next, m.stop ? "cancelled" : "blocked");
       return [{ status: 200, code: null, next, effect: "change", launches, why: `a ${call.report} report` }];
     }
     case "cancel": {
       if (m.state === "cancelled") return [{ status: 200, code: null, next: m, effect: "none", why: "cancelled already" }];
       if (isTerminal(m.state)) return [refused(m, 410, "task_gone", `the run is ${m.state}`)];
-      if (m.state === "queued") return [{ status: 200, code: null, next: { ...ended(m, "cancelled"), stop: true }, effect: "change", why: "cancelled at once" }];
+      if (m.state === "queued" || m.state === "blocked") return [{ status: 200, code: null, next: { ...ended(m, "cancelled"), stop: true }, effect: "change", why: "cancelled at once" }];
       if (m.stop) return [{ status: 202, code: null, next: m, effect: "none", why: "the stop request stands" }];
       return [{ status: 202, code: null, next: { ...m, stop: true }, effect: "change", why: "stop request recorded" }];
     }
@@ -252,7 +255,15 @@ export function predict(m0: ModelRun, call: Call, t0: number, t1: number, t: Tim
         : [refused(m, 409, "idempotency_conflict", "the same key with another payload")];
     case "redeliver":
       return [{ status: 202, code: null, next: m, effect: "none", why: "events published again" }];
+    case "authorize":
+      return [predictAuthorize(m, t0)];
   }
+}
+
+/** Only a blocked run is authorized again: back to the queue, claimable at once, by any machine. */
+function predictAuthorize(m: ModelRun, t0: number): Outcome {
+  if (m.state !== "blocked") return refused(m, 409, "invalid_transition", `a ${m.state} run is not blocked`);
+  return { status: 200, code: null, next: { ...m, state: "queued", holder: null, sandbox: null, leaseAt: null, launchDeadlineAt: null, notBefore: t0 }, effect: "change", why: "a human authorized the blocked run" };
 }
 
 /**

@@ -6,6 +6,7 @@
 import type { Config } from "../../config";
 import type { Blocker, IssueFacts, ReadyIssuePage, ReadyTransition, TicketRef, TrackerProvider } from "../provider";
 import { githubClient, toGitHubError, type GitHubClient } from "./client";
+import { findComment, moveLabels, postComment } from "./comments";
 import { GitHubError } from "./errors";
 import {
   type GitHubIssue,
@@ -53,21 +54,24 @@ export function githubProvider(
     listBlockers: async (ref) => listBlockers(await client(), config, ref),
     lastReadyTransition: async (ref, label) => lastReadyTransition(await client(), config, ref, label),
     listReadyIssues: async (label, cursor, pageSize) => listReadyIssues(await client(), project.repository, label, cursor, pageSize),
+    postComment: async (ref, body) => postComment(await client(), ref, body),
+    findComment: async (ref, marker) => findComment(await client(), config, ref, marker),
+    moveLabels: async (ref, labels) => moveLabels(await client(), ref, labels),
   };
 }
 
-function split(repository: string): { owner: string; repo: string } {
+export function split(repository: string): { owner: string; repo: string } {
   const [owner, repo] = repository.split("/");
   if (!owner || !repo) throw new GitHubError("unavailable", `repository ${repository} is not owner/name`);
   return { owner, repo };
 }
 
-function describe(ref: TicketRef): string {
+export function describe(ref: TicketRef): string {
   return `${ref.repository}#${ref.number}`;
 }
 
 /** GitHub's answer as the list it must be; anything else (a proxy's page, a truncated body) is a failure. */
-function asList<T>(data: unknown, what: string): T[] {
+export function asList<T>(data: unknown, what: string): T[] {
   if (!Array.isArray(data)) throw new GitHubError("unavailable", `${what}: GitHub's answer was not a list`);
   return data as T[];
 }
@@ -81,7 +85,7 @@ function asIssue(data: unknown, what: string): GitHubIssue {
 }
 
 /** Runs one Octokit call, turning its failure into a GitHubError that names what was being read. */
-async function call<T>(what: string, fn: () => Promise<T>): Promise<T> {
+export async function call<T>(what: string, fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (err) {

@@ -1,0 +1,130 @@
+// The receipt of a tracker delivery: one D1 row per (run, kind) (tracker_deliveries), pending
+// until the tracker confirmed it (delivered) or its tries ran out (failed). Every write is
+// conditional on the try count it was made against, so duplicate queue deliveries of the same
+// message make at most one try each, and a delivered kind is never sent again.
+
+import { and, asc, eq, sql } from "drizzle-orm";
+import { drizzle } from "drizzle-orm/d1";
+import type { Config } from "../config";
+import { trackerDeliveries } from "../db/tracker-schema";
+import { exponentialBackoffMs } from "../lib/backoff";
+import type { CommentReceipt } from "../autopilot/provider";
+import type { DeliveryKind, DeliveryRequest } from "./requests";
+
+export type TrackerDeliveryRow = typeof trackerDeliveries.$inferSelect;
+
+const key = (runId: string, kind: DeliveryKind) => and(eq(trackerDeliveries.runId, runId), eq(trackerDeliveries.kind, kind));
+
+export async function readTrackerDelivery(db: D1Database, runId: string, kind: DeliveryKind): Promise<TrackerDeliveryRow | null> {
+  return (await drizzle(db).select().from(trackerDeliveries).where(key(runId, kind)).get()) ?? null;
+}
+
+/** A run's deliveries (at most one per kind), in the order they were asked for. */
+export async function listTrackerDeliveries(db: D1Database, runId: string): Promise<TrackerDeliveryRow[]> {
+  return drizzle(db).select().from(trackerDeliveries).where(eq(trackerDeliveries.runId, runId)).orderBy(asc(trackerDeliveries.createdAtMs)).all();
+}
+
+/** Records the request as pending; an existing receipt of the same kind is left as it is. */
+export async function recordRequest(db: D1Database, row: { runId: string; orgId: string; request: DeliveryRequest; now: number }): Promise<TrackerDeliveryRow> {
+  await drizzle(db)
+    .insert(trackerDeliveries)
+    .values({
+      runId: row.runId,
+      kind: row.request.kind,
+      orgId: row.orgId,
+      projectId: row.request.project_id,
+      ticketKey: row.request.ticket_key,
+      request: JSON.stringify(row.request),
+      status: "pending",
+      tries: 0,
+      createdAtMs: row.now,
+    })
+    .onConflictDoNothing();
+  const current = await readTrackerDelivery(db, row.runId, row.request.kind);
+  if (!current) throw new Error(`tracker delivery ${row.request.kind} of ${row.runId} vanished`);
+  return supersedes(row.request, current) ? supersede(db, current, row.request, row.now) : current;
+}
+
+/** A blocker of a later attempt replaces the receipt of an earlier one: the new questions need their own comment. */
+function supersedes(request: DeliveryRequest, current: TrackerDeliveryRow): boolean {
+  const stored = JSON.parse(current.request) as DeliveryRequest;
+  return (request.attempt ?? 0) > (stored.attempt ?? 0);
+}
+
+/** Starts the receipt over for the newer request; a compare-and-swap on the stored request, so two at once replace it once. */
+async function supersede(db: D1Database, current: TrackerDeliveryRow, request: DeliveryRequest, now: number): Promise<TrackerDeliveryRow> {
+  await drizzle(db)
+    .update(trackerDeliveries)
+    .set({ request: JSON.stringify(request), status: "pending", tries: 0, lastError: null, receipt: null, createdAtMs: now, lastTryAtMs: null, deliveredAtMs: null })
+    .where(and(key(current.runId, current.kind), eq(trackerDeliveries.request, current.request)));
+  return (await readTrackerDelivery(db, current.runId, current.kind)) ?? current;
+}
+
+/** Claims try `expected + 1` (a compare-and-swap on the count); null when another delivery took it. */
+export async function claimTry(db: D1Database, runId: string, kind: DeliveryKind, expected: number, now: number): Promise<number | null> {
+  const rows = await drizzle(db)
+    .update(trackerDeliveries)
+    .set({ tries: sql`${trackerDeliveries.tries} + 1`, lastTryAtMs: now })
+    .where(and(key(runId, kind), eq(trackerDeliveries.status, "pending"), eq(trackerDeliveries.tries, expected)))
+    .returning({ tries: trackerDeliveries.tries });
+  return rows.length === 1 ? rows[0].tries : null;
+}
+
+/** Records how try `tries` went, unless an operator's retry started over meanwhile. */
+export async function recordTry(
+  db: D1Database,
+  runId: string,
+  kind: DeliveryKind,
+  tries: number,
+  result: { status: "pending" | "delivered" | "failed"; error: string | null; receipt: CommentReceipt | null; now: number },
+): Promise<void> {
+  await drizzle(db)
+    .update(trackerDeliveries)
+    .set({
+      status: result.status,
+      lastError: result.error,
+      receipt: result.receipt ? JSON.stringify({ comment_id: result.receipt.id, url: result.receipt.url }) : null,
+      deliveredAtMs: result.status === "delivered" ? result.now : null,
+    })
+    .where(and(key(runId, kind), eq(trackerDeliveries.status, "pending"), eq(trackerDeliveries.tries, tries)));
+}
+
+/** Gives up on a delivery whose tries are spent (for example after a crash between claim and record). */
+export async function markFailed(db: D1Database, runId: string, kind: DeliveryKind, expected: number, error: string): Promise<void> {
+  await drizzle(db)
+    .update(trackerDeliveries)
+    .set({ status: "failed", lastError: error })
+    .where(and(key(runId, kind), eq(trackerDeliveries.status, "pending"), eq(trackerDeliveries.tries, expected)));
+}
+
+/** An operator's retry of a failed delivery: pending again with its tries counted from 0. False when it was not failed. */
+export async function restartFailed(db: D1Database, runId: string, kind: DeliveryKind): Promise<boolean> {
+  const rows = await drizzle(db)
+    .update(trackerDeliveries)
+    .set({ status: "pending", tries: 0 })
+    .where(and(key(runId, kind), eq(trackerDeliveries.status, "failed")))
+    .returning({ tries: trackerDeliveries.tries });
+  return rows.length === 1;
+}
+
+/** Backoff before the next try: base * 2^(try-1), capped (tries count from 1). */
+export function trackerBackoffMs(config: Config, tries: number): number {
+  return exponentialBackoffMs({ baseMs: config.trackerDeliveryBackoffBaseMs, maxMs: config.trackerDeliveryBackoffMaxMs, maxDoublings: 30 }, tries - 1);
+}
+
+/** A delivery as GET /v1/runs/:id/deliveries shows it. */
+export function trackerDeliveryView(row: TrackerDeliveryRow, config: Config) {
+  return {
+    kind: row.kind,
+    ticket_key: row.ticketKey,
+    project_id: row.projectId,
+    status: row.status,
+    tries: row.tries,
+    max_tries: config.trackerDeliveryMaxAttempts,
+    last_error: row.lastError,
+    receipt: row.receipt ? (JSON.parse(row.receipt) as { comment_id: string; url: string }) : null,
+    created_at_ms: row.createdAtMs,
+    last_try_at_ms: row.lastTryAtMs,
+    delivered_at_ms: row.deliveredAtMs,
+  };
+}

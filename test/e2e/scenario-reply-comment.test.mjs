@@ -1,0 +1,162 @@
+// Acceptance scenario (../shared/spec/run-lifecycle.md, "Acceptance scenarios"): "A reply comment
+// without human readiness change leaves the run blocked". Nothing stood in for but GitHub: a local
+// Docket, the real runner CLI running a real agent script that reports a blocker, the real GitHub
+// provider against the fake GitHub on loopback, and a local bare repository as the issue's remote.
+
+import { createHmac, randomUUID } from 'node:crypto';
+import { createRequire } from 'node:module';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { makeAppKeyPair, startFakeGitHub } from '../fake-github/server.mjs';
+import { agentScript, bareRepo, createOrg, RunnerHome, removeTempDirs, sleep, startDocket, tempDir, waitForRun } from './helpers.mjs';
+
+const examples = createRequire(import.meta.url)('@octokit/webhooks-examples');
+const REPO = 'acme/gadgets';
+const ISSUE = 31;
+const WEBHOOK_SECRET = 'a-webhook-secret-for-the-blocker-scenario';
+const BRIEF = '## Agent Brief\n\ngoal: Cache the pricing table.\nacceptance:\n- prices load from the cache\n';
+const SUMMARY = 'The pricing cache needs a store and the repository names two.';
+
+/** @type {Awaited<ReturnType<typeof startDocket>>} */
+let docket;
+/** @type {Awaited<ReturnType<typeof startFakeGitHub>>} */
+let github;
+/** @type {Awaited<ReturnType<typeof createOrg>>} */
+let org;
+/** @type {string} */
+let projectId;
+const home = new RunnerHome();
+
+/** A real webhook payload of `event`.`action`, moved to this repository and issue. */
+function payload(event, action, sender = { login: 'alice', type: 'User' }) {
+  const p = structuredClone(examples.find((e) => e.name === event).examples.find((x) => x.action === action));
+  p.issue.number = ISSUE;
+  p.issue.repository_url = `https://api.github.com/repos/${REPO}`;
+  p.repository.full_name = REPO;
+  if (p.label) p.label.name = 'ready';
+  p.sender = { ...p.sender, ...sender };
+  return p;
+}
+
+async function postWebhook(event, body) {
+  const text = JSON.stringify(body);
+  const signature = `sha256=${createHmac('sha256', WEBHOOK_SECRET).update(text).digest('hex')}`;
+  const res = await fetch(`${docket.url}/v1/autopilot/projects/${projectId}/webhook`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-github-event': event, 'x-github-delivery': randomUUID(), 'x-hub-signature-256': signature },
+    body: text,
+  });
+  expect(res.status).toBe(202);
+}
+
+async function until(what, probe, timeoutMs = 60_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}`);
+    await sleep(250);
+  }
+}
+
+const ticket = async () => (await docket.api('GET', `/v1/autopilot/projects/${projectId}/tickets/${ISSUE}`, { token: org.admin })).body;
+/** The issue was read after `sinceMs`: the Worker handled a webhook about it. */
+const issueReadSince = (sinceMs) => github.requests.some((r) => r.method === 'GET' && r.path === `/repos/${REPO}/issues/${ISSUE}` && r.atMs >= sinceMs && r.status === 200);
+
+beforeAll(async () => {
+  const keys = makeAppKeyPair();
+  github = await startFakeGitHub({ appId: '1001', installationId: '2002', publicKey: keys.publicKey });
+  docket = await startDocket({ TRACKER_DELIVERY_BACKOFF_BASE_MS: '1000' });
+  org = await createOrg(docket, 'blocker-scenario');
+  // The agent asks a person on its first attempt and finishes on the next one.
+  const agent = agentScript(tempDir('agent'), `
+    import { writeFileSync } from 'node:fs';
+    console.log('::phase implementing');
+    if (process.env.DOCKET_ATTEMPT === '1') {
+      writeFileSync(process.env.DOCKET_RESULT_FILE, JSON.stringify({ outcome: 'blocked', blocker: {
+        summary: ${JSON.stringify(SUMMARY)},
+        evidence: ['config/cache.yml names redis', 'config/test.yml names memcached'],
+        questions: ['Redis or Memcached?'],
+        human_action: 'Answer in a comment, then remove and add the ready label.',
+      } }));
+    } else {
+      writeFileSync('CACHE.md', 'redis\\n');
+    }
+  `);
+  const created = await docket.api('POST', '/v1/autopilot/projects', {
+    token: org.admin,
+    body: {
+      name: 'gadgets',
+      repository: REPO,
+      run: { launch: { command: [process.execPath, agent] }, labels: [] },
+      webhook_secret: WEBHOOK_SECRET,
+      github: { api_url: github.url, app_id: '1001', installation_id: '2002', private_key: keys.privateKey },
+    },
+  });
+  expect(created.status, JSON.stringify(created.body)).toBe(201);
+  projectId = created.body.id;
+  const reg = home.run(['register', '--server', docket.url, '--token', org.registration]);
+  expect(reg.code, reg.stderr + reg.stdout).toBe(0);
+}, 180_000);
+
+afterAll(async () => {
+  await home.cleanup();
+  await docket?.stop();
+  await github?.close();
+  removeTempDirs();
+});
+
+describe('blocked runs and reply comments', () => {
+  it('A reply comment without human readiness change leaves the run blocked', async () => {
+    // The issue's remote is a local bare repository: git rewrites the GitHub URL the run names.
+    const remote = bareRepo();
+    const gitEnv = { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: `url.${remote.url}.insteadOf`, GIT_CONFIG_VALUE_0: `https://github.com/${REPO}` };
+    github.state.addIssue(REPO, ISSUE, { title: 'Cache the pricing table', body: BRIEF, labels: ['ready'] });
+    github.state.label(REPO, ISSUE, 'ready', { login: 'alice', type: 'User' });
+    await postWebhook('issues', payload('issues', 'labeled'));
+    const admitted = await until('the admission', async () => (await ticket())?.run_id);
+    const runId = admitted;
+
+    // The runner runs the agent, which reports a blocker: the run waits for a person.
+    const listener = home.listen([], gitEnv);
+    const blocked = await waitForRun(docket, org.admin, runId, (r) => r.state === 'blocked', 90_000);
+    expect(blocked.blocker).toMatchObject({ summary: SUMMARY, questions: ['Redis or Memcached?'], attempt: 1 });
+    expect(blocked.steps.map((s) => s.outcome)).toEqual(['blocked']);
+
+    // The blocker comment appears on the issue, once, with its receipt on the run.
+    const comment = await until('the blocker comment', async () => github.state.comments(REPO, ISSUE).find((c) => c.body.includes(SUMMARY)));
+    expect(comment.login).toBe('docket[bot]');
+    expect(comment.body).toContain('Redis or Memcached?');
+    expect(comment.body).toContain(`<!-- docket:run=${runId}:kind=blocker_comment -->`);
+    const delivery = await until('the delivery receipt', async () => {
+      const res = await docket.api('GET', `/v1/runs/${runId}/deliveries`, { token: org.admin });
+      return res.body.deliveries.find((d) => d.kind === 'blocker_comment' && d.status === 'delivered');
+    });
+    expect(delivery.receipt).toEqual({ comment_id: String(comment.id), url: comment.html_url });
+
+    // A person answers in a comment: a signed issue_comment webhook changes nothing.
+    github.state.addComment(REPO, ISSUE, 'Use Redis, please.', 'alice');
+    const repliedAt = Date.now();
+    await postWebhook('issue_comment', payload('issue_comment', 'created'));
+    await until('the reply webhook to be handled', async () => issueReadSince(repliedAt));
+    await sleep(2_000);
+    const after = (await docket.api('GET', `/v1/runs/${runId}`, { token: org.admin })).body;
+    expect(after.state).toBe('blocked');
+    expect(after.version).toBe(blocked.version);
+    expect((await ticket()).history.map((h) => h.kind)).not.toContain('authorized');
+    expect(github.state.comments(REPO, ISSUE).filter((c) => c.login === 'docket[bot]')).toHaveLength(1);
+
+    // A person removes and adds the ready label: a new readiness generation requeues the same run.
+    github.state.unlabel(REPO, ISSUE, 'ready', { login: 'alice', type: 'User' });
+    await sleep(1_100); // GitHub records whole seconds: the new transition is a later one
+    github.state.label(REPO, ISSUE, 'ready', { login: 'alice', type: 'User' });
+    await postWebhook('issues', payload('issues', 'labeled'));
+    const done = await waitForRun(docket, org.admin, runId, (r) => r.state === 'completed', 90_000);
+    expect(done.id).toBe(runId);
+    expect(done.steps.map((s) => s.outcome)).toEqual(['blocked', 'completed']);
+    expect(done.artifact.patch).toContain('CACHE.md');
+    expect((await ticket()).history.map((h) => h.kind)).toContain('authorized');
+    const runs = (await docket.api('GET', '/v1/runs?limit=200', { token: org.admin })).body.runs;
+    expect(runs.map((r) => r.id)).toEqual([runId]);
+    await listener.kill('SIGTERM');
+  }, 300_000);
+});
