@@ -14,7 +14,7 @@ import { decide, reapDeadline } from "../src/run/decide";
 import { projectRun } from "../src/run/projection";
 import { newQueuedRun, type NewRun } from "../src/run/new-run";
 import type { RunCommand, RunRecord } from "../src/run/types";
-import { attemptView, runView, type RunView } from "../src/run/view";
+import { attemptView, leaseWatch, runView, type RunView } from "../src/run/view";
 import { labelsKey } from "../src/run/labels";
 import { readWatermark, reaperGraceFromMs } from "../src/sweep";
 import { ArtifactStore } from "./artifact-store";
@@ -38,6 +38,8 @@ export class RunObject extends DurableObject<Env> {
   private readonly outbox: Outbox;
   private readonly artifacts: ArtifactStore;
   private readonly streams: RunStreams;
+  /** Lease calls waiting for a directive (leaseWait); each entry answers its call when called. */
+  private readonly leaseWaiters = new Set<() => void>();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -210,10 +212,42 @@ export class RunObject extends DurableObject<Env> {
   async machineCall(
     orgId: string,
     command: Extract<RunCommand, { type: "launched" | "lease" | "launch_failed" | "stopped" }>,
+    waitMs = 0,
   ): Promise<AttemptAnswer | Refusal> {
     const run = this.owned(orgId, true);
     if (isRefusal(run)) return run;
-    return this.attemptCall(command.type === "launch_failed" ? { ...command, jitter: Math.random() } : command);
+    const answer = await this.attemptCall(command.type === "launch_failed" ? { ...command, jitter: Math.random() } : command);
+    if (isRefusal(answer) || waitMs <= 0 || (command.type !== "lease" && command.type !== "launched")) return answer;
+    return this.leaseWait(command.attempt, command.machineId, answer, Math.min(waitMs, this.config.leaseWaitMaxMs));
+  }
+
+  /**
+   * A renewed lease that waits (docs/protocol.md, "Lease waits"): the answer goes back after
+   * `waitMs`, or at once when the run's attempt, state or directives change (apply() wakes it), so
+   * a stop request reaches the runner without polling. The lease was renewed when the call began;
+   * the answer is the attempt as it stands when the wait ends, or the refusal a lease would get then.
+   */
+  private async leaseWait(attempt: number, machineId: string, answer: AttemptAnswer, waitMs: number): Promise<AttemptAnswer | Refusal> {
+    // A directive already pending is answered at once; past the bound, a call does not wait.
+    if (answer.stop_requested || this.leaseWaiters.size >= this.config.leaseWaitersMax) return answer;
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.leaseWaiters.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, waitMs);
+      this.leaseWaiters.add(done);
+    });
+    const run = this.load();
+    if (!run) return refusal("not_found", "no such run");
+    // Decided, not applied: whether this attempt still holds the run, without renewing the lease again.
+    const decision = decide(run, { type: "lease", attempt, machineId }, Date.now(), this.config);
+    return decision.ok ? attemptView(run) : { error: decision.error };
+  }
+
+  private wakeLeaseWaiters(): void {
+    for (const done of [...this.leaseWaiters]) done();
   }
 
   /** A daemon report, authorized by the run-attempt token; it counts as the attempt's heartbeat. */
@@ -413,6 +447,7 @@ export class RunObject extends DurableObject<Env> {
       alsoWrite?.(next);
     });
     this.armAlarm(command.type === "deadline" ? command.recoveredAtMs : 0);
+    if (leaseWatch(current) !== leaseWatch(next)) this.wakeLeaseWaiters();
     // Each hop wrote one run.state event, in order: the line names it and the attempt it records.
     const hopEvents = decision.events.flatMap((e, i) => (e.type === "run.state" ? [{ seq: seqs[i], attempt: e.data.attempt }] : []));
     decision.hops.forEach((hop, i) => {

@@ -138,6 +138,10 @@ export interface Config {
   /** Autopilot: a lapsed ticket's failed withdrawal of its queued run is retried from the ticket's alarm, after base * 2^(n-1), at most this many times. */
   autopilotWithdrawRetryMs: number;
   autopilotWithdrawAttemptsMax: number;
+  /** Longest time a lease (or launched) call with wait_ms waits for a stop request before it answers. */
+  leaseWaitMaxMs: number;
+  /** Waiting lease calls one run object holds at once; more answer at once, without waiting. */
+  leaseWaitersMax: number;
 }
 
 export const DEFAULTS: Config = {
@@ -149,7 +153,7 @@ export const DEFAULTS: Config = {
   backoffMaxMs: 300_000,
   attemptBudget: 3,
   sandboxLifetimeMs: 600_000,
-  claimWaitMs: 25_000,
+  claimWaitMs: 55_000,
   heartbeatIntervalMs: 30_000,
   minCliVersion: "0.1.0",
   launchProtocols: ["process", "docker"],
@@ -217,6 +221,8 @@ export const DEFAULTS: Config = {
   autopilotReconcileProjectsMax: 10,
   autopilotWithdrawRetryMs: 30_000,
   autopilotWithdrawAttemptsMax: 5,
+  leaseWaitMaxMs: 20_000,
+  leaseWaitersMax: 4,
 };
 
 // The schemas' hard ceilings (src/protocol/bounds.ts) are configurable bounds of this Config.
@@ -298,6 +304,8 @@ const VAR_NAMES: Record<keyof Config, string> = {
   autopilotReconcileProjectsMax: "AUTOPILOT_RECONCILE_PROJECTS_MAX",
   autopilotWithdrawRetryMs: "AUTOPILOT_WITHDRAW_RETRY_MS",
   autopilotWithdrawAttemptsMax: "AUTOPILOT_WITHDRAW_ATTEMPTS_MAX",
+  leaseWaitMaxMs: "LEASE_WAIT_MAX_MS",
+  leaseWaitersMax: "LEASE_WAITERS_MAX",
 };
 
 /** Reads the config from Worker vars; a malformed value is a deployment error and throws at once. */
@@ -340,6 +348,8 @@ export function loadConfig(vars: Record<string, unknown>): Config {
   if (config.githubRequestTimeoutMs < 1) throw new Error("GITHUB_REQUEST_TIMEOUT_MS must be at least 1");
   if (config.githubPageSize < 1 || config.githubPageSize > 100) throw new Error("GITHUB_PAGE_SIZE must be between 1 and 100");
   if (config.githubPagesMax < 1) throw new Error("GITHUB_PAGES_MAX must be at least 1");
+  // A waiting lease call renews the lease only when it starts, so it must answer before the lease lapses.
+  if (config.leaseWaitMaxMs >= config.leaseTtlMs) throw new Error("LEASE_WAIT_MAX_MS must be shorter than LEASE_TTL_MS");
   return config;
 }
 

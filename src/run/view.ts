@@ -60,6 +60,14 @@ export function runView(run: RunRecord): Omit<Run, "callback"> {
 export type RunView = ReturnType<typeof runView>;
 
 /** What a runner's attempt call answers. */
+/**
+ * What a waiting lease call watches (RunObject.leaseWait): the attempt, its state and the
+ * directives its runner acts on. Any change wakes the waiter; a pause request is one more entry.
+ */
+export function leaseWatch(run: RunRecord): string {
+  return JSON.stringify([run.attempt, run.state, run.stopRequest !== null]);
+}
+
 export function attemptView(run: RunRecord) {
   return {
     run_id: run.id,
