@@ -44,6 +44,9 @@ export class Runner {
   jobs: Map<string, Promise<void>>;
   wake: (() => void) | null;
   lastPruneAtMs: number;
+  /** Whether a claim is in flight, and when one last started or ended (heartbeatDue). */
+  claiming = false;
+  lastClaimActivityAtMs = 0;
   constructor({ cfg, db, out, fileConfig = {} }: { cfg: Record<string, any>; db: JobDb; out: Output; fileConfig?: any }) {
     this.cfg = cfg;
     this.db = db;
@@ -155,12 +158,23 @@ export class Runner {
     }
   }
 
+  /**
+   * A claim is the machine's heartbeat (docs/protocol.md, "Runner protocol"): one is due only when
+   * no claim is in flight and none started or ended within the interval, i.e. while the runner is
+   * busy (at its concurrency) or backing off.
+   */
+  heartbeatDue() {
+    const intervalMs = this.serverConfig.heartbeat_interval_ms ?? 30_000;
+    return !this.claiming && Date.now() - this.lastClaimActivityAtMs >= intervalMs;
+  }
+
   async heartbeatLoop() {
     const backoff = this.backoff();
     while (!this.stopping) {
       await sleep(this.serverConfig.heartbeat_interval_ms ?? 30_000, this.stopSignal);
       if (this.stopping) return;
       if (Date.now() - this.lastPruneAtMs >= LOG_PRUNE_EVERY_MS) this.pruneLogs();
+      if (!this.heartbeatDue()) continue;
       try {
         const res = await this.client.heartbeat(this.heartbeatWithLabels(), { signal: this.stopSignal });
         backoff.succeed();
@@ -217,13 +231,19 @@ export class Runner {
         continue;
       }
       lastClaimAtMs = Date.now();
-      const waitMs = this.cfg.claim_wait_ms ?? this.serverConfig.claim_wait_ms ?? 25_000;
+      const waitMs = this.cfg.claim_wait_ms ?? this.serverConfig.claim_wait_ms ?? 55_000;
       let res;
+      this.claiming = true;
       try {
         res = await this.client.claim({ ...this.heartbeatBody(), wait_ms: waitMs }, { signal: this.stopSignal });
       } catch (e) {
-        if (this.handleLoopError(e, 'claim', backoff) === 'stop') return;
-        await sleep(retryDelayMs(e, backoff.fail()), this.stopSignal);
+        res = { failed: e };
+      }
+      this.claiming = false;
+      this.lastClaimActivityAtMs = Date.now();
+      if ('failed' in res) {
+        if (this.handleLoopError(res.failed, 'claim', backoff) === 'stop') return;
+        await sleep(retryDelayMs(res.failed, backoff.fail()), this.stopSignal);
         continue;
       }
       backoff.succeed();
