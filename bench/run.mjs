@@ -6,6 +6,8 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
+import { cancelLatency } from './cancel.mjs';
+import { writeCharts } from './charts.mjs';
 import { claimCost } from './claim-cost.mjs';
 import { idleCost } from './idle.mjs';
 import { dispatchToClaim } from './latency.mjs';
@@ -47,7 +49,7 @@ if (live.length > 0) {
   let docket = null;
   try {
     applyMigrations(docketConfig, state.dir);
-    if (cfg.sections.includes('latency') || cfg.sections.includes('lifecycle')) {
+    if (cfg.sections.includes('latency') || cfg.sections.includes('lifecycle') || cfg.sections.includes('cancel')) {
       docket = await startWorker({ config: docketConfig, persist: state.dir, vars: DOCKET_VARS });
       if (cfg.sections.includes('latency')) {
         say(`dispatch-to-claim latency: ${cfg.latency.waitingRunners} runners waiting on the long-poll beside one polling every ${cfg.latency.pollIntervalMs} ms`);
@@ -56,6 +58,10 @@ if (live.length > 0) {
       if (cfg.sections.includes('lifecycle')) {
         say(`lifecycle throughput: ${cfg.lifecycle.runs} runs with ${cfg.lifecycle.runnerCounts.join(', ')} runners`);
         sections.lifecycle = await lifecycle(docket.url, cfg.lifecycle, say);
+      }
+      if (cfg.sections.includes('cancel')) {
+        say(`cancel latency: ${cfg.cancel.samples} runs of the runner CLI cancelled while running`);
+        sections.cancel = await cancelLatency(docket.url, cfg.cancel, say);
       }
       await docket.stop();
       docket = null;
@@ -97,6 +103,7 @@ const results = {
 const outDir = cfg.out || join(ROOT, 'bench', 'results');
 const name = cfg.name;
 mkdirSync(outDir, { recursive: true });
+/** @type {any} */ (results).charts = writeCharts(results, outDir, name);
 writeFileSync(join(outDir, `${name}.json`), `${JSON.stringify(results, null, 2)}\n`);
 writeFileSync(join(outDir, `${name}.md`), resultsPage(results));
 if (cfg.updateDocs && name === 'latest') updateDocs(results);
@@ -124,7 +131,7 @@ function updateDocs(r) {
   const from = doc.indexOf(begin);
   const to = doc.indexOf(end);
   if (from < 0 || to < from) throw new Error(`docs/BENCHMARKS.md has no ${begin} … ${end} block`);
-  const block = `${begin}\n\n${runLine(r)}\n\n${resultTables(r)}\n\n${end}`;
+  const block = `${begin}\n\n${runLine(r)}\n\n${resultTables(r, '../bench/results/')}\n\n${end}`;
   writeFileSync(path, doc.slice(0, from) + block + doc.slice(to + end.length));
   say('docs/BENCHMARKS.md updated');
 }

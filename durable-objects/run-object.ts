@@ -218,7 +218,9 @@ export class RunObject extends DurableObject<Env> {
     if (isRefusal(run)) return run;
     const answer = await this.attemptCall(command.type === "launch_failed" ? { ...command, jitter: Math.random() } : command);
     if (isRefusal(answer) || waitMs <= 0 || (command.type !== "lease" && command.type !== "launched")) return answer;
-    return this.leaseWait(command.attempt, command.machineId, answer, Math.min(waitMs, this.config.leaseWaitMaxMs));
+    // The lease is renewed only when the call begins: half its TTL at most, so it cannot lapse during the wait.
+    const boundMs = Math.min(waitMs, this.config.leaseWaitMaxMs, Math.floor(this.config.leaseTtlMs / 2));
+    return this.leaseWait(command.attempt, command.machineId, answer, boundMs);
   }
 
   /**
