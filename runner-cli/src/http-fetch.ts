@@ -1,5 +1,5 @@
 // The runner's HTTP transport: the little of fetch its JSON calls use, over node:http and
-// node:https. Node's global fetch loads undici, about 8 MB of an idle `listen` process's memory
+// node:https. Node's global fetch loads undici, about 9 MB more of an idle `listen` process's memory
 // (docs/BENCHMARKS.md, "Idle runners").
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 
@@ -13,7 +13,7 @@ export type FetchLike = (url: string, init: FetchInit) => Promise<FetchAnswer>;
 /** One request; the answer's body is read in full (up to ANSWER_MAX_BYTES) by text(). */
 export const httpFetch: FetchLike = async (url, init) => {
   const target = new URL(url);
-  // TLS is loaded only for an https server (a few MB a local or plain-HTTP runner does not carry).
+  // TLS is loaded only for an https server, which a local or plain-HTTP runner does not need.
   const send = target.protocol === 'https:' ? (await import('node:https')).request : httpRequest;
   return new Promise((resolve, reject) => {
     const headers = init.body === undefined ? init.headers : { ...init.headers, 'content-length': String(Buffer.byteLength(init.body)) };
