@@ -1,6 +1,6 @@
 // The runner's HTTP transport: the little of fetch its JSON calls use, over node:http and
 // node:https. Node's global fetch loads undici, about 9 MB more of an idle `listen` process's memory
-// (docs/BENCHMARKS.md, "Idle runners").
+// (docs/BENCHMARKS.md, "Idle runner memory").
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 
 /** The largest answer body read; Docket's answers are far smaller. */

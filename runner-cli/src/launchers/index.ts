@@ -1,5 +1,5 @@
 // Launchers by protocol name. Each launches a sandbox for a claim and finds one again after a restart.
-// Each is loaded on its first use, so an idle `listen` does not carry them (docs/BENCHMARKS.md, "Idle runners").
+// Each is loaded on its first use, so an idle `listen` does not carry them (docs/BENCHMARKS.md, "Idle runner memory").
 import type { Sandbox } from './process.js';
 import type { JobRow } from '../jobs.js';
 import type { JobPaths, LaunchRequest } from './common.js';
