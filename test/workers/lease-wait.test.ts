@@ -92,6 +92,22 @@ describe("lease waits", () => {
     expect(res.body.lease_expires_at_ms).toBeGreaterThan(leaseBefore);
   });
 
+  it("past LEASE_WAITERS_MAX (4) waiting calls, one more answers at once; the waiting ones still get the stop", WOKEN_TIMEOUT, async () => {
+    const { admin, runner, runId } = await launchedRun();
+    let cancelled = false;
+    const calls = Array.from({ length: 5 }, () =>
+      attemptCall(runner.token, runId, 1, "lease", { wait_ms: LONGER_THAN_THE_BOUND }).then((res) => ({ res, afterCancel: cancelled })),
+    );
+    // Whichever call arrives fifth finds four waiting and answers without waiting.
+    const first = await Promise.race(calls);
+    expect(first.res.status).toBe(200);
+    expect(first.res.body.stop_requested).toBe(false);
+    cancelled = true;
+    await call("POST", `/v1/runs/${runId}/cancel`, { token: admin, body: {} });
+    const woken = (await Promise.all(calls)).filter((c) => c.afterCancel && c.res.body.stop_requested === true);
+    expect(woken).toHaveLength(4);
+  });
+
   it("a bad wait_ms is a 400 and renews nothing", async () => {
     const { admin, runner, runId } = await launchedRun();
     const leaseBefore = (await getRun(admin, runId)).lease_expires_at_ms;
