@@ -1,5 +1,5 @@
-// Cancel latency (docs/BENCHMARKS.md, "Cancel latency"): from the cancel API's answer to the
-// sandbox stopped, for an agent that exits on SIGTERM. The real runner CLI (`docket-runner listen`)
+// Cancel latency (docs/BENCHMARKS.md, "Cancel latency"): from the cancel request to the sandbox
+// stopped (and from the cancel API's answer), for an agent that exits on SIGTERM. The real runner CLI (`docket-runner listen`)
 // runs each run in a process sandbox through a counting proxy; its waiting lease call answers the
 // stop as soon as the cancel is recorded (docs/protocol.md, "Lease waits"). Beside it, what a
 // polled stop costs: up to one lease refresh interval. The proxy also counts the HTTP requests of
@@ -41,6 +41,7 @@ export async function cancelLatency(url, cfg, say) {
   try {
     await events.next((e) => e.event === 'started');
     const latencies = [];
+    const afterAnswer = [];
     proxy.open();
     for (let i = 0; i < cfg.samples; i++) {
       const body = { brief: 'cancel benchmark', labels: RUNNER_LABELS, launch: { command: [process.execPath, agent] } };
@@ -50,11 +51,15 @@ export async function cancelLatency(url, cfg, say) {
       await events.next((e) => e.event === 'launched' && e.run_id === runId);
       // The cancel lands anywhere in the lease wait, as a person's would.
       await sleep(200 + Math.random() * 800);
+      const requestedAt = Date.now();
       const cancel = await api.call('POST', `/v1/runs/${runId}/cancel`, { token: org.admin, body: { reason: 'benchmark' } });
       const answeredAt = Date.now();
       if (cancel.status !== 202) throw new Error(`cancel of a running run answered ${cancel.status} ${JSON.stringify(cancel.body)}`);
       const stopped = await events.next((e) => e.event === 'sandbox_stopped' && e.run_id === runId);
-      latencies.push(stopped.at_ms - answeredAt);
+      latencies.push(stopped.at_ms - requestedAt);
+      // Negative when the sandbox stopped before the cancel's answer reached the client: the run
+      // object answers the waiting lease call while it records the stop, before the cancel answers.
+      afterAnswer.push(stopped.at_ms - answeredAt);
       const ended = await events.next((e) => e.event === 'run_ended' && e.run_id === runId);
       if (ended.outcome !== 'cancelled') throw new Error(`run ${runId} ended ${ended.outcome}, not cancelled`);
       if ((i + 1) % 10 === 0 || i + 1 === cfg.samples) say(`  ${i + 1} of ${cfg.samples} samples`);
@@ -65,6 +70,7 @@ export async function cancelLatency(url, cfg, say) {
     return {
       samples: cfg.samples,
       cancel_to_stopped_ms: summarize(latencies),
+      answer_to_stopped_ms: summarize(afterAnswer),
       samples_ms: latencies.map((v) => round(v, 1)),
       polled: { lease_refresh_ms: cfg.leaseRefreshMs, mean_ms: cfg.leaseRefreshMs / 2, max_ms: cfg.leaseRefreshMs },
       requests_per_cancelled_run: perRun,

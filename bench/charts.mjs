@@ -33,6 +33,8 @@ function ticks(lo, hi, log) {
  *   series: { name: string, points: [number, number][], dashed?: boolean }[] }} c
  */
 export function lineChart(c) {
+  // A log axis shows positive values only.
+  c = { ...c, series: c.series.map((s) => ({ ...s, points: s.points.filter((p) => !c.xLog || p[0] > 0) })) };
   const all = c.series.flatMap((s) => s.points);
   const xs = all.map((p) => p[0]).filter((x) => !c.xLog || x > 0);
   const ys = all.map((p) => p[1]);
@@ -62,7 +64,7 @@ export function lineChart(c) {
   parts.push(`<text transform="translate(14 ${(PAD.top + H - PAD.bottom) / 2}) rotate(-90)" text-anchor="middle">${esc(c.yLabel)}</text>`);
   c.series.forEach((s, i) => {
     const colour = COLOURS[i % COLOURS.length];
-    const pts = s.points.filter((p) => !c.xLog || p[0] > 0).map((p) => `${fx(p[0]).toFixed(1)},${fy(p[1]).toFixed(1)}`).join(' ');
+    const pts = s.points.map((p) => `${fx(p[0]).toFixed(1)},${fy(p[1]).toFixed(1)}`).join(' ');
     parts.push(`<polyline points="${pts}" fill="none" stroke="${colour}" stroke-width="2"${s.dashed ? ' stroke-dasharray="6 4"' : ''}/>`);
     for (const p of s.points.length <= 12 ? s.points : []) parts.push(`<circle cx="${fx(p[0]).toFixed(1)}" cy="${fy(p[1]).toFixed(1)}" r="3" fill="${colour}"/>`);
     const lx = PAD.left + (i % 2) * 280;
@@ -127,9 +129,9 @@ export function writeCharts(r, dir, name) {
     const polled = [1, 10, 100, ...steps].filter((x) => x <= refresh).map((x) => /** @type {[number, number]} */ ([x, x / refresh]));
     charts.push({
       file: `${name}-cancel-latency.svg`,
-      title: 'Cancel latency: share of sandboxes stopped within a time of the cancel answer',
-      svg: lineChart({ title: 'Cancel answered to sandbox stopped', xLabel: 'ms (log)', yLabel: 'share of sandboxes stopped', xLog: true, series: [
-        { name: 'lease wait (measured)', points: cdf(k.samples_ms) },
+      title: 'Cancel latency: share of sandboxes stopped within a time of the cancel request',
+      svg: lineChart({ title: 'Cancel requested to sandbox stopped', xLabel: 'ms (log)', yLabel: 'share of sandboxes stopped', xLog: true, series: [
+        { name: 'waiting lease call, from the cancel request (measured)', points: cdf(k.samples_ms) },
         { name: `polled at each ${refresh / 1000} s lease refresh (computed)`, points: polled, dashed: true },
       ] }),
     });

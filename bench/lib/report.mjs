@@ -116,7 +116,8 @@ export function resultTables(r, chartsAt = null) {
     out.push(
       `\n### Cancel latency\n\n` +
         `${k.samples} runs of the real \`docket-runner listen\` (process sandbox, an agent that exits on SIGTERM), each cancelled while running: ` +
-        `ms from the cancel API's answer to the runner's \`sandbox_stopped\`. Beside it, a stop polled at the lease refresh ` +
+        `ms from the cancel request to the runner's \`sandbox_stopped\`, and from the cancel's answer at the client (negative when the sandbox ` +
+        `stopped before the answer arrived: the waiting lease call is answered as the stop is recorded). Beside it, a stop polled at the lease refresh ` +
         `(every ${k.polled.lease_refresh_ms / 1000} s): computed, uniform over the interval. Requests per cancelled run: every request ` +
         `of the runner and its daemon through a counting proxy (claims between runs included), plus the dispatch and the cancel.\n`,
     );
@@ -124,7 +125,10 @@ export function resultTables(r, chartsAt = null) {
       table(
         ['stop delivered by', 'p50', 'p99', 'mean', 'max', 'HTTP requests per cancelled run'],
         [
-          ['the waiting lease call (measured)', n(k.cancel_to_stopped_ms.p50), n(k.cancel_to_stopped_ms.p99), n(k.cancel_to_stopped_ms.mean), n(k.cancel_to_stopped_ms.max), n(k.requests_per_cancelled_run, 2)],
+          ['the waiting lease call, from the request (measured)', n(k.cancel_to_stopped_ms.p50), n(k.cancel_to_stopped_ms.p99), n(k.cancel_to_stopped_ms.mean), n(k.cancel_to_stopped_ms.max), n(k.requests_per_cancelled_run, 2)],
+          ...(k.answer_to_stopped_ms
+            ? [['the waiting lease call, from the answer (measured)', n(k.answer_to_stopped_ms.p50), n(k.answer_to_stopped_ms.p99), n(k.answer_to_stopped_ms.mean), n(k.answer_to_stopped_ms.max), '']]
+            : []),
           [`the next lease refresh (computed)`, n(k.polled.mean_ms), n(k.polled.max_ms * 0.99), n(k.polled.mean_ms), n(k.polled.max_ms), '–'],
         ],
       ),
