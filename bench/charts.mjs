@@ -5,7 +5,7 @@ import { join } from 'node:path';
 
 const W = 640;
 const H = 360;
-const PAD = { left: 64, right: 32, top: 40, bottom: 72 };
+const PAD = { left: 64, right: 32, top: 40, bottom: 76 };
 const COLOURS = ['#1f6feb', '#d9480f', '#2b8a3e', '#862e9c'];
 
 /** @param {string} s */
@@ -67,8 +67,9 @@ export function lineChart(c) {
     const pts = s.points.map((p) => `${fx(p[0]).toFixed(1)},${fy(p[1]).toFixed(1)}`).join(' ');
     parts.push(`<polyline points="${pts}" fill="none" stroke="${colour}" stroke-width="2"${s.dashed ? ' stroke-dasharray="6 4"' : ''}/>`);
     for (const p of s.points.length <= 12 ? s.points : []) parts.push(`<circle cx="${fx(p[0]).toFixed(1)}" cy="${fy(p[1]).toFixed(1)}" r="3" fill="${colour}"/>`);
-    const lx = PAD.left + (i % 2) * 280;
-    const ly = H - 18 + Math.floor(i / 2) * 14 - (c.series.length > 2 ? 14 : 0);
+    // One legend row per series, under the axis label.
+    const lx = PAD.left;
+    const ly = H - 8 - (c.series.length - 1 - i) * 14;
     parts.push(`<line x1="${lx}" x2="${lx + 20}" y1="${ly - 4}" y2="${ly - 4}" stroke="${colour}" stroke-width="2"${s.dashed ? ' stroke-dasharray="6 4"' : ''}/>`);
     parts.push(`<text x="${lx + 26}" y="${ly}">${esc(s.name)}</text>`);
   });
