@@ -14,7 +14,7 @@ import { decide, reapDeadline } from "../src/run/decide";
 import { projectRun } from "../src/run/projection";
 import { newQueuedRun, type NewRun } from "../src/run/new-run";
 import type { RunCommand, RunRecord } from "../src/run/types";
-import { attemptView, leaseWatch, runView, type RunView } from "../src/run/view";
+import { attemptView, directivePending, leaseWatch, runView, type RunView } from "../src/run/view";
 import { labelsKey } from "../src/run/labels";
 import { readWatermark, reaperGraceFromMs } from "../src/sweep";
 import { ArtifactStore } from "./artifact-store";
@@ -230,8 +230,11 @@ export class RunObject extends DurableObject<Env> {
    * the answer is the attempt as it stands when the wait ends, or the refusal a lease would get then.
    */
   private async leaseWait(attempt: number, machineId: string, answer: AttemptAnswer, waitMs: number): Promise<AttemptAnswer | Refusal> {
-    // A directive already pending is answered at once; past the bound, a call does not wait.
-    if (answer.stop_requested || this.leaseWaiters.size >= this.config.leaseWaitersMax) return answer;
+    // A directive pending, or a change since the answer was made (while its side effects were
+    // finished), is answered at once; past the bound, a call does not wait.
+    const run = this.load();
+    if (!run || run.attempt !== answer.attempt || run.state !== answer.state || directivePending(run)) return this.leaseAnswerNow(attempt, machineId);
+    if (this.leaseWaiters.size >= this.config.leaseWaitersMax) return answer;
     await new Promise<void>((resolve) => {
       const done = () => {
         clearTimeout(timer);
@@ -241,9 +244,13 @@ export class RunObject extends DurableObject<Env> {
       const timer = setTimeout(done, waitMs);
       this.leaseWaiters.add(done);
     });
+    return this.leaseAnswerNow(attempt, machineId);
+  }
+
+  /** The attempt as it stands, or the refusal a lease would get now; decided, not applied (the lease is not renewed again). */
+  private leaseAnswerNow(attempt: number, machineId: string): AttemptAnswer | Refusal {
     const run = this.load();
     if (!run) return refusal("not_found", "no such run");
-    // Decided, not applied: whether this attempt still holds the run, without renewing the lease again.
     const decision = decide(run, { type: "lease", attempt, machineId }, Date.now(), this.config);
     return decision.ok ? attemptView(run) : { error: decision.error };
   }
