@@ -1,27 +1,41 @@
-// Idle cost (docs/BENCHMARKS.md): HTTP requests per minute per idle runner. The real runner CLI
-// (`docket-runner listen`) runs with nothing to do against a Docket whose claim wait and heartbeat
-// interval are shortened, through a counting proxy on 127.0.0.1, for a bounded window. An idle
-// runner sends one claim per long-poll (claim_wait_ms plus a round trip) and one heartbeat per
-// heartbeat interval, so its rate is 60,000 / claim_wait_ms + 60,000 / heartbeat_interval_ms per
-// minute; the measured rate at the short settings checks that formula, which then gives the rate
-// at the defaults.
+// Idle cost (docs/BENCHMARKS.md): HTTP requests per minute per idle runner, and the memory (RSS)
+// of idle `docket-runner listen` processes. The real runner CLI runs with nothing to do against a
+// Docket whose claim wait is shortened, through a counting proxy on 127.0.0.1, for a bounded window.
+// An idle runner's claim is its heartbeat: it sends one claim per long-poll (claim_wait_ms plus a
+// round trip) and no separate heartbeat, so its rate is 60,000 / claim_wait_ms per minute; the
+// measured rate at the short setting checks that formula, which then gives the rate at the defaults.
 import { spawn } from 'node:child_process';
 import { createServer, request } from 'node:http';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createOrg, parseCost, registrationToken } from './lib/docket.mjs';
 import { client, sleep } from './lib/http.mjs';
 import { atExit } from './lib/cleanup.mjs';
 import { ROOT, stateDir } from './lib/local-worker.mjs';
 import { RUNNER_LABELS } from './lib/seed.mjs';
-import { round } from './lib/stats.mjs';
+import { round, summarize } from './lib/stats.mjs';
 
 const CLI = join(ROOT, 'runner-cli', 'bin', 'docket-runner.mjs');
 const CLAIM_PATH = '/v1/runners/claim';
 const HEARTBEAT_PATH = '/v1/runners/heartbeat';
 
-/** Requests per minute of one idle runner with these loop settings. */
-export function idleRequestsPerMinute(claimWaitMs, heartbeatIntervalMs) {
-  return 60_000 / claimWaitMs + 60_000 / heartbeatIntervalMs;
+/** Requests per minute of one idle runner with this claim wait (its claims are its heartbeats). */
+export function idleRequestsPerMinute(claimWaitMs) {
+  return 60_000 / claimWaitMs;
+}
+
+/**
+ * The resident memory of a process in MB (VmRSS of /proc/<pid>/status), or null where there is no
+ * /proc (not Linux) or the process is gone.
+ * @param {number | undefined} pid
+ */
+export function rssMb(pid) {
+  try {
+    const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+    return kb ? Number(kb) / 1024 : null;
+  } catch {
+    return null;
+  }
 }
 
 /**
@@ -60,12 +74,14 @@ export async function idleCost(url, cfg, say) {
     proxy.open();
     await sleep(cfg.windowMs);
     const counts = proxy.close();
+    // Measured at the end of the window, after a dozen idle claims each.
+    const rss = children.map((c) => rssMb(c.pid)).filter((v) => v !== null);
 
     const minutes = cfg.windowMs / 60_000;
     const perRunnerPerMin = (/** @type {number} */ n) => n / cfg.runners / minutes;
-    const expected = idleRequestsPerMinute(cfg.claimWaitMs, cfg.heartbeatIntervalMs);
+    const expected = idleRequestsPerMinute(cfg.claimWaitMs);
     const measured = perRunnerPerMin(counts.total);
-    const atDefaults = idleRequestsPerMinute(cfg.defaults.claimWaitMs, cfg.defaults.heartbeatIntervalMs);
+    const atDefaults = idleRequestsPerMinute(cfg.defaults.claimWaitMs);
     // D1 rows per idle call, from the Docket-Cost of the answers (means over the window).
     const per = (/** @type {string} */ path, /** @type {'d1_rows_read' | 'd1_rows_written'} */ k) => {
       const sum = counts.costByPath[path];
@@ -76,7 +92,8 @@ export async function idleCost(url, cfg, say) {
     const rowsPerMin = (/** @type {number} */ claimsPerMin, /** @type {number} */ heartbeatsPerMin, /** @type {'d1_rows_read' | 'd1_rows_written'} */ k) =>
       claimsPerMin * claimCost[k] + heartbeatsPerMin * heartbeatCost[k];
     const claimsAtDefaults = 60_000 / cfg.defaults.claimWaitMs;
-    const heartbeatsAtDefaults = 60_000 / cfg.defaults.heartbeatIntervalMs;
+    // The heartbeats an idle runner sends, scaled like its claims (none, when its claims are its heartbeats).
+    const heartbeatsAtDefaults = (perRunnerPerMin(counts.byPath[HEARTBEAT_PATH] ?? 0) * cfg.claimWaitMs) / cfg.defaults.claimWaitMs;
     return {
       runners: cfg.runners,
       window_ms: cfg.windowMs,
@@ -94,9 +111,12 @@ export async function idleCost(url, cfg, say) {
       heartbeat_cost: heartbeatCost,
       d1_rows_read_per_min: rowsPerMin(perRunnerPerMin(counts.byPath[CLAIM_PATH] ?? 0), perRunnerPerMin(counts.byPath[HEARTBEAT_PATH] ?? 0), 'd1_rows_read'),
       d1_rows_written_per_min: rowsPerMin(perRunnerPerMin(counts.byPath[CLAIM_PATH] ?? 0), perRunnerPerMin(counts.byPath[HEARTBEAT_PATH] ?? 0), 'd1_rows_written'),
+      rss_mb: rss.length > 0 ? { ...summarize(rss), per_runner: rss.map((v) => round(v, 1)) } : null,
       defaults: {
         claim_wait_ms: cfg.defaults.claimWaitMs,
         heartbeat_interval_ms: cfg.defaults.heartbeatIntervalMs,
+        claims_per_min: claimsAtDefaults,
+        heartbeats_per_min: heartbeatsAtDefaults,
         requests_per_min: atDefaults,
         scaled_from_measured: round((atDefaults * measured) / expected, 3),
         d1_rows_read_per_min: rowsPerMin(claimsAtDefaults, heartbeatsAtDefaults, 'd1_rows_read'),
@@ -112,7 +132,7 @@ export async function idleCost(url, cfg, say) {
 }
 
 /** The runner's environment: its own home, nothing from a DOCKET_* setting of this shell. */
-function runnerEnv(home) {
+export function runnerEnv(home) {
   /** @type {Record<string, string>} */
   const env = {};
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('DOCKET_') && v !== undefined) env[k] = v;
@@ -124,7 +144,7 @@ function runnerEnv(home) {
  * @param {string[]} args @param {Record<string, string>} env
  * @returns {Promise<{ code: number | null, output: string }>}
  */
-function exec(args, env) {
+export function exec(args, env) {
   const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout.on('data', (d) => (output += d));
@@ -139,7 +159,7 @@ function exec(args, env) {
 }
 
 /** Waits for a child to exit; SIGKILL after `ms`. @param {import('node:child_process').ChildProcess} child */
-async function exitWithin(child, ms) {
+export async function exitWithin(child, ms) {
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise((resolve) => child.once('exit', resolve));
   const timer = setTimeout(() => child.kill('SIGKILL'), ms);
@@ -152,7 +172,7 @@ async function exitWithin(child, ms) {
  * path, and sums the Docket-Cost of their answers by path.
  * @param {string} target
  */
-async function countingProxy(target) {
+export async function countingProxy(target) {
   const upstream = new URL(target);
   let counting = false;
   const counts = {

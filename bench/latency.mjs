@@ -6,7 +6,7 @@
 import { claim, createOrg, dispatch, registerMachines } from './lib/docket.mjs';
 import { client, ignoreAbort, sleep } from './lib/http.mjs';
 import { RUNNER_LABELS } from './lib/seed.mjs';
-import { summarize } from './lib/stats.mjs';
+import { round, summarize } from './lib/stats.mjs';
 
 /**
  * @param {string} url a running Docket
@@ -72,6 +72,9 @@ export async function dispatchToClaim(url, cfg, say) {
     long_poll_ms: summarize(longPoll),
     polling_ms: summarize(polling),
     dispatch_request_ms: summarize(dispatchMs),
+    // Every sample, for the distribution chart (bench/charts.mjs).
+    long_poll_samples_ms: longPoll.map((v) => round(v, 1)),
+    polling_samples_ms: polling.map((v) => round(v, 1)),
   };
 }
 

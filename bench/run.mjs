@@ -6,6 +6,8 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
+import { cancelLatency } from './cancel.mjs';
+import { writeCharts } from './charts.mjs';
 import { claimCost } from './claim-cost.mjs';
 import { idleCost } from './idle.mjs';
 import { dispatchToClaim } from './latency.mjs';
@@ -48,7 +50,7 @@ if (live.length > 0) {
   let docket = null;
   try {
     applyMigrations(docketConfig, state.dir);
-    if (cfg.sections.includes('latency') || cfg.sections.includes('lifecycle') || cfg.sections.includes('scale')) {
+    if (['latency', 'lifecycle', 'scale', 'cancel'].some((s) => cfg.sections.includes(s))) {
       docket = await startWorker({ config: docketConfig, persist: state.dir, vars: DOCKET_VARS });
       if (cfg.sections.includes('latency')) {
         say(`dispatch-to-claim latency: ${cfg.latency.waitingRunners} runners waiting on the long-poll beside one polling every ${cfg.latency.pollIntervalMs} ms`);
@@ -61,6 +63,10 @@ if (live.length > 0) {
       if (cfg.sections.includes('scale')) {
         say(`claims across organizations: ${cfg.scale.orgCounts.join(", ")} organizations sharing ${cfg.scale.runners} runners and ${cfg.scale.runs} runs`);
         sections.scale = await scale(docket.url, cfg.scale, say);
+      }
+      if (cfg.sections.includes('cancel')) {
+        say(`cancel latency: ${cfg.cancel.samples} runs of the runner CLI cancelled while running`);
+        sections.cancel = await cancelLatency(docket.url, cfg.cancel, say);
       }
       await docket.stop();
       docket = null;
@@ -102,6 +108,7 @@ const results = {
 const outDir = cfg.out || join(ROOT, 'bench', 'results');
 const name = cfg.name;
 mkdirSync(outDir, { recursive: true });
+/** @type {any} */ (results).charts = writeCharts(results, outDir, name);
 writeFileSync(join(outDir, `${name}.json`), `${JSON.stringify(results, null, 2)}\n`);
 writeFileSync(join(outDir, `${name}.md`), resultsPage(results));
 if (cfg.updateDocs && name === 'latest') updateDocs(results);
@@ -129,7 +136,7 @@ function updateDocs(r) {
   const from = doc.indexOf(begin);
   const to = doc.indexOf(end);
   if (from < 0 || to < from) throw new Error(`docs/BENCHMARKS.md has no ${begin} … ${end} block`);
-  const block = `${begin}\n\n${runLine(r)}\n\n${resultTables(r)}\n\n${end}`;
+  const block = `${begin}\n\n${runLine(r)}\n\n${resultTables(r, '../bench/results/')}\n\n${end}`;
   writeFileSync(path, doc.slice(0, from) + block + doc.slice(to + end.length));
   say('docs/BENCHMARKS.md updated');
 }

@@ -14,7 +14,7 @@ import { decide, reapDeadline } from "../src/run/decide";
 import { projectRun } from "../src/run/projection";
 import { newQueuedRun, type NewRun } from "../src/run/new-run";
 import type { RunCommand, RunRecord } from "../src/run/types";
-import { attemptView, runView, type RunView } from "../src/run/view";
+import { attemptView, directivePending, leaseWatch, runView, type RunView } from "../src/run/view";
 import { labelsKey } from "../src/run/labels";
 import { SLOT_STATES } from "../src/autopilot/scheduler-gates";
 import { readWatermark, reaperGraceFromMs } from "../src/sweep";
@@ -41,6 +41,8 @@ export class RunObject extends DurableObject<Env> {
   private readonly streams: RunStreams;
   /** The run version whose slot release the scheduler last acknowledged (an autopilot run's slot). */
   private slotReleasedVersion = 0;
+  /** Lease calls waiting for a directive (leaseWait); each entry answers its call when called. */
+  private readonly leaseWaiters = new Set<() => void>();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -213,10 +215,51 @@ export class RunObject extends DurableObject<Env> {
   async machineCall(
     orgId: string,
     command: Extract<RunCommand, { type: "launched" | "lease" | "launch_failed" | "stopped" }>,
+    waitMs = 0,
   ): Promise<AttemptAnswer | Refusal> {
     const run = this.owned(orgId, true);
     if (isRefusal(run)) return run;
-    return this.attemptCall(command.type === "launch_failed" ? { ...command, jitter: Math.random() } : command);
+    const answer = await this.attemptCall(command.type === "launch_failed" ? { ...command, jitter: Math.random() } : command);
+    if (isRefusal(answer) || waitMs <= 0 || (command.type !== "lease" && command.type !== "launched")) return answer;
+    // The lease is renewed only when the call begins: half its TTL at most, so it cannot lapse during the wait.
+    const boundMs = Math.min(waitMs, this.config.leaseWaitMaxMs, Math.floor(this.config.leaseTtlMs / 2));
+    return this.leaseWait(command.attempt, command.machineId, answer, boundMs);
+  }
+
+  /**
+   * A renewed lease that waits (docs/protocol.md, "Lease waits"): the answer goes back after
+   * `waitMs`, or at once when the run's attempt, state or directives change (apply() wakes it), so
+   * a stop request reaches the runner without polling. The lease was renewed when the call began;
+   * the answer is the attempt as it stands when the wait ends, or the refusal a lease would get then.
+   */
+  private async leaseWait(attempt: number, machineId: string, answer: AttemptAnswer, waitMs: number): Promise<AttemptAnswer | Refusal> {
+    // A directive pending, or a change since the answer was made (while its side effects were
+    // finished), is answered at once; past the bound, a call does not wait.
+    const run = this.load();
+    if (!run || run.attempt !== answer.attempt || run.state !== answer.state || directivePending(run)) return this.leaseAnswerNow(attempt, machineId);
+    if (this.leaseWaiters.size >= this.config.leaseWaitersMax) return answer;
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.leaseWaiters.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, waitMs);
+      this.leaseWaiters.add(done);
+    });
+    return this.leaseAnswerNow(attempt, machineId);
+  }
+
+  /** The attempt as it stands, or the refusal a lease would get now; decided, not applied (the lease is not renewed again). */
+  private leaseAnswerNow(attempt: number, machineId: string): AttemptAnswer | Refusal {
+    const run = this.load();
+    if (!run) return refusal("not_found", "no such run");
+    const decision = decide(run, { type: "lease", attempt, machineId }, Date.now(), this.config);
+    return decision.ok ? attemptView(run) : { error: decision.error };
+  }
+
+  private wakeLeaseWaiters(): void {
+    for (const done of [...this.leaseWaiters]) done();
   }
 
   /** A daemon report, authorized by the run-attempt token; it counts as the attempt's heartbeat. */
@@ -416,6 +459,7 @@ export class RunObject extends DurableObject<Env> {
       alsoWrite?.(next);
     });
     this.armAlarm(command.type === "deadline" ? command.recoveredAtMs : 0);
+    if (leaseWatch(current) !== leaseWatch(next)) this.wakeLeaseWaiters();
     // Each hop wrote one run.state event, in order: the line names it and the attempt it records.
     const hopEvents = decision.events.flatMap((e, i) => (e.type === "run.state" ? [{ seq: seqs[i], attempt: e.data.attempt }] : []));
     decision.hops.forEach((hop, i) => {

@@ -153,6 +153,10 @@ export interface Config {
   trackerDeliveryMaxAttempts: number;
   trackerDeliveryBackoffBaseMs: number;
   trackerDeliveryBackoffMaxMs: number;
+  /** Longest time a lease (or launched) call with wait_ms waits for a stop request; never more than half of leaseTtlMs. */
+  leaseWaitMaxMs: number;
+  /** Waiting lease calls one run object holds at once; more answer at once, without waiting. */
+  leaseWaitersMax: number;
 }
 
 export const DEFAULTS: Config = {
@@ -164,7 +168,7 @@ export const DEFAULTS: Config = {
   backoffMaxMs: 300_000,
   attemptBudget: 3,
   sandboxLifetimeMs: 600_000,
-  claimWaitMs: 25_000,
+  claimWaitMs: 55_000,
   heartbeatIntervalMs: 30_000,
   minCliVersion: "0.1.0",
   launchProtocols: ["process", "docker"],
@@ -242,6 +246,8 @@ export const DEFAULTS: Config = {
   trackerDeliveryMaxAttempts: 8,
   trackerDeliveryBackoffBaseMs: 5_000,
   trackerDeliveryBackoffMaxMs: 600_000,
+  leaseWaitMaxMs: 20_000,
+  leaseWaitersMax: 4,
 };
 
 // The schemas' hard ceilings (src/protocol/bounds.ts) are configurable bounds of this Config.
@@ -333,6 +339,8 @@ const VAR_NAMES: Record<keyof Config, string> = {
   trackerDeliveryMaxAttempts: "TRACKER_DELIVERY_MAX_ATTEMPTS",
   trackerDeliveryBackoffBaseMs: "TRACKER_DELIVERY_BACKOFF_BASE_MS",
   trackerDeliveryBackoffMaxMs: "TRACKER_DELIVERY_BACKOFF_MAX_MS",
+  leaseWaitMaxMs: "LEASE_WAIT_MAX_MS",
+  leaseWaitersMax: "LEASE_WAITERS_MAX",
 };
 
 /** Reads the config from Worker vars; a malformed value is a deployment error and throws at once. */

@@ -4,7 +4,7 @@
 const QUICK = /^(1|true|yes)$/i.test(process.env.BENCH_QUICK ?? '');
 
 /** Docket's own defaults that the idle cost is scaled to (src/config.ts). */
-export const DOCKET_DEFAULTS = { claimWaitMs: 25_000, heartbeatIntervalMs: 30_000 };
+export const DOCKET_DEFAULTS = { claimWaitMs: 55_000, heartbeatIntervalMs: 30_000, leaseRefreshMs: 20_000 };
 
 /**
  * @param {string} name @param {number} full @param {number} quick
@@ -27,7 +27,7 @@ function ints(name, full, quick = full) {
   return list;
 }
 
-const SECTIONS = ['claims', 'latency', 'lifecycle', 'scale', 'idle'];
+const SECTIONS = ['claims', 'latency', 'lifecycle', 'scale', 'cancel', 'idle'];
 
 /** Settings that change what is measured (not where results go or how long a run may take). */
 const MEASURING = Object.keys(process.env).filter(
@@ -73,6 +73,10 @@ export function readConfig() {
       runs: int('BENCH_SCALE_RUNS', 192, 48),
       runners: int('BENCH_SCALE_RUNNERS', 16),
       dispatchConcurrency: int('BENCH_DISPATCH_CONCURRENCY', 4),
+    },
+    cancel: {
+      samples: int('BENCH_CANCEL_SAMPLES', 30, 8),
+      leaseRefreshMs: DOCKET_DEFAULTS.leaseRefreshMs,
     },
     idle: {
       runners: int('BENCH_IDLE_RUNNERS', 4),

@@ -92,23 +92,30 @@ export function parseCost(headers) {
   return /** @type {any} */ (out);
 }
 
+/** The wait a runner sends with `launched` and `lease` (its lease_refresh_ms at Docket's defaults). */
+export const LEASE_WAIT_MS = 20_000;
+
 /**
- * What a simulated runner and its daemon send for one claimed run: launched, a phase report with
- * output, and the final report. Answers the run's state after the final report.
+ * What a simulated runner and its daemon send for one claimed run, as the runner CLI does: a
+ * waiting `launched` call (docs/protocol.md, "Lease waits") in flight while the daemon sends a phase
+ * report with output and the final report; the waiting call then answers 410 task_gone, the run
+ * having ended. Answers the run's state after the final report.
  * @param {Client} api @param {string} machineToken @param {any} grant the claim's answer
  */
 export async function runToCompletion(api, machineToken, grant) {
   const path = `/v1/runs/${grant.run_id}`;
-  expectStatus(
-    await api.call('POST', `${path}/attempts/${grant.attempt}/launched`, { token: machineToken, body: { sandbox_id: `bench-${grant.run_id}` } }),
-    [200],
-    'launched',
-  );
+  const launched = api.call('POST', `${path}/attempts/${grant.attempt}/launched`, {
+    token: machineToken,
+    body: { sandbox_id: `bench-${grant.run_id}`, wait_ms: LEASE_WAIT_MS },
+    timeoutMs: LEASE_WAIT_MS + 60_000,
+  });
   const daemon = grant.attempt_token;
   expectStatus(await api.call('POST', `${path}/reports`, { token: daemon, body: { phase: 'implementing', lines: ['working', 'still working'] } }), [200], 'report');
   const final = await api.call('POST', `${path}/reports`, {
     token: daemon,
     body: { final: { outcome: 'completed', exit_codes: { agent: 0 }, artifact: { patch: 'diff --git a/x b/x\n', limitations: [] }, cost_cents: 1 } },
   });
-  return expectStatus(final, [200], 'final report').body.state;
+  const state = expectStatus(final, [200], 'final report').body.state;
+  expectStatus(await launched, [200, 410], 'launched');
+  return state;
 }

@@ -12,9 +12,17 @@ function table(head, rows) {
   return [line(head), line(head.map(() => '---')), ...rows.map(line)].join('\n');
 }
 
-/** The tables of one run's results. @param {any} r */
-export function resultTables(r) {
+/**
+ * The tables of one run's results, and its charts when `chartsAt` (where the SVGs are, relative to
+ * the page) is given.
+ * @param {any} r @param {string | null} [chartsAt]
+ */
+export function resultTables(r, chartsAt = null) {
   const out = [];
+  const chart = (/** @type {string} */ suffix) => {
+    const found = chartsAt === null ? null : (r.charts ?? []).find((/** @type {any} */ c) => c.file.endsWith(suffix));
+    if (found) out.push(`\n![${found.title}](${chartsAt}${found.file})\n`);
+  };
   const c = r.sections.claims;
   if (c) {
     out.push(
@@ -62,6 +70,8 @@ export function resultTables(r) {
         ]),
       ),
     );
+    chart('-claim-cost.svg');
+    chart('-claim-throughput.svg');
   }
   const l = r.sections.latency;
   if (l) {
@@ -79,6 +89,7 @@ export function resultTables(r) {
         ],
       ),
     );
+    chart('-dispatch-latency.svg');
   }
   const lc = r.sections.lifecycle;
   if (lc) {
@@ -114,12 +125,36 @@ export function resultTables(r) {
       ),
     );
   }
+  const k = r.sections.cancel;
+  if (k) {
+    out.push(
+      `\n### Cancel latency\n\n` +
+        `${k.samples} runs of the real \`docket-runner listen\` (process sandbox, an agent that exits on SIGTERM), each cancelled while running: ` +
+        `ms from the cancel request to the runner's \`sandbox_stopped\`, and from the cancel's answer at the client (negative when the sandbox ` +
+        `stopped before the answer arrived: the waiting lease call is answered as the stop is recorded). Beside it, a stop polled at the lease refresh ` +
+        `(every ${k.polled.lease_refresh_ms / 1000} s): computed, uniform over the interval. Requests per cancelled run: every request ` +
+        `of the runner and its daemon through a counting proxy (claims between runs included), plus the dispatch and the cancel.\n`,
+    );
+    out.push(
+      table(
+        ['stop delivered by', 'p50', 'p99', 'mean', 'max', 'HTTP requests per cancelled run'],
+        [
+          ['the waiting lease call, from the request (measured)', n(k.cancel_to_stopped_ms.p50), n(k.cancel_to_stopped_ms.p99), n(k.cancel_to_stopped_ms.mean), n(k.cancel_to_stopped_ms.max), n(k.requests_per_cancelled_run, 2)],
+          ...(k.answer_to_stopped_ms
+            ? [['the waiting lease call, from the answer (measured)', n(k.answer_to_stopped_ms.p50), n(k.answer_to_stopped_ms.p99), n(k.answer_to_stopped_ms.mean), n(k.answer_to_stopped_ms.max), '']]
+            : []),
+          [`the next lease refresh (computed)`, n(k.polled.mean_ms), n(k.polled.max_ms * 0.99), n(k.polled.mean_ms), n(k.polled.max_ms), '–'],
+        ],
+      ),
+    );
+    chart('-cancel-latency.svg');
+  }
   const i = r.sections.idle;
   if (i) {
     out.push(
       `\n### Idle cost\n\n` +
         `${i.runners} real \`docket-runner listen\` processes with nothing to do, counted for ${i.window_ms / 1000} s through a proxy. ` +
-        `Per idle runner and minute: expected = 60,000 / claim_wait_ms + 60,000 / heartbeat_interval_ms.\n`,
+        `An idle runner's claim is its heartbeat; per idle runner and minute: expected = 60,000 / claim_wait_ms.\n`,
     );
     out.push(
       table(
@@ -136,8 +171,8 @@ export function resultTables(r) {
           ],
           [
             `defaults: claim_wait_ms ${i.defaults.claim_wait_ms}, heartbeat ${i.defaults.heartbeat_interval_ms} ms`,
-            n(60_000 / i.defaults.claim_wait_ms, 2),
-            n(60_000 / i.defaults.heartbeat_interval_ms, 2),
+            n(i.defaults.claims_per_min ?? 60_000 / i.defaults.claim_wait_ms, 2),
+            n(i.defaults.heartbeats_per_min ?? 60_000 / i.defaults.heartbeat_interval_ms, 2),
             `${n(i.defaults.scaled_from_measured, 2)} (measured, scaled)`,
             n(i.defaults.requests_per_min, 2),
             n(i.defaults.d1_rows_read_per_min),
@@ -150,6 +185,12 @@ export function resultTables(r) {
       `\nAn idle claim (204) cost ${n(i.idle_claim_cost.d1_rows_read)} D1 rows read and ${n(i.idle_claim_cost.d1_rows_written)} written; ` +
         `a heartbeat ${n(i.heartbeat_cost.d1_rows_read)} read and ${n(i.heartbeat_cost.d1_rows_written)} written (means from \`Docket-Cost\`).`,
     );
+    if (i.rss_mb) {
+      out.push(
+        `\nMemory of an idle \`listen\` process (VmRSS at the end of the window, ${i.rss_mb.n} processes): ` +
+          `mean ${n(i.rss_mb.mean)} MB, largest ${n(i.rss_mb.max)} MB.`,
+      );
+    }
   }
   return out.join('\n');
 }
@@ -173,7 +214,7 @@ export function resultsPage(r) {
     '',
     'Local Workers on 127.0.0.1 (wrangler unstable_startWorker: local D1, Durable Objects and Queues); method in docs/BENCHMARKS.md.',
     '',
-    resultTables(r),
+    resultTables(r, './'),
     '',
   ].join('\n');
 }

@@ -3,20 +3,20 @@
 // Bodies are typed from the contract's request schemas and every answer is decoded with its answer
 // schema (src/protocol/runners.ts), so a server that renamed a field is a clear error at the call.
 import type { z } from 'zod';
-import {
+import type {
   AttemptAnswer,
   ClaimGrant,
   HeartbeatAnswer,
-  Registered,
-  type ClaimBody,
-  type HeartbeatBody,
-  type LaunchedBody,
-  type LaunchFailedBody,
-  type LeaseBody,
-  type RegisterBody,
-  type ReportBody,
-  type StoppedBody,
-} from '../../src/protocol/index.js';
+  LaunchedBody,
+  LaunchFailedBody,
+  LeaseBody,
+  RegisterBody,
+  ReportBody,
+  StoppedBody,
+  ClaimBody,
+  HeartbeatBody,
+} from '../../src/protocol/runners.js';
+import { type FetchAnswer, type FetchLike, httpFetch } from './http-fetch.js';
 import { CLI_VERSION } from './version.js';
 
 /** Codes after which a runner destroys the workload (docs/protocol.md, "Errors"). */
@@ -103,6 +103,33 @@ export function decodeAnswer<S extends z.ZodType>(schema: S, what: string, answe
     JSON.stringify(answer.body ?? null).slice(0, 500));
 }
 
+type Contract = typeof import('../../src/protocol/runners.js');
+let contractModule: Promise<Contract> | null = null;
+
+/**
+ * The contract's answer schemas, loaded on first use: zod is most of an idle `listen` process's
+ * memory, and an idle runner decodes no answer but its heartbeat's (heartbeatFits).
+ */
+export function contract(): Promise<Contract> {
+  contractModule ??= import('../../src/protocol/runners.js');
+  return contractModule;
+}
+
+const MACHINE_ID = /^mch_[0-9a-f]{24}$/;
+const CONFIG_INTS = ['lease_ttl_ms', 'lease_refresh_ms', 'heartbeat_interval_ms', 'claim_wait_ms', 'sandbox_lifetime_ms'];
+
+/**
+ * Whether a heartbeat answer has the shape HeartbeatAnswer describes, checked without zod. It never
+ * accepts what the schema refuses (runner-cli/test/lazy-contract.test.mjs); anything it does not
+ * accept is decoded by the schema, for the precise error.
+ */
+export function heartbeatFits(body: any): body is HeartbeatAnswer {
+  const config = body?.config;
+  return typeof body?.machine_id === 'string' && MACHINE_ID.test(body.machine_id) && Number.isSafeInteger(body.server_time_ms)
+    && typeof config === 'object' && config !== null && CONFIG_INTS.every((k) => Number.isSafeInteger(config[k]))
+    && typeof config.min_cli_version === 'string' && Array.isArray(config.protocols) && config.protocols.every((p: unknown) => typeof p === 'string');
+}
+
 /** Per-call options of DocketClient.request. */
 export type RequestOptions = { body?: any; token?: string; timeoutMs?: number; signal?: AbortSignal };
 
@@ -110,11 +137,11 @@ export type RequestOptions = { body?: any; token?: string; timeoutMs?: number; s
  * A small JSON client for one Docket deployment.
  */
 export class DocketClient {
-  fetchImpl: typeof fetch;
+  fetchImpl: FetchLike;
   timeoutMs: number;
   token: string | undefined;
   serverUrl: string;
-  constructor({ serverUrl, token, timeoutMs = 30_000, fetchImpl = fetch }: { serverUrl: string; token?: string; timeoutMs?: number; fetchImpl?: typeof fetch }) {
+  constructor({ serverUrl, token, timeoutMs = 30_000, fetchImpl = httpFetch }: { serverUrl: string; token?: string; timeoutMs?: number; fetchImpl?: FetchLike }) {
     this.serverUrl = serverUrl.replace(/\/+$/, '');
     this.token = token;
     this.timeoutMs = timeoutMs;
@@ -128,7 +155,7 @@ export class DocketClient {
   async request(method: string, path: string, { body, token = this.token, timeoutMs = this.timeoutMs, signal }: RequestOptions = {}): Promise<{ status: number; body: any }> {
     const timeout = AbortSignal.timeout(timeoutMs);
     const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
-    let res: Response;
+    let res: FetchAnswer;
     try {
       res = await this.fetchImpl(this.serverUrl + path, {
         method,
@@ -171,16 +198,21 @@ export class DocketClient {
     throw new ApiError(res.status, code, message, err ?? text.slice(0, 500), parseRetryAfter(res.headers.get('retry-after')));
   }
 
-  /** `request`, with the answer decoded by its contract schema. */
-  async call<S extends z.ZodType>(schema: S, method: string, path: string, options: RequestOptions = {}): Promise<Answer<z.infer<S>>> {
-    return decodeAnswer(schema, `${method} ${path}`, await this.request(method, path, options));
+  /** `request`, with the answer decoded by the contract schema `schema` names. */
+  async call<K extends 'Registered' | 'AttemptAnswer'>(schema: K, method: string, path: string, options: RequestOptions = {}): Promise<Answer<z.infer<Contract[K]>>> {
+    const answer = await this.request(method, path, options);
+    const decoder = (await contract())[schema] as Contract[K];
+    return decodeAnswer(decoder, `${method} ${path}`, answer) as Answer<z.infer<Contract[K]>>;
   }
 
   register(registrationToken: string, body: RegisterBody) {
-    return this.call(Registered, 'POST', '/v1/runners/register', { body, token: registrationToken });
+    return this.call('Registered', 'POST', '/v1/runners/register', { body, token: registrationToken });
   }
-  heartbeat(body: HeartbeatBody, opts: RequestOptions = {}) {
-    return this.call(HeartbeatAnswer, 'POST', '/v1/runners/heartbeat', { body, ...opts });
+  async heartbeat(body: HeartbeatBody, opts: RequestOptions = {}): Promise<Answer<HeartbeatAnswer>> {
+    const path = '/v1/runners/heartbeat';
+    const answer = await this.request('POST', path, { body, ...opts });
+    if (heartbeatFits(answer.body)) return { status: answer.status, body: answer.body };
+    return decodeAnswer((await contract()).HeartbeatAnswer, `POST ${path}`, answer);
   }
   /**
    * Long-poll. The HTTP timeout is the wait plus a margin, so a slow answer is not cut short.
@@ -191,17 +223,17 @@ export class DocketClient {
     const path = '/v1/runners/claim';
     const answer = await this.request('POST', path, { body, signal, timeoutMs });
     if (answer.status === 204) return { status: 204, body: null };
-    return decodeAnswer(ClaimGrant, `POST ${path}`, answer);
+    return decodeAnswer((await contract()).ClaimGrant, `POST ${path}`, answer);
   }
   /**
    * One of launched | lease | launch-failed | stopped.
    */
-  attemptCall<C extends AttemptCall>(runId: string, attempt: number, call: C, body?: AttemptCallBodies[C], opts: RequestOptions = {}) {
-    return this.call(AttemptAnswer, 'POST', `/v1/runs/${encodeURIComponent(runId)}/attempts/${attempt}/${call}`, { body: body ?? {}, ...opts });
+  attemptCall<C extends AttemptCall>(runId: string, attempt: number, call: C, body?: AttemptCallBodies[C], opts: RequestOptions = {}): Promise<Answer<AttemptAnswer>> {
+    return this.call('AttemptAnswer', 'POST', `/v1/runs/${encodeURIComponent(runId)}/attempts/${attempt}/${call}`, { body: body ?? {}, ...opts });
   }
   /** The daemon's call, with the run-attempt token. */
-  report(runId: string, body: ReportBody, opts: RequestOptions = {}) {
-    return this.call(AttemptAnswer, 'POST', `/v1/runs/${encodeURIComponent(runId)}/reports`, { body, ...opts });
+  report(runId: string, body: ReportBody, opts: RequestOptions = {}): Promise<Answer<AttemptAnswer>> {
+    return this.call('AttemptAnswer', 'POST', `/v1/runs/${encodeURIComponent(runId)}/reports`, { body, ...opts });
   }
 }
 

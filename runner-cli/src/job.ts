@@ -2,7 +2,7 @@
 // sandbox lifetime, and say how it ended. shared/spec/dispatch-lifecycle.md is the behaviour; every
 // server answer goes through api.ts classify(), so only definitive codes destroy a workload.
 import { join } from 'node:path';
-import { type AttemptCall, type AttemptCallBodies, classify, errorText, retryDelayMs } from './api.js';
+import { type AttemptCall, type AttemptCallBodies, classify, errorText, type RequestOptions, retryDelayMs } from './api.js';
 import { Backoff } from './backoff.js';
 import { type JobPaths, jobPaths, LaunchError, readJson, removeWorkDir } from './launchers/common.js';
 import { sleep } from './procs.js';
@@ -16,6 +16,8 @@ const TICK_MS = 500;
 /** How long a sandbox whose run just ended gets to exit by itself before it is removed. */
 const ENDING_WAIT_MS = 5_000;
 const DEFAULT_LIFETIME_MS = 600_000;
+/** The shortest time between the starts of two lease calls of one job, however fast they are answered. */
+const LEASE_CALL_MIN_GAP_MS = 1_000;
 
 export type CallResult = { kind: 'ok'; body: any } | { kind: 'definitive' | 'attempt_over' | 'upgrade' | 'transient'; error: any };
 
@@ -69,9 +71,9 @@ export class JobSupervisor {
   /**
    * One attempt-scoped call, classified.
    */
-  async call<C extends AttemptCall>(call: C, body?: AttemptCallBodies[C]): Promise<CallResult> {
+  async call<C extends AttemptCall>(call: C, body?: AttemptCallBodies[C], opts: RequestOptions = {}): Promise<CallResult> {
     try {
-      const res = await this.runner.client.attemptCall(this.runId, this.attempt, call, body);
+      const res = await this.runner.client.attemptCall(this.runId, this.attempt, call, body, opts);
       if (res.body?.lease_expires_at_ms) this.db.update(this.runId, this.attempt, { lease_expires_at_ms: res.body.lease_expires_at_ms });
       return { kind: 'ok', body: res.body };
     } catch (e) {
@@ -172,48 +174,57 @@ export class JobSupervisor {
   }
 
   /**
-   * The lease loop: refresh on the server's interval, watch the sandbox, its lifetime and phase.
+   * The lease loop: one waiting `launched` or `lease` call in flight at a time (docs/protocol.md,
+   * "Lease waits"), answered at the refresh interval or at once on a stop request, while this loop
+   * watches the sandbox, its lifetime and phase.
    */
   async supervise({ launchedAccepted }: { launchedAccepted: boolean }) {
     const sandbox = this.sandbox as Sandbox;
     const deadlineAtMs = (this.launchedAtMs ?? Date.now()) + this.lifetimeMs;
     const backoff = this.backoff();
-    let nextCallAtMs = launchedAccepted ? Date.now() + this.leaseRefreshMs : 0;
+    const lease = new LeaseWaits(this);
+    let nextCallAtMs = 0;
     let exited = false;
     sandbox.exited.then(() => (exited = true));
-    for (;;) {
-      this.pollPhase();
-      if (exited || !sandbox.running()) return this.finishExited(await sandbox.exited);
-      if (this.runner.stopping) return this.leaveRunning();
-      const now = Date.now();
-      if (now >= deadlineAtMs) {
-        return this.stopAndReport(`the sandbox lifetime of ${Math.round(this.lifetimeMs / 100) / 10} s ran out`);
-      }
-      if (now >= nextCallAtMs) {
-        const call = launchedAccepted ? 'lease' : 'launched';
-        const r = await this.call(call, call === 'launched' ? { sandbox_id: sandbox.id } : {});
-        if (r.kind === 'ok') {
-          launchedAccepted = true;
-          backoff.succeed();
-          nextCallAtMs = Date.now() + this.leaseRefreshMs;
-          if (r.body?.stop_requested) {
-            this.out.run('stop_requested', this.view, 'the server asked to stop this run');
-            return this.stopAndReport('stop requested');
-          }
-        } else if (r.kind === 'transient') {
-          const delay = Math.min(retryDelayMs(r.error, backoff.fail()), this.leaseRefreshMs);
-          nextCallAtMs = Date.now() + delay;
-          this.out.run('lease_retry', this.view, `${call} failed (${errorText(r.error)}); retrying in ${delay} ms`, { error: errorText(r.error) });
-        } else if (r.kind === 'upgrade') {
-          continue; // the runner is stopping; the next turn leaves the sandbox running
-        } else if (r.kind === 'definitive' && (await this.endedByItsDaemon(sandbox))) {
-          return this.finishExited(await sandbox.exited);
-        } else {
-          return this.afterRefusal(r);
+    try {
+      for (;;) {
+        this.pollPhase();
+        if (exited || !sandbox.running()) return this.finishExited(await sandbox.exited);
+        if (this.runner.stopping) return this.leaveRunning();
+        const now = Date.now();
+        if (now >= deadlineAtMs) {
+          return this.stopAndReport(`the sandbox lifetime of ${Math.round(this.lifetimeMs / 100) / 10} s ran out`);
         }
+        const answer = lease.take();
+        if (answer) {
+          const { call, r, startedAtMs } = answer;
+          if (r.kind === 'ok') {
+            launchedAccepted = true;
+            backoff.succeed();
+            // The wait paced this call; a call answered at once is not repeated within the gap.
+            nextCallAtMs = startedAtMs + LEASE_CALL_MIN_GAP_MS;
+            if (r.body?.stop_requested) {
+              this.out.run('stop_requested', this.view, 'the server asked to stop this run');
+              return this.stopAndReport('stop requested');
+            }
+          } else if (r.kind === 'transient') {
+            const delay = Math.min(retryDelayMs(r.error, backoff.fail()), this.leaseRefreshMs);
+            nextCallAtMs = Date.now() + delay;
+            this.out.run('lease_retry', this.view, `${call} failed (${errorText(r.error)}); retrying in ${delay} ms`, { error: errorText(r.error) });
+          } else if (r.kind === 'upgrade') {
+            continue; // the runner is stopping; the next turn leaves the sandbox running
+          } else if (r.kind === 'definitive' && (await this.endedByItsDaemon(sandbox))) {
+            return this.finishExited(await sandbox.exited);
+          } else {
+            return this.afterRefusal(r);
+          }
+        }
+        if (!lease.inFlight && Date.now() >= nextCallAtMs) lease.start(launchedAccepted ? 'lease' : 'launched', sandbox.id);
+        const waitMs = Math.max(0, Math.min(TICK_MS, deadlineAtMs - Date.now(), lease.inFlight ? TICK_MS : nextCallAtMs - Date.now()));
+        await Promise.race([sleep(waitMs, this.runner.stopSignal), sandbox.exited, lease.answered]);
       }
-      const waitMs = Math.max(0, Math.min(TICK_MS, nextCallAtMs - Date.now(), deadlineAtMs - Date.now()));
-      await Promise.race([sleep(waitMs, this.runner.stopSignal), sandbox.exited]);
+    } finally {
+      lease.abandon();
     }
   }
 
@@ -274,6 +285,7 @@ export class JobSupervisor {
     if (sandbox) {
       this.out.run('stopping', this.view, `stopping the sandbox: ${reason}`, { reason });
       await sandbox.stop(this.runner.cfg.stop_grace_ms);
+      this.out.run('sandbox_stopped', this.view, 'the sandbox stopped', { reason });
     }
     return this.reportStopped(reason);
   }
@@ -384,4 +396,44 @@ export function serverEnd(err: any) {
 export function effectiveLifetimeMs(localMs: number | null | undefined, serverMs: number | null | undefined) {
   const server = typeof serverMs === 'number' && serverMs > 0 ? serverMs : DEFAULT_LIFETIME_MS;
   return typeof localMs === 'number' && localMs > 0 ? Math.min(localMs, server) : server;
+}
+
+/**
+ * The one waiting `launched`/`lease` call of a running job (docs/protocol.md, "Lease waits"). Its
+ * HTTP timeout is the wait plus the usual request timeout, as a claim's is; abandoning it (the
+ * sandbox ended, the listener stops) aborts the request.
+ */
+class LeaseWaits {
+  job: JobSupervisor;
+  ctl = new AbortController();
+  inFlight = false;
+  /** Settles when the call in flight is answered. */
+  answered: Promise<void> = Promise.resolve();
+  result: { call: 'launched' | 'lease'; r: CallResult; startedAtMs: number } | null = null;
+  constructor(job: JobSupervisor) {
+    this.job = job;
+  }
+
+  start(call: 'launched' | 'lease', sandboxId: string) {
+    const waitMs = this.job.leaseRefreshMs;
+    const body = call === 'launched' ? { sandbox_id: sandboxId, wait_ms: waitMs } : { wait_ms: waitMs };
+    const startedAtMs = Date.now();
+    this.inFlight = true;
+    const opts = { signal: this.ctl.signal, timeoutMs: waitMs + this.job.runner.client.timeoutMs };
+    this.answered = this.job.call(call, body, opts).then((r) => {
+      this.inFlight = false;
+      this.result = { call, r, startedAtMs };
+    });
+  }
+
+  /** The answer that came since the last take, once. */
+  take() {
+    const result = this.result;
+    this.result = null;
+    return result;
+  }
+
+  abandon() {
+    this.ctl.abort();
+  }
 }

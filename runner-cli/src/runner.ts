@@ -26,6 +26,8 @@ export const EXIT = {
 };
 
 const RECONCILE_TRIES = 3;
+/** The longest pause between two checks of whether a heartbeat is due. */
+const HEARTBEAT_CHECK_MAX_MS = 5_000;
 /** Job directories past the log retention removed in one pass, and how often a pass runs. */
 const LOG_PRUNE_BATCH = 100;
 const LOG_PRUNE_EVERY_MS = 3_600_000;
@@ -44,6 +46,10 @@ export class Runner {
   jobs: Map<string, Promise<void>>;
   wake: (() => void) | null;
   lastPruneAtMs: number;
+  /** Whether the claim loop is claiming (a claim in flight or the next one due within its gap). */
+  claiming = false;
+  /** When the server last recorded this machine as seen, as far as this runner can tell (heartbeatDue). */
+  serverHeardAtMs = 0;
   constructor({ cfg, db, out, fileConfig = {} }: { cfg: Record<string, any>; db: JobDb; out: Output; fileConfig?: any }) {
     this.cfg = cfg;
     this.db = db;
@@ -145,7 +151,9 @@ export class Runner {
     const backoff = this.backoff();
     while (!this.stopping) {
       try {
+        const sentAtMs = Date.now();
         const res = await this.client.heartbeat(this.heartbeatWithLabels(), { signal: this.stopSignal });
+        this.serverHeardAtMs = sentAtMs;
         this.takeServerConfig(res.body.config);
         return;
       } catch (e) {
@@ -155,20 +163,42 @@ export class Runner {
     }
   }
 
+  get heartbeatIntervalMs() {
+    return this.serverConfig.heartbeat_interval_ms ?? 30_000;
+  }
+
+  /**
+   * A claim is the machine's heartbeat (docs/protocol.md, "Runner protocol"): a separate one is due
+   * only while the runner is not claiming (busy at its concurrency, or backing off) and the server
+   * has not recorded it for an interval.
+   */
+  heartbeatDue() {
+    return !this.claiming && Date.now() - this.serverHeardAtMs >= this.heartbeatIntervalMs;
+  }
+
+  /** A claim starting now is recorded by the server when its record is an interval old (the claim route). */
+  claimStarting(nowMs: number) {
+    if (nowMs - this.serverHeardAtMs >= this.heartbeatIntervalMs) this.serverHeardAtMs = nowMs;
+  }
+
   async heartbeatLoop() {
     const backoff = this.backoff();
     while (!this.stopping) {
-      await sleep(this.serverConfig.heartbeat_interval_ms ?? 30_000, this.stopSignal);
+      // Checked several times an interval, so a runner that turns busy heartbeats soon after it is due.
+      await sleep(Math.min(this.heartbeatIntervalMs, HEARTBEAT_CHECK_MAX_MS), this.stopSignal);
       if (this.stopping) return;
       if (Date.now() - this.lastPruneAtMs >= LOG_PRUNE_EVERY_MS) this.pruneLogs();
+      if (!this.heartbeatDue()) continue;
       try {
+        const sentAtMs = Date.now();
         const res = await this.client.heartbeat(this.heartbeatWithLabels(), { signal: this.stopSignal });
+        this.serverHeardAtMs = sentAtMs;
         backoff.succeed();
         this.takeServerConfig(res.body.config);
       } catch (e) {
         this.handleLoopError(e, 'heartbeat', backoff);
         // A Retry-After longer than the heartbeat interval is waited out on top of it.
-        const extraMs = retryDelayMs(e, 0) - (this.serverConfig.heartbeat_interval_ms ?? 30_000);
+        const extraMs = retryDelayMs(e, 0) - Math.min(this.heartbeatIntervalMs, HEARTBEAT_CHECK_MAX_MS);
         if (extraMs > 0) await sleep(extraMs, this.stopSignal);
       }
     }
@@ -206,6 +236,7 @@ export class Runner {
     let lastClaimAtMs = -Infinity;
     while (!this.stopping) {
       if (this.jobs.size >= this.cfg.concurrency) {
+        this.claiming = false;
         await new Promise((resolve) => (this.wake = () => resolve(undefined)));
         this.wake = null;
         continue;
@@ -217,12 +248,15 @@ export class Runner {
         continue;
       }
       lastClaimAtMs = Date.now();
-      const waitMs = this.cfg.claim_wait_ms ?? this.serverConfig.claim_wait_ms ?? 25_000;
+      const waitMs = this.cfg.claim_wait_ms ?? this.serverConfig.claim_wait_ms ?? 55_000;
       let res;
+      this.claiming = true;
+      this.claimStarting(lastClaimAtMs);
       try {
         res = await this.client.claim({ ...this.heartbeatBody(), wait_ms: waitMs }, { signal: this.stopSignal });
       } catch (e) {
         if (this.handleLoopError(e, 'claim', backoff) === 'stop') return;
+        this.claiming = false; // backing off: heartbeats keep the machine seen
         await sleep(retryDelayMs(e, backoff.fail()), this.stopSignal);
         continue;
       }

@@ -33,9 +33,16 @@ export const RunnerPath = z.object({ id: machineId });
 export const AttemptPath = z.object({ id: runId, n: attemptNumber });
 export const ReportPath = z.object({ id: runId });
 
-export const LaunchedBody = z.object({ sandbox_id: z.string().min(1).max(200) }).strict();
+/**
+ * A launched or lease call may wait: renewed at once, it answers after wait_ms (at most
+ * LEASE_WAIT_MAX_MS) or as soon as the run's directives change (a stop request), so a stop reaches
+ * the runner without polling.
+ */
+const leaseWait = z.number().int().min(0).max(600_000).optional()
+  .describe("Wait up to this long (capped by the server's LEASE_WAIT_MAX_MS) for a stop request before answering; 0 or absent answers at once.");
+export const LaunchedBody = z.object({ sandbox_id: z.string().min(1).max(200), wait_ms: leaseWait }).strict();
 export type LaunchedBody = z.input<typeof LaunchedBody>;
-export const LeaseBody = z.object({}).strict();
+export const LeaseBody = z.object({ wait_ms: leaseWait }).strict();
 export type LeaseBody = z.input<typeof LeaseBody>;
 export const LaunchFailedBody = z.object({ error: z.string().min(1).max(4_000) }).strict();
 export type LaunchFailedBody = z.input<typeof LaunchFailedBody>;

@@ -255,12 +255,15 @@ export const runnerRoutes = new Hono<AppEnv>()
     const caller = c.get("caller");
     const cost = c.get("cost");
     const now = Date.now();
-    // The machine's labels, and its last seen time, which claims move at most once per heartbeat
-    // interval to keep claims cheap: one D1 round trip, its rows counted for Docket-Cost.
+    // The machine's labels, and its heartbeat: a claim is one (its CLI version, protocols and last
+    // seen time), so an idle runner sends no other. Written at most once per heartbeat interval to
+    // keep claims cheap: one D1 round trip, its rows counted for Docket-Cost.
     const [[machine]] = await countedBatch<{ labels: string }>(cost, c.env.DB, [
       c.env.DB.prepare("SELECT labels FROM machines WHERE id = ? AND deregistered_at_ms IS NULL").bind(caller.machineId),
-      c.env.DB.prepare("UPDATE machines SET last_seen_at_ms = ? WHERE id = ? AND last_seen_at_ms < ?").bind(
+      c.env.DB.prepare("UPDATE machines SET last_seen_at_ms = ?, cli_version = ?, protocols = ? WHERE id = ? AND last_seen_at_ms < ?").bind(
         now,
+        body.cli_version,
+        JSON.stringify(body.protocols),
         caller.machineId,
         now - config.heartbeatIntervalMs,
       ),
@@ -288,25 +291,26 @@ export const runnerRoutes = new Hono<AppEnv>()
   })
   .post(
     "/runs/:id/attempts/:n/launched",
-    operation(attemptOperation("reportLaunched", "Report that the attempt's sandbox started")),
+    operation(attemptOperation("reportLaunched", "Report that the attempt's sandbox started (with wait_ms, then wait as a lease does)")),
     requireMachine,
     validate("param", AttemptPath),
     validate("json", LaunchedBody), async (c) => {
     const { id, n } = c.req.valid("param");
     const caller = c.get("caller");
-    const command = { type: "launched" as const, attempt: n, machineId: caller.machineId!, sandboxId: c.req.valid("json").sandbox_id };
-    return c.json(unwrap(await runStub(c.env, id).machineCall(caller.orgId, command)));
+    const body = c.req.valid("json");
+    const command = { type: "launched" as const, attempt: n, machineId: caller.machineId!, sandboxId: body.sandbox_id };
+    return c.json(unwrap(await runStub(c.env, id).machineCall(caller.orgId, command, body.wait_ms ?? 0)));
   })
   .post(
     "/runs/:id/attempts/:n/lease",
-    operation(attemptOperation("renewLease", "Renew the attempt's lease")),
+    operation(attemptOperation("renewLease", "Renew the attempt's lease; with wait_ms, then wait for a stop request")),
     requireMachine,
     validate("param", AttemptPath),
     validate("json", LeaseBody), async (c) => {
     const { id, n } = c.req.valid("param");
     const caller = c.get("caller");
     const command = { type: "lease" as const, attempt: n, machineId: caller.machineId! };
-    return c.json(unwrap(await runStub(c.env, id).machineCall(caller.orgId, command)));
+    return c.json(unwrap(await runStub(c.env, id).machineCall(caller.orgId, command, c.req.valid("json").wait_ms ?? 0)));
   })
   .post(
     "/runs/:id/attempts/:n/launch-failed",

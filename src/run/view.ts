@@ -62,6 +62,24 @@ export function runView(run: RunRecord): Omit<Run, "callback"> {
 export type RunView = ReturnType<typeof runView>;
 
 /** What a runner's attempt call answers. */
+/**
+ * The directives a runner acts on, as its attempt answer carries them: a stop request (a pause
+ * request is one more entry). A waiting lease call answers as soon as one changes, or at once when
+ * one is pending (RunObject.leaseWait).
+ */
+export function directives(run: RunRecord): Record<string, boolean> {
+  return { stop_requested: run.stopRequest !== null };
+}
+
+export function directivePending(run: RunRecord): boolean {
+  return Object.values(directives(run)).some(Boolean);
+}
+
+/** What a waiting lease call watches: the attempt, its state and its directives; any change wakes it. */
+export function leaseWatch(run: RunRecord): string {
+  return JSON.stringify([run.attempt, run.state, directives(run)]);
+}
+
 export function attemptView(run: RunRecord) {
   return {
     run_id: run.id,

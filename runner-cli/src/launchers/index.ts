@@ -1,6 +1,6 @@
 // Launchers by protocol name. Each launches a sandbox for a claim and finds one again after a restart.
-import { adoptDocker, launchDocker } from './docker.js';
-import { adoptProcess, launchProcess, type Sandbox } from './process.js';
+// Each is loaded on its first use, so an idle `listen` does not carry them (docs/BENCHMARKS.md, "Idle runner memory").
+import type { Sandbox } from './process.js';
 import type { JobRow } from '../jobs.js';
 import type { JobPaths, LaunchRequest } from './common.js';
 
@@ -12,7 +12,15 @@ export type Launcher = {
 
 export function launchers(cfg: { docker_path: string }): Record<string, Launcher> {
   return {
-    process: { protocol: 'process', launch: launchProcess, adopt: async (row, paths) => adoptProcess(row, paths) },
-    docker: { protocol: 'docker', launch: launchDocker, adopt: (row, paths) => adoptDocker(row, paths, cfg.docker_path) },
+    process: {
+      protocol: 'process',
+      launch: async (req) => (await import('./process.js')).launchProcess(req),
+      adopt: async (row, paths) => (await import('./process.js')).adoptProcess(row, paths),
+    },
+    docker: {
+      protocol: 'docker',
+      launch: async (req) => (await import('./docker.js')).launchDocker(req),
+      adopt: async (row, paths) => (await import('./docker.js')).adoptDocker(row, paths, cfg.docker_path),
+    },
   };
 }

@@ -1,0 +1,140 @@
+// Cancel latency (docs/BENCHMARKS.md, "Cancel latency"): from the cancel request to the sandbox
+// stopped (and from the cancel API's answer), for an agent that exits on SIGTERM. The real runner CLI (`docket-runner listen`)
+// runs each run in a process sandbox through a counting proxy; its waiting lease call answers the
+// stop as soon as the cancel is recorded (docs/protocol.md, "Lease waits"). Beside it, what a
+// polled stop costs: up to one lease refresh interval. The proxy also counts the HTTP requests of
+// each cancelled run (runner and daemon), plus the dispatch and the cancel the bench sends itself.
+import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { atExit } from './lib/cleanup.mjs';
+import { createOrg, registrationToken } from './lib/docket.mjs';
+import { client, sleep } from './lib/http.mjs';
+import { ROOT, stateDir } from './lib/local-worker.mjs';
+import { RUNNER_LABELS } from './lib/seed.mjs';
+import { round, summarize } from './lib/stats.mjs';
+import { countingProxy, exec, exitWithin, runnerEnv } from './idle.mjs';
+
+const CLI = join(ROOT, 'runner-cli', 'bin', 'docket-runner.mjs');
+/** How long one step of a sample may take before the section fails. */
+const STEP_TIMEOUT_MS = 60_000;
+
+/**
+ * @param {string} url a running Docket with its default lease settings
+ * @param {{ samples: number, leaseRefreshMs: number }} cfg
+ * @param {(line: string) => void} say
+ */
+export async function cancelLatency(url, cfg, say) {
+  const api = client(url);
+  const org = await createOrg(api, 'bench-cancel');
+  const proxy = await countingProxy(url);
+  const home = stateDir('runner-cancel');
+  const agent = join(home.dir, 'agent.mjs');
+  writeFileSync(agent, "process.on('SIGTERM', () => process.exit(0));\nsetInterval(() => {}, 1000);\n");
+  const env = runnerEnv(home.dir);
+  const reg = await exec([CLI, 'register', '--server', proxy.url, '--token', await registrationToken(api, org.admin), '--name', 'cancel', '--label', RUNNER_LABELS.join(',')], env);
+  if (reg.code !== 0) throw new Error(`docket-runner register: ${reg.output}`);
+  const child = spawn(process.execPath, [CLI, 'listen', '--json'], { env, stdio: ['ignore', 'pipe', 'ignore'] });
+  const forget = atExit(() => child.kill('SIGKILL'));
+  child.once('exit', forget);
+  const events = runnerEvents(child);
+  try {
+    await events.next((e) => e.event === 'started');
+    const latencies = [];
+    const afterAnswer = [];
+    proxy.open();
+    for (let i = 0; i < cfg.samples; i++) {
+      const body = { brief: 'cancel benchmark', labels: RUNNER_LABELS, launch: { command: [process.execPath, agent] } };
+      const res = await api.call('POST', '/v1/runs', { token: org.admin, body, headers: { 'Idempotency-Key': `bench-cancel-${crypto.randomUUID()}` } });
+      if (res.status !== 201) throw new Error(`POST /v1/runs: ${res.status} ${JSON.stringify(res.body)}`);
+      const runId = res.body.id;
+      await events.next((e) => e.event === 'launched' && e.run_id === runId);
+      // The cancel lands anywhere in the lease wait, as a person's would.
+      await sleep(200 + Math.random() * 800);
+      const requestedAt = Date.now();
+      const cancel = await api.call('POST', `/v1/runs/${runId}/cancel`, { token: org.admin, body: { reason: 'benchmark' } });
+      const answeredAt = Date.now();
+      if (cancel.status !== 202) throw new Error(`cancel of a running run answered ${cancel.status} ${JSON.stringify(cancel.body)}`);
+      const stopped = await events.next((e) => e.event === 'sandbox_stopped' && e.run_id === runId);
+      latencies.push(stopped.at_ms - requestedAt);
+      // Negative when the sandbox stopped before the cancel's answer reached the client: the run
+      // object answers the waiting lease call while it records the stop, before the cancel answers.
+      afterAnswer.push(stopped.at_ms - answeredAt);
+      const ended = await events.next((e) => e.event === 'run_ended' && e.run_id === runId);
+      if (ended.outcome !== 'cancelled') throw new Error(`run ${runId} ended ${ended.outcome}, not cancelled`);
+      if ((i + 1) % 10 === 0 || i + 1 === cfg.samples) say(`  ${i + 1} of ${cfg.samples} samples`);
+    }
+    const counts = proxy.close();
+    // Through the proxy: the runner's and its daemons' calls, including the claims between runs.
+    const perRun = counts.total / cfg.samples + 2;
+    return {
+      samples: cfg.samples,
+      cancel_to_stopped_ms: summarize(latencies),
+      answer_to_stopped_ms: summarize(afterAnswer),
+      samples_ms: latencies.map((v) => round(v, 1)),
+      polled: { lease_refresh_ms: cfg.leaseRefreshMs, mean_ms: cfg.leaseRefreshMs / 2, max_ms: cfg.leaseRefreshMs },
+      requests_per_cancelled_run: perRun,
+      by_path: collapseRunPaths(counts.byPath),
+    };
+  } finally {
+    child.kill('SIGTERM');
+    await exitWithin(child, 10_000);
+    await proxy.stop();
+    home.remove();
+  }
+}
+
+/** Request counts by call, with run ids replaced by :id. @param {Record<string, number>} byPath */
+function collapseRunPaths(byPath) {
+  /** @type {Record<string, number>} */
+  const out = {};
+  for (const [path, n] of Object.entries(byPath)) {
+    const key = path.replace(/\/runs\/run_[0-9a-f]+/, '/runs/:id');
+    out[key] = (out[key] ?? 0) + n;
+  }
+  return out;
+}
+
+/**
+ * The runner's --json lines as events; next(match) resolves with the first event, seen or to come,
+ * that matches and was not taken before.
+ * @param {import('node:child_process').ChildProcess} child
+ */
+function runnerEvents(child) {
+  /** @type {any[]} */
+  const seen = [];
+  /** @type {Array<() => void>} */
+  let wake = [];
+  let rest = '';
+  child.stdout?.setEncoding('utf8');
+  child.stdout?.on('data', (d) => {
+    rest += d;
+    let i;
+    while ((i = rest.indexOf('\n')) >= 0) {
+      const line = rest.slice(0, i);
+      rest = rest.slice(i + 1);
+      try {
+        seen.push(JSON.parse(line));
+      } catch {
+        // not an event line
+      }
+    }
+    for (const w of wake.splice(0)) w();
+  });
+  return {
+    /** @param {(e: any) => boolean} match */
+    async next(match) {
+      const deadline = Date.now() + STEP_TIMEOUT_MS;
+      for (;;) {
+        const at = seen.findIndex(match);
+        if (at >= 0) return seen.splice(at, 1)[0];
+        if (child.exitCode !== null) throw new Error(`the runner exited (code ${child.exitCode}) while the bench waited for an event`);
+        if (Date.now() > deadline) throw new Error(`no matching runner event within ${STEP_TIMEOUT_MS} ms`);
+        await new Promise((resolve) => {
+          wake.push(() => resolve(undefined));
+          setTimeout(resolve, 500);
+        });
+      }
+    },
+  };
+}
