@@ -30,6 +30,36 @@ export interface Artifact {
   patchAttempt?: number;
 }
 
+/** The pull request that confirms a publication (run-lifecycle.md, "Completion and recovery"). */
+export interface PublishedPullRequest {
+  number: number;
+  url: string;
+  confirmedAtMs: number;
+}
+
+/**
+ * A publication: its intent is persisted with the transition to publishing, before any side
+ * effect; each later step (push, PR) is recorded before the next one starts.
+ */
+export interface Publication {
+  /** `docket/<run id>`: the only branch this run ever pushes. */
+  branch: string;
+  /** The revision the work was made on (the artifact's source revision, else the dispatched commit). */
+  sourceRevision: string | null;
+  /** sha256 of the patch being published, hex. */
+  patchDigest: string;
+  intentAtMs: number;
+  /** The head the runner reported after its push; null until then. */
+  headSha: string | null;
+  pushedAtMs: number | null;
+  /** Tries of the PR step so far (bounded by PUBLICATION_TRIES_MAX) and when the next may start. */
+  tries: number;
+  nextTryAtMs: number | null;
+  /** The last failure of the PR step, for the run's view. */
+  lastError: string | null;
+  pr: PublishedPullRequest | null;
+}
+
 /** One claim of the run: exactly one attempt (DESIGN.md, invariant 2). */
 export interface Step {
   attempt: number;
@@ -86,6 +116,8 @@ export interface RunRecord {
   stopRequest: StopRequest | null;
   lastError: string | null;
   blocker: string | null;
+  /** The publication of an autopilot run's result; absent or null before one started. */
+  publication?: Publication | null;
   artifact: Artifact | null;
   costCents: number | null;
   steps: Step[];
@@ -105,6 +137,8 @@ export interface FinalReport {
     limitations: string[];
   } | null;
   costCents: number | null;
+  /** sha256 of the artifact's patch, computed by the run object before deciding (decide() is pure). */
+  patchDigest?: string | null;
 }
 
 /** What callers may ask of a run; the object adds `now` and, where needed, randomness. */
@@ -123,7 +157,9 @@ export type RunCommand =
   | { type: "block"; reason: string }
   | { type: "authorize" }
   | { type: "publish" }
-  | { type: "published" }
+  | { type: "pushed"; attempt: number; machineId: string; branch: string; headSha: string }
+  | { type: "publish_try"; error: string | null; retryAtMs: number }
+  | { type: "published"; pr: { number: number; url: string } }
   | { type: "publish_interrupted"; reason: string }
   | { type: "publish_failed"; error: string };
 

@@ -76,7 +76,7 @@ const commandArb: fc.Arbitrary<(run: RunRecord) => RunCommand> = fc.oneof(
   { weight: 1, arbitrary: fc.constant(() => ({ type: "block", reason: "which database?" }) as RunCommand) },
   { weight: 1, arbitrary: fc.constant(() => ({ type: "authorize" }) as RunCommand) },
   { weight: 3, arbitrary: fc.constant(() => ({ type: "publish" }) as RunCommand) },
-  { weight: 1, arbitrary: fc.constant(() => ({ type: "published" }) as RunCommand) },
+  { weight: 1, arbitrary: fc.constant(() => ({ type: "published", pr: { number: 7, url: "https://github.com/o/r/pull/7" } }) as RunCommand) },
   { weight: 1, arbitrary: fc.constant(() => ({ type: "publish_interrupted", reason: "push pending" }) as RunCommand) },
   { weight: 1, arbitrary: fc.constant(() => ({ type: "publish_failed", error: "remote rejected" }) as RunCommand) },
 );
@@ -92,6 +92,7 @@ const configArb: fc.Arbitrary<DecideConfig> = fc.record({
   backoffBaseMs: fc.constantFrom(1_000, 5_000),
   backoffMaxMs: fc.constantFrom(8_000, 300_000),
   attemptBudget: fc.integer({ min: 1, max: 4 }),
+  publicationTriesMax: fc.integer({ min: 1, max: 3 }),
 });
 
 function newRecord(): RunRecord {
@@ -270,7 +271,7 @@ describe("the transition rules against the model (pure, many sequences)", () => 
 });
 
 describe("a pending stop outranks the paths no route drives yet", () => {
-  const config: DecideConfig = { leaseTtlMs: 60_000, launchDeadlineMs: 120_000, daemonSilenceMs: 600_000, backoffBaseMs: 1_000, backoffMaxMs: 8_000, attemptBudget: 3 };
+  const config: DecideConfig = { leaseTtlMs: 60_000, launchDeadlineMs: 120_000, daemonSilenceMs: 600_000, backoffBaseMs: 1_000, backoffMaxMs: 8_000, attemptBudget: 3, publicationTriesMax: 3 };
   const stopped = (): RunRecord => {
     let run = newRecord();
     for (const command of [

@@ -50,6 +50,7 @@ function run(state: RunState, extra: Partial<RunRecord> = {}): RunRecord {
   };
 }
 
+const pushed = { branch: "docket/run_000000000000000000000001", sourceRevision: null, patchDigest: "d", intentAtMs: NOW - 100, headSha: "abc", pushedAtMs: NOW - 50, tries: 0, nextTryAtMs: null, lastError: null, pr: null };
 const stop = { requestedAtMs: NOW - 10, reason: null, by: "member:t" };
 const final = (outcome: "completed" | "failed") => ({
   outcome,
@@ -85,7 +86,7 @@ const EDGES: Record<string, [RunRecord, RunCommand]> = {
   "paused->cancelled": [run("paused"), { type: "cancel", by: "member:t", reason: null }],
   "blocked->queued": [run("blocked"), { type: "authorize" }],
   "blocked->cancelled": [run("blocked"), { type: "cancel", by: "member:t", reason: null }],
-  "publishing->completed": [run("publishing"), { type: "published" }],
+  "publishing->completed": [run("publishing", { publication: pushed }), { type: "published", pr: { number: 7, url: "https://github.com/o/r/pull/7" } }],
   "publishing->paused": [run("publishing"), { type: "publish_interrupted", reason: "push pending" }],
   "publishing->failed": [run("publishing"), { type: "publish_failed", error: "remote rejected" }],
 };
