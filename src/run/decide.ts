@@ -495,15 +495,20 @@ function decidePublishTry(d: Draft, command: Command<"publish_try">, config: Dec
   if (bad) return bad;
   const p = run.publication;
   if (!p || p.headSha === null || p.pr !== null) return refuse("invalid_transition", `run ${run.id} has no pushed publication awaiting its pull request`, { state: run.state });
+  p.nextTryAtMs = command.retryAtMs;
+  if (command.error === null) {
+    p.createRequestedAtMs = d.now;
+    d.touch();
+    return d.done();
+  }
   p.tries += 1;
   p.lastError = command.error;
-  p.nextTryAtMs = command.retryAtMs;
-  if (command.error !== null && p.tries >= config.publicationTriesMax) {
+  if (p.tries >= config.publicationTriesMax) {
     run.lastError = `publish_failed: ${command.error} (after ${p.tries} tries)`;
     d.to("failed", run.lastError);
     return d.done();
   }
-  d.touch();
+  d.emit("run.publication", { step: "retry", error: command.error, tries: p.tries, next_try_at_ms: p.nextTryAtMs, attempt: run.attempt });
   return d.done();
 }
 

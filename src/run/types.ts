@@ -55,6 +55,8 @@ export interface Publication {
   /** Tries of the PR step so far (bounded by PUBLICATION_TRIES_MAX) and when the next may start. */
   tries: number;
   nextTryAtMs: number | null;
+  /** When Docket last asked the host to create the PR (recorded before the request is sent). */
+  createRequestedAtMs?: number | null;
   /** The last failure of the PR step, for the run's view. */
   lastError: string | null;
   pr: PublishedPullRequest | null;
@@ -158,6 +160,7 @@ export type RunCommand =
   | { type: "authorize" }
   | { type: "publish" }
   | { type: "pushed"; attempt: number; machineId: string; branch: string; headSha: string }
+  /** error null: a PR creation is about to be requested; else a failed try of the PR step. */
   | { type: "publish_try"; error: string | null; retryAtMs: number }
   | { type: "published"; pr: { number: number; url: string } }
   | { type: "publish_interrupted"; reason: string }
