@@ -450,6 +450,8 @@ function decidePublish(d: Draft): Decision {
   } else if (run.state === "implementing") {
     d.to("publishing", "verified outcome accepted");
   } else if (run.state === "queued" && run.continuation === "publishing") {
+    // A resumed publication: its PR step is due at once, with no coding turn before it.
+    if (run.publication) run.publication.nextTryAtMs = d.now;
     d.to("publishing", "publication continuation reconciled");
   } else {
     return refuse("invalid_transition", `a ${run.state} run cannot publish`, { state: run.state });
