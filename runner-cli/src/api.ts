@@ -7,12 +7,14 @@ import {
   AttemptAnswer,
   ClaimGrant,
   HeartbeatAnswer,
+  PushCredential,
   Registered,
   type ClaimBody,
   type HeartbeatBody,
   type LaunchedBody,
   type LaunchFailedBody,
   type LeaseBody,
+  type PushedBody,
   type RegisterBody,
   type ReportBody,
   type StoppedBody,
@@ -198,6 +200,14 @@ export class DocketClient {
    */
   attemptCall<C extends AttemptCall>(runId: string, attempt: number, call: C, body?: AttemptCallBodies[C], opts: RequestOptions = {}) {
     return this.call(AttemptAnswer, 'POST', `/v1/runs/${encodeURIComponent(runId)}/attempts/${attempt}/${call}`, { body: body ?? {}, ...opts });
+  }
+  /** The publication branch's push credential (docs/protocol.md, "Publication"); never written anywhere. */
+  pushCredential(runId: string, attempt: number, opts: RequestOptions = {}) {
+    return this.call(PushCredential, 'POST', `/v1/runs/${encodeURIComponent(runId)}/attempts/${attempt}/push-credential`, { body: {}, ...opts });
+  }
+  /** The push is done: Docket takes the pull request step from here. */
+  pushed(runId: string, attempt: number, body: PushedBody, opts: RequestOptions = {}) {
+    return this.call(AttemptAnswer, 'POST', `/v1/runs/${encodeURIComponent(runId)}/attempts/${attempt}/pushed`, { body, ...opts });
   }
   /** The daemon's call, with the run-attempt token. */
   report(runId: string, body: ReportBody, opts: RequestOptions = {}) {

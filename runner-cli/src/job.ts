@@ -4,6 +4,7 @@
 import { join } from 'node:path';
 import { type AttemptCall, type AttemptCallBodies, classify, errorText, retryDelayMs } from './api.js';
 import { Backoff } from './backoff.js';
+import { publish, publishPatch } from './publish.js';
 import { type JobPaths, jobPaths, LaunchError, readJson, removeWorkDir } from './launchers/common.js';
 import { sleep } from './procs.js';
 import type { JobRow } from './jobs.js';
@@ -16,6 +17,8 @@ const TICK_MS = 500;
 /** How long a sandbox whose run just ended gets to exit by itself before it is removed. */
 const ENDING_WAIT_MS = 5_000;
 const DEFAULT_LIFETIME_MS = 600_000;
+/** The most one git command of a publication (clone, commit, push) may take. */
+const PUBLISH_GIT_TIMEOUT_MS = 120_000;
 
 export type CallResult = { kind: 'ok'; body: any } | { kind: 'definitive' | 'attempt_over' | 'upgrade' | 'transient'; error: any };
 
@@ -89,6 +92,7 @@ export class JobSupervisor {
     this.db.update(this.runId, this.attempt, { job_dir: this.paths.jobDir, work_dir: this.paths.workDir });
     const brief = String(claim.brief ?? '').split('\n')[0].slice(0, 80);
     this.out.run('claimed', this.view, `claimed${brief ? `: ${brief}` : ''}`, { protocol: claim.launch?.protocol ?? 'process' });
+    if (claim.publication) return this.pushOnly();
     const protocol = claim.launch?.protocol ?? 'process';
     const launcher = this.runner.cfg.launchers.includes(protocol) ? this.runner.launchers[protocol] : null;
     if (!launcher) return this.launchFailed(`launch protocol ${protocol} is not served by this runner`);
@@ -251,6 +255,7 @@ export class JobSupervisor {
         this.out.run('cost_review', this.view, `ended ${outcome}; the cost needs review`, { outcome, cost_cents: final.cost_cents ?? null });
         return;
       }
+      if (outcome === 'publishing') return this.publishWork(() => publish(this.runner.client, this.publishJob()), { cost_cents: final.cost_cents ?? null });
       this.finish(outcome, reason, { cost_cents: final.cost_cents ?? null });
       removeWorkDir(this.paths); // the patch is on the server; logs stay
       return;
@@ -261,6 +266,38 @@ export class JobSupervisor {
     const code = exit.code ?? (final?.exit_codes ? JSON.stringify(final.exit_codes) : 'unknown');
     const why = final?.error ? `: ${final.error}` : '';
     return this.reportStopped(`the sandbox exited (code ${code}) without delivering a final report${why}`);
+  }
+
+  publishJob() {
+    return { runId: this.runId, attempt: this.attempt, workDir: this.paths.workDir, timeoutMs: PUBLISH_GIT_TIMEOUT_MS };
+  }
+
+  /** A publication continuation's push-only job: the stored patch at its revision, pushed; no agent runs. */
+  async pushOnly() {
+    const p = this.claim.publication;
+    this.out.run('publishing', this.view, `push-only job: applying the stored patch at ${p.source_revision ?? 'HEAD'}`);
+    removeWorkDir(this.paths);
+    const repositoryUrl = this.claim.repository?.url;
+    if (!repositoryUrl) return this.reportStopped('the publication names no repository to check out');
+    return this.publishWork(() => publishPatch(this.runner.client, { ...this.publishJob(), repositoryUrl, sourceRevision: p.source_revision, patch: p.patch }), {});
+  }
+
+  /**
+   * Pushes the publication branch and reports it. A refusal is handled like any attempt call's;
+   * a push that failed is reported as stopped, which leaves the publication paused and resumable.
+   */
+  async publishWork(push: () => Promise<{ branch: string; headSha: string; state: string }>, patch: Record<string, any>) {
+    try {
+      const r = await push();
+      this.out.run('pushed', this.view, `pushed ${r.headSha} to ${r.branch}; the run is ${r.state}`, { branch: r.branch, head_sha: r.headSha });
+      this.finish('pushed', null, patch);
+      removeWorkDir(this.paths);
+    } catch (e) {
+      const kind = classify(e);
+      if (kind === 'definitive' || kind === 'attempt_over') return this.afterRefusal({ kind, error: e }, { alreadyStopped: true });
+      this.out.run('push_failed', this.view, `the publication push failed: ${errorText(e)}`, { error: errorText(e) });
+      return this.reportStopped(`the publication push failed: ${errorText(e)}`);
+    }
   }
 
   aboveCostThreshold(costCents: number | null | undefined) {
