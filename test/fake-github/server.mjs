@@ -5,6 +5,7 @@
 // pagination and rate-limit headers. Tests set the model up and inject faults; never the internet.
 
 import { createPublicKey, generateKeyPairSync, randomBytes, verify } from "node:crypto";
+import { execFileSync } from "node:child_process";
 import { createServer } from "node:http";
 
 /** An RSA key pair as GitHub hands an App's key out: PKCS#1 PEM (with its PKCS#8 and public forms). */
@@ -241,6 +242,105 @@ export async function startFakeGitHub({ appId = "1001", installationId = "2002",
     return expiresAt !== undefined && expiresAt > Date.now();
   }
 
+  // ---- publication (docs/autopilot.md, "Publication"): push tokens with their requested scope,
+  // branches read from a local bare repository, pull requests with GitHub's `head` filter (a bare
+  // branch name is ignored, as GitHub does: every open pull request is listed), creation (422 on a
+  // duplicate head) and a crash after creation (the PR is made, then the connection dropped).
+  const pulls = []; // { repository, number, head, base, title, body, state }
+  const bareRepositories = new Map(); // lower-cased "owner/repo" -> bare repository path
+  let crashesAfterCreate = 0;
+  const publication = {
+    /** Branches of `repository` are read from this bare repository (`git --git-dir <bare> rev-parse`). */
+    useBareRepository(repository, bare) {
+      bareRepositories.set(repository.toLowerCase(), bare);
+    },
+    /** The next `times` pull request creations make the PR, then drop the connection before answering. */
+    crashAfterPullCreation(times = 1) {
+      crashesAfterCreate += times;
+    },
+    /** Adds a pull request as if someone opened it. */
+    addPull(repository, { head, base = "main", title = "A pull request", body = "", state: s = "open" }) {
+      const pull = { repository, number: nextPullNumber(repository), head, base, title, body, state: s };
+      pulls.push(pull);
+      return pull;
+    },
+    pulls: (repository) => pulls.filter((p) => !repository || p.repository.toLowerCase() === repository.toLowerCase()),
+    /** The bodies of the installation token requests narrowed to repositories (push tokens). */
+    pushTokenRequests: () => requests.filter((r) => r.path.endsWith("/access_tokens") && r.body?.repositories).map((r) => ({ repositories: r.body.repositories, permissions: r.body.permissions, status: r.status })),
+  };
+
+  function nextPullNumber(repository) {
+    const numbers = [...issues.values(), ...pulls].filter((i) => i.repository.toLowerCase() === repository.toLowerCase()).map((i) => i.number);
+    return Math.max(0, ...numbers) + 1;
+  }
+
+  function branchSha(repository, branch) {
+    const bare = bareRepositories.get(repository.toLowerCase());
+    if (!bare) return null;
+    try {
+      return execFileSync("git", ["--git-dir", bare, "rev-parse", "--verify", "--quiet", `refs/heads/${branch}`], { encoding: "utf8" }).trim() || null;
+    } catch {
+      return null;
+    }
+  }
+
+  function pullJson(pull) {
+    const [owner] = pull.repository.split("/");
+    return {
+      url: `${base}/repos/${pull.repository}/pulls/${pull.number}`,
+      id: 90_000 + pull.number,
+      number: pull.number,
+      state: pull.state,
+      title: pull.title,
+      body: pull.body,
+      html_url: `https://github.com/${pull.repository}/pull/${pull.number}`,
+      head: { label: `${owner}:${pull.head}`, ref: pull.head, sha: branchSha(pull.repository, pull.head), repo: { full_name: pull.repository } },
+      base: { label: `${owner}:${pull.base}`, ref: pull.base, repo: { full_name: pull.repository } },
+    };
+  }
+
+  /** Answers the publication endpoints; false leaves the request to the issue routes. */
+  function routePublication(req, res, url, repository, rest) {
+    let m;
+    if (req.method === "GET" && rest === "") return send(res, 200, { full_name: repository, default_branch: "main", private: true }), true;
+    if (req.method === "GET" && (m = /^\/git\/ref\/heads\/(.+)$/.exec(rest))) {
+      const branch = decodeURIComponent(m[1]);
+      const sha = branchSha(repository, branch);
+      return (sha ? send(res, 200, { ref: `refs/heads/${branch}`, object: { sha, type: "commit" } }) : notFound(res)), true;
+    }
+    if (req.method === "GET" && (m = /^\/branches\/(.+)$/.exec(rest))) {
+      const branch = decodeURIComponent(m[1]);
+      const sha = branchSha(repository, branch);
+      return (sha ? send(res, 200, { name: branch, commit: { sha } }) : notFound(res)), true;
+    }
+    if (req.method === "GET" && rest === "/pulls") {
+      const head = url.searchParams.get("head");
+      const stateFilter = url.searchParams.get("state") ?? "open";
+      const [owner] = repository.split("/");
+      // GitHub filters by `owner:branch` only; a bare branch name filters nothing.
+      const byHead = head && head.includes(":") ? (p) => `${owner}:${p.head}`.toLowerCase() === head.toLowerCase() : () => true;
+      const list = publication.pulls(repository).filter((p) => stateFilter === "all" || p.state === stateFilter).filter(byHead);
+      return paginate(res, url, list.map(pullJson)), true;
+    }
+    if (req.method === "POST" && rest === "/pulls") {
+      const { head, base: baseBranch, title = "", body = "" } = req.body ?? {};
+      const [owner] = repository.split("/");
+      const branch = String(head ?? "").replace(new RegExp(`^${owner}:`, "i"), "");
+      if (!branch || !branchSha(repository, branch)) return send(res, 422, { message: "Validation Failed", errors: [{ resource: "PullRequest", field: "head", code: "invalid" }], documentation_url: DOCS, status: "422" }), true;
+      if (publication.pulls(repository).some((p) => p.head === branch && p.state === "open")) {
+        return send(res, 422, { message: "Validation Failed", errors: [{ resource: "PullRequest", code: "custom", message: `A pull request already exists for ${owner}:${branch}.` }], documentation_url: DOCS, status: "422" }), true;
+      }
+      const pull = publication.addPull(repository, { head: branch, base: baseBranch ?? "main", title, body });
+      if (crashesAfterCreate > 0) {
+        crashesAfterCreate -= 1;
+        res.destroy(); // created, and the answer never arrives
+        return true;
+      }
+      return send(res, 201, pullJson(pull)), true;
+    }
+    return false;
+  }
+
   function route(req, res, url) {
     const path = url.pathname;
     const tokenPath = /^\/app\/installations\/([^/]+)\/access_tokens$/.exec(path);
@@ -255,6 +355,9 @@ export async function startFakeGitHub({ appId = "1001", installationId = "2002",
     }
     if (!tokenOk(req.headers.authorization)) return error(res, 401, "Bad credentials");
     const repoPath = /^\/repos\/([^/]+)\/([^/]+)(\/.*)?$/.exec(path);
+    if (repoPath && !unreadable.has(`${decodeURIComponent(repoPath[1])}/${decodeURIComponent(repoPath[2])}`.toLowerCase())) {
+      if (routePublication(req, res, url, `${decodeURIComponent(repoPath[1])}/${decodeURIComponent(repoPath[2])}`, repoPath[3] ?? "")) return;
+    }
     if (req.method !== "GET" || !repoPath) return notFound(res);
     const repository = `${decodeURIComponent(repoPath[1])}/${decodeURIComponent(repoPath[2])}`;
     if (unreadable.has(repository.toLowerCase())) return notFound(res);
@@ -322,8 +425,18 @@ export async function startFakeGitHub({ appId = "1001", installationId = "2002",
       if (fault && fault.status !== null) return error(res, fault.status, fault.message, fault.headers);
       route(req, res, url);
     };
-    req.resume();
-    req.on("end", () => (fault && fault.delayMs > 0 ? setTimeout(answer, fault.delayMs).unref() : answer()));
+    // The body is kept for what a request asked (a push token's scope, a pull request's fields).
+    const chunks = [];
+    req.on("data", (chunk) => chunks.push(chunk));
+    req.on("end", () => {
+      try {
+        req.body = chunks.length ? JSON.parse(Buffer.concat(chunks).toString()) : null;
+      } catch {
+        req.body = null;
+      }
+      entry.body = req.body;
+      fault && fault.delayMs > 0 ? setTimeout(answer, fault.delayMs).unref() : answer();
+    });
   });
   await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
   base = `http://127.0.0.1:${server.address().port}`;
@@ -333,6 +446,7 @@ export async function startFakeGitHub({ appId = "1001", installationId = "2002",
     appId: String(appId),
     installationId: String(installationId),
     state,
+    publication,
     requests,
     /** Requests other than the token request, for assertions on what the provider read. */
     reads: () => requests.filter((r) => !r.path.endsWith("/access_tokens")),
