@@ -25,7 +25,7 @@ const TOKEN_TTL_MS = 3_600_000;
  * Starts the fake. `appId`, `installationId` and `publicKey` (PEM) are the App it accepts JWTs
  * for; without a public key the JWT's shape and claims are checked but not its signature.
  */
-export async function startFakeGitHub({ appId = "1001", installationId = "2002", publicKey = null } = {}) {
+export async function startFakeGitHub({ appId = "1001", installationId = "2002", publicKey = null, htmlUrlBase = "https://github.com" } = {}) {
   const issues = new Map(); // "owner/repo#n" -> issue model
   const blockedBy = new Map(); // "owner/repo#n" -> ["owner/repo#m", ...]
   const events = new Map(); // "owner/repo#n" -> [event, ...] oldest first
@@ -57,7 +57,8 @@ export async function startFakeGitHub({ appId = "1001", installationId = "2002",
       labels_url: `${repoUrl}/issues/${model.number}/labels{/name}`,
       comments_url: `${repoUrl}/issues/${model.number}/comments`,
       events_url: `${repoUrl}/issues/${model.number}/events`,
-      html_url: `https://github.com/${model.repository}/${model.pullRequest ? "pull" : "issues"}/${model.number}`,
+      // `htmlUrlBase` (a local directory in tests) makes the repository URL admission derives a local bare repository.
+      html_url: `${htmlUrlBase}/${model.repository}/${model.pullRequest ? "pull" : "issues"}/${model.number}`,
       id: model.id,
       node_id: `I_${model.id}`,
       number: model.number,
@@ -265,6 +266,10 @@ export async function startFakeGitHub({ appId = "1001", installationId = "2002",
       return pull;
     },
     pulls: (repository) => pulls.filter((p) => !repository || p.repository.toLowerCase() === repository.toLowerCase()),
+    /** Ends every injected fault (an outage is over). */
+    clearFaults() {
+      faults.length = 0;
+    },
     /** The bodies of the installation token requests narrowed to repositories (push tokens). */
     pushTokenRequests: () => requests.filter((r) => r.path.endsWith("/access_tokens") && r.body?.repositories).map((r) => ({ repositories: r.body.repositories, permissions: r.body.permissions, status: r.status })),
   };
