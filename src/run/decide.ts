@@ -443,13 +443,13 @@ function decideAuthorize(d: Draft): Decision {
   return d.done();
 }
 
+/**
+ * A queued publication continuation whose branch is pushed goes back to publishing. Publication
+ * itself starts only from the daemon's verified outcome (its final report), never from this command.
+ */
 function decidePublish(d: Draft): Decision {
   const run = d.run;
-  if (run.state === "implementing" && run.stopRequest) {
-    d.to("cancelled", "stop request carried out before publication");
-  } else if (run.state === "implementing") {
-    d.to("publishing", "verified outcome accepted");
-  } else if (run.state === "queued" && run.continuation === "publishing") {
+  if (queuedPublication(run) === "pushed") {
     // A resumed publication: its PR step is due at once, with no coding turn before it.
     if (run.publication) run.publication.nextTryAtMs = d.now;
     d.to("publishing", "publication continuation reconciled");

@@ -63,7 +63,7 @@ const final = (outcome: "completed" | "failed") => ({
 // For each permitted edge: a starting run and the command that drives it.
 const EDGES: Record<string, [RunRecord, RunCommand]> = {
   "queued->claimed": [run("queued"), { type: "claim", machineId: M }],
-  "queued->publishing": [run("queued", { continuation: "publishing", attempt: 1 }), { type: "publish" }],
+  "queued->publishing": [run("queued", { continuation: "publishing", attempt: 1, publication: pushed }), { type: "publish" }],
   "queued->paused": [run("queued"), { type: "pause", hold: true, reason: "operator hold" }],
   "queued->blocked": [run("queued"), { type: "block", reason: "needs a human answer" }],
   "queued->cancelled": [run("queued"), { type: "cancel", by: "member:t", reason: null }],
@@ -73,7 +73,7 @@ const EDGES: Record<string, [RunRecord, RunCommand]> = {
   "claimed->cancelled": [run("claimed", { stopRequest: stop }), { type: "stopped", attempt: 1, machineId: M, reason: null }],
   "implementing->pausing": [run("implementing"), { type: "pause", hold: false, reason: null }],
   "implementing->blocked": [run("implementing"), { type: "block", reason: "question" }],
-  "implementing->publishing": [run("implementing"), { type: "publish" }],
+  "implementing->publishing": [run("implementing", { ticketKey: "github:o/r#1" }), { type: "report", attempt: 1, phase: null, lines: [], final: { ...final("completed"), artifact: { patch: "diff", sourceRevision: null, model: null, limitations: [] }, patchDigest: "d" } }],
   "implementing->completed": [run("implementing"), { type: "report", attempt: 1, phase: null, lines: [], final: final("completed") }],
   "implementing->failed": [run("implementing"), { type: "report", attempt: 1, phase: null, lines: [], final: final("failed") }],
   "implementing->cancelled": [run("implementing", { stopRequest: stop }), { type: "stopped", attempt: 1, machineId: M, reason: null }],
