@@ -46,12 +46,22 @@ async function admit() {
   github.state.label(REPO, number, 'ready', { login: 'alice', type: 'User' });
   const payload = { action: 'labeled', label: { name: 'ready' }, issue: { number }, repository: { full_name: REPO }, sender: { login: 'alice', type: 'User' } };
   const body = JSON.stringify(payload);
-  const res = await fetch(`${docket.url}/v1/autopilot/projects/${projectId}/webhook`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-github-event': 'issues', 'x-github-delivery': randomUUID(), 'x-hub-signature-256': `sha256=${createHmac('sha256', WEBHOOK_SECRET).update(body).digest('hex')}` },
-    body,
-  });
-  expect(res.status).toBe(202);
+  const deliveryId = randomUUID();
+  // Delivered as GitHub does, again (same delivery id) when the connection failed.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const res = await fetch(`${docket.url}/v1/autopilot/projects/${projectId}/webhook`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-github-event': 'issues', 'x-github-delivery': deliveryId, 'x-hub-signature-256': `sha256=${createHmac('sha256', WEBHOOK_SECRET).update(body).digest('hex')}` },
+        body,
+      });
+      expect(res.status).toBe(202);
+      break;
+    } catch (e) {
+      if (attempt >= 5) throw e;
+      await new Promise((r) => setTimeout(r, 1_000));
+    }
+  }
   for (let i = 0; i < 300; i++) {
     const t = await docket.api('GET', `/v1/autopilot/projects/${projectId}/tickets/${number}`, { token: org.admin });
     if (t.status === 200 && t.body.run_id) return { number, runId: t.body.run_id };

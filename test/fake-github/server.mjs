@@ -308,13 +308,14 @@ export async function startFakeGitHub({ appId = "1001", installationId = "2002",
   function routePublication(req, res, url, repository, rest) {
     let m;
     if (req.method === "GET" && rest === "") return send(res, 200, { full_name: repository, default_branch: "main", private: true }), true;
-    if (req.method === "GET" && (m = /^\/git\/ref\/heads\/(.+)$/.exec(rest))) {
-      const branch = decodeURIComponent(m[1]);
+    // Octokit sends the ref's slashes encoded (heads%2Fdocket%2F…); GitHub accepts both.
+    if (req.method === "GET" && (m = /^\/git\/ref\/heads\/(.+)$/.exec(decodeURIComponent(rest)))) {
+      const branch = m[1];
       const sha = branchSha(repository, branch);
       return (sha ? send(res, 200, { ref: `refs/heads/${branch}`, object: { sha, type: "commit" } }) : notFound(res)), true;
     }
-    if (req.method === "GET" && (m = /^\/branches\/(.+)$/.exec(rest))) {
-      const branch = decodeURIComponent(m[1]);
+    if (req.method === "GET" && (m = /^\/branches\/(.+)$/.exec(decodeURIComponent(rest)))) {
+      const branch = m[1];
       const sha = branchSha(repository, branch);
       return (sha ? send(res, 200, { name: branch, commit: { sha } }) : notFound(res)), true;
     }
