@@ -407,6 +407,11 @@ describe("publication recovery", () => {
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ run_id: runId, attempt: 2, publication: { branch: `docket/${runId}`, source_revision: "b".repeat(40), patch: PATCH } });
     expect((await getRun(org.admin, runId)).state).toBe("publishing");
+    // The first attempt's calls are stale now, whoever makes them.
+    const stale = await attemptCall(runner.token, runId, 1, "push-credential");
+    expect(stale.body.error).toMatchObject({ code: "stale_attempt", current_attempt: 2 });
+    const stalePushed = await attemptCall(runner.token, runId, 1, "pushed", { branch: `docket/${runId}`, head_sha: SHA });
+    expect(stalePushed.body.error.code).toBe("stale_attempt");
     const credential = await attemptCall(runner.token, runId, 2, "push-credential");
     expect(credential.status).toBe(200);
     host.branches.set(`docket/${runId}`, SHA);
