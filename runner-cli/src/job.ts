@@ -247,7 +247,12 @@ export class JobSupervisor {
     this.pollPhase();
     const final = readJson(join(this.paths.stateDir, 'final.json'));
     if (final?.delivered) {
-      const outcome = final.answer_state ?? final.outcome;
+      let outcome = final.answer_state ?? final.outcome;
+      if (outcome === 'publishing') {
+        // The run waits for this push (its lease is this job's): it comes before anything else.
+        if (!(await this.pushWork(() => publish(this.runner.client, this.publishJob())))) return;
+        outcome = 'pushed';
+      }
       const costReview = final.cost_uncertain === true || this.aboveCostThreshold(final.cost_cents);
       const reason = final.outcome === 'failed' ? `the agent failed (exit codes ${JSON.stringify(final.exit_codes)})` : null;
       if (costReview) {
@@ -255,7 +260,6 @@ export class JobSupervisor {
         this.out.run('cost_review', this.view, `ended ${outcome}; the cost needs review`, { outcome, cost_cents: final.cost_cents ?? null });
         return;
       }
-      if (outcome === 'publishing') return this.publishWork(() => publish(this.runner.client, this.publishJob()), { cost_cents: final.cost_cents ?? null });
       this.finish(outcome, reason, { cost_cents: final.cost_cents ?? null });
       removeWorkDir(this.paths); // the patch is on the server; logs stay
       return;
@@ -279,24 +283,30 @@ export class JobSupervisor {
     removeWorkDir(this.paths);
     const repositoryUrl = this.claim.repository?.url;
     if (!repositoryUrl) return this.reportStopped('the publication names no repository to check out');
-    return this.publishWork(() => publishPatch(this.runner.client, { ...this.publishJob(), repositoryUrl, sourceRevision: p.source_revision, patch: p.patch }), {});
+    if (await this.pushWork(() => publishPatch(this.runner.client, { ...this.publishJob(), repositoryUrl, sourceRevision: p.source_revision, patch: p.patch }))) {
+      this.finish('pushed', null);
+      removeWorkDir(this.paths);
+    }
   }
 
   /**
-   * Pushes the publication branch and reports it. A refusal is handled like any attempt call's;
-   * a push that failed is reported as stopped, which leaves the publication paused and resumable.
+   * Pushes the publication branch and reports it; true when that was done. A refusal is handled
+   * like any attempt call's; a push that failed is reported as stopped, which leaves the
+   * publication paused and resumable.
    */
-  async publishWork(push: () => Promise<{ branch: string; headSha: string; state: string }>, patch: Record<string, any>) {
+  async pushWork(push: () => Promise<{ branch: string; headSha: string; state: string }>): Promise<boolean> {
     try {
       const r = await push();
       this.out.run('pushed', this.view, `pushed ${r.headSha} to ${r.branch}; the run is ${r.state}`, { branch: r.branch, head_sha: r.headSha });
-      this.finish('pushed', null, patch);
-      removeWorkDir(this.paths);
+      return true;
     } catch (e) {
       const kind = classify(e);
-      if (kind === 'definitive' || kind === 'attempt_over') return this.afterRefusal({ kind, error: e }, { alreadyStopped: true });
-      this.out.run('push_failed', this.view, `the publication push failed: ${errorText(e)}`, { error: errorText(e) });
-      return this.reportStopped(`the publication push failed: ${errorText(e)}`);
+      if (kind === 'definitive' || kind === 'attempt_over') await this.afterRefusal({ kind, error: e }, { alreadyStopped: true });
+      else {
+        this.out.run('push_failed', this.view, `the publication push failed: ${errorText(e)}`, { error: errorText(e) });
+        await this.reportStopped(`the publication push failed: ${errorText(e)}`);
+      }
+      return false;
     }
   }
 
