@@ -279,6 +279,20 @@ describe("the push credential and the push", () => {
   });
 });
 
+describe("a push that failed", () => {
+  it("reported stopped by the runner, pauses the publication at its recoverable boundary, never fails the run", async () => {
+    const { runId, runner, attempt } = await publishing();
+    const res = await attemptCall(runner.token, runId, attempt, "stopped", { reason: "the publication push failed: git push failed: remote rejected" });
+    expect(res.status).toBe(200);
+    expect(res.body.state).toBe("paused");
+    const run = await getRun(org.admin, runId);
+    expect(run).toMatchObject({ state: "paused", continuation: "publishing", last_error: null });
+    expect(run.publication).toMatchObject({ head_sha: null, pr: null });
+    expect(run.steps.at(-1)).toMatchObject({ outcome: "paused" });
+    expect(run.steps.at(-1).error).toContain("remote rejected");
+  });
+});
+
 describe("the pull request step", () => {
   it("finds before it creates, creates one PR, and completes only with the PR stored; the tracker deliveries go out with it", async () => {
     const { runId } = await pushed();
