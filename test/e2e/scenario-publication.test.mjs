@@ -131,6 +131,10 @@ describe('publication against a fake GitHub and a local bare repository', () => 
     // The runner pushed the agent's work to the run's branch of the remote, and Docket stored the one PR of that branch.
     expect(done.publication.head_sha).toBe(head(branch));
     expect(spawnSync('git', ['--git-dir', remote.bare, 'show', `${head(branch)}:README.md`], { encoding: 'utf8' }).stdout).toContain('hello, world');
+    // The creation GitHub carried out but never answered happened; every later try found that PR.
+    const creations = github.requests.filter((r) => r.method === 'POST' && r.path === `/repos/${REPO}/pulls` && r.body?.head === branch);
+    expect(creations[0].status).toBeNull();
+    expect(creations.slice(1).every((r) => r.status === 422)).toBe(true);
     const pulls = github.publication.pulls(REPO).filter((p) => p.head === branch);
     expect(pulls).toHaveLength(1);
     expect(done.publication.pr).toMatchObject({ number: pulls[0].number, url: `https://github.com/${REPO}/pull/${pulls[0].number}` });
