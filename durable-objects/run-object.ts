@@ -11,6 +11,10 @@ import { addCost, addD1, noCost, type Cost } from "../src/lib/cost";
 import { newToken, sha256Hex } from "../src/lib/crypto";
 import { logRun } from "../src/lib/log";
 import { decide, reapDeadline } from "../src/run/decide";
+import { awaitingPush, prStepDueAtMs, queuedPublication } from "../src/run/publication";
+import { admissionDeps } from "../src/autopilot/deps";
+import type { PublicationProvider } from "../src/autopilot/provider";
+import { prStep } from "../src/autopilot/publication-step";
 import { projectRun } from "../src/run/projection";
 import { newQueuedRun, type NewRun } from "../src/run/new-run";
 import type { RunCommand, RunRecord } from "../src/run/types";
@@ -23,7 +27,7 @@ import { Outbox, type StoredEvent } from "./outbox";
 import { RunStreams, STREAM_ORG_HEADER, streamAfter, tooManyStreams } from "./run-streams";
 import { RUN_OBJECT_MIGRATIONS } from "./run-schema";
 import { migrate } from "./sql-migrations";
-import type { ClaimGrant } from "../src/protocol/runners";
+import type { ClaimGrant, PushCredential } from "../src/protocol/runners";
 import type { BackingAnswer } from "./ticket-object";
 
 export type { NewRun } from "../src/run/new-run";
@@ -43,6 +47,8 @@ export class RunObject extends DurableObject<Env> {
   private slotReleasedVersion = 0;
   /** Lease calls waiting for a directive (leaseWait); each entry answers its call when called. */
   private readonly leaseWaiters = new Set<() => void>();
+  /** The PR step in progress in this instance, so two callers never run it side by side. */
+  private publicationStep: Promise<void> | null = null;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -170,11 +176,12 @@ export class RunObject extends DurableObject<Env> {
       lease_expires_at_ms: run.leaseExpiresAtMs!,
       lease_ttl_ms: this.config.leaseTtlMs,
       lease_refresh_ms: this.config.leaseRefreshMs,
-      launch_deadline_at_ms: run.launchDeadlineAtMs!,
+      launch_deadline_at_ms: run.launchDeadlineAtMs ?? run.leaseExpiresAtMs!,
       sandbox_lifetime_ms: this.config.sandboxLifetimeMs,
       brief: run.brief,
       repository: run.repository,
       launch: run.launch,
+      ...this.pushOnlyJob(run),
     };
     return { answer, cost };
   }
@@ -272,7 +279,109 @@ export class RunObject extends DurableObject<Env> {
       .exec<{ attempt: number }>("SELECT attempt FROM attempt_tokens WHERE token_hash = ?", tokenHash)
       .toArray()[0];
     if (!row) return refusal("unauthorized", "the run-attempt token is not valid for this run");
-    return this.attemptCall({ type: "report", attempt: row.attempt, ...body });
+    // decide() is pure and synchronous: the digest of a patch that may be published is computed here.
+    const patch = body.final?.artifact?.patch ?? "";
+    const final = body.final && patch.trim() !== "" ? { ...body.final, patchDigest: await sha256Hex(patch) } : body.final;
+    return this.attemptCall({ type: "report", attempt: row.attempt, ...body, final });
+  }
+
+  // ---- publication (docs/protocol.md, "Publication") ----------------------------------------------------
+
+  /**
+   * The runner's push credential: only the machine holding a publishing attempt whose push is not
+   * yet reported gets one (the call also renews its lease). Issued by the code host for this one
+   * repository, answered once and never stored.
+   */
+  async pushCredential(orgId: string, attempt: number, machineId: string): Promise<PushCredential | Refusal> {
+    const run = this.owned(orgId, true);
+    if (isRefusal(run)) return run;
+    const check = decide(run, { type: "lease", attempt, machineId }, Date.now(), this.config);
+    if (!check.ok) return { error: check.error };
+    if (!awaitingPush(run) || !run.publication) return refusal("invalid_transition", `run ${run.id} is ${run.state} and not awaiting a push`, { state: run.state });
+    const host = await this.publisher(run);
+    if (isRefusal(host)) return host;
+    let issued: { token: string; expiresAtMs: number };
+    try {
+      issued = await host.host.issuePushToken(host.repository);
+    } catch (err) {
+      logRun("run.push_credential_failed", { run: run.id, attempt, reason: String(err) });
+      return refusal("publication_unavailable", `the code host did not issue a push credential: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    const leased = this.apply({ type: "lease", attempt, machineId });
+    if ("error" in leased) return leased;
+    return {
+      run_id: run.id,
+      attempt,
+      token: issued.token,
+      expires_at_ms: issued.expiresAtMs,
+      push_url: run.repository?.url ?? `https://github.com/${host.repository}`,
+      branch: run.publication.branch,
+      source_revision: run.publication.sourceRevision,
+      patch_digest: run.publication.patchDigest,
+    };
+  }
+
+  /** The runner pushed the branch: recorded, then the alarm takes the PR step (never this request). */
+  async pushed(orgId: string, command: Extract<RunCommand, { type: "pushed" }>): Promise<AttemptAnswer | Refusal> {
+    const run = this.owned(orgId, true);
+    if (isRefusal(run)) return run;
+    return this.attemptCall(command);
+  }
+
+  /**
+   * Recovery of a pending publication before dispatch (src/publication-recovery.ts): a publishing
+   * run whose push never came and whose lease is gone pauses at its boundary; a pushed one, or a
+   * queued continuation whose branch is pushed, goes on to the PR step.
+   */
+  async reconcilePublication(graceFromMs: number): Promise<{ state: string; publication: "pr_step" | "awaiting_push" | "push_job" | "none" }> {
+    const before = this.load();
+    if (!before) return { state: "missing", publication: "none" };
+    if (before.state === "publishing") this.apply({ type: "deadline", recoveredAtMs: graceFromMs, jitter: Math.random() });
+    await this.finishPending({ notify: true, graceFromMs });
+    await this.advancePublication();
+    const run = this.load()!;
+    const what = prStepDueAtMs(run) !== null ? "pr_step" : awaitingPush(run) ? "awaiting_push" : queuedPublication(run) === "push" ? "push_job" : "none";
+    return { state: run.state, publication: what };
+  }
+
+  /** A push-only job's grant: what to apply and push, so a publication continuation runs no agent. */
+  private pushOnlyJob(run: RunRecord): Pick<ClaimGrant, "publication"> {
+    if (run.state !== "publishing" || !run.publication) return {};
+    const patch = this.artifacts.restore(run).artifact?.patch ?? "";
+    return { publication: { branch: run.publication.branch, source_revision: run.publication.sourceRevision, patch } };
+  }
+
+  /** The project's code host, or a refusal saying why there is none. */
+  private async publisher(run: RunRecord): Promise<{ host: PublicationProvider; repository: string } | Refusal> {
+    const deps = admissionDeps();
+    const projectId = run.metadata.autopilot_project;
+    if (!deps?.publisher || !projectId) return refusal("autopilot_not_configured", "no code host is configured for this run's publication");
+    const project = await deps.readProject(this.env, projectId);
+    if (!project) return refusal("autopilot_not_configured", `the run's autopilot project ${projectId} no longer exists`);
+    return { host: deps.publisher(project, project.secrets, this.config), repository: project.repository };
+  }
+
+  /**
+   * Moves a pending publication on: a queued continuation whose branch is pushed returns to
+   * publishing (no coding turn), and a due PR step runs. One at a time in this instance.
+   */
+  private async advancePublication(): Promise<void> {
+    if (this.publicationStep) return this.publicationStep;
+    this.publicationStep = (async () => {
+      if (queuedPublication(this.load()!) === "pushed") this.apply({ type: "publish" });
+      const run = this.load()!;
+      const due = prStepDueAtMs(run);
+      if (due === null || due > Date.now()) return;
+      const host = await this.publisher(run);
+      const record = (command: Parameters<Parameters<typeof prStep>[4]>[0]) => !("error" in this.apply(command));
+      if (isRefusal(host)) {
+        record({ type: "publish_try", error: host.error.message, retryAtMs: Date.now() + this.config.publicationRetryMs });
+      } else {
+        await prStep(run, host.host, host.repository, this.config, record);
+      }
+      await this.finishPending({ notify: false });
+    })().finally(() => (this.publicationStep = null));
+    return this.publicationStep;
   }
 
   // ---- members and operators ---------------------------------------------------------------------
@@ -394,6 +503,7 @@ export class RunObject extends DurableObject<Env> {
       this.apply({ type: "deadline", recoveredAtMs: graceFromMs, jitter: Math.random() });
       this.outbox.prune(this.load()!, Date.now()); // retention: sent events of a run ended long ago
       await this.finishPending({ notify: true, graceFromMs });
+      await this.advancePublication();
     } catch (err) {
       const at = this.armAlarm(graceFromMs, Date.now() + this.config.alarmRetryMs);
       logRun("run.alarm_failed", { run: run.id, attempt: run.attempt, reason: String(err), retry_at_ms: at });
@@ -581,6 +691,9 @@ export class RunObject extends DurableObject<Env> {
     const reap = reapDeadline(run, this.config, graceFromMs);
     if (reap !== null) deadlines.push(reap);
     if (run.state === "queued" && run.notBeforeMs > now) deadlines.push(run.notBeforeMs);
+    const prStepAt = prStepDueAtMs(run); // publication: Docket's PR step, or a pushed continuation to resume
+    if (prStepAt !== null) deadlines.push(prStepAt);
+    if (queuedPublication(run) === "pushed") deadlines.push(now);
     if (this.projectedVersion() < run.version) deadlines.push(retryAt);
     const outboxAt = this.outbox.nextAttemptAtMs();
     if (outboxAt !== null) deadlines.push(Math.max(outboxAt, retryAt));

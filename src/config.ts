@@ -126,6 +126,11 @@ export interface Config {
   githubTokenCacheMax: number;
   /** Autopilot: the largest queue capacity (admitted waiting runs) a project may configure. */
   autopilotQueueCapacityMax: number;
+  /** Publication: tries of the pull-request step before the run ends failed (publish_failed), and the wait between tries. */
+  publicationTriesMax: number;
+  publicationRetryMs: number;
+  /** Publication recovery: pending publications the cron tick reconciles per tick, before anything is dispatched. */
+  publicationRecoveryBatch: number;
   /** Autopilot: how long a ticket remembers a webhook delivery id (a redelivery within it admits nothing new), and the most it keeps. */
   autopilotDeliveryTtlMs: number;
   autopilotDeliveriesMax: number;
@@ -229,6 +234,9 @@ export const DEFAULTS: Config = {
   githubPagesMax: 10,
   githubTokenCacheMax: 100,
   autopilotQueueCapacityMax: 100,
+  publicationTriesMax: 5,
+  publicationRetryMs: 30_000,
+  publicationRecoveryBatch: 50,
   autopilotDeliveryTtlMs: 604_800_000,
   autopilotDeliveriesMax: 500,
   autopilotHistoryMax: 100,
@@ -322,6 +330,9 @@ const VAR_NAMES: Record<keyof Config, string> = {
   githubPagesMax: "GITHUB_PAGES_MAX",
   githubTokenCacheMax: "GITHUB_TOKEN_CACHE_MAX",
   autopilotQueueCapacityMax: "AUTOPILOT_QUEUE_CAPACITY_MAX",
+  publicationTriesMax: "PUBLICATION_TRIES_MAX",
+  publicationRetryMs: "PUBLICATION_RETRY_MS",
+  publicationRecoveryBatch: "PUBLICATION_RECOVERY_BATCH",
   autopilotDeliveryTtlMs: "AUTOPILOT_DELIVERY_TTL_MS",
   autopilotDeliveriesMax: "AUTOPILOT_DELIVERIES_MAX",
   autopilotHistoryMax: "AUTOPILOT_HISTORY_MAX",
@@ -384,6 +395,7 @@ export function loadConfig(vars: Record<string, unknown>): Config {
   if (config.githubPageSize < 1 || config.githubPageSize > 100) throw new Error("GITHUB_PAGE_SIZE must be between 1 and 100");
   if (config.githubPagesMax < 1) throw new Error("GITHUB_PAGES_MAX must be at least 1");
   if (config.trackerDeliveryMaxAttempts < 1) throw new Error("TRACKER_DELIVERY_MAX_ATTEMPTS must be at least 1");
+  if (config.publicationTriesMax < 1) throw new Error("PUBLICATION_TRIES_MAX must be at least 1");
   return config;
 }
 

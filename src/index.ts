@@ -10,6 +10,7 @@ import type { Env } from "./env";
 import { log } from "./lib/log";
 import type { QueueMessage } from "./queue/messages";
 import { consumeEvents } from "./queue/consumer";
+import { recoverPublications } from "./publication-recovery";
 import { pruneStorage } from "./retention";
 import { tickSweep } from "./sweep";
 import { AUTOPILOT_QUEUE, consumeAutopilot } from "./autopilot/queue";
@@ -44,6 +45,8 @@ export default {
     // Without a watermark (D1 down), the backstop grants every run its window from now.
     let graceFromMs = now;
     await step("sweep", async () => ({ recoveredAtMs: graceFromMs } = await tickSweep(env.DB, config, now)));
+    // Pending publications are reconciled before anything else moves (src/publication-recovery.ts).
+    await step("publication_recovery", () => recoverPublications(env, config, graceFromMs));
     // Runs whose alarm or queue row a crash lost are found and re-armed here (docs/runbook.md).
     await step("alarm_backstop", () => checkRunAlarms(env, config, now, graceFromMs));
     // Build jobs whose dispatch was never confirmed are retried, and jobs whose run ended without

@@ -10,6 +10,7 @@ import type {
   LaunchedBody,
   LaunchFailedBody,
   LeaseBody,
+  PushedBody,
   RegisterBody,
   ReportBody,
   StoppedBody,
@@ -199,7 +200,7 @@ export class DocketClient {
   }
 
   /** `request`, with the answer decoded by the contract schema `schema` names. */
-  async call<K extends 'Registered' | 'AttemptAnswer'>(schema: K, method: string, path: string, options: RequestOptions = {}): Promise<Answer<z.infer<Contract[K]>>> {
+  async call<K extends 'Registered' | 'AttemptAnswer' | 'PushCredential'>(schema: K, method: string, path: string, options: RequestOptions = {}): Promise<Answer<z.infer<Contract[K]>>> {
     const answer = await this.request(method, path, options);
     const decoder = (await contract())[schema] as Contract[K];
     return decodeAnswer(decoder, `${method} ${path}`, answer) as Answer<z.infer<Contract[K]>>;
@@ -230,6 +231,14 @@ export class DocketClient {
    */
   attemptCall<C extends AttemptCall>(runId: string, attempt: number, call: C, body?: AttemptCallBodies[C], opts: RequestOptions = {}): Promise<Answer<AttemptAnswer>> {
     return this.call('AttemptAnswer', 'POST', `/v1/runs/${encodeURIComponent(runId)}/attempts/${attempt}/${call}`, { body: body ?? {}, ...opts });
+  }
+  /** The publication branch's push credential (docs/protocol.md, "Publication"); never written anywhere. */
+  pushCredential(runId: string, attempt: number, opts: RequestOptions = {}) {
+    return this.call('PushCredential', 'POST', `/v1/runs/${encodeURIComponent(runId)}/attempts/${attempt}/push-credential`, { body: {}, ...opts });
+  }
+  /** The push is done: Docket takes the pull request step from here. */
+  pushed(runId: string, attempt: number, body: PushedBody, opts: RequestOptions = {}) {
+    return this.call('AttemptAnswer', 'POST', `/v1/runs/${encodeURIComponent(runId)}/attempts/${attempt}/pushed`, { body, ...opts });
   }
   /** The daemon's call, with the run-attempt token. */
   report(runId: string, body: ReportBody, opts: RequestOptions = {}): Promise<Answer<AttemptAnswer>> {

@@ -4,6 +4,7 @@
 import { join } from 'node:path';
 import { type AttemptCall, type AttemptCallBodies, classify, errorText, type RequestOptions, retryDelayMs } from './api.js';
 import { Backoff } from './backoff.js';
+import { publish, publishPatch } from './publish.js';
 import { type JobPaths, jobPaths, LaunchError, readJson, removeWorkDir } from './launchers/common.js';
 import { sleep } from './procs.js';
 import type { JobRow } from './jobs.js';
@@ -18,6 +19,8 @@ const ENDING_WAIT_MS = 5_000;
 const DEFAULT_LIFETIME_MS = 600_000;
 /** The shortest time between the starts of two lease calls of one job, however fast they are answered. */
 const LEASE_CALL_MIN_GAP_MS = 1_000;
+/** The most one git command of a publication (clone, commit, push) may take. */
+const PUBLISH_GIT_TIMEOUT_MS = 120_000;
 
 export type CallResult = { kind: 'ok'; body: any } | { kind: 'definitive' | 'attempt_over' | 'upgrade' | 'transient'; error: any };
 
@@ -91,6 +94,7 @@ export class JobSupervisor {
     this.db.update(this.runId, this.attempt, { job_dir: this.paths.jobDir, work_dir: this.paths.workDir });
     const brief = String(claim.brief ?? '').split('\n')[0].slice(0, 80);
     this.out.run('claimed', this.view, `claimed${brief ? `: ${brief}` : ''}`, { protocol: claim.launch?.protocol ?? 'process' });
+    if (claim.publication) return this.pushOnly();
     const protocol = claim.launch?.protocol ?? 'process';
     const launcher = this.runner.cfg.launchers.includes(protocol) ? this.runner.launchers[protocol] : null;
     if (!launcher) return this.launchFailed(`launch protocol ${protocol} is not served by this runner`);
@@ -254,7 +258,12 @@ export class JobSupervisor {
     this.pollPhase();
     const final = readJson(join(this.paths.stateDir, 'final.json'));
     if (final?.delivered) {
-      const outcome = final.answer_state ?? final.outcome;
+      let outcome = final.answer_state ?? final.outcome;
+      if (outcome === 'publishing') {
+        // The run waits for this push (its lease is this job's): it comes before anything else.
+        if (!(await this.pushWork(() => publish(this.runner.client, this.publishJob())))) return;
+        outcome = 'pushed';
+      }
       const costReview = final.cost_uncertain === true || this.aboveCostThreshold(final.cost_cents);
       const reason = final.outcome === 'failed' ? `the agent failed (exit codes ${JSON.stringify(final.exit_codes)})` : null;
       if (costReview) {
@@ -272,6 +281,44 @@ export class JobSupervisor {
     const code = exit.code ?? (final?.exit_codes ? JSON.stringify(final.exit_codes) : 'unknown');
     const why = final?.error ? `: ${final.error}` : '';
     return this.reportStopped(`the sandbox exited (code ${code}) without delivering a final report${why}`);
+  }
+
+  publishJob() {
+    return { runId: this.runId, attempt: this.attempt, workDir: this.paths.workDir, timeoutMs: PUBLISH_GIT_TIMEOUT_MS };
+  }
+
+  /** A publication continuation's push-only job: the stored patch at its revision, pushed; no agent runs. */
+  async pushOnly() {
+    const p = this.claim.publication;
+    this.out.run('publishing', this.view, `push-only job: applying the stored patch at ${p.source_revision ?? 'HEAD'}`);
+    removeWorkDir(this.paths);
+    const repositoryUrl = this.claim.repository?.url;
+    if (!repositoryUrl) return this.reportStopped('the publication names no repository to check out');
+    if (await this.pushWork(() => publishPatch(this.runner.client, { ...this.publishJob(), repositoryUrl, sourceRevision: p.source_revision, patch: p.patch }))) {
+      this.finish('pushed', null);
+      removeWorkDir(this.paths);
+    }
+  }
+
+  /**
+   * Pushes the publication branch and reports it; true when that was done. A refusal is handled
+   * like any attempt call's; a push that failed is reported as stopped, which leaves the
+   * publication paused and resumable.
+   */
+  async pushWork(push: () => Promise<{ branch: string; headSha: string; state: string }>): Promise<boolean> {
+    try {
+      const r = await push();
+      this.out.run('pushed', this.view, `pushed ${r.headSha} to ${r.branch}; the run is ${r.state}`, { branch: r.branch, head_sha: r.headSha });
+      return true;
+    } catch (e) {
+      const kind = classify(e);
+      if (kind === 'definitive' || kind === 'attempt_over') await this.afterRefusal({ kind, error: e }, { alreadyStopped: true });
+      else {
+        this.out.run('push_failed', this.view, `the publication push failed: ${errorText(e)}`, { error: errorText(e) });
+        await this.reportStopped(`the publication push failed: ${errorText(e)}`);
+      }
+      return false;
+    }
   }
 
   aboveCostThreshold(costCents: number | null | undefined) {

@@ -6,7 +6,7 @@
 
 import type { Config } from "../config";
 import type { Env } from "../env";
-import type { ActorEvidence, Blocker, IssueFacts, ReadyTransition, TrackerProvider } from "./provider";
+import type { ActorEvidence, Blocker, IssueFacts, PublicationProvider, ReadyTransition, TrackerProvider } from "./provider";
 
 /** A project as admission reads it (the projects store's AutopilotProject, the fields admission uses). */
 export interface AdmissionProject {
@@ -42,6 +42,8 @@ export interface AdmissionDeps<P extends AdmissionProject = AdmissionProject, S 
   /** Projects in id order after `afterId` (null: from the first), at most `limit`: reconciliation's walk. */
   listProjects(env: Env, afterId: string | null, limit: number): Promise<P[]>;
   provider(project: P, secrets: S, config: Config): TrackerProvider;
+  /** The code host publication pushes to and opens pull requests on; absent: publications wait. */
+  publisher?(project: P, secrets: S, config: Config): PublicationProvider;
   rules: AdmissionRules<P>;
 }
 

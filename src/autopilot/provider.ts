@@ -84,3 +84,36 @@ export function parseTicketKey(key: string): TicketRef | null {
   const match = /^github:([^/#\s]+\/[^/#\s]+)#(\d+)$/.exec(key);
   return match ? { provider: "github", repository: match[1], number: Number(match[2]) } : null;
 }
+
+/** A short-lived credential to push one repository (never stored, never given to a sandbox). */
+export interface PushToken {
+  token: string;
+  expiresAtMs: number;
+}
+
+/** A pull request as the tracker reports it. */
+export interface PullRequestFacts {
+  number: number;
+  url: string;
+  /** The head branch's name (without owner). */
+  branch: string;
+  state: "open" | "closed";
+}
+
+export type CreatedPullRequest = { created: PullRequestFacts } | { exists: true };
+
+/**
+ * What publication asks of the tracker's code host (../shared/spec/run-lifecycle.md, "Completion
+ * and recovery"): a push credential for one repository, a branch's head, and the pull request of a
+ * branch, found before one is ever created.
+ */
+export interface PublicationProvider {
+  /** A token that may write the contents of `repository` (owner/name) only. */
+  issuePushToken(repository: string): Promise<PushToken>;
+  /** The commit `branch` points at now, or null when it does not exist. */
+  branchHead(repository: string, branch: string): Promise<string | null>;
+  /** The pull request (open or closed) whose head is `branch` of `repository` itself, or null. */
+  findPullRequest(repository: string, branch: string): Promise<PullRequestFacts | null>;
+  /** Opens a pull request; `{ exists: true }` when one for the branch already exists. `base` null: the default branch. */
+  createPullRequest(repository: string, pr: { branch: string; base: string | null; title: string; body: string }): Promise<CreatedPullRequest>;
+}

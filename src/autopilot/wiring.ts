@@ -6,6 +6,7 @@ import { parseAgentBrief } from "./brief";
 import { installAdmissionDeps } from "./deps";
 import { checkEligibility } from "./eligibility";
 import { githubProvider } from "./github/provider";
+import { githubPublisher } from "./github/pulls";
 import { listProjects, readProject } from "./projects";
 import { checkHumanReadiness } from "./readiness";
 
@@ -14,6 +15,7 @@ export function installRealAdmissionDeps(): void {
     readProject,
     listProjects,
     provider: githubProvider,
+    publisher: githubPublisher,
     rules: { parseAgentBrief, checkEligibility, checkHumanReadiness },
   });
 }

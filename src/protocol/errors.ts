@@ -37,6 +37,8 @@ export const ERROR_STATUS = {
   // Autopilot projects (docs/protocol.md, "Autopilot projects").
   autopilot_project_exists: 409,
   autopilot_not_configured: 503,
+  // Publication (docs/protocol.md, "Publication"): the code host did not issue a push credential.
+  publication_unavailable: 503,
   internal: 500,
 } as const;
 

@@ -43,6 +43,25 @@ const leaseWait = z.number().int().min(0).max(600_000).optional()
 export const LaunchedBody = z.object({ sandbox_id: z.string().min(1).max(200), wait_ms: leaseWait }).strict();
 export type LaunchedBody = z.input<typeof LaunchedBody>;
 export const LeaseBody = z.object({ wait_ms: leaseWait }).strict();
+
+export const PushCredentialBody = z.object({}).strict();
+export const PushedBody = z
+  .object({ branch: z.string().min(1).max(255), head_sha: z.string().regex(/^[0-9a-f]{40}([0-9a-f]{24})?$/, "a full commit id (40 or 64 hex digits)") })
+  .strict();
+export type PushedBody = z.input<typeof PushedBody>;
+
+/** What the runner pushes with (docs/protocol.md, "Publication"): short-lived, never stored, never given to a sandbox. */
+export const PushCredential = z.object({
+  run_id: runId,
+  attempt: z.number().int(),
+  token: z.string().describe("An installation token that may write this one repository's contents; send it only with the push."),
+  expires_at_ms: epochMs,
+  push_url: z.string().describe("The repository to push to."),
+  branch: z.string().describe("Push HEAD to refs/heads/<branch>."),
+  source_revision: z.string().nullable(),
+  patch_digest: z.string(),
+}).meta({ id: "PushCredential" });
+export type PushCredential = z.infer<typeof PushCredential>;
 export type LeaseBody = z.input<typeof LeaseBody>;
 export const LaunchFailedBody = z.object({ error: z.string().min(1).max(4_000) }).strict();
 export type LaunchFailedBody = z.input<typeof LaunchFailedBody>;
@@ -149,6 +168,10 @@ export const ClaimGrant = z.object({
   brief: z.string(),
   repository: z.object({ url: z.string(), commit: z.string().nullable() }).nullable(),
   launch: GrantLaunch,
+  publication: z
+    .object({ branch: z.string(), source_revision: z.string().nullable(), patch: z.string() })
+    .optional()
+    .describe("Present on a push-only job (a publication continuation): apply the patch at the source revision and push the branch; no agent runs."),
 }).meta({ id: "ClaimGrant" });
 export type ClaimGrant = z.infer<typeof ClaimGrant>;
 

@@ -140,6 +140,21 @@ export const RunBlocker = BlockerReport.extend({
 }).meta({ id: "RunBlocker" });
 
 /** A run as POST /v1/runs, GET /v1/runs/:id and the cancel answer show it: every field, the same shape. */
+/** A publication (docs/protocol.md, "Publication"): each step is recorded before the next side effect. */
+export const RunPublication = z.object({
+  branch: z.string().describe("docket/<run id>: the only branch the run pushes"),
+  source_revision: z.string().nullable().describe("the revision the work was made on"),
+  patch_digest: z.string().describe("sha256 (hex) of the published patch"),
+  intent_at_ms: epochMs,
+  head_sha: z.string().nullable().describe("the head the runner reported after its push; null until then"),
+  pushed_at_ms: epochMs.nullable(),
+  tries: z.number().int().describe("failed tries of the pull-request step so far (PUBLICATION_TRIES_MAX)"),
+  create_requested_at_ms: epochMs.nullable().describe("when Docket last asked the host to create the pull request, recorded before asking"),
+  next_try_at_ms: epochMs.nullable(),
+  last_error: z.string().nullable().describe("why the last try of the pull-request step did not finish"),
+  pr: z.object({ number: z.number().int(), url: z.string(), confirmed_at_ms: epochMs }).nullable().describe("the confirmed pull request; the run completes only once it is stored"),
+}).meta({ id: "RunPublication" });
+
 export const Run = z.object({
   id: runId,
   org_id: orgId,
@@ -174,6 +189,7 @@ export const Run = z.object({
     .describe("a recorded cancel request"),
   last_error: z.string().nullable(),
   blocker: RunBlocker.nullable().describe("why a blocked run waits for a human readiness change; null once a human authorized it again"),
+  publication: RunPublication.nullable().optional().describe("an autopilot run's publication: its intent, push and pull request; null before one started"),
   artifact: RunArtifact.nullable().describe("the final report's result; null until a final report"),
   cost_cents: z.number().int().nullable().describe("the cost the final report gave"),
   steps: z.array(RunStep).describe("one entry per attempt, oldest first"),

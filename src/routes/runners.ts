@@ -34,6 +34,9 @@ import {
   LaunchFailedBody,
   LeaseBody,
   ListRunnersQuery,
+  PushCredential,
+  PushCredentialBody,
+  PushedBody,
   Registered,
   RegisterBody,
   ReportBody,
@@ -311,6 +314,41 @@ export const runnerRoutes = new Hono<AppEnv>()
     const caller = c.get("caller");
     const command = { type: "lease" as const, attempt: n, machineId: caller.machineId! };
     return c.json(unwrap(await runStub(c.env, id).machineCall(caller.orgId, command, c.req.valid("json").wait_ms ?? 0)));
+  })
+  .post(
+    "/runs/:id/attempts/:n/push-credential",
+    operation({
+      id: "issuePushCredential",
+      summary: "A short-lived credential to push the publication branch",
+      description:
+        "For the machine holding a publishing attempt whose push is not yet reported; renews its lease. The token may write this one " +
+        "repository's contents and is never stored: send it only with the push, never to the sandbox or the daemon.",
+      tag: "Runner protocol",
+      auth: "machine",
+      responses: { 200: { description: "The token, the URL to push to and the branch.", schema: PushCredential } },
+      errors: ["not_found", "other_organization", "other_machine", "stale_attempt", "lease_expired", "task_gone", "invalid_transition", "autopilot_not_configured", "publication_unavailable"],
+    }),
+    requireMachine,
+    validate("param", AttemptPath),
+    validate("json", PushCredentialBody), async (c) => {
+    const { id, n } = c.req.valid("param");
+    const caller = c.get("caller");
+    return c.json(unwrap(await runStub(c.env, id).pushCredential(caller.orgId, n, caller.machineId!)));
+  })
+  .post(
+    "/runs/:id/attempts/:n/pushed",
+    operation({
+      ...attemptOperation("reportPushed", "Report that the publication branch was pushed"),
+      description: "Recorded before Docket looks for or creates the pull request (which it does after answering). Reporting the recorded push again answers the same.",
+    }),
+    requireMachine,
+    validate("param", AttemptPath),
+    validate("json", PushedBody), async (c) => {
+    const { id, n } = c.req.valid("param");
+    const caller = c.get("caller");
+    const body = c.req.valid("json");
+    const command = { type: "pushed" as const, attempt: n, machineId: caller.machineId!, branch: body.branch, headSha: body.head_sha };
+    return c.json(unwrap(await runStub(c.env, id).pushed(caller.orgId, command)));
   })
   .post(
     "/runs/:id/attempts/:n/launch-failed",

@@ -5,13 +5,14 @@
 import type { Config } from "../config";
 import type { ErrorBody } from "../errors";
 import { exponentialBackoffMs } from "../lib/backoff";
+import { awaitingPush, publicationIntent, publishable, queuedPublication } from "./publication";
 import { canTransition, HELD_STATES, isTerminal, type RunState } from "./states";
 import { blockerCommentBody, deliveryFor, TRACKER_DELIVERY_EVENT } from "../tracker/requests";
 import type { BlockerReport, FinalReport, Hop, RunCommand, RunEventDraft, RunRecord, Step } from "./types";
 
 export type DecideConfig = Pick<
   Config,
-  "leaseTtlMs" | "launchDeadlineMs" | "daemonSilenceMs" | "backoffBaseMs" | "backoffMaxMs" | "attemptBudget"
+  "leaseTtlMs" | "launchDeadlineMs" | "daemonSilenceMs" | "backoffBaseMs" | "backoffMaxMs" | "attemptBudget" | "publicationTriesMax"
 >;
 
 export type Decision =
@@ -134,7 +135,7 @@ function checkAttempt(run: RunRecord, attempt: number, machineId: string | null)
   if (machineId !== null && run.machineId !== null && run.machineId !== machineId) {
     return refuse("other_machine", `attempt ${attempt} is held by another machine`, { state: run.state });
   }
-  if (!HELD_STATES.includes(run.state)) {
+  if (!HELD_STATES.includes(run.state) && !awaitingPush(run)) {
     if (run.state === "queued") {
       return refuse("lease_expired", `the lease of attempt ${attempt} lapsed and the run was requeued`, {
         state: run.state,
@@ -183,6 +184,8 @@ const RULES: { [T in RunCommand["type"]]: Rule<T> } = {
   block: decideBlock,
   authorize: decideAuthorize,
   publish: decidePublish,
+  pushed: decidePushed,
+  publish_try: decidePublishTry,
   published: decidePublished,
   publish_interrupted: decidePublishInterrupted,
   publish_failed: decidePublishFailed,
@@ -202,6 +205,9 @@ function decideClaim(d: Draft, command: Command<"claim">, config: DecideConfig):
     });
   }
   if (run.hold) return refuse("invalid_transition", `run ${run.id} is held by an operator`, { state: run.state });
+  if (queuedPublication(run) === "pushed") {
+    return refuse("invalid_transition", `run ${run.id} is a publication whose branch is pushed: Docket creates its pull request, no runner`, { state: run.state });
+  }
   if (run.notBeforeMs > now) {
     return refuse("invalid_transition", `run ${run.id} is backing off until ${run.notBeforeMs}`, {
       state: run.state,
@@ -226,6 +232,12 @@ function decideClaim(d: Draft, command: Command<"claim">, config: DecideConfig):
     outcome: null,
     error: null,
   });
+  if (queuedPublication(run) === "push") {
+    // A push-only job: the runner applies the stored patch and pushes; no agent runs.
+    run.launchDeadlineAtMs = null;
+    d.to("publishing", `publication continuation claimed by machine ${command.machineId} to push`);
+    return d.done();
+  }
   d.to("claimed", `claimed by machine ${command.machineId}`);
   return d.done();
 }
@@ -290,6 +302,9 @@ function decideStopped(d: Draft, command: Command<"stopped">): Decision {
   } else if (run.state === "pausing") {
     d.endStep("paused", null);
     d.to("paused", `execution stopped: ${reason}`);
+  } else if (run.state === "publishing") {
+    // The push did not happen: the publication waits at its recoverable boundary.
+    interruptPublication(d, `publish_interrupted: the push was not made: ${reason}`);
   } else {
     run.lastError = reason;
     d.to("failed", reason);
@@ -339,6 +354,11 @@ function endByFinalReport(d: Draft, final: FinalReport): void {
     d.to("cancelled", "stop request pending when the daemon finished");
   } else if (final.outcome === "blocked" && final.blocker) {
     block(d, final.blocker);
+  } else if (run.state === "implementing" && publishable(run, final)) {
+    // The intent is stored with the transition, before any push or pull request.
+    run.publication = publicationIntent(run, final, d.now);
+    d.to("publishing", "verified outcome accepted for publication");
+    d.emit("run.publication", { step: "intent", branch: run.publication.branch, source_revision: run.publication.sourceRevision, patch_digest: run.publication.patchDigest, attempt: run.attempt });
   } else if (final.outcome === "completed" && run.state === "implementing") {
     d.to("completed", "the daemon reported a result for review");
   } else if (final.outcome === "completed") {
@@ -442,13 +462,15 @@ function decideAuthorize(d: Draft): Decision {
   return d.done();
 }
 
+/**
+ * A queued publication continuation whose branch is pushed goes back to publishing. Publication
+ * itself starts only from the daemon's verified outcome (its final report), never from this command.
+ */
 function decidePublish(d: Draft): Decision {
   const run = d.run;
-  if (run.state === "implementing" && run.stopRequest) {
-    d.to("cancelled", "stop request carried out before publication");
-  } else if (run.state === "implementing") {
-    d.to("publishing", "verified outcome accepted");
-  } else if (run.state === "queued" && run.continuation === "publishing") {
+  if (queuedPublication(run) === "pushed") {
+    // A resumed publication: its PR step is due at once, with no coding turn before it.
+    if (run.publication) run.publication.nextTryAtMs = d.now;
     d.to("publishing", "publication continuation reconciled");
   } else {
     return refuse("invalid_transition", `a ${run.state} run cannot publish`, { state: run.state });
@@ -461,21 +483,89 @@ function notPublishing(run: RunRecord): Decision | null {
   return run.state === "publishing" ? null : refuse("invalid_transition", `run ${run.id} is not publishing`, { state: run.state });
 }
 
-function decidePublished(d: Draft): Decision {
-  const bad = notPublishing(d.run);
+/**
+ * The runner's push of the publication branch (docs/protocol.md, "Publication"). A replay of the
+ * recorded push answers the same success; otherwise only the attempt's machine may report it.
+ */
+function decidePushed(d: Draft, command: Command<"pushed">): Decision {
+  const run = d.run;
+  const p = run.publication;
+  if (p && p.headSha !== null && p.headSha === command.headSha && p.branch === command.branch && command.attempt === run.attempt) return d.done();
+  const bad = checkAttempt(run, command.attempt, command.machineId);
   if (bad) return bad;
-  d.to("completed", "pull request confirmed");
+  if (run.state !== "publishing" || !p) return refuse("invalid_transition", `run ${run.id} is ${run.state}, not awaiting a push`, { state: run.state });
+  if (command.branch !== p.branch) {
+    return refuse("invalid_request", `the publication branch of run ${run.id} is ${p.branch}, not ${command.branch}`, { field: "branch" });
+  }
+  p.headSha = command.headSha;
+  p.pushedAtMs = d.now;
+  p.nextTryAtMs = d.now;
+  run.leaseExpiresAtMs = null;
+  d.endStep("pushed", null);
+  d.emit("run.publication", { step: "pushed", branch: p.branch, head_sha: p.headSha, attempt: run.attempt });
+  return d.done();
+}
+
+/**
+ * A PR step that did not finish: recorded before the next try, which waits until `retryAtMs`. The
+ * PUBLICATION_TRIES_MAXth failure ends the run failed with the reason (publish_failed).
+ */
+function decidePublishTry(d: Draft, command: Command<"publish_try">, config: DecideConfig): Decision {
+  const run = d.run;
+  const bad = notPublishing(run);
+  if (bad) return bad;
+  const p = run.publication;
+  if (!p || p.headSha === null || p.pr !== null) return refuse("invalid_transition", `run ${run.id} has no pushed publication awaiting its pull request`, { state: run.state });
+  p.nextTryAtMs = command.retryAtMs;
+  if (command.error === null) {
+    p.createRequestedAtMs = d.now;
+    d.touch();
+    return d.done();
+  }
+  p.tries += 1;
+  p.lastError = command.error;
+  if (p.tries >= config.publicationTriesMax) {
+    run.lastError = `publish_failed: ${command.error} (after ${p.tries} tries)`;
+    d.to("failed", run.lastError);
+    return d.done();
+  }
+  d.emit("run.publication", { step: "retry", error: command.error, tries: p.tries, next_try_at_ms: p.nextTryAtMs, attempt: run.attempt });
+  return d.done();
+}
+
+/** The PR is stored and the run completes in one step; the tracker deliveries go out with it. */
+function decidePublished(d: Draft, command: Command<"published">): Decision {
+  const run = d.run;
+  const bad = notPublishing(run);
+  if (bad) return bad;
+  const p = run.publication;
+  if (!p || p.headSha === null) return refuse("invalid_transition", `run ${run.id} has no pushed publication`, { state: run.state });
+  p.pr = { number: command.pr.number, url: command.pr.url, confirmedAtMs: d.now };
+  p.lastError = null;
+  p.nextTryAtMs = null;
+  d.to("completed", `pull request #${command.pr.number} confirmed`);
+  for (const kind of ["review_label", "pr_comment"] as const) {
+    const delivery = deliveryFor(run, kind, { pr_url: command.pr.url, pr_number: command.pr.number });
+    if (delivery) d.emit(TRACKER_DELIVERY_EVENT, { ...delivery });
+  }
   return d.done();
 }
 
 function decidePublishInterrupted(d: Draft, command: Command<"publish_interrupted">): Decision {
-  const run = d.run;
-  const bad = notPublishing(run);
+  const bad = notPublishing(d.run);
   if (bad) return bad;
-  run.continuation = "publishing";
-  d.to("paused", command.reason);
-  if (run.stopRequest) d.to("cancelled", "stop request carried out at a recoverable boundary");
+  interruptPublication(d, command.reason);
   return d.done();
+}
+
+/** Paused at the publication's recoverable boundary, continuation "publishing". */
+function interruptPublication(d: Draft, reason: string): void {
+  const run = d.run;
+  run.continuation = "publishing";
+  run.leaseExpiresAtMs = null;
+  d.endStep("paused", reason);
+  d.to("paused", reason);
+  if (run.stopRequest) d.to("cancelled", "stop request carried out at a recoverable boundary");
 }
 
 function decidePublishFailed(d: Draft, command: Command<"publish_failed">): Decision {
@@ -499,6 +589,8 @@ function reap(d: Draft, config: DecideConfig, recoveredAtMs: number, jitter: num
   if (run.state === "claimed") {
     const lapsed = run.leaseExpiresAtMs !== null && d.now >= run.leaseExpiresAtMs;
     endAttempt(d, config, lapsed ? "the claim's lease lapsed before launch" : "not launched within the launch deadline", jitter);
+  } else if (run.state === "publishing") {
+    interruptPublication(d, "publish_interrupted: the lease lapsed before the push was reported");
   } else if (run.stopRequest) {
     // The reaper delivers a cancel no runner can (dispatch-lifecycle.md, "Decisions").
     d.to("cancelled", "lease gone; the reaper carried out the stop request");
@@ -516,6 +608,7 @@ export function reapDeadline(run: RunRecord, config: DecideConfig, recoveredAtMs
     const earliest = Math.min(run.leaseExpiresAtMs ?? Infinity, run.launchDeadlineAtMs ?? Infinity);
     return Number.isFinite(earliest) ? Math.max(earliest, leaseGrace) : null;
   }
+  if (awaitingPush(run)) return Math.max(run.leaseExpiresAtMs ?? 0, leaseGrace);
   if (run.state === "implementing" || run.state === "pausing") {
     const leaseGone = Math.max(run.leaseExpiresAtMs ?? 0, leaseGrace);
     if (run.stopRequest) return leaseGone;

@@ -30,6 +30,38 @@ export interface Artifact {
   patchAttempt?: number;
 }
 
+/** The pull request that confirms a publication (run-lifecycle.md, "Completion and recovery"). */
+export interface PublishedPullRequest {
+  number: number;
+  url: string;
+  confirmedAtMs: number;
+}
+
+/**
+ * A publication: its intent is persisted with the transition to publishing, before any side
+ * effect; each later step (push, PR) is recorded before the next one starts.
+ */
+export interface Publication {
+  /** `docket/<run id>`: the only branch this run ever pushes. */
+  branch: string;
+  /** The revision the work was made on (the artifact's source revision, else the dispatched commit). */
+  sourceRevision: string | null;
+  /** sha256 of the patch being published, hex. */
+  patchDigest: string;
+  intentAtMs: number;
+  /** The head the runner reported after its push; null until then. */
+  headSha: string | null;
+  pushedAtMs: number | null;
+  /** Tries of the PR step so far (bounded by PUBLICATION_TRIES_MAX) and when the next may start. */
+  tries: number;
+  nextTryAtMs: number | null;
+  /** When Docket last asked the host to create the PR (recorded before the request is sent). */
+  createRequestedAtMs?: number | null;
+  /** The last failure of the PR step, for the run's view. */
+  lastError: string | null;
+  pr: PublishedPullRequest | null;
+}
+
 /** One claim of the run: exactly one attempt (DESIGN.md, invariant 2). */
 export interface Step {
   attempt: number;
@@ -93,6 +125,8 @@ export interface RunRecord {
   lastError: string | null;
   /** Why a blocked run waits for a human readiness change (../shared/spec/run-lifecycle.md, "Blocker and failure"). */
   blocker: RunBlocker | null;
+  /** The publication of an autopilot run's result; absent or null before one started. */
+  publication?: Publication | null;
   artifact: Artifact | null;
   costCents: number | null;
   steps: Step[];
@@ -128,6 +162,8 @@ export interface FinalReport {
     limitations: string[];
   } | null;
   costCents: number | null;
+  /** sha256 of the artifact's patch, computed by the run object before deciding (decide() is pure). */
+  patchDigest?: string | null;
 }
 
 /** What callers may ask of a run; the object adds `now` and, where needed, randomness. */
@@ -146,7 +182,10 @@ export type RunCommand =
   | { type: "block"; blocker: BlockerReport }
   | { type: "authorize" }
   | { type: "publish" }
-  | { type: "published" }
+  | { type: "pushed"; attempt: number; machineId: string; branch: string; headSha: string }
+  /** error null: a PR creation is about to be requested; else a failed try of the PR step. */
+  | { type: "publish_try"; error: string | null; retryAtMs: number }
+  | { type: "published"; pr: { number: number; url: string } }
   | { type: "publish_interrupted"; reason: string }
   | { type: "publish_failed"; error: string };
 

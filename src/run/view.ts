@@ -1,6 +1,6 @@
 import type { Run } from "../protocol/runs";
 import { blockerView } from "./blocker";
-import type { RunRecord } from "./types";
+import type { Publication, RunRecord } from "./types";
 
 /** The run as the API shows it (docs/protocol.md, "Runs"), all but its callback's delivery, which lives in D1. */
 export function runView(run: RunRecord): Omit<Run, "callback"> {
@@ -34,6 +34,7 @@ export function runView(run: RunRecord): Omit<Run, "callback"> {
     },
     last_error: run.lastError,
     blocker: blockerView(run.blocker),
+    publication: publicationView(run.publication ?? null),
     artifact: run.artifact && {
       patch: run.artifact.patch,
       empty: run.artifact.empty,
@@ -60,6 +61,24 @@ export function runView(run: RunRecord): Omit<Run, "callback"> {
 }
 
 export type RunView = ReturnType<typeof runView>;
+
+function publicationView(p: Publication | null) {
+  return (
+    p && {
+      branch: p.branch,
+      source_revision: p.sourceRevision,
+      patch_digest: p.patchDigest,
+      intent_at_ms: p.intentAtMs,
+      head_sha: p.headSha,
+      pushed_at_ms: p.pushedAtMs,
+      tries: p.tries,
+      create_requested_at_ms: p.createRequestedAtMs ?? null,
+      next_try_at_ms: p.nextTryAtMs,
+      last_error: p.lastError,
+      pr: p.pr && { number: p.pr.number, url: p.pr.url, confirmed_at_ms: p.pr.confirmedAtMs },
+    }
+  );
+}
 
 /** What a runner's attempt call answers. */
 /**

@@ -6,6 +6,7 @@
 // changes). Tests set the model up and inject faults; never the internet.
 
 import { createPublicKey, generateKeyPairSync, randomBytes, verify } from "node:crypto";
+import { execFileSync } from "node:child_process";
 import { createServer } from "node:http";
 
 /** An RSA key pair as GitHub hands an App's key out: PKCS#1 PEM (with its PKCS#8 and public forms). */
@@ -25,7 +26,7 @@ const TOKEN_TTL_MS = 3_600_000;
  * Starts the fake. `appId`, `installationId` and `publicKey` (PEM) are the App it accepts JWTs
  * for; without a public key the JWT's shape and claims are checked but not its signature.
  */
-export async function startFakeGitHub({ appId = "1001", installationId = "2002", publicKey = null } = {}) {
+export async function startFakeGitHub({ appId = "1001", installationId = "2002", publicKey = null, htmlUrlBase = "https://github.com" } = {}) {
   const issues = new Map(); // "owner/repo#n" -> issue model
   const blockedBy = new Map(); // "owner/repo#n" -> ["owner/repo#m", ...]
   const events = new Map(); // "owner/repo#n" -> [event, ...] oldest first
@@ -57,7 +58,8 @@ export async function startFakeGitHub({ appId = "1001", installationId = "2002",
       labels_url: `${repoUrl}/issues/${model.number}/labels{/name}`,
       comments_url: `${repoUrl}/issues/${model.number}/comments`,
       events_url: `${repoUrl}/issues/${model.number}/events`,
-      html_url: `https://github.com/${model.repository}/${model.pullRequest ? "pull" : "issues"}/${model.number}`,
+      // `htmlUrlBase` (a local directory in tests) makes the repository URL admission derives a local bare repository.
+      html_url: `${htmlUrlBase}/${model.repository}/${model.pullRequest ? "pull" : "issues"}/${model.number}`,
       id: model.id,
       node_id: `I_${model.id}`,
       number: model.number,
@@ -320,6 +322,110 @@ export async function startFakeGitHub({ appId = "1001", installationId = "2002",
     return expiresAt !== undefined && expiresAt > Date.now();
   }
 
+  // ---- publication (docs/autopilot.md, "Publication"): push tokens with their requested scope,
+  // branches read from a local bare repository, pull requests with GitHub's `head` filter (a bare
+  // branch name is ignored, as GitHub does: every open pull request is listed), creation (422 on a
+  // duplicate head) and a crash after creation (the PR is made, then the connection dropped).
+  const pulls = []; // { repository, number, head, base, title, body, state }
+  const bareRepositories = new Map(); // lower-cased "owner/repo" -> bare repository path
+  let crashesAfterCreate = 0;
+  const publication = {
+    /** Branches of `repository` are read from this bare repository (`git --git-dir <bare> rev-parse`). */
+    useBareRepository(repository, bare) {
+      bareRepositories.set(repository.toLowerCase(), bare);
+    },
+    /** The next `times` pull request creations make the PR, then drop the connection before answering. */
+    crashAfterPullCreation(times = 1) {
+      crashesAfterCreate += times;
+    },
+    /** Adds a pull request as if someone opened it. */
+    addPull(repository, { head, base = "main", title = "A pull request", body = "", state: s = "open" }) {
+      const pull = { repository, number: nextPullNumber(repository), head, base, title, body, state: s };
+      pulls.push(pull);
+      return pull;
+    },
+    pulls: (repository) => pulls.filter((p) => !repository || p.repository.toLowerCase() === repository.toLowerCase()),
+    /** Ends every injected fault (an outage is over). */
+    clearFaults() {
+      faults.length = 0;
+    },
+    /** The bodies of the installation token requests narrowed to repositories (push tokens). */
+    pushTokenRequests: () => requests.filter((r) => r.path.endsWith("/access_tokens") && r.body?.repositories).map((r) => ({ repositories: r.body.repositories, permissions: r.body.permissions, status: r.status })),
+  };
+
+  function nextPullNumber(repository) {
+    const numbers = [...issues.values(), ...pulls].filter((i) => i.repository.toLowerCase() === repository.toLowerCase()).map((i) => i.number);
+    return Math.max(0, ...numbers) + 1;
+  }
+
+  function branchSha(repository, branch) {
+    const bare = bareRepositories.get(repository.toLowerCase());
+    if (!bare) return null;
+    try {
+      return execFileSync("git", ["--git-dir", bare, "rev-parse", "--verify", "--quiet", `refs/heads/${branch}`], { encoding: "utf8" }).trim() || null;
+    } catch {
+      return null;
+    }
+  }
+
+  function pullJson(pull) {
+    const [owner] = pull.repository.split("/");
+    return {
+      url: `${base}/repos/${pull.repository}/pulls/${pull.number}`,
+      id: 90_000 + pull.number,
+      number: pull.number,
+      state: pull.state,
+      title: pull.title,
+      body: pull.body,
+      html_url: `https://github.com/${pull.repository}/pull/${pull.number}`,
+      head: { label: `${owner}:${pull.head}`, ref: pull.head, sha: branchSha(pull.repository, pull.head), repo: { full_name: pull.repository } },
+      base: { label: `${owner}:${pull.base}`, ref: pull.base, repo: { full_name: pull.repository } },
+    };
+  }
+
+  /** Answers the publication endpoints; false leaves the request to the issue routes. */
+  function routePublication(req, res, url, repository, rest) {
+    let m;
+    if (req.method === "GET" && rest === "") return send(res, 200, { full_name: repository, default_branch: "main", private: true }), true;
+    // Octokit sends the ref's slashes encoded (heads%2Fdocket%2F…); GitHub accepts both.
+    if (req.method === "GET" && (m = /^\/git\/ref\/heads\/(.+)$/.exec(decodeURIComponent(rest)))) {
+      const branch = m[1];
+      const sha = branchSha(repository, branch);
+      return (sha ? send(res, 200, { ref: `refs/heads/${branch}`, object: { sha, type: "commit" } }) : notFound(res)), true;
+    }
+    if (req.method === "GET" && (m = /^\/branches\/(.+)$/.exec(decodeURIComponent(rest)))) {
+      const branch = m[1];
+      const sha = branchSha(repository, branch);
+      return (sha ? send(res, 200, { name: branch, commit: { sha } }) : notFound(res)), true;
+    }
+    if (req.method === "GET" && rest === "/pulls") {
+      const head = url.searchParams.get("head");
+      const stateFilter = url.searchParams.get("state") ?? "open";
+      const [owner] = repository.split("/");
+      // GitHub filters by `owner:branch` only; a bare branch name filters nothing.
+      const byHead = head && head.includes(":") ? (p) => `${owner}:${p.head}`.toLowerCase() === head.toLowerCase() : () => true;
+      const list = publication.pulls(repository).filter((p) => stateFilter === "all" || p.state === stateFilter).filter(byHead);
+      return paginate(res, url, list.map(pullJson)), true;
+    }
+    if (req.method === "POST" && rest === "/pulls") {
+      const { head, base: baseBranch, title = "", body = "" } = req.body ?? {};
+      const [owner] = repository.split("/");
+      const branch = String(head ?? "").replace(new RegExp(`^${owner}:`, "i"), "");
+      if (!branch || !branchSha(repository, branch)) return send(res, 422, { message: "Validation Failed", errors: [{ resource: "PullRequest", field: "head", code: "invalid" }], documentation_url: DOCS, status: "422" }), true;
+      if (publication.pulls(repository).some((p) => p.head === branch && p.state === "open")) {
+        return send(res, 422, { message: "Validation Failed", errors: [{ resource: "PullRequest", code: "custom", message: `A pull request already exists for ${owner}:${branch}.` }], documentation_url: DOCS, status: "422" }), true;
+      }
+      const pull = publication.addPull(repository, { head: branch, base: baseBranch ?? "main", title, body });
+      if (crashesAfterCreate > 0) {
+        crashesAfterCreate -= 1;
+        res.destroy(); // created, and the answer never arrives
+        return true;
+      }
+      return send(res, 201, pullJson(pull)), true;
+    }
+    return false;
+  }
+
   function route(req, res, url) {
     const path = url.pathname;
     const tokenPath = /^\/app\/installations\/([^/]+)\/access_tokens$/.exec(path);
@@ -335,6 +441,9 @@ export async function startFakeGitHub({ appId = "1001", installationId = "2002",
     if (!tokenOk(req.headers.authorization)) return error(res, 401, "Bad credentials");
     const repoPath = /^\/repos\/([^/]+)\/([^/]+)(\/.*)?$/.exec(path);
     if (repoPath && trackerWrites.route(req, res, url, repoPath)) return;
+    if (repoPath && !unreadable.has(`${decodeURIComponent(repoPath[1])}/${decodeURIComponent(repoPath[2])}`.toLowerCase())) {
+      if (routePublication(req, res, url, `${decodeURIComponent(repoPath[1])}/${decodeURIComponent(repoPath[2])}`, repoPath[3] ?? "")) return;
+    }
     if (req.method !== "GET" || !repoPath) return notFound(res);
     const repository = `${decodeURIComponent(repoPath[1])}/${decodeURIComponent(repoPath[2])}`;
     if (unreadable.has(repository.toLowerCase())) return notFound(res);
@@ -407,11 +516,17 @@ export async function startFakeGitHub({ appId = "1001", installationId = "2002",
       if (fault && fault.status !== null) return error(res, fault.status, fault.message, fault.headers);
       route(req, res, url);
     };
-    let raw = "";
-    req.setEncoding("utf8");
-    req.on("data", (chunk) => (raw += chunk));
+    // The body is kept for what a request asked (a comment's text, a push token's scope, a pull request's fields).
+    const chunks = [];
+    req.on("data", (chunk) => chunks.push(chunk));
     req.on("end", () => {
-      req.rawBody = raw;
+      req.rawBody = Buffer.concat(chunks).toString("utf8");
+      try {
+        req.body = req.rawBody ? JSON.parse(req.rawBody) : null;
+      } catch {
+        req.body = null;
+      }
+      entry.body = req.body;
       if (fault && fault.delayMs > 0) setTimeout(answer, fault.delayMs).unref();
       else answer();
     });
@@ -424,6 +539,7 @@ export async function startFakeGitHub({ appId = "1001", installationId = "2002",
     appId: String(appId),
     installationId: String(installationId),
     state,
+    publication,
     requests,
     /** Requests other than the token request, for assertions on what the provider read. */
     reads: () => requests.filter((r) => !r.path.endsWith("/access_tokens")),

@@ -64,7 +64,7 @@ const commandArb: fc.Arbitrary<(run: RunRecord) => RunCommand> = fc.oneof(
           seq: reportSeq(run, at(run, rel), seq),
           phase,
           lines,
-          final: outcome === null ? null : { outcome, error: outcome === "failed" ? "tests failed" : null, exitCodes: {}, artifact: outcome === "completed" ? { patch: "diff", sourceRevision: null, model: null, limitations: [] } : null, costCents: 3, blocker: outcome === "blocked" ? { summary: "which database?", evidence: [], questions: ["postgres?"], humanAction: "answer" } : null },
+          final: outcome === null ? null : { outcome, error: outcome === "failed" ? "tests failed" : null, exitCodes: {}, artifact: outcome === "completed" ? { patch: "diff", sourceRevision: null, model: null, limitations: [] } : null, costCents: 3, patchDigest: "sha256-of-diff", blocker: outcome === "blocked" ? { summary: "which database?", evidence: [], questions: ["postgres?"], humanAction: "answer" } : null },
         }) as RunCommand,
       ),
   },
@@ -76,7 +76,7 @@ const commandArb: fc.Arbitrary<(run: RunRecord) => RunCommand> = fc.oneof(
   { weight: 1, arbitrary: fc.constant(() => ({ type: "block", blocker: { summary: "which database?", evidence: [], questions: [], humanAction: "answer the question" } }) as RunCommand) },
   { weight: 1, arbitrary: fc.constant(() => ({ type: "authorize" }) as RunCommand) },
   { weight: 3, arbitrary: fc.constant(() => ({ type: "publish" }) as RunCommand) },
-  { weight: 1, arbitrary: fc.constant(() => ({ type: "published" }) as RunCommand) },
+  { weight: 1, arbitrary: fc.constant(() => ({ type: "published", pr: { number: 7, url: "https://github.com/o/r/pull/7" } }) as RunCommand) },
   { weight: 1, arbitrary: fc.constant(() => ({ type: "publish_interrupted", reason: "push pending" }) as RunCommand) },
   { weight: 1, arbitrary: fc.constant(() => ({ type: "publish_failed", error: "remote rejected" }) as RunCommand) },
 );
@@ -92,6 +92,7 @@ const configArb: fc.Arbitrary<DecideConfig> = fc.record({
   backoffBaseMs: fc.constantFrom(1_000, 5_000),
   backoffMaxMs: fc.constantFrom(8_000, 300_000),
   attemptBudget: fc.integer({ min: 1, max: 4 }),
+  publicationTriesMax: fc.integer({ min: 1, max: 3 }),
 });
 
 function newRecord(): RunRecord {
@@ -125,6 +126,7 @@ function reportSeq(run: RunRecord, attempt: number, pick: SeqPick): number | und
 /** The HTTP model's view of a run record, for the states it covers. */
 function asModel(run: RunRecord): ModelRun | null {
   if (!["queued", "claimed", "implementing", "completed", "failed", "cancelled"].includes(run.state)) return null;
+  if (run.ticketKey) return null; // an autopilot run publishes; the HTTP model knows plain runs only
   if (run.hold || run.continuation !== null) return null;
   return {
     state: run.state,
@@ -178,8 +180,8 @@ function fail(what: string, trace: string[], detail: unknown = ""): never {
 const reached = new Map<string, number>();
 const count = (k: string) => reached.set(k, (reached.get(k) ?? 0) + 1);
 
-function runSequence(config: DecideConfig, steps: Step[]): void {
-  let run = newRecord();
+function runSequence(config: DecideConfig, steps: Step[], ticketKey: string | null = null): void {
+  let run = ticketKey ? { ...newRecord(), ticketKey } : newRecord();
   let now = START_MS;
   const trace: string[] = [];
   const grants: string[] = [];
@@ -255,6 +257,7 @@ function runSequence(config: DecideConfig, steps: Step[]): void {
       if (Object.values(leftOver).some((v) => v !== null)) fail("a requeued run keeps nothing of the attempt before", trace, leftOver);
     }
     if (before.state === "queued" && next.state !== "queued" && command.type === "deadline") fail("a queued run is never reaped", trace);
+    checkPublication(before, next, d.events, config, trace);
     run = next;
   }
   // Whatever happened, a run with a stop request that ended, ended cancelled.
@@ -271,8 +274,53 @@ describe("the transition rules against the model (pure, many sequences)", () => 
   }, 300_000);
 });
 
+/** The runner's and Docket's publication commands, with the right and wrong machine, attempt and branch. */
+const publicationCommandArb: fc.Arbitrary<(run: RunRecord) => RunCommand> = fc.oneof(
+  {
+    weight: 4,
+    arbitrary: fc.tuple(machine, fc.boolean(), attemptRel, fc.boolean(), fc.constantFrom("a".repeat(40), "b".repeat(40))).map(
+      ([m, h, rel, rightBranch, sha]) => (run: RunRecord) =>
+        ({ type: "pushed", attempt: at(run, rel), machineId: holderOr(run, m, h), branch: rightBranch ? `docket/${run.id}` : "main", headSha: sha }) as RunCommand,
+    ),
+  },
+  { weight: 3, arbitrary: fc.constantFrom(null, "GitHub answered 502").map((error) => (run: RunRecord) => ({ type: "publish_try", error, retryAtMs: run.updatedAtMs + 30_000 }) as RunCommand) },
+  { weight: 2, arbitrary: fc.integer({ min: 1, max: 9 }).map((n) => () => ({ type: "published", pr: { number: n, url: `https://github.com/o/r/pull/${n}` } }) as RunCommand) },
+);
+
+/**
+ * Publication's invariants (run-lifecycle.md, "Completion and recovery"): publishing starts only with
+ * its intent stored in the same decision, a push is recorded once, the run completes from publishing
+ * only with its PR stored (and the two tracker deliveries), and failed tries are bounded.
+ */
+function checkPublication(before: RunRecord, next: RunRecord, events: { type: string }[], config: DecideConfig, trace: string[]): void {
+  const p = next.publication ?? null;
+  if (next.state === "publishing" && (!p || p.branch !== `docket/${next.id}` || !p.patchDigest)) fail("a publishing run has its intent stored", trace, p);
+  if (before.state === "implementing" && next.state === "publishing" && before.publication) fail("the intent is made by the outcome that starts publishing", trace);
+  if (before.publication?.headSha && p?.headSha !== before.publication.headSha) fail("a recorded push is never replaced", trace, { before: before.publication, after: p });
+  if (before.state === "publishing" && next.state === "completed" && !p?.pr) fail("a publication completes only with its PR stored", trace, p);
+  if (before.state === "publishing" && next.state !== "publishing") count(`publication ended ${next.state}`);
+  if (!before.publication?.headSha && p?.headSha) count("publication pushed");
+  if (before.publication?.pr && p?.pr?.number !== before.publication.pr.number) fail("a stored PR is never replaced", trace);
+  const deliveries = events.filter((e) => e.type === "run.tracker_delivery").length;
+  if (deliveries !== (before.state === "publishing" && next.state === "completed" ? 2 : 0)) fail("the tracker deliveries go out with the published transition only", trace, { deliveries });
+  if (p && p.tries > config.publicationTriesMax) fail("failed PR tries are bounded by PUBLICATION_TRIES_MAX", trace, p);
+  if (p && p.tries === config.publicationTriesMax && next.state === "publishing") fail("the last failed try ends the publication", trace, p);
+}
+
+describe("publication commands against the transition table (pure, many sequences)", () => {
+  it(`keeps every invariant on autopilot runs over ${RUNS / 2} random sequences (seed ${SEED})`, () => {
+    const stepWithPublication = fc.record({ advanceMs: advanceArb, command: fc.oneof({ weight: 3, arbitrary: commandArb }, { weight: 2, arbitrary: publicationCommandArb }) });
+    fc.assert(
+      fc.property(configArb, fc.array(stepWithPublication, { minLength: 1, maxLength: 40, size: "max" }), (config, steps) => runSequence(config, steps, "github:o/r#1")),
+      { numRuns: RUNS / 2, seed: SEED },
+    );
+    console.log(`decide model with publication: ${[...reached.entries()].filter(([k]) => k.startsWith("publication")).sort().map(([k, n]) => `${k} ×${n}`).join(", ")}`);
+    for (const k of ["publication pushed", "publication ended completed", "publication ended paused", "publication ended failed"]) expect(reached.get(k), k).toBeGreaterThan(0);
+  }, 300_000);
+});
+
 describe("a pending stop outranks the paths no route drives yet", () => {
-  const config: DecideConfig = { leaseTtlMs: 60_000, launchDeadlineMs: 120_000, daemonSilenceMs: 600_000, backoffBaseMs: 1_000, backoffMaxMs: 8_000, attemptBudget: 3 };
+  const config: DecideConfig = { leaseTtlMs: 60_000, launchDeadlineMs: 120_000, daemonSilenceMs: 600_000, backoffBaseMs: 1_000, backoffMaxMs: 8_000, attemptBudget: 3, publicationTriesMax: 3 };
   const stopped = (): RunRecord => {
     let run = newRecord();
     for (const command of [
@@ -292,13 +340,23 @@ describe("a pending stop outranks the paths no route drives yet", () => {
     expect(d.ok && d.run.state).toBe("cancelled");
   });
 
+  const outcome = (run: RunRecord): RunCommand => ({
+    type: "report",
+    attempt: run.attempt,
+    phase: null,
+    lines: [],
+    final: { outcome: "completed", error: null, exitCodes: {}, artifact: { patch: "diff", sourceRevision: null, model: null, limitations: [] }, costCents: 1, patchDigest: "d" },
+  });
+
   it("an accepted outcome on a run with a pending stop ends it cancelled, never publishing", () => {
-    const d = decide(stopped(), { type: "publish" }, START_MS, config);
+    const run = { ...stopped(), ticketKey: "github:o/r#1" };
+    const d = decide(run, outcome(run), START_MS, config);
     expect(d.ok && d.run.state).toBe("cancelled");
   });
 
   it("a publishing run refuses a cancel: no accepted stop could end it cancelled from there", () => {
-    const publishing = decide(newRecordLaunched(config), { type: "publish" }, START_MS, config);
+    const run = { ...newRecordLaunched(config), ticketKey: "github:o/r#1" };
+    const publishing = decide(run, outcome(run), START_MS, config);
     if (!publishing.ok) throw new Error(publishing.error.message);
     const d = decide(publishing.run, { type: "cancel", by: "member:t", reason: null }, START_MS, config);
     expect(d.ok).toBe(false);

@@ -286,6 +286,8 @@ const endpoints: Endpoint[] = [
   ...attemptCall("lease", () => ({})),
   ...attemptCall("launch-failed", () => ({ error: "intruder" })),
   ...attemptCall("stopped", () => ({ reason: "intruder" })),
+  ...attemptCall("push-credential", () => ({})),
+  ...attemptCall("pushed", () => ({ branch: "docket/intruder", head_sha: "f".repeat(40) })),
   {
     method: "POST",
     route: "/v1/runs/:id/reports",

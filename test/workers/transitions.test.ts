@@ -50,6 +50,7 @@ function run(state: RunState, extra: Partial<RunRecord> = {}): RunRecord {
   };
 }
 
+const pushed = { branch: "docket/run_000000000000000000000001", sourceRevision: null, patchDigest: "d", intentAtMs: NOW - 100, headSha: "abc", pushedAtMs: NOW - 50, tries: 0, nextTryAtMs: null, lastError: null, pr: null };
 const stop = { requestedAtMs: NOW - 10, reason: null, by: "member:t" };
 const final = (outcome: "completed" | "failed") => ({
   outcome,
@@ -62,7 +63,7 @@ const final = (outcome: "completed" | "failed") => ({
 // For each permitted edge: a starting run and the command that drives it.
 const EDGES: Record<string, [RunRecord, RunCommand]> = {
   "queued->claimed": [run("queued"), { type: "claim", machineId: M }],
-  "queued->publishing": [run("queued", { continuation: "publishing", attempt: 1 }), { type: "publish" }],
+  "queued->publishing": [run("queued", { continuation: "publishing", attempt: 1, publication: pushed }), { type: "publish" }],
   "queued->paused": [run("queued"), { type: "pause", hold: true, reason: "operator hold" }],
   "queued->blocked": [run("queued"), { type: "block", blocker: { summary: "needs a human answer", evidence: [], questions: [], humanAction: "answer the question" } }],
   "queued->cancelled": [run("queued"), { type: "cancel", by: "member:t", reason: null }],
@@ -72,7 +73,7 @@ const EDGES: Record<string, [RunRecord, RunCommand]> = {
   "claimed->cancelled": [run("claimed", { stopRequest: stop }), { type: "stopped", attempt: 1, machineId: M, reason: null }],
   "implementing->pausing": [run("implementing"), { type: "pause", hold: false, reason: null }],
   "implementing->blocked": [run("implementing"), { type: "block", blocker: { summary: "question", evidence: [], questions: [], humanAction: "answer the question" } }],
-  "implementing->publishing": [run("implementing"), { type: "publish" }],
+  "implementing->publishing": [run("implementing", { ticketKey: "github:o/r#1" }), { type: "report", attempt: 1, phase: null, lines: [], final: { ...final("completed"), artifact: { patch: "diff", sourceRevision: null, model: null, limitations: [] }, patchDigest: "d" } }],
   "implementing->completed": [run("implementing"), { type: "report", attempt: 1, phase: null, lines: [], final: final("completed") }],
   "implementing->failed": [run("implementing"), { type: "report", attempt: 1, phase: null, lines: [], final: final("failed") }],
   "implementing->cancelled": [run("implementing", { stopRequest: stop }), { type: "stopped", attempt: 1, machineId: M, reason: null }],
@@ -85,7 +86,7 @@ const EDGES: Record<string, [RunRecord, RunCommand]> = {
   "paused->cancelled": [run("paused"), { type: "cancel", by: "member:t", reason: null }],
   "blocked->queued": [run("blocked"), { type: "authorize" }],
   "blocked->cancelled": [run("blocked"), { type: "cancel", by: "member:t", reason: null }],
-  "publishing->completed": [run("publishing"), { type: "published" }],
+  "publishing->completed": [run("publishing", { publication: pushed }), { type: "published", pr: { number: 7, url: "https://github.com/o/r/pull/7" } }],
   "publishing->paused": [run("publishing"), { type: "publish_interrupted", reason: "push pending" }],
   "publishing->failed": [run("publishing"), { type: "publish_failed", error: "remote rejected" }],
 };

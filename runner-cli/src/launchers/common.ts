@@ -50,9 +50,12 @@ export function freshJobDirs(paths: { jobDir: string; workDir: string; stateDir:
 /**
  * @returns stdout
  */
-export function git(args: string[], { cwd, timeoutMs, signal }: { cwd?: string; timeoutMs: number; signal?: AbortSignal }): Promise<string> {
+export function git(
+  args: string[],
+  { cwd, timeoutMs, signal, env, input }: { cwd?: string; timeoutMs: number; signal?: AbortSignal; env?: Record<string, string>; input?: string },
+): Promise<string> {
   return new Promise((resolve, reject) => {
-    execFile(
+    const child = execFile(
       'git',
       args,
       {
@@ -60,7 +63,7 @@ export function git(args: string[], { cwd, timeoutMs, signal }: { cwd?: string; 
         timeout: timeoutMs,
         signal,
         maxBuffer: 16 * 1024 * 1024,
-        env: { ...process.env, GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: 'true' },
+        env: { ...process.env, GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: 'true', ...env },
       },
       (err, stdout, stderr) => {
         if (err) {
@@ -69,6 +72,7 @@ export function git(args: string[], { cwd, timeoutMs, signal }: { cwd?: string; 
         } else resolve(stdout);
       },
     );
+    if (input !== undefined) child.stdin?.end(input);
   });
 }
 

@@ -1,0 +1,35 @@
+// Recovery of pending publications after an outage or a deploy (../shared/spec/run-lifecycle.md,
+// "Completion and recovery": "reconcile unfinished runs before dispatch ... any pending PR
+// publication"). Each cron tick, first after the sweep, asks a bounded batch of publishing runs and
+// queued continuations (PUBLICATION_RECOVERY_BATCH) to reconcile (RunObject.reconcilePublication).
+
+import type { Config } from "./config";
+import type { Env } from "./env";
+import { log, logRun } from "./lib/log";
+
+interface Row {
+  id: string;
+  attempt: number;
+}
+
+export async function recoverPublications(env: Env, config: Config, graceFromMs: number): Promise<{ checked: number; failed: number }> {
+  if (config.publicationRecoveryBatch === 0) return { checked: 0, failed: 0 };
+  // A queued continuation has order group 0 (src/run/projection.ts); the run object tells which kind it is.
+  const { results } = await env.DB.prepare(
+    "SELECT id, attempt FROM runs WHERE state = 'publishing' OR (state = 'queued' AND order_group = 0) ORDER BY updated_at_ms LIMIT ?",
+  )
+    .bind(config.publicationRecoveryBatch)
+    .all<Row>();
+  let failed = 0;
+  for (const row of results) {
+    try {
+      const answer = await env.RUN.get(env.RUN.idFromName(row.id)).reconcilePublication(graceFromMs);
+      if (answer.publication !== "none") logRun("publication.reconciled", { run: row.id, attempt: row.attempt, state: answer.state, reason: answer.publication });
+    } catch (err) {
+      failed += 1;
+      logRun("publication.reconcile_failed", { run: row.id, attempt: row.attempt, reason: String(err) });
+    }
+  }
+  if (results.length > 0) log("publication.recovery", { checked: results.length, failed, reason: "cron publication recovery" });
+  return { checked: results.length, failed };
+}

@@ -1,0 +1,186 @@
+// Publication end to end (../shared/spec/run-lifecycle.md, "Completion and recovery" and its
+// acceptance scenarios): a local Docket, the real runner CLI running a real agent script, the fake
+// GitHub on loopback (test/fake-github/server.mjs) and a local bare repository as the remote. An issue
+// is admitted through the webhook, the agent edits the checkout, the runner pushes the run's branch
+// with its push credential, and Docket finds or creates the pull request.
+
+import { spawnSync } from 'node:child_process';
+import { createHmac, randomUUID } from 'node:crypto';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { makeAppKeyPair, startFakeGitHub } from '../fake-github/server.mjs';
+import { agentScript, allEvents, bareRepo, createOrg, RunnerHome, removeTempDirs, startDocket, tempDir, waitForRun } from './helpers.mjs';
+
+const REPO = 'acme/widgets';
+const WEBHOOK_SECRET = 'a-webhook-secret-for-the-publication-e2e';
+const BRIEF = '## Agent Brief\n\ngoal: Fix the greeting in the README.\nacceptance:\n- the README greets the world\n';
+// Quick retries of the PR step, many of them: a test's outage outlasts several.
+const VARS = { PUBLICATION_RETRY_MS: '1000', PUBLICATION_TRIES_MAX: '30' };
+
+let docket;
+let github;
+let org;
+let projectId;
+let home;
+let listener;
+let remote;
+let turns;
+let nextIssue = 40;
+
+/** A bare repository at <base>/acme/widgets: the repository URL admission derives from the fake's issue URLs. */
+function widgetsRemote(base) {
+  const seed = bareRepo();
+  const bare = join(base, 'acme', 'widgets');
+  mkdirSync(join(base, 'acme'), { recursive: true });
+  const r = spawnSync('git', ['clone', '--quiet', '--bare', seed.url, bare], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(r.stderr);
+  return { bare, commit: seed.commit };
+}
+
+const head = (branch) => spawnSync('git', ['--git-dir', remote.bare, 'rev-parse', '--verify', '--quiet', `refs/heads/${branch}`], { encoding: 'utf8' }).stdout.trim();
+
+async function admit() {
+  const number = nextIssue++;
+  github.state.addIssue(REPO, number, { title: `Greeting ${number}`, body: BRIEF, labels: ['ready'] });
+  github.state.label(REPO, number, 'ready', { login: 'alice', type: 'User' });
+  const payload = { action: 'labeled', label: { name: 'ready' }, issue: { number }, repository: { full_name: REPO }, sender: { login: 'alice', type: 'User' } };
+  const body = JSON.stringify(payload);
+  const deliveryId = randomUUID();
+  // Delivered as GitHub does, again (same delivery id) when the connection failed.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const res = await fetch(`${docket.url}/v1/autopilot/projects/${projectId}/webhook`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-github-event': 'issues', 'x-github-delivery': deliveryId, 'x-hub-signature-256': `sha256=${createHmac('sha256', WEBHOOK_SECRET).update(body).digest('hex')}` },
+        body,
+      });
+      expect(res.status).toBe(202);
+      break;
+    } catch (e) {
+      if (attempt >= 5) throw e;
+      await new Promise((r) => setTimeout(r, 1_000));
+    }
+  }
+  for (let i = 0; i < 300; i++) {
+    const t = await docket.api('GET', `/v1/autopilot/projects/${projectId}/tickets/${number}`, { token: org.admin });
+    if (t.status === 200 && t.body.run_id) return { number, runId: t.body.run_id };
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`issue ${number} was never admitted`);
+}
+
+/** How many coding turns the agent script has made for a run (it appends one line per turn). */
+function codingTurns(runId) {
+  try {
+    return readFileSync(turns, 'utf8').split('\n').filter((l) => l === runId).length;
+  } catch {
+    return 0;
+  }
+}
+
+beforeAll(async () => {
+  const keys = makeAppKeyPair();
+  const base = tempDir('remotes');
+  remote = widgetsRemote(base);
+  github = await startFakeGitHub({ appId: '1001', installationId: '2002', publicKey: keys.publicKey, htmlUrlBase: base });
+  github.publication.useBareRepository(REPO, remote.bare);
+  docket = await startDocket(VARS);
+  org = await createOrg(docket, 'publication-e2e');
+  const scratch = tempDir('scratch');
+  turns = join(scratch, 'turns.log');
+  const agent = agentScript(scratch, `
+    import { appendFileSync } from 'node:fs';
+    appendFileSync(${JSON.stringify(turns)}, process.env.DOCKET_RUN_ID + '\\n');
+    appendFileSync('README.md', 'hello, world\\n');
+    console.log('::phase verifying');
+  `);
+  const created = await docket.api('POST', '/v1/autopilot/projects', {
+    token: org.admin,
+    body: {
+      name: 'widgets',
+      repository: REPO,
+      ready_label: 'ready',
+      run: { launch: { command: [process.execPath, agent] }, labels: [] },
+      webhook_secret: WEBHOOK_SECRET,
+      github: { api_url: github.url, app_id: '1001', installation_id: '2002', private_key: keys.privateKey },
+    },
+  });
+  expect(created.status, JSON.stringify(created.body)).toBe(201);
+  projectId = created.body.id;
+  home = new RunnerHome();
+  const reg = home.run(['register', '--server', docket.url, '--token', org.registration]);
+  expect(reg.code, reg.stderr).toBe(0);
+  listener = home.listen();
+}, 180_000);
+
+afterAll(async () => {
+  await home?.cleanup();
+  await docket?.stop();
+  await github?.close();
+  removeTempDirs();
+});
+
+describe('publication against a fake GitHub and a local bare repository', () => {
+  it('Crash after PR creation but before receipt persistence: recovery locates that PR and does not create another', async () => {
+    github.publication.crashAfterPullCreation(1);
+    const { runId } = await admit();
+    const done = await waitForRun(docket, org.admin, runId, (r) => r.state === 'completed' || r.state === 'failed', 120_000);
+    expect(done.state, JSON.stringify(done)).toBe('completed');
+    const branch = `docket/${runId}`;
+    // The runner pushed the agent's work to the run's branch of the remote, and Docket stored the one PR of that branch.
+    expect(done.publication.head_sha).toBe(head(branch));
+    expect(spawnSync('git', ['--git-dir', remote.bare, 'show', `${head(branch)}:README.md`], { encoding: 'utf8' }).stdout).toContain('hello, world');
+    // The creation GitHub carried out but never answered happened; every later try found that PR.
+    const creations = github.requests.filter((r) => r.method === 'POST' && r.path === `/repos/${REPO}/pulls` && r.body?.head === branch);
+    expect(creations[0].status).toBeNull();
+    expect(creations.slice(1).every((r) => r.status === 422)).toBe(true);
+    const pulls = github.publication.pulls(REPO).filter((p) => p.head === branch);
+    expect(pulls).toHaveLength(1);
+    expect(done.publication.pr).toMatchObject({ number: pulls[0].number, url: `https://github.com/${REPO}/pull/${pulls[0].number}` });
+    // Every lookup named owner:branch, never a bare branch name.
+    const lookups = github.requests.filter((r) => r.method === 'GET' && r.path === `/repos/${REPO}/pulls`);
+    expect(lookups.length).toBeGreaterThan(0);
+    for (const l of lookups) expect(l.query.head).toMatch(/^acme:docket\//);
+    // The push credential was narrowed to this repository and contents: write.
+    expect(github.publication.pushTokenRequests()).toContainEqual({ repositories: ['widgets'], permissions: { contents: 'write' }, status: 201 });
+    expect(codingTurns(runId)).toBe(1);
+  }, 180_000);
+
+  it('Pause after Git push and before PR creation: resume reconciles publication without another coding turn', async () => {
+    // GitHub's pull request endpoints are down after the push; the deployment restarts meanwhile.
+    github.state.fail({ path: `/repos/${REPO}/pulls`, status: 503, message: 'Service Unavailable', times: 1_000 });
+    const { runId } = await admit();
+    const branch = `docket/${runId}`;
+    const pushed = await waitForRun(docket, org.admin, runId, (r) => r.publication?.head_sha && r.publication.tries > 0, 120_000);
+    expect(pushed.state).toBe('publishing');
+    expect(pushed.publication.pr).toBeNull();
+    expect(head(branch)).toBe(pushed.publication.head_sha);
+    await docket.restart(VARS);
+    github.publication.clearFaults(); // GitHub is back
+    const done = await waitForRun(docket, org.admin, runId, (r) => r.state !== 'publishing', 120_000);
+    expect(done.state, JSON.stringify(done)).toBe('completed');
+    expect(done.attempt).toBe(1);
+    expect(codingTurns(runId)).toBe(1);
+    expect(github.publication.pulls(REPO).filter((p) => p.head === branch)).toHaveLength(1);
+    expect(done.publication.head_sha).toBe(pushed.publication.head_sha);
+  }, 240_000);
+
+  it('Final tracker delivery fails: PR remains completed, delivery remains retryable, coding is not repeated', async () => {
+    // Comments and labels on the issue fail at GitHub; the publication does not depend on them.
+    github.state.fail({ path: /\/issues\/\d+\/(comments|labels)/, status: 502, message: 'Bad Gateway', times: 1_000 });
+    const { runId, number } = await admit();
+    const done = await waitForRun(docket, org.admin, runId, (r) => r.state === 'completed' || r.state === 'failed', 120_000);
+    expect(done.state).toBe('completed');
+    const events = await allEvents(docket, org.admin, runId);
+    const deliveries = events.filter((e) => e.type === 'run.tracker_delivery').map((e) => e.data);
+    expect(deliveries.map((d) => d.kind).sort()).toEqual(['pr_comment', 'review_label']);
+    for (const d of deliveries) expect(d).toMatchObject({ ticket_key: `github:${REPO}#${number}`, project_id: projectId, pr_url: done.publication.pr.url, pr_number: done.publication.pr.number });
+    // Later the run is still completed with its PR, and the agent ran once.
+    await new Promise((r) => setTimeout(r, 3_000));
+    const later = (await docket.api('GET', `/v1/runs/${runId}`, { token: org.admin })).body;
+    expect(later).toMatchObject({ state: 'completed', publication: { pr: done.publication.pr } });
+    expect(codingTurns(runId)).toBe(1);
+    github.publication.clearFaults();
+  }, 180_000);
+});
