@@ -138,6 +138,10 @@ export interface Config {
   /** Autopilot: a lapsed ticket's failed withdrawal of its queued run is retried from the ticket's alarm, after base * 2^(n-1), at most this many times. */
   autopilotWithdrawRetryMs: number;
   autopilotWithdrawAttemptsMax: number;
+  /** Why a run waits (src/run/waiting.ts): connected runners one explanation compares the run with. */
+  waitingRunnersMax: number;
+  /** Dashboard (/dash): rows one page lists at most (queue, runners, tokens, events). */
+  dashboardRowsMax: number;
 }
 
 export const DEFAULTS: Config = {
@@ -217,6 +221,8 @@ export const DEFAULTS: Config = {
   autopilotReconcileProjectsMax: 10,
   autopilotWithdrawRetryMs: 30_000,
   autopilotWithdrawAttemptsMax: 5,
+  waitingRunnersMax: 200,
+  dashboardRowsMax: 100,
 };
 
 // The schemas' hard ceilings (src/protocol/bounds.ts) are configurable bounds of this Config.
@@ -298,6 +304,8 @@ const VAR_NAMES: Record<keyof Config, string> = {
   autopilotReconcileProjectsMax: "AUTOPILOT_RECONCILE_PROJECTS_MAX",
   autopilotWithdrawRetryMs: "AUTOPILOT_WITHDRAW_RETRY_MS",
   autopilotWithdrawAttemptsMax: "AUTOPILOT_WITHDRAW_ATTEMPTS_MAX",
+  waitingRunnersMax: "WAITING_RUNNERS_MAX",
+  dashboardRowsMax: "DASHBOARD_ROWS_MAX",
 };
 
 /** Reads the config from Worker vars; a malformed value is a deployment error and throws at once. */

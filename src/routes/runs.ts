@@ -11,16 +11,22 @@ import { type Config } from "../config";
 import { checkDispatch } from "../bounds";
 import { idempotencyKeyHeader } from "../openapi/headers";
 import { operation } from "../openapi/operation";
-import { CancelRunBody, CreateRunBody, ListRunEventsQuery, ListRunsQuery, Run, RunEventPage, RunPage, RunPath } from "../protocol/runs";
+import { CancelRunBody, CreateRunBody, ListRunEventsQuery, ListRunsQuery, QueuePage, QueueQuery, Run, RunEventPage, RunPage, RunPath } from "../protocol/runs";
 import { idempotencyKeyOf, validate } from "../validate";
 import { runStub } from "../lib/stubs";
 import type { RunView } from "../run/view";
 import { dispatchRun } from "../run/dispatch";
 import { listPage, pageSize } from "../lib/pagination";
+import { queueInOrder, whyWaiting } from "../run/waiting";
 
-/** The run as every run answer shows it: with its completion callback's receipt, which lives in D1 apart from the run (docs/callbacks.md). */
+/**
+ * The run as every run answer shows it: with its completion callback's receipt, which lives in D1
+ * apart from the run (docs/callbacks.md), and why it waits when it is queued (src/run/waiting.ts).
+ */
 async function runAnswer(env: AppEnv["Bindings"], run: RunView, config: Config): Promise<Run> {
-  return { ...run, callback: callbackView(run.callback_url, await readDelivery(env.DB, run.id), config) };
+  const waitingRun = { id: run.id, orgId: run.org_id, state: run.state, hold: run.hold, labels: run.labels, protocol: run.launch.protocol, notBeforeMs: run.not_before_ms };
+  const waiting = await whyWaiting(env, config, waitingRun, Date.now());
+  return { ...run, callback: callbackView(run.callback_url, await readDelivery(env.DB, run.id), config), waiting };
 }
 
 export const runRoutes = new Hono<AppEnv>()
@@ -93,6 +99,23 @@ export const runRoutes = new Hono<AppEnv>()
     const { id } = c.req.valid("param");
     const run = unwrap(await runStub(c.env, id).read(c.get("caller").orgId));
     return c.json(await runAnswer(c.env, run, c.get("config")));
+  })
+  .get(
+    "/queue",
+    operation({
+      id: "listQueue",
+      summary: "The organization's queue in dispatch order, with why each run waits",
+      description: "Queued runs in the order claims take them (continuations first, then priority, then age), each with `waiting` as GET /v1/runs/{id} gives it.",
+      tag: "Runs",
+      auth: "member",
+      responses: { 200: { description: "The head of the queue.", schema: QueuePage } },
+    }),
+    requireMember,
+    validate("query", QueueQuery), async (c) => {
+    const config = c.get("config");
+    const limit = pageSize(c.req.valid("query").limit, 50, config.pageSizeMax);
+    const { runs: queued, more } = await queueInOrder(c.env, config, c.get("caller").orgId, limit, Date.now());
+    return c.json({ runs: queued, truncated: more });
   })
   .post(
     "/runs/:id/cancel",
