@@ -19,6 +19,7 @@ import { projectRoutes } from "./routes/projects";
 import { runRoutes } from "./routes/runs";
 import { runnerRoutes } from "./routes/runners";
 import { tokenRoutes } from "./routes/tokens";
+import { dashboardRoutes } from "./dashboard/routes";
 
 /** The files of the /docs page's renderer the Worker serves from its assets. */
 const DOCS_ASSETS = new Set(["swagger-ui-bundle.js", "swagger-ui.css"]);
@@ -54,6 +55,9 @@ export const app = new Hono<AppEnv>()
   .route("/v1", buildJobRoutes)
   .route("/v1", autopilotProjectRoutes)
   .route("/v1", autopilotAdmissionRoutes);
+
+// The operator's dashboard calls this app for everything it reads and does (src/dashboard/api.ts).
+app.route("/dash", dashboardRoutes(app));
 
 // Registered last, so the document describes every route above.
 app.get("/v1/openapi.json", openApiDocument(app));

@@ -142,6 +142,8 @@ export interface Config {
   waitingRunnersMax: number;
   /** Dashboard (/dash): rows one page lists at most (queue, runners, tokens, events). */
   dashboardRowsMax: number;
+  /** Dashboard: run events the last day's activity charts read at most (newest first). */
+  dashboardActivityEventsMax: number;
 }
 
 export const DEFAULTS: Config = {
@@ -223,6 +225,7 @@ export const DEFAULTS: Config = {
   autopilotWithdrawAttemptsMax: 5,
   waitingRunnersMax: 200,
   dashboardRowsMax: 100,
+  dashboardActivityEventsMax: 5_000,
 };
 
 // The schemas' hard ceilings (src/protocol/bounds.ts) are configurable bounds of this Config.
@@ -306,6 +309,7 @@ const VAR_NAMES: Record<keyof Config, string> = {
   autopilotWithdrawAttemptsMax: "AUTOPILOT_WITHDRAW_ATTEMPTS_MAX",
   waitingRunnersMax: "WAITING_RUNNERS_MAX",
   dashboardRowsMax: "DASHBOARD_ROWS_MAX",
+  dashboardActivityEventsMax: "DASHBOARD_ACTIVITY_EVENTS_MAX",
 };
 
 /** Reads the config from Worker vars; a malformed value is a deployment error and throws at once. */
