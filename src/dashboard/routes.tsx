@@ -138,7 +138,9 @@ function readRoutes(dash: Hono<AppEnv>, api: Api): void {
     const id = idParam(c);
     const after = /^\d+$/.test(c.req.query("after") ?? "") ? c.req.query("after") : "0";
     const lastEventId = c.req.header("Last-Event-ID");
-    return apiResponse(c, api, "GET", `/v1/runs/${id}/events/stream?after=${after}`, undefined, lastEventId ? { "Last-Event-ID": lastEventId } : {});
+    const res = await apiResponse(c, api, "GET", `/v1/runs/${id}/events/stream?after=${after}`, undefined, lastEventId ? { "Last-Event-ID": lastEventId } : {});
+    // A copy, so this app's middleware may add its headers to an answer whose own are immutable.
+    return new Response(res.body, res);
   }));
   const runnersOf = async (c: Context<AppEnv>) => (await read(c, api, `/v1/runners?limit=${c.get("config").dashboardRowsMax}`)).runners as Json[];
   const window = (c: Context<AppEnv>) => c.get("config").runnerConnectedWindowMs;
