@@ -184,6 +184,8 @@ const LIVE_SCRIPT = `
     if (e.type === "run.state" && state) state.textContent = e.data.to;
   };
   source.addEventListener("end", function () { source.close(); location.reload(); });
+  // A form sent from this page (cancel) navigates away: a reload on the run's end must not overtake it.
+  document.addEventListener("submit", function () { source.close(); });
 })();
 `;
 
