@@ -29,11 +29,35 @@ function queueDelta(type: string, data: { from?: string; to?: string }): number 
   return (data.to === "queued" ? 1 : 0) - (data.from === "queued" ? 1 : 0);
 }
 
+function hourOf(atMs: number, firstHour: number): number {
+  return Math.max(0, Math.min(ACTIVITY_HOURS - 1, Math.floor((atMs - firstHour) / HOUR_MS)));
+}
+
+/**
+ * The highest queue depth within each hour. Walks back from the queue as it is now through the
+ * events, newest first: before an event the depth was what it is after, less what the event added.
+ */
+function peakDepths(eventsNewestFirst: EventRow[], firstHour: number, queuedNow: number): number[] {
+  const peak = Array.from({ length: ACTIVITY_HOURS }, () => 0);
+  let depth = queuedNow;
+  let hour = ACTIVITY_HOURS - 1;
+  peak[hour] = depth;
+  for (const event of eventsNewestFirst) {
+    const at = hourOf(event.at_ms, firstHour);
+    // Hours without events held the depth the next event found.
+    while (hour > at) peak[--hour] = Math.max(0, depth);
+    depth -= queueDelta(event.type, JSON.parse(event.data) as { from?: string; to?: string });
+    peak[hour] = Math.max(peak[hour], depth);
+  }
+  while (hour > 0) peak[--hour] = Math.max(0, depth);
+  return peak;
+}
+
 export async function hourlyActivity(db: D1Database, config: Config, orgId: string, nowMs: number): Promise<HourlyActivity> {
   const firstHour = Math.floor(nowMs / HOUR_MS) * HOUR_MS - (ACTIVITY_HOURS - 1) * HOUR_MS;
   const [rows, depth] = await db.batch([
     db
-      .prepare("SELECT type, data, at_ms FROM events WHERE org_id = ? AND at_ms >= ? AND type IN ('run.created', 'run.state') ORDER BY at_ms DESC LIMIT ?")
+      .prepare("SELECT type, data, at_ms FROM events WHERE org_id = ? AND at_ms >= ? AND type IN ('run.created', 'run.state') ORDER BY at_ms DESC, run_id, seq DESC LIMIT ?")
       .bind(orgId, firstHour, config.dashboardActivityEventsMax),
     db.prepare("SELECT COUNT(*) AS queued FROM runs WHERE org_id = ? AND state = 'queued'").bind(orgId),
   ]);
@@ -41,20 +65,12 @@ export async function hourlyActivity(db: D1Database, config: Config, orgId: stri
   const hourStartMs = Array.from({ length: ACTIVITY_HOURS }, (_, i) => firstHour + i * HOUR_MS);
   const started = hourStartMs.map(() => 0);
   const ended = hourStartMs.map(() => 0);
-  const netChange = hourStartMs.map(() => 0);
   for (const event of events) {
-    const hour = Math.min(ACTIVITY_HOURS - 1, Math.floor((event.at_ms - firstHour) / HOUR_MS));
-    const data = JSON.parse(event.data) as { from?: string; to?: string; attempt?: number };
-    netChange[hour] += queueDelta(event.type, data);
+    const hour = hourOf(event.at_ms, firstHour);
+    const data = JSON.parse(event.data) as { to?: string; attempt?: number };
     if (data.to === "claimed" && data.attempt === 1) started[hour] += 1;
     if (data.to && (TERMINAL_STATES as readonly string[]).includes(data.to)) ended[hour] += 1;
   }
-  // Walk back from the queue as it is now: the depth at an hour's end is now's minus what changed since.
-  const queueDepth = hourStartMs.map(() => 0);
-  let atEnd = (depth.results[0] as { queued: number }).queued;
-  for (let hour = ACTIVITY_HOURS - 1; hour >= 0; hour -= 1) {
-    queueDepth[hour] = Math.max(0, atEnd);
-    atEnd -= netChange[hour];
-  }
+  const queueDepth = peakDepths(events, firstHour, (depth.results[0] as { queued: number }).queued);
   return { hourStartMs, queueDepth, started, ended, truncated: events.length >= config.dashboardActivityEventsMax };
 }

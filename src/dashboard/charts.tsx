@@ -55,6 +55,7 @@ export function AttemptTimeline(props: { run: Json; marks: Mark[][]; nowMs: numb
     .map((row, i) => `Attempt ${i + 1}: ${row.map((m) => `${m.label} at ${at(m.atMs)}`).join("; ")}.`)
     .join(" ");
   return (
+    <figure>
     <svg role="img" aria-labelledby="timeline-title timeline-desc" width={width} height={height} viewBox={`0 0 ${width} ${height}`} class="timeline">
       <title id="timeline-title">{`Attempts of run ${run.id}, from dispatch (${at(start)}) to ${run.ended_at_ms ? "its end" : "now"} (${at(end)})`}</title>
       <desc id="timeline-desc">{summary}</desc>
@@ -77,6 +78,12 @@ export function AttemptTimeline(props: { run: Json; marks: Mark[][]; nowMs: numb
       <text x={left} y={height - 4} font-size="11" fill="#4b5563">{at(start)}</text>
       <text x={width - 12} y={height - 4} font-size="11" fill="#4b5563" text-anchor="end">{at(end)}</text>
     </svg>
+    <figcaption>
+      {Object.entries(MARK_COLOURS).map(([kind, colour]) => (
+        <span class="legend"><svg width="10" height="10" aria-hidden="true"><circle cx="5" cy="5" r="5" fill={colour} /></svg> {kind} </span>
+      ))}
+    </figcaption>
+    </figure>
   );
 }
 
@@ -114,7 +121,7 @@ export function ActivityCharts(props: { activity: HourlyActivity }) {
   const a = props.activity;
   return (
     <div class="charts">
-      <HourlyChart id="chart-depth" title="Queue depth" values={a.queueDepth} hours={a.hourStartMs} line />
+      <HourlyChart id="chart-depth" title="Queue depth (highest in the hour)" values={a.queueDepth} hours={a.hourStartMs} line />
       <HourlyChart id="chart-started" title="Runs started" values={a.started} hours={a.hourStartMs} />
       <HourlyChart id="chart-ended" title="Runs ended" values={a.ended} hours={a.hourStartMs} />
       {a.truncated && <p class="warn">More events than this page reads: the oldest hours are incomplete.</p>}

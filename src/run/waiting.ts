@@ -123,7 +123,7 @@ async function heldBack(env: Env, run: WaitingRun, nowMs: number): Promise<Waiti
 
 /** The answer for a run `ahead` runs deep in its queue, which a connected runner covers. */
 export function queuePosition(ahead: number): Waiting {
-  if (ahead === 0) return { reason: "next_in_queue", detail: { message: "next in its queue: a covering runner takes it at its next claim", ahead } };
+  if (ahead === 0) return { reason: "next_in_queue", detail: { message: "first in its queue: a covering runner takes it at its next claim", ahead } };
   return { reason: "behind_runs", detail: { message: `behind ${ahead} run${ahead === 1 ? "" : "s"} in its queue`, ahead } };
 }
 

@@ -4,7 +4,7 @@
 import { describe, expect, it, onTestFinished } from "vitest";
 import { exports } from "cloudflare:workers";
 import { stubReceiver } from "./events-helpers";
-import { attemptCall, call, claim, createOrg, dispatch, registerRunner, report } from "./helpers";
+import { attemptCall, call, claim, createOrg, dispatch, registerRunner, report, sleep } from "./helpers";
 
 const ORIGIN = "http://docket.test";
 
@@ -62,7 +62,7 @@ describe("the dashboard", () => {
     expect(queue.text).toContain("no runner is connected: one with protocol process and labels gpu would take it");
     // The three charts, each with a title and description.
     for (const id of ["chart-depth", "chart-started", "chart-ended"]) expect(queue.text).toContain(`aria-labelledby="${id}-title ${id}-desc"`);
-    expect(queue.text).toMatch(/<title id="chart-depth-title">Queue depth, per hour over the last day \(peak 2\)<\/title>/);
+    expect(queue.text).toMatch(/<title id="chart-depth-title">Queue depth \(highest in the hour\), per hour over the last day \(peak 2\)<\/title>/);
     expect(queue.headers.get("Content-Security-Policy")).toContain("frame-ancestors 'none'");
   });
 
@@ -95,6 +95,15 @@ describe("the dashboard", () => {
     expect(res.text).toContain("https://receiver.example/cb");
     // An ended run has no cancel button.
     expect(res.text).not.toContain("Cancel run");
+    // The queue page's charts count the run as started and ended this hour, once its events are stored.
+    let charts = "";
+    for (let i = 0; i < 50 && !charts.includes("Runs ended, per hour over the last day (peak 1, total 1)"); i++) {
+      await sleep(100);
+      charts = (await page("/dash", { cookie: session })).text;
+    }
+    expect(charts).toContain("Runs started, per hour over the last day (peak 1, total 1)");
+    expect(charts).toContain("Runs ended, per hour over the last day (peak 1, total 1)");
+    expect(charts).toContain("Queue depth (highest in the hour), per hour over the last day (peak 1)");
   });
 
   it("cancel goes through the API; a form from another origin is refused and changes nothing", async () => {
