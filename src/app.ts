@@ -1,12 +1,12 @@
 // The Worker's HTTP app: one router per resource, errors mapped to JSON in one place.
 
-import { Hono, type Context } from "hono";
+import { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { AppEnv } from "./app-types";
 import { boundedBody } from "./bounds";
 import { loadConfig, type Config } from "./config";
 import { DocketError, errorResponse } from "./errors";
-import { clientAddress, countCall } from "./rate-limit";
+import { countFailedAuth } from "./rate-limit";
 import { log } from "./lib/log";
 import { DOCS_PAGE, openApiDocument } from "./openapi/document";
 import { autopilotProjectRoutes } from "./routes/autopilot-projects";
@@ -98,7 +98,7 @@ app.notFound((c) => {
 });
 
 app.onError(async (err, c) => {
-  if (err instanceof DocketError && err.code === "unauthorized") return errorResponse(await countFailedAuth(c, err));
+  if (err instanceof DocketError && err.code === "unauthorized") return errorResponse(await countFailedAuth(c.env, configFor(c.env), c.req.header("CF-Connecting-IP"), err));
   if (err instanceof DocketError) return errorResponse(err);
   if (err instanceof HTTPException && err.status < 500) {
     // Hono's own refusals, such as a body that is not JSON.
@@ -107,17 +107,3 @@ app.onError(async (err, c) => {
   log("http.internal_error", { method: c.req.method, path: c.req.path, reason: String(err), stack: (err as Error).stack });
   return errorResponse(new DocketError("internal", "internal error"));
 });
-
-/**
- * A failed authentication counts against its address, so guessing tokens is slow: past the limit
- * the answer is 429 rate_limited instead of 401. A valid token from the same address still works.
- */
-async function countFailedAuth(c: Context<AppEnv>, err: DocketError): Promise<DocketError> {
-  try {
-    await countCall(c.env, configFor(c.env), "address", clientAddress(c.req.header("CF-Connecting-IP")));
-    return err;
-  } catch (limited) {
-    if (limited instanceof DocketError) return limited;
-    throw limited;
-  }
-}

@@ -8,6 +8,7 @@ import { createMiddleware } from "hono/factory";
 import type { AppEnv } from "../app-types";
 import { authenticate } from "../auth";
 import { DocketError } from "../errors";
+import { countFailedAuth } from "../rate-limit";
 
 export const SESSION_COOKIE = "docket_session";
 export const DASH = "/dash";
@@ -17,9 +18,18 @@ export function sessionToken(c: Context<AppEnv>): string {
   return getCookie(c, SESSION_COOKIE) ?? "";
 }
 
-/** Verifies the token as a member token; throws 401 unauthorized (or 429) as the API would. */
+/**
+ * Verifies the token as a member token; throws 401 unauthorized (or 429) as the API would. A
+ * refused token counts against the caller's address as it does in the API, so the sign-in form
+ * and cookies are no faster a way to guess tokens.
+ */
 export async function verifyMember(c: Context<AppEnv>, token: string): Promise<void> {
-  await authenticate(c, token, "member", "a member token");
+  try {
+    await authenticate(c, token, "member", "a member token");
+  } catch (err) {
+    if (err instanceof DocketError && err.code === "unauthorized") throw await countFailedAuth(c.env, c.get("config"), c.req.header("CF-Connecting-IP"), err);
+    throw err;
+  }
 }
 
 export function startSession(c: Context<AppEnv>, token: string): void {

@@ -2,7 +2,9 @@
 // through the API, CSRF-safe forms (README.md, "Dashboard").
 
 import { describe, expect, it, onTestFinished } from "vitest";
-import { exports } from "cloudflare:workers";
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
+import { env, exports } from "cloudflare:workers";
+import worker from "../../src/index";
 import { stubReceiver } from "./events-helpers";
 import { attemptCall, call, claim, createOrg, dispatch, registerRunner, report, sleep } from "./helpers";
 
@@ -157,6 +159,24 @@ describe("the dashboard", () => {
     expect(res.status).toBe(200);
     expect(res.text).toContain("<th scope=\"row\">Granted</th><td>$50.00</td>");
     expect(res.text).toContain("Cost review and reconciliation");
+  });
+
+  it("wrong tokens at the sign-in form count against the address as in the API: past the limit it is 429 rate_limited", async () => {
+    // The low RATE_LIMIT_TEST_* bindings of vitest.config.ts (5 a minute), as in rate-limit.test.ts.
+    const lowEnv = { ...env, RATE_LIMIT_ADDRESS: env.RATE_LIMIT_TEST_ADDRESS, RATE_LIMIT_MEMBER: env.RATE_LIMIT_TEST_MEMBER };
+    const guess = async () => {
+      const body = new URLSearchParams({ token: "dkt_m_" + "1".repeat(64) }).toString();
+      const headers = { "Content-Type": "application/x-www-form-urlencoded", Origin: ORIGIN, "CF-Connecting-IP": "203.0.113.9" };
+      const ctx = createExecutionContext();
+      const res = await worker.fetch(new Request(`${ORIGIN}/dash/sign-in`, { method: "POST", headers, body }), lowEnv, ctx);
+      await waitOnExecutionContext(ctx);
+      return { status: res.status, text: await res.text() };
+    };
+    const statuses: number[] = [];
+    for (let i = 0; i < 15 && !statuses.includes(429); i++) statuses.push((await guess()).status);
+    expect(statuses.filter((s) => s === 401).length).toBeGreaterThanOrEqual(5);
+    expect(statuses.at(-1)).toBe(429);
+    expect((await guess()).text).toContain("too many failed authentications from this address");
   });
 
   it("signing out clears the cookie", async () => {
