@@ -2,7 +2,7 @@
 // being worked (docs/protocol.md, "Why a run waits"). It is read from what a claim would read — the
 // queue rows, the connected runners, the run's hold and backoff — and changes nothing.
 
-import { and, eq, gte, isNull } from "drizzle-orm";
+import { and, desc, eq, gte, isNull } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import type { Config } from "../config";
 import { machines, runs } from "../db/schema";
@@ -58,9 +58,9 @@ export async function connectedRunners(db: D1Database, orgId: string, config: Co
     .select({ id: machines.id, labels: machines.labels, protocols: machines.protocols, lastSeenAtMs: machines.lastSeenAtMs })
     .from(machines)
     .where(and(eq(machines.orgId, orgId), gte(machines.lastSeenAtMs, nowMs - config.runnerConnectedWindowMs), isNull(machines.deregisteredAtMs)))
-    .orderBy(machines.lastSeenAtMs)
+    .orderBy(desc(machines.lastSeenAtMs))
     .limit(config.waitingRunnersMax);
-  return rows.reverse().map((r) => ({ id: r.id, labels: JSON.parse(r.labels) as string[], protocols: JSON.parse(r.protocols) as string[] }));
+  return rows.map((r) => ({ id: r.id, labels: JSON.parse(r.labels) as string[], protocols: JSON.parse(r.protocols) as string[] }));
 }
 
 /**

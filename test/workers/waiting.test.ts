@@ -1,6 +1,7 @@
 // Why a run waits: GET /v1/runs/:id and GET /v1/queue explain a queued run (docs/protocol.md, "Why a run waits").
 
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, onTestFinished } from "vitest";
+import { SCHEDULER_GATES, type SchedulerGate } from "../../src/run/waiting";
 import { attemptCall, call, claim, createOrg, dispatch, getRun, registerRunner, runStub } from "./helpers";
 
 describe("why a run waits", () => {
@@ -76,6 +77,21 @@ describe("why a run waits", () => {
     expect(run.waiting).toMatchObject({ reason: "operator_hold" });
     await runStub(id).control(orgId, { type: "resume" });
     expect((await getRun(admin, id)).waiting).toMatchObject({ reason: "no_runner" });
+  });
+
+  it("a scheduler gate that holds a run is named after an operator hold and before backoff, runners and queue position", async () => {
+    const { admin } = await createOrg();
+    await registerRunner(admin);
+    const held = await dispatch(admin);
+    const free = await dispatch(admin);
+    const gate: SchedulerGate = async (_env, run) =>
+      run.id === held ? { reason: "scheduler_gate", detail: { message: "its project is paused", gate: "project_paused" } } : null;
+    SCHEDULER_GATES.push(gate);
+    onTestFinished(() => void SCHEDULER_GATES.splice(SCHEDULER_GATES.indexOf(gate), 1));
+    expect((await getRun(admin, held)).waiting).toEqual({ reason: "scheduler_gate", detail: { message: "its project is paused", gate: "project_paused" } });
+    expect((await getRun(admin, free)).waiting).toMatchObject({ reason: "behind_runs", detail: { ahead: 1 } });
+    const queue = await call("GET", "/v1/queue", { token: admin });
+    expect(queue.body.runs.map((r: any) => r.waiting.reason)).toEqual(["scheduler_gate", "behind_runs"]);
   });
 
   it("the queue is the caller's organization's only, and a bad limit is a structured 400", async () => {
