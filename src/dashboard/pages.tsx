@@ -216,14 +216,14 @@ export function RunPage(props: { run: Json; events: Json[]; marks: Mark[][]; now
       <p class="muted">Needs {run.launch.protocol}{run.labels.length ? ` · labels ${run.labels.join(", ")}` : ""} · command <code>{run.launch.command.join(" ")}</code></p>
       <h2>Attempts</h2>
       <AttemptTimeline run={run} marks={props.marks} nowMs={props.nowMs} />
-      <table id="attempts">
+      {run.steps.length > 0 && <table id="attempts">
         <thead><tr><th scope="col">Attempt</th><th scope="col">Machine</th><th scope="col">Claimed</th><th scope="col">Launched</th><th scope="col">Ended</th><th scope="col">Outcome</th></tr></thead>
         <tbody>
           {run.steps.map((s: Json) => (
             <tr><td>{s.attempt}</td><td>{s.machine_id}</td><td>{at(s.claimed_at_ms)}</td><td>{at(s.launched_at_ms)}</td><td>{at(s.ended_at_ms)}</td><td>{s.outcome ?? "—"}{s.error ? `: ${s.error}` : ""}</td></tr>
           ))}
         </tbody>
-      </table>
+      </table>}
       <h2>State timeline</h2>
       <StateTimeline events={events} />
       <h2>Artifact</h2>
