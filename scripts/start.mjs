@@ -48,6 +48,8 @@ Docket is starting at http://127.0.0.1:${port}
       -H 'Authorization: Bearer <admin token>' -H 'Content-Type: application/json' \\
       -d '{"kind": "registration"}'
 
+  The operator's dashboard is at http://127.0.0.1:${port}/dash: sign in with a member token.
+
   The cron tick runs every ${Number(process.env.CRON_TICK_MS ?? 60_000) / 1000} s (CRON_TICK_MS).
   The API is described in docs/protocol.md. Stop with Ctrl-C.
 `);

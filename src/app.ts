@@ -1,12 +1,12 @@
 // The Worker's HTTP app: one router per resource, errors mapped to JSON in one place.
 
-import { Hono, type Context } from "hono";
+import { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { AppEnv } from "./app-types";
 import { boundedBody } from "./bounds";
 import { loadConfig, type Config } from "./config";
 import { DocketError, errorResponse } from "./errors";
-import { clientAddress, countCall } from "./rate-limit";
+import { countFailedAuth } from "./rate-limit";
 import { log } from "./lib/log";
 import { DOCS_PAGE, openApiDocument } from "./openapi/document";
 import { autopilotProjectRoutes } from "./routes/autopilot-projects";
@@ -21,6 +21,7 @@ import { projectRoutes } from "./routes/projects";
 import { runRoutes } from "./routes/runs";
 import { runnerRoutes } from "./routes/runners";
 import { tokenRoutes } from "./routes/tokens";
+import { dashboardRoutes } from "./dashboard/routes";
 
 /** The files of the /docs page's renderer the Worker serves from its assets. */
 const DOCS_ASSETS = new Set(["swagger-ui-bundle.js", "swagger-ui.css"]);
@@ -58,6 +59,9 @@ export const app = new Hono<AppEnv>()
   .route("/v1", autopilotProjectRoutes)
   .route("/v1", autopilotAdmissionRoutes)
   .route("/v1", autopilotSchedulerRoutes);
+
+// The operator's dashboard calls this app for everything it reads and does (src/dashboard/api.ts).
+app.route("/dash", dashboardRoutes(app));
 
 // Registered last, so the document describes every route above.
 app.get("/v1/openapi.json", openApiDocument(app));
@@ -98,7 +102,7 @@ app.notFound((c) => {
 });
 
 app.onError(async (err, c) => {
-  if (err instanceof DocketError && err.code === "unauthorized") return errorResponse(await countFailedAuth(c, err));
+  if (err instanceof DocketError && err.code === "unauthorized") return errorResponse(await countFailedAuth(c.env, configFor(c.env), c.req.header("CF-Connecting-IP"), err));
   if (err instanceof DocketError) return errorResponse(err);
   if (err instanceof HTTPException && err.status < 500) {
     // Hono's own refusals, such as a body that is not JSON.
@@ -107,17 +111,3 @@ app.onError(async (err, c) => {
   log("http.internal_error", { method: c.req.method, path: c.req.path, reason: String(err), stack: (err as Error).stack });
   return errorResponse(new DocketError("internal", "internal error"));
 });
-
-/**
- * A failed authentication counts against its address, so guessing tokens is slow: past the limit
- * the answer is 429 rate_limited instead of 401. A valid token from the same address still works.
- */
-async function countFailedAuth(c: Context<AppEnv>, err: DocketError): Promise<DocketError> {
-  try {
-    await countCall(c.env, configFor(c.env), "address", clientAddress(c.req.header("CF-Connecting-IP")));
-    return err;
-  } catch (limited) {
-    if (limited instanceof DocketError) return limited;
-    throw limited;
-  }
-}

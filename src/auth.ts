@@ -2,6 +2,7 @@
 // SHA-256 hash in D1; run-attempt tokens are checked by the run object itself (docs/protocol.md).
 // A revoked, expired or used-up token is refused with its reason (src/credentials/tokens.ts).
 
+import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import type { AppEnv, Caller } from "./app-types";
 import { DocketError } from "./errors";
@@ -32,17 +33,25 @@ async function lookup(db: D1Database, token: string, cost: Cost): Promise<Caller
   return { orgId: row.org_id, tokenId: row.id, kind: row.kind, role: row.role, machineId: row.machine_id };
 }
 
+/**
+ * Verifies a token as `kind` and sets the caller, or throws 401 naming why. The API's middleware
+ * and the dashboard's session (which carries the token in a cookie) both verify through this.
+ */
+export async function authenticate(c: Context<AppEnv>, token: string, kind: Caller["kind"], what: string): Promise<Caller> {
+  const cost = noCost();
+  const caller = await lookup(c.env.DB, token, cost);
+  c.set("cost", cost);
+  if (!caller || caller.kind !== kind) {
+    throw new DocketError("unauthorized", `this call needs ${what} (a token starting ${TOKEN_PREFIX[kind]})`);
+  }
+  c.set("caller", caller);
+  await countCall(c.env, c.get("config"), kind === "member" ? "member" : "runner", caller.tokenId);
+  return caller;
+}
+
 function requireKind(kind: Caller["kind"], what: string) {
   return createMiddleware<AppEnv>(async (c, next) => {
-    const token = bearer(c.req.header("Authorization"));
-    const cost = noCost();
-    const caller = await lookup(c.env.DB, token, cost);
-    c.set("cost", cost);
-    if (!caller || caller.kind !== kind) {
-      throw new DocketError("unauthorized", `this call needs ${what} (a token starting ${TOKEN_PREFIX[kind]})`);
-    }
-    c.set("caller", caller);
-    await countCall(c.env, c.get("config"), kind === "member" ? "member" : "runner", caller.tokenId);
+    await authenticate(c, bearer(c.req.header("Authorization")), kind, what);
     await next();
   });
 }

@@ -162,6 +162,12 @@ export interface Config {
   leaseWaitMaxMs: number;
   /** Waiting lease calls one run object holds at once; more answer at once, without waiting. */
   leaseWaitersMax: number;
+  /** Why a run waits (src/run/waiting.ts): connected runners one explanation compares the run with. */
+  waitingRunnersMax: number;
+  /** Dashboard (/dash): rows one page lists at most (queue, runners, tokens, events). */
+  dashboardRowsMax: number;
+  /** Dashboard: run events the last day's activity charts read at most (newest first). */
+  dashboardActivityEventsMax: number;
 }
 
 export const DEFAULTS: Config = {
@@ -256,6 +262,9 @@ export const DEFAULTS: Config = {
   trackerDeliveryBackoffMaxMs: 600_000,
   leaseWaitMaxMs: 20_000,
   leaseWaitersMax: 4,
+  waitingRunnersMax: 200,
+  dashboardRowsMax: 100,
+  dashboardActivityEventsMax: 5_000,
 };
 
 // The schemas' hard ceilings (src/protocol/bounds.ts) are configurable bounds of this Config.
@@ -352,6 +361,9 @@ const VAR_NAMES: Record<keyof Config, string> = {
   trackerDeliveryBackoffMaxMs: "TRACKER_DELIVERY_BACKOFF_MAX_MS",
   leaseWaitMaxMs: "LEASE_WAIT_MAX_MS",
   leaseWaitersMax: "LEASE_WAITERS_MAX",
+  waitingRunnersMax: "WAITING_RUNNERS_MAX",
+  dashboardRowsMax: "DASHBOARD_ROWS_MAX",
+  dashboardActivityEventsMax: "DASHBOARD_ACTIVITY_EVENTS_MAX",
 };
 
 /** Reads the config from Worker vars; a malformed value is a deployment error and throws at once. */

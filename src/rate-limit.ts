@@ -42,6 +42,21 @@ function rateLimitMessage(kind: RateLimitKind): string {
   return `too many calls with this ${kind === "member" ? "member" : "runner"} token; try again later`;
 }
 
+/**
+ * A failed authentication counts against its address, so guessing tokens is slow: past the limit
+ * the answer is 429 rate_limited instead of `err`. A valid token from the same address still works.
+ * The API's error handler and the dashboard's sign-in and session both count through this.
+ */
+export async function countFailedAuth(env: Env, config: Config, addressHeader: string | undefined, err: DocketError): Promise<DocketError> {
+  try {
+    await countCall(env, config, "address", clientAddress(addressHeader));
+    return err;
+  } catch (limited) {
+    if (limited instanceof DocketError) return limited;
+    throw limited;
+  }
+}
+
 /** The caller's address as Cloudflare saw it; local requests carry none. */
 export function clientAddress(header: string | undefined): string {
   return header?.trim() || "unknown";

@@ -154,6 +154,43 @@ export const RunPublication = z.object({
   last_error: z.string().nullable().describe("why the last try of the pull-request step did not finish"),
   pr: z.object({ number: z.number().int(), url: z.string(), confirmed_at_ms: epochMs }).nullable().describe("the confirmed pull request; the run completes only once it is stored"),
 }).meta({ id: "RunPublication" });
+/** Why a queued run is not being worked (docs/protocol.md, "Why a run waits"). */
+export const RunWaiting = z.object({
+  reason: z
+    .enum(["operator_hold", "scheduler_gate", "launch_backoff", "no_runner", "behind_runs", "next_in_queue"])
+    .describe("the first that holds, in this order: an operator hold, a scheduler gate, launch-failure backoff, no covering runner, runs ahead"),
+  detail: z.object({
+    message: z.string().describe("the reason in words"),
+    until_ms: epochMs.optional().describe("launch_backoff: when the backoff ends"),
+    missing_labels: z.array(z.string()).optional().describe("no_runner: labels the closest connected runner lacks (all the run's labels when none is connected)"),
+    missing_protocol: z.string().nullable().optional().describe("no_runner: the run's protocol when no connected runner speaks it"),
+    connected_runners: z.number().int().optional().describe("no_runner: connected runners compared"),
+    closest_runner: machineId.nullable().optional().describe("no_runner: the connected runner closest to covering it"),
+    ahead: z.number().int().optional().describe("behind_runs, next_in_queue: queued runs ahead of it in its queue"),
+    gate: z.string().optional().describe("scheduler_gate: the gate that holds it"),
+  }),
+}).meta({ id: "RunWaiting" });
+
+/** A queued run in dispatch order, with why it waits (GET /v1/queue). */
+export const QueuedRun = z.object({
+  id: runId,
+  labels: z.array(z.string()),
+  protocol: z.string(),
+  priority: z.number().int(),
+  queued_at_ms: epochMs,
+  not_before_ms: epochMs,
+  created_at_ms: epochMs,
+  waiting: RunWaiting,
+}).meta({ id: "QueuedRun" });
+
+export const QueuePage = z.object({
+  runs: z.array(QueuedRun).describe("queued runs in dispatch order"),
+  truncated: z.boolean().describe("true when more queued runs follow than `limit`"),
+}).meta({ id: "QueuePage" });
+
+export const QueueQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(200).optional().describe("at most this many runs (default 50, at most PAGE_SIZE_MAX)"),
+});
 
 export const Run = z.object({
   id: runId,
@@ -197,6 +234,7 @@ export const Run = z.object({
   updated_at_ms: epochMs,
   ended_at_ms: epochMs.nullable(),
   callback: CallbackDelivery.nullable().describe("the completion callback's delivery; null without a callback_url"),
+  waiting: RunWaiting.nullable().describe("why a queued (or operator-held) run waits; null in any other state"),
 }).meta({ id: "Run" });
 export type Run = z.infer<typeof Run>;
 

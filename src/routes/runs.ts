@@ -11,17 +11,24 @@ import { type Config } from "../config";
 import { checkDispatch } from "../bounds";
 import { bookmarkHeader, idempotencyKeyHeader } from "../openapi/headers";
 import { operation } from "../openapi/operation";
-import { CancelRunBody, CreateRunBody, ListRunEventsQuery, ListRunsQuery, Run, RunEventPage, RunPage, RunPath } from "../protocol/runs";
+import { CancelRunBody, CreateRunBody, ListRunEventsQuery, ListRunsQuery, QueuePage, QueueQuery, Run, RunEventPage, RunPage, RunPath } from "../protocol/runs";
 import { idempotencyKeyOf, validate } from "../validate";
 import { runStub } from "../lib/stubs";
 import type { RunView } from "../run/view";
 import { dispatchRun } from "../run/dispatch";
 import { listPage, pageSize } from "../lib/pagination";
 import { d1Session } from "../lib/read-session";
+import { queueInOrder, whyWaiting } from "../run/waiting";
 
-/** The run as every run answer shows it: with its completion callback's receipt, which lives in D1 apart from the run (docs/callbacks.md). */
-async function runAnswer(db: D1Database, run: RunView, config: Config): Promise<Run> {
-  return { ...run, callback: callbackView(run.callback_url, await readDelivery(db, run.id), config) };
+/**
+ * The run as every run answer shows it: with its completion callback's receipt, which lives in D1
+ * apart from the run (docs/callbacks.md), read through `db` (the request's D1 session), and why it
+ * waits when it is queued (src/run/waiting.ts).
+ */
+async function runAnswer(env: AppEnv["Bindings"], db: D1Database, run: RunView, config: Config): Promise<Run> {
+  const waitingRun = { id: run.id, orgId: run.org_id, state: run.state, hold: run.hold, labels: run.labels, protocol: run.launch.protocol, notBeforeMs: run.not_before_ms };
+  const waiting = await whyWaiting(env, config, waitingRun, Date.now());
+  return { ...run, callback: callbackView(run.callback_url, await readDelivery(db, run.id), config), waiting };
 }
 
 export const runRoutes = new Hono<AppEnv>()
@@ -45,7 +52,7 @@ export const runRoutes = new Hono<AppEnv>()
     validate("json", CreateRunBody, checkDispatch), async (c) => {
     const key = idempotencyKeyOf(c.req);
     const { run, replayed } = await dispatchRun(c.env, c.get("caller").orgId, c.req.valid("json"), key);
-    return c.json(await runAnswer(c.get("db"), run, c.get("config")), replayed ? 200 : 201);
+    return c.json(await runAnswer(c.env, c.get("db"), run, c.get("config")), replayed ? 200 : 201);
   })
   .get(
     "/runs",
@@ -99,7 +106,24 @@ export const runRoutes = new Hono<AppEnv>()
     const { id } = c.req.valid("param");
     // The run itself comes from its run object (authoritative); only its callback receipt is D1's.
     const run = unwrap(await runStub(c.env, id).read(c.get("caller").orgId));
-    return c.json(await runAnswer(c.get("db"), run, c.get("config")));
+    return c.json(await runAnswer(c.env, c.get("db"), run, c.get("config")));
+  })
+  .get(
+    "/queue",
+    operation({
+      id: "listQueue",
+      summary: "The organization's queue in dispatch order, with why each run waits",
+      description: "Queued runs in the order claims take them (continuations first, then priority, then age), each with `waiting` as GET /v1/runs/{id} gives it.",
+      tag: "Runs",
+      auth: "member",
+      responses: { 200: { description: "The head of the queue.", schema: QueuePage } },
+    }),
+    requireMember,
+    validate("query", QueueQuery), async (c) => {
+    const config = c.get("config");
+    const limit = pageSize(c.req.valid("query").limit, 50, config.pageSizeMax);
+    const { runs: queued, more } = await queueInOrder(c.env, config, c.get("caller").orgId, limit, Date.now());
+    return c.json({ runs: queued, truncated: more });
   })
   .post(
     "/runs/:id/cancel",
@@ -125,7 +149,7 @@ export const runRoutes = new Hono<AppEnv>()
     const { id } = c.req.valid("param");
     const caller = c.get("caller");
     const result = unwrap(await runStub(c.env, id).cancel(caller.orgId, `member:${caller.tokenId}`, c.req.valid("json").reason ?? null));
-    return c.json(await runAnswer(c.get("db"), result.run, c.get("config")), result.immediate ? 200 : 202);
+    return c.json(await runAnswer(c.env, c.get("db"), result.run, c.get("config")), result.immediate ? 200 : 202);
   })
   .get(
     "/runs/:id/events",

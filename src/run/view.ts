@@ -2,8 +2,8 @@ import type { Run } from "../protocol/runs";
 import { blockerView } from "./blocker";
 import type { Publication, RunRecord } from "./types";
 
-/** The run as the API shows it (docs/protocol.md, "Runs"), all but its callback's delivery, which lives in D1. */
-export function runView(run: RunRecord): Omit<Run, "callback"> {
+/** The run as the API shows it (docs/protocol.md, "Runs"), all but its callback's delivery and why it waits, which are read from D1. */
+export function runView(run: RunRecord): Omit<Run, "callback" | "waiting"> {
   return {
     id: run.id,
     org_id: run.orgId,

@@ -243,6 +243,7 @@ const endpoints: Endpoint[] = [
   { method: "POST", route: "/v1/orgs/current/callback-secret/rotate", path: () => "/v1/orgs/current/callback-secret/rotate", body: () => ({}), cases: () => memberOwn("admin") },
   { method: "POST", route: "/v1/runs", path: () => "/v1/runs", body: () => runBody(), cases: () => memberOwn("member") },
   { method: "GET", route: "/v1/runs", path: () => "/v1/runs", cases: () => memberOwn("member") },
+  { method: "GET", route: "/v1/queue", path: () => "/v1/queue", cases: () => memberOwn("member") },
   { method: "GET", route: "/v1/runs/:id", path: () => `/v1/runs/${runId()}`, cases: () => memberOfA("member") },
   { method: "POST", route: "/v1/runs/:id/cancel", path: () => `/v1/runs/${runId()}/cancel`, body: () => ({ reason: "intruder" }), cases: () => memberOfA("member") },
   { method: "GET", route: "/v1/runs/:id/events", path: () => `/v1/runs/${runId()}/events`, cases: () => memberOfA("member") },
@@ -418,4 +419,90 @@ describe("the security matrix", () => {
     expect(res.body.org_id).toBe(B.orgId);
     expect(await victimState()).toEqual(before);
   });
+});
+
+// ---- the dashboard (/dash): the same boundary, with the token in a session cookie ----------------
+
+type PageExpect = "sign-in" | "ended" | "own" | 403 | 404;
+interface DashCredential {
+  name: string;
+  cookie: () => string | undefined;
+}
+interface DashPage {
+  method: "GET" | "POST";
+  route: string;
+  path: () => string;
+  /** Needs an admin member token in the API it calls. */
+  admin?: boolean;
+  /** Names one of A's resources (else it lists the caller's own). */
+  ofA?: boolean;
+}
+
+const cookieOf = (name: string, token: () => string): DashCredential => ({ name, cookie: () => `docket_session=${token()}` });
+const dashPages: DashPage[] = [
+  { method: "GET", route: "/dash", path: () => "/dash" },
+  { method: "GET", route: "/dash/runs", path: () => "/dash/runs" },
+  { method: "GET", route: "/dash/runs/:id", path: () => `/dash/runs/${A.run}`, ofA: true },
+  { method: "GET", route: "/dash/runs/:id/events/stream", path: () => `/dash/runs/${A.run}/events/stream`, ofA: true },
+  { method: "POST", route: "/dash/runs/:id/cancel", path: () => `/dash/runs/${A.run}/cancel`, ofA: true },
+  { method: "POST", route: "/dash/runs/:id/redeliver", path: () => `/dash/runs/${A.run}/redeliver`, ofA: true, admin: true },
+  { method: "GET", route: "/dash/runners", path: () => "/dash/runners" },
+  { method: "GET", route: "/dash/runners/:id", path: () => `/dash/runners/${A.m1.machineId}`, ofA: true },
+  { method: "POST", route: "/dash/runners/:id/revoke", path: () => `/dash/runners/${A.m1.machineId}/revoke`, ofA: true, admin: true },
+  { method: "GET", route: "/dash/credits", path: () => "/dash/credits" },
+  { method: "GET", route: "/dash/tokens", path: () => "/dash/tokens", admin: true },
+  { method: "GET", route: "/dash/tokens/:id", path: () => `/dash/tokens/${A.registrationId}`, ofA: true, admin: true },
+  { method: "POST", route: "/dash/tokens/:id/revoke", path: () => `/dash/tokens/${A.registrationId}/revoke`, ofA: true, admin: true },
+];
+/** Pages anyone may open: the sign-in form and sign-out. */
+const PUBLIC_DASH = ["GET /dash/sign-in", "POST /dash/sign-in", "POST /dash/sign-out"];
+
+function dashCases(p: DashPage): [DashCredential, PageExpect][] {
+  const cases: [DashCredential, PageExpect][] = [
+    [{ name: "no cookie", cookie: () => undefined }, "sign-in"],
+    [{ name: "a malformed token", cookie: () => "docket_session=dkt_m_not-a-token" }, "ended"],
+    [cookieOf("a machine token", () => A.m2.token), "ended"],
+    [cookieOf("a revoked admin token", () => A.revokedAdmin), "ended"],
+    [cookieOf("another organization's admin token", () => B.admin), p.ofA ? 404 : "own"],
+  ];
+  // The token list answers a plain member why it is not shown (200); its actions and token pages are 403.
+  if (p.admin && p.route !== "/dash/tokens") cases.push([cookieOf("a member without the role", () => A.member), 403]);
+  return cases;
+}
+
+describe("the security matrix of the dashboard", () => {
+  it("covers every dashboard route the app serves", () => {
+    const served = new Set(app.routes.filter((r) => r.path.startsWith("/dash") && r.method !== "ALL").map((r) => `${r.method} ${r.path}`));
+    const covered = new Set([...dashPages.map((p) => `${p.method} ${p.route}`), ...PUBLIC_DASH]);
+    expect([...served].filter((r) => !covered.has(r))).toEqual([]);
+    expect([...covered].filter((r) => !served.has(r))).toEqual([]);
+  });
+
+  for (const p of dashPages) {
+    for (const [credential, expected] of dashCases(p)) {
+      it(`${p.method} ${p.route} with ${credential.name}: ${expected}, and A is unchanged`, async () => {
+        const before = await victimState();
+        const headers: Record<string, string> = {};
+        const cookie = credential.cookie();
+        if (cookie) headers.Cookie = cookie;
+        if (p.method === "POST") {
+          headers["Content-Type"] = "application/x-www-form-urlencoded";
+          headers.Origin = "http://docket.test";
+        }
+        const res = await send(new Request(`http://docket.test${p.path()}`, { method: p.method, headers, body: p.method === "POST" ? "reason=intruder" : undefined, redirect: "manual" }));
+        if (expected === "sign-in" || expected === "ended") {
+          expect(res.status, res.text).toBe(303);
+          expect(res.headers.get("Location")).toBe(expected === "sign-in" ? "/dash/sign-in" : "/dash/sign-in?ended=1");
+          // A token that stopped working loses its cookie.
+          if (expected === "ended") expect(res.headers.get("Set-Cookie")).toMatch(/^docket_session=;.*Max-Age=0/);
+        } else if (expected === "own") {
+          expect(res.status, res.text).toBe(200);
+          for (const id of victimIds()) expect(res.text).not.toContain(id);
+        } else {
+          expect(res.status, res.text).toBe(expected);
+        }
+        expect(await victimState()).toEqual(before);
+      });
+    }
+  }
 });

@@ -45,7 +45,8 @@ describe("an unsupported method on a known path", () => {
   function registered(): Map<string, Set<string>> {
     const byPath = new Map<string, Set<string>>();
     for (const r of app.routes) {
-      if (r.method === "ALL") continue;
+      // The dashboard's pages send a browser without a session to sign in, whatever the method (dashboard.test.ts).
+      if (r.method === "ALL" || r.path.startsWith("/dash")) continue;
       byPath.set(r.path, (byPath.get(r.path) ?? new Set()).add(r.method));
     }
     return byPath;

@@ -1,0 +1,78 @@
+/** @jsxImportSource hono/jsx */
+// The dashboard's page frame: navigation, a skip link, and one small stylesheet whose colour pairs
+// all keep a contrast of at least 4.5:1 (the browser tests compute it from the rendered colours).
+
+import type { Child } from "hono/jsx";
+import { raw } from "hono/html";
+import { DASH } from "./session";
+
+const STYLE = `
+:root { --fg: #1b1f24; --bg: #ffffff; --muted: #4b5563; --link: #0b57d0; --line: #d0d7de; --panel: #f6f8fa;
+  --ok: #116329; --bad: #a40e26; --warn: #7a4a00; --add-bg: #dafbe1; --del-bg: #ffebe9; --hunk: #0550ae; --focus: #0b57d0; }
+* { box-sizing: border-box; }
+body { margin: 0; font: 15px/1.5 system-ui, sans-serif; color: var(--fg); background: var(--bg); }
+a { color: var(--link); }
+header { display: flex; flex-wrap: wrap; gap: 1rem; align-items: center; padding: .5rem 1rem; border-bottom: 1px solid var(--line); background: var(--panel); }
+header nav a { margin-right: .75rem; }
+main { padding: 1rem; max-width: 72rem; }
+h1 { font-size: 1.4rem; margin: .25rem 0 .75rem; } h2 { font-size: 1.1rem; margin: 1.5rem 0 .5rem; }
+table { border-collapse: collapse; width: 100%; } th, td { text-align: left; padding: .3rem .5rem; border-bottom: 1px solid var(--line); vertical-align: top; }
+th { background: var(--panel); }
+.muted { color: var(--muted); } .ok { color: var(--ok); } .bad { color: var(--bad); } .warn { color: var(--warn); }
+.state { font-weight: 600; }
+button, input[type=text], input[type=password] { font: inherit; padding: .3rem .6rem; border: 1px solid var(--muted); border-radius: 4px; color: var(--fg); background: var(--bg); }
+button { cursor: pointer; background: var(--panel); }
+button.danger { color: var(--bad); border-color: var(--bad); }
+a:focus-visible, button:focus-visible, input:focus-visible, summary:focus-visible { outline: 3px solid var(--focus); outline-offset: 2px; }
+.skip { position: absolute; left: -999px; } .skip:focus { left: 1rem; top: .5rem; background: var(--bg); padding: .25rem .5rem; }
+pre.diff { background: var(--bg); border: 1px solid var(--line); padding: .5rem; overflow-x: auto; font: 13px/1.4 ui-monospace, monospace; }
+.diff .add { background: var(--add-bg); display: block; } .diff .del { background: var(--del-bg); display: block; }
+.diff .hunk { color: var(--hunk); display: block; } .diff .meta { font-weight: 600; display: block; } .diff .ctx { display: block; }
+.charts { display: flex; flex-wrap: wrap; gap: 1.5rem; } figure { margin: 0; } figcaption { color: var(--muted); font-size: .9rem; }
+.error { color: var(--bad); font-weight: 600; }
+ol.events { font: 13px/1.4 ui-monospace, monospace; padding-left: 3rem; max-height: 24rem; overflow-y: auto; }
+form.inline { display: inline; }
+`;
+
+export function Layout(props: { title: string; signedIn?: boolean; children?: Child }) {
+  return (
+    <html lang="en">
+      <head>
+        <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width, initial-scale=1" />
+        <title>{`${props.title} · Docket`}</title>
+        <style>{raw(STYLE)}</style>
+      </head>
+      <body>
+        <a class="skip" href="#main">Skip to content</a>
+        <header>
+          <strong>Docket</strong>
+          {props.signedIn && (
+            <nav aria-label="Dashboard">
+              <a href={`${DASH}`}>Queue</a>
+              <a href={`${DASH}/runs`}>Runs</a>
+              <a href={`${DASH}/runners`}>Runners</a>
+              <a href={`${DASH}/credits`}>Credits</a>
+              <a href={`${DASH}/tokens`}>Tokens</a>
+            </nav>
+          )}
+          {props.signedIn && (
+            <form class="inline" method="post" action={`${DASH}/sign-out`}>
+              <button type="submit">Sign out</button>
+            </form>
+          )}
+        </header>
+        <main id="main">{props.children}</main>
+      </body>
+    </html>
+  );
+}
+
+/** A time as UTC text, or a dash. */
+export function at(ms: number | null | undefined): string {
+  return typeof ms === "number" ? new Date(ms).toISOString().replace("T", " ").replace(/\.\d+Z$/, "Z") : "—";
+}
+
+export function cents(value: number | null | undefined): string {
+  return typeof value === "number" ? `$${(value / 100).toFixed(2)}` : "—";
+}

@@ -1,0 +1,368 @@
+/** @jsxImportSource hono/jsx */
+// The dashboard's pages: each takes the API's own answers (docs/protocol.md) and renders them.
+
+import { raw } from "hono/html";
+import type { HourlyActivity } from "./activity";
+import { ActivityCharts, AttemptTimeline, type Mark } from "./charts";
+import { at, cents, Layout } from "./layout";
+import { DASH } from "./session";
+
+type Json = Record<string, any>;
+
+export function SignInPage(props: { message?: string; error?: string }) {
+  return (
+    <Layout title="Sign in">
+      <h1>Sign in</h1>
+      <p>Sign in with a member token of your organization (it starts <code>dkt_m_</code>).</p>
+      {props.message && <p role="status">{props.message}</p>}
+      {props.error && <p class="error" role="alert">{props.error}</p>}
+      <form method="post" action={`${DASH}/sign-in`}>
+        <p>
+          <label for="token">Member token</label>
+          <br />
+          <input id="token" name="token" type="password" autocomplete="off" required size={70} />
+        </p>
+        <button type="submit">Sign in</button>
+      </form>
+    </Layout>
+  );
+}
+
+export function ErrorPage(props: { status: number; error: Json }) {
+  return (
+    <Layout title={`Error ${props.status}`} signedIn>
+      <h1>{props.status === 404 ? "Not found" : `Error ${props.status}`}</h1>
+      <p class="error" role="alert">
+        <code>{props.error.code}</code>: {props.error.message}
+      </p>
+      <p>
+        <a href={DASH}>Back to the queue</a>
+      </p>
+    </Layout>
+  );
+}
+
+function Waiting(props: { waiting: Json | null }) {
+  if (!props.waiting) return <span class="muted">—</span>;
+  return (
+    <span class="waiting" data-reason={props.waiting.reason}>
+      <strong>{props.waiting.reason.replaceAll("_", " ")}</strong>: {props.waiting.detail.message}
+    </span>
+  );
+}
+
+export function QueuePage(props: { queue: Json; recent: Json[]; activity: HourlyActivity }) {
+  return (
+    <Layout title="Queue" signedIn>
+      <h1>Queue</h1>
+      <ActivityCharts activity={props.activity} />
+      <h2>Queued runs, in dispatch order</h2>
+      {props.queue.runs.length === 0 ? (
+        <p class="muted">Nothing is queued.</p>
+      ) : (
+        <table id="queue">
+          <thead>
+            <tr><th scope="col">#</th><th scope="col">Run</th><th scope="col">Needs</th><th scope="col">Priority</th><th scope="col">Queued</th><th scope="col">Why it waits</th></tr>
+          </thead>
+          <tbody>
+            {props.queue.runs.map((r: Json, i: number) => (
+              <tr data-run={r.id}>
+                <td>{i + 1}</td>
+                <td><a href={`${DASH}/runs/${r.id}`}>{r.id}</a></td>
+                <td>{r.protocol}{r.labels.length > 0 ? ` · ${r.labels.join(", ")}` : ""}</td>
+                <td>{r.priority}</td>
+                <td>{at(r.queued_at_ms)}</td>
+                <td><Waiting waiting={r.waiting} /></td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      {props.queue.truncated && <p class="muted">More runs are queued than this page lists.</p>}
+      <h2>Recent runs</h2>
+      <RunList runs={props.recent} />
+    </Layout>
+  );
+}
+
+function RunList(props: { runs: Json[] }) {
+  if (props.runs.length === 0) return <p class="muted">No runs yet.</p>;
+  return (
+    <table>
+      <thead><tr><th scope="col">Run</th><th scope="col">State</th><th scope="col">Attempt</th><th scope="col">Dispatched</th></tr></thead>
+      <tbody>
+        {props.runs.map((r) => (
+          <tr data-run={r.id}>
+            <td><a href={`${DASH}/runs/${r.id}`}>{r.id}</a></td>
+            <td class="state">{r.state}</td>
+            <td>{r.attempt}</td>
+            <td>{at(r.created_at_ms)}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+export function RunsPage(props: { runs: Json[] }) {
+  return (
+    <Layout title="Runs" signedIn>
+      <h1>Runs</h1>
+      <RunList runs={props.runs} />
+    </Layout>
+  );
+}
+
+/** A unified diff, each line marked as added, removed, hunk header, file header or context. */
+export function Diff(props: { patch: string }) {
+  const kind = (line: string) =>
+    line.startsWith("+++") || line.startsWith("---") || line.startsWith("diff ") || line.startsWith("index ")
+      ? "meta"
+      : line.startsWith("@@")
+        ? "hunk"
+        : line.startsWith("+")
+          ? "add"
+          : line.startsWith("-")
+            ? "del"
+            : "ctx";
+  return (
+    <pre class="diff" id="diff" aria-label="Patch"><code>{props.patch.split("\n").map((line) => <span class={kind(line)}>{line || " "}</span>)}</code></pre>
+  );
+}
+
+function StateTimeline(props: { events: Json[] }) {
+  const hops = props.events.filter((e) => e.type === "run.state" || e.type === "run.created");
+  return (
+    <ol id="states">
+      {hops.map((e) => (
+        <li>
+          {at(e.at_ms)} — {e.type === "run.created" ? <strong>dispatched (queued)</strong> : <><strong>{e.data.to}</strong> <span class="muted">from {e.data.from}: {e.data.reason}</span></>}
+        </li>
+      ))}
+    </ol>
+  );
+}
+
+function eventLine(e: Json): string {
+  const data = e.type === "run.output" ? (e.data.lines as string[]).join(" ⏎ ") : JSON.stringify(e.data);
+  return `#${e.seq} ${at(e.at_ms)} ${e.type} ${data}`;
+}
+
+function Callback(props: { run: Json; canAct: boolean }) {
+  const cb = props.run.callback;
+  if (!cb) return <p class="muted">No completion callback (dispatched without a callback_url).</p>;
+  return (
+    <>
+      <table id="callback">
+        <tbody>
+          <tr><th scope="row">URL</th><td>{cb.url}</td></tr>
+          <tr><th scope="row">Status</th><td class="state">{cb.status}</td></tr>
+          <tr><th scope="row">Attempts</th><td>{cb.attempts} of {cb.max_attempts}</td></tr>
+          <tr><th scope="row">Last attempt</th><td>{at(cb.last_attempt_at_ms)} {cb.last_status_code ? `HTTP ${cb.last_status_code}` : ""} {cb.last_error ?? ""}</td></tr>
+          <tr><th scope="row">Delivered</th><td>{at(cb.delivered_at_ms)}</td></tr>
+        </tbody>
+      </table>
+      {props.canAct && props.run.ended_at_ms && (
+        <form method="post" action={`${DASH}/runs/${props.run.id}/redeliver`}>
+          <button type="submit">Send the callback again</button>
+        </form>
+      )}
+    </>
+  );
+}
+
+/** Live events: the run's stream through the dashboard, appended as they come; the page reloads when the run ends. */
+const LIVE_SCRIPT = `
+(function () {
+  var list = document.getElementById("events"), state = document.getElementById("run-state");
+  if (!window.EventSource || !list) return;
+  var source = new EventSource(list.dataset.stream + "?after=" + list.dataset.after);
+  source.onmessage = function (m) {
+    var e = JSON.parse(m.data), li = document.createElement("li");
+    li.textContent = "#" + e.seq + " " + new Date(e.at_ms).toISOString() + " " + e.type + " " + JSON.stringify(e.data);
+    list.appendChild(li);
+    if (e.type === "run.state" && state) state.textContent = e.data.to;
+  };
+  source.addEventListener("end", function () { source.close(); location.reload(); });
+  // A form sent from this page (cancel) navigates away: a reload on the run's end must not overtake it.
+  document.addEventListener("submit", function () { source.close(); });
+})();
+`;
+
+export function RunPage(props: { run: Json; events: Json[]; marks: Mark[][]; nowMs: number; notice?: string }) {
+  const { run, events } = props;
+  const ended = run.ended_at_ms !== null;
+  const lastSeq = events.length ? events[events.length - 1].seq : 0;
+  return (
+    <Layout title={`Run ${run.id}`} signedIn>
+      <h1>Run {run.id}</h1>
+      {props.notice && <p role="status">{props.notice}</p>}
+      <p>
+        State: <span id="run-state" class="state" aria-live="polite">{run.state}</span> · attempt {run.attempt} · dispatched {at(run.created_at_ms)}
+        {ended && <> · ended {at(run.ended_at_ms)}</>} · cost <span id="run-cost">{cents(run.cost_cents)}</span>
+      </p>
+      {run.waiting && <p id="run-waiting">Why it waits: <Waiting waiting={run.waiting} /></p>}
+      {run.last_error && <p class="bad">Last error: {run.last_error}</p>}
+      {run.stop_request && <p class="warn">Stop requested {at(run.stop_request.requested_at_ms)} by {run.stop_request.by}{run.stop_request.reason ? `: ${run.stop_request.reason}` : ""}</p>}
+      {!ended && (
+        <form method="post" action={`${DASH}/runs/${run.id}/cancel`}>
+          <label for="cancel-reason">Reason to cancel</label>{" "}
+          <input id="cancel-reason" name="reason" type="text" maxlength={500} />{" "}
+          <button type="submit" class="danger">Cancel run</button>
+        </form>
+      )}
+      <h2>Brief</h2>
+      <p>{run.brief}</p>
+      <p class="muted">Needs {run.launch.protocol}{run.labels.length ? ` · labels ${run.labels.join(", ")}` : ""} · command <code>{run.launch.command.join(" ")}</code></p>
+      <h2>Attempts</h2>
+      <AttemptTimeline run={run} marks={props.marks} nowMs={props.nowMs} />
+      {run.steps.length > 0 && <table id="attempts">
+        <thead><tr><th scope="col">Attempt</th><th scope="col">Machine</th><th scope="col">Claimed</th><th scope="col">Launched</th><th scope="col">Ended</th><th scope="col">Outcome</th></tr></thead>
+        <tbody>
+          {run.steps.map((s: Json) => (
+            <tr><td>{s.attempt}</td><td>{s.machine_id}</td><td>{at(s.claimed_at_ms)}</td><td>{at(s.launched_at_ms)}</td><td>{at(s.ended_at_ms)}</td><td>{s.outcome ?? "—"}{s.error ? `: ${s.error}` : ""}</td></tr>
+          ))}
+        </tbody>
+      </table>}
+      <h2>State timeline</h2>
+      <StateTimeline events={events} />
+      <h2>Artifact</h2>
+      {run.artifact ? (
+        run.artifact.empty ? <p>The run finished with an empty patch.</p> : <Diff patch={run.artifact.patch ?? ""} />
+      ) : (
+        <p class="muted">No artifact yet.</p>
+      )}
+      <h2>Completion callback</h2>
+      <Callback run={run} canAct />
+      <h2>Events</h2>
+      <ol class="events" id="events" data-stream={`${DASH}/runs/${run.id}/events/stream`} data-after={String(lastSeq)} aria-live="polite">
+        {events.map((e) => <li>{eventLine(e)}</li>)}
+      </ol>
+      {!ended && (
+        <>
+          <noscript><p><a href={`${DASH}/runs/${run.id}`}>Reload</a> to see new events.</p></noscript>
+          <script>{raw(LIVE_SCRIPT)}</script>
+        </>
+      )}
+    </Layout>
+  );
+}
+
+function RevokeButton(props: { action: string; label: string }) {
+  return (
+    <form class="inline" method="post" action={props.action}>
+      <button type="submit" class="danger">{props.label}</button>
+    </form>
+  );
+}
+
+function RunnerRows(props: { runners: Json[]; nowMs: number; connectedWindowMs: number }) {
+  return (
+    <table id="runners">
+      <thead><tr><th scope="col">Runner</th><th scope="col">Labels</th><th scope="col">Protocols</th><th scope="col">CLI</th><th scope="col">Last seen</th><th scope="col">Action</th></tr></thead>
+      <tbody>
+        {props.runners.map((r) => {
+          const connected = props.nowMs - r.last_seen_at_ms <= props.connectedWindowMs;
+          return (
+            <tr data-runner={r.id}>
+              <td><a href={`${DASH}/runners/${r.id}`}>{r.name}</a> <span class="muted">{r.id}</span></td>
+              <td>{r.labels.join(", ") || "—"}</td>
+              <td>{r.protocols.join(", ")}</td>
+              <td>{r.cli_version}</td>
+              <td>{at(r.last_seen_at_ms)} <span class={connected ? "ok" : "muted"}>{connected ? "connected" : "not connected"}</span></td>
+              <td><RevokeButton action={`${DASH}/runners/${r.id}/revoke`} label={`Deregister ${r.name}`} /></td>
+            </tr>
+          );
+        })}
+      </tbody>
+    </table>
+  );
+}
+
+export function RunnersPage(props: { runners: Json[]; nowMs: number; connectedWindowMs: number; title?: string }) {
+  return (
+    <Layout title={props.title ?? "Runners"} signedIn>
+      <h1>{props.title ?? "Runners"}</h1>
+      {props.runners.length === 0 ? <p class="muted">No runner is registered.</p> : <RunnerRows {...props} />}
+    </Layout>
+  );
+}
+
+function JobTable(props: { id: string; jobs: Json[] }) {
+  if (props.jobs.length === 0) return <p class="muted">None.</p>;
+  return (
+    <table id={props.id}>
+      <thead><tr><th scope="col">Job</th><th scope="col">Status</th><th scope="col">Run</th><th scope="col">Reserved</th><th scope="col">Cost</th><th scope="col">Why</th></tr></thead>
+      <tbody>
+        {props.jobs.map((j) => (
+          <tr>
+            <td>{j.id}</td><td>{j.status}</td>
+            <td>{j.run_id ? <a href={`${DASH}/runs/${j.run_id}`}>{j.run_id}</a> : "—"}</td>
+            <td>{cents(j.reserved_cents)}</td><td>{cents(j.cost_cents)}</td><td>{j.review_reason ?? j.dispatch?.last_error ?? "—"}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+export function CreditsPage(props: { credits: Json; held: Json[]; review: Json[]; paused: Json[] }) {
+  const c = props.credits;
+  return (
+    <Layout title="Credits" signedIn>
+      <h1>Credits</h1>
+      <table id="balance">
+        <tbody>
+          <tr><th scope="row">Granted</th><td>{cents(c.granted_cents)}</td></tr>
+          <tr><th scope="row">Available</th><td>{cents(c.available_cents)}</td></tr>
+          <tr><th scope="row">Held</th><td>{cents(c.held_cents)}</td></tr>
+          <tr><th scope="row">Spent</th><td>{cents(c.spent_cents)}</td></tr>
+        </tbody>
+      </table>
+      <h2>Holds: jobs holding reserved credit</h2>
+      <JobTable id="holds" jobs={props.held} />
+      <h2>Cost review and reconciliation</h2>
+      <JobTable id="review" jobs={props.review} />
+      <h2>Paused runs (operator holds)</h2>
+      <RunList runs={props.paused} />
+      <h2>Ledger</h2>
+      <table id="ledger">
+        <thead><tr><th scope="col">#</th><th scope="col">Kind</th><th scope="col">Amount</th><th scope="col">Job</th><th scope="col">By</th><th scope="col">When</th></tr></thead>
+        <tbody>
+          {(c.entries as Json[]).map((e) => (
+            <tr><td>{e.seq}</td><td>{e.kind}</td><td>{cents(e.amount_cents)}</td><td>{e.job_id ?? "—"}</td><td>{e.actor}</td><td>{at(e.created_at_ms)}</td></tr>
+          ))}
+        </tbody>
+      </table>
+    </Layout>
+  );
+}
+
+export function TokensPage(props: { tokens: Json[] | null; runners: Json[]; nowMs: number; connectedWindowMs: number; forbidden?: string; title?: string }) {
+  return (
+    <Layout title={props.title ?? "Tokens and machines"} signedIn>
+      <h1>{props.title ?? "Tokens and machines"}</h1>
+      <h2>Member and registration tokens</h2>
+      {props.tokens === null ? (
+        <p class="muted">{props.forbidden}</p>
+      ) : (
+        <table id="tokens">
+          <thead><tr><th scope="col">Token</th><th scope="col">Kind</th><th scope="col">Status</th><th scope="col">Created</th><th scope="col">Action</th></tr></thead>
+          <tbody>
+            {props.tokens.map((t) => (
+              <tr data-token={t.id}>
+                <td><a href={`${DASH}/tokens/${t.id}`}>{t.name ?? t.id}</a> <span class="muted">{t.id}</span></td>
+                <td>{t.kind}{t.role ? ` (${t.role})` : ""}</td>
+                <td class={t.status === "active" ? "ok" : "muted"}>{t.status}</td>
+                <td>{at(t.created_at_ms)}</td>
+                <td>{t.status === "active" ? <RevokeButton action={`${DASH}/tokens/${t.id}/revoke`} label={`Revoke ${t.name ?? t.id}`} /> : "—"}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      <h2>Machines</h2>
+      {props.runners.length === 0 ? <p class="muted">No machine is registered.</p> : <RunnerRows runners={props.runners} nowMs={props.nowMs} connectedWindowMs={props.connectedWindowMs} />}
+    </Layout>
+  );
+}

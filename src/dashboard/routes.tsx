@@ -1,0 +1,200 @@
+/** @jsxImportSource hono/jsx */
+// The operator's dashboard at /dash: server-rendered pages over the API's own answers. Every read
+// and every action (cancel, redeliver, revoke, deregister) is a call to the API as the signed-in
+// member (src/dashboard/api.ts), so the pages see exactly what that member's token may see.
+
+import { Hono, type Context } from "hono";
+import { csrf } from "hono/csrf";
+import { HTTPException } from "hono/http-exception";
+import { secureHeaders } from "hono/secure-headers";
+import type { AppEnv } from "../app-types";
+import { DocketError } from "../errors";
+import { hourlyActivity } from "./activity";
+import { apiCall, apiResponse, type Api } from "./api";
+import { attemptMarks } from "./charts";
+import { CreditsPage, ErrorPage, QueuePage, RunnersPage, RunPage, RunsPage, SignInPage, TokensPage } from "./pages";
+import { DASH, endSession, requireSession, startSession, verifyMember } from "./session";
+
+type Json = Record<string, any>;
+
+/** An API refusal met while building a page: the page answers with its status and error. */
+class Refused extends Error {
+  constructor(readonly status: number, readonly error: Json) {
+    super(String(error?.message ?? status));
+  }
+}
+
+/** Ids go into API paths, so only an id's own characters are let through; anything else is a page that does not exist. */
+const ID = /^[a-z]+_[0-9a-z]+$/i;
+
+function idParam(c: Context<AppEnv>): string {
+  const id = c.req.param("id") ?? "";
+  if (!ID.test(id)) throw new Refused(404, { code: "not_found", message: `no such id ${id}` });
+  return id;
+}
+
+async function read(c: Context<AppEnv>, api: Api, path: string): Promise<Json> {
+  const answer = await apiCall(c, api, "GET", path);
+  if (!answer.ok) throw new Refused(answer.status, answer.body.error ?? {});
+  return answer.body;
+}
+
+/** A page handler whose API refusals become error pages; a token that stopped working ends the session. */
+function page(handler: (c: Context<AppEnv>) => Promise<Response>) {
+  return async (c: Context<AppEnv>) => {
+    try {
+      return await handler(c);
+    } catch (err) {
+      if (!(err instanceof Refused)) throw err;
+      if (err.status === 401) {
+        endSession(c);
+        return c.redirect(`${DASH}/sign-in?ended=1`, 303);
+      }
+      return c.html(<ErrorPage status={err.status} error={err.error} />, err.status as 400);
+    }
+  };
+}
+
+/** An action: one API call, then back to `next` on success, or the refusal as an error page. */
+async function act(c: Context<AppEnv>, api: Api, method: string, path: string, body: unknown, next: string): Promise<Response> {
+  const answer = await apiCall(c, api, method, path, body);
+  if (!answer.ok) throw new Refused(answer.status, answer.body.error ?? {});
+  return c.redirect(next, 303);
+}
+
+/** Forms are accepted only from this origin (hono/csrf checks Origin and Sec-Fetch-Site); a cross-site post is 403. */
+const sameOriginForms = (() => {
+  const check = csrf();
+  return async (c: Context<AppEnv>, next: () => Promise<void>) => {
+    try {
+      await check(c, next);
+    } catch (err) {
+      if (!(err instanceof HTTPException) || err.status !== 403) throw err;
+      return c.html(<ErrorPage status={403} error={new DocketError("forbidden", "this form was not sent from the dashboard's own pages").toBody()} />, 403);
+    }
+  };
+})();
+
+const DASH_HEADERS = secureHeaders({
+  contentSecurityPolicy: {
+    defaultSrc: ["'self'"],
+    styleSrc: ["'unsafe-inline'"],
+    scriptSrc: ["'self'", "'unsafe-inline'"],
+    connectSrc: ["'self'"],
+    formAction: ["'self'"],
+    frameAncestors: ["'none'"],
+  },
+  referrerPolicy: "same-origin",
+});
+
+async function findListed(c: Context<AppEnv>, api: Api, path: string, key: string, id: string): Promise<Json> {
+  const listed = (await read(c, api, path))[key] as Json[];
+  const item = listed.find((x) => x.id === id);
+  if (!item) throw new Refused(404, { code: "not_found", message: `no ${key.slice(0, -1)} ${id} in this organization` });
+  return item;
+}
+
+function signInRoutes(dash: Hono<AppEnv>): void {
+  dash.get("/sign-in", (c) => c.html(<SignInPage message={c.req.query("ended") ? "Your session ended: sign in again." : undefined} />));
+  dash.post("/sign-in", async (c) => {
+    const form = await c.req.parseBody();
+    const token = typeof form.token === "string" ? form.token.trim() : "";
+    try {
+      await verifyMember(c, token);
+    } catch (err) {
+      if (!(err instanceof DocketError) || (err.code !== "unauthorized" && err.code !== "rate_limited")) throw err;
+      return c.html(<SignInPage error={`That token does not sign in: ${err.message}`} />, err.status as 401);
+    }
+    startSession(c, token);
+    return c.redirect(DASH, 303);
+  });
+  dash.post("/sign-out", (c) => {
+    endSession(c);
+    return c.redirect(`${DASH}/sign-in`, 303);
+  });
+}
+
+function readRoutes(dash: Hono<AppEnv>, api: Api): void {
+  dash.get("/", page(async (c) => {
+    const config = c.get("config");
+    const [queue, recent, activity] = await Promise.all([
+      read(c, api, `/v1/queue?limit=${config.dashboardRowsMax}`),
+      read(c, api, "/v1/runs?limit=20"),
+      hourlyActivity(c.env.DB, config, c.get("caller").orgId, Date.now()),
+    ]);
+    return c.html(<QueuePage queue={queue} recent={recent.runs} activity={activity} />);
+  }));
+  dash.get("/runs", page(async (c) => c.html(<RunsPage runs={(await read(c, api, `/v1/runs?limit=${c.get("config").dashboardRowsMax}`)).runs} />)));
+  dash.get("/runs/:id", page(async (c) => {
+    const id = idParam(c);
+    const run = await read(c, api, `/v1/runs/${id}`);
+    const events = (await read(c, api, `/v1/runs/${id}/events?limit=${c.get("config").dashboardRowsMax}`)).events as Json[];
+    const marks = attemptMarks(run, events, c.get("config").leaseTtlMs);
+    const notice = c.req.query("done") ? `Done: ${c.req.query("done")}.` : undefined;
+    return c.html(<RunPage run={run} events={events} marks={marks} nowMs={Date.now()} notice={notice} />);
+  }));
+  // EventSource cannot send a bearer token: the dashboard passes the API's stream on, resumable as it is.
+  dash.get("/runs/:id/events/stream", page(async (c) => {
+    const id = idParam(c);
+    const after = /^\d+$/.test(c.req.query("after") ?? "") ? c.req.query("after") : "0";
+    const lastEventId = c.req.header("Last-Event-ID");
+    const res = await apiResponse(c, api, "GET", `/v1/runs/${id}/events/stream?after=${after}`, undefined, lastEventId ? { "Last-Event-ID": lastEventId } : {});
+    // A copy, so this app's middleware may add its headers to an answer whose own are immutable.
+    return new Response(res.body, res);
+  }));
+  const runnersOf = async (c: Context<AppEnv>) => (await read(c, api, `/v1/runners?limit=${c.get("config").dashboardRowsMax}`)).runners as Json[];
+  const window = (c: Context<AppEnv>) => c.get("config").runnerConnectedWindowMs;
+  dash.get("/runners", page(async (c) => c.html(<RunnersPage runners={await runnersOf(c)} nowMs={Date.now()} connectedWindowMs={window(c)} />)));
+  dash.get("/runners/:id", page(async (c) => {
+    const runner = await findListed(c, api, `/v1/runners?limit=${c.get("config").dashboardRowsMax}`, "runners", idParam(c));
+    return c.html(<RunnersPage title={`Runner ${runner.name}`} runners={[runner]} nowMs={Date.now()} connectedWindowMs={window(c)} />);
+  }));
+  dash.get("/credits", page(async (c) => {
+    const limit = c.get("config").dashboardRowsMax;
+    const [credits, held, review, reconcile, paused] = await Promise.all([
+      read(c, api, `/v1/credits?limit=${limit}`),
+      read(c, api, `/v1/build-jobs?status=queued&limit=${limit}`),
+      read(c, api, `/v1/build-jobs?status=cost_review&limit=${limit}`),
+      read(c, api, `/v1/build-jobs?status=reconcile&limit=${limit}`),
+      read(c, api, `/v1/runs?state=paused&limit=${limit}`),
+    ]);
+    return c.html(<CreditsPage credits={credits} held={held.jobs} review={[...review.jobs, ...reconcile.jobs]} paused={paused.runs} />);
+  }));
+  dash.get("/tokens", page(async (c) => {
+    const answer = await apiCall(c, api, "GET", `/v1/tokens?limit=${c.get("config").dashboardRowsMax}`);
+    if (!answer.ok && answer.status !== 403) throw new Refused(answer.status, answer.body.error ?? {});
+    const tokens = answer.ok ? (answer.body.tokens as Json[]) : null;
+    return c.html(<TokensPage tokens={tokens} forbidden={answer.body.error?.message} runners={await runnersOf(c)} nowMs={Date.now()} connectedWindowMs={window(c)} />);
+  }));
+  dash.get("/tokens/:id", page(async (c) => {
+    const token = await findListed(c, api, `/v1/tokens?limit=${c.get("config").dashboardRowsMax}`, "tokens", idParam(c));
+    return c.html(<TokensPage title={`Token ${token.name ?? token.id}`} tokens={[token]} runners={[]} nowMs={Date.now()} connectedWindowMs={window(c)} />);
+  }));
+}
+
+function actionRoutes(dash: Hono<AppEnv>, api: Api): void {
+  dash.post("/runs/:id/cancel", page(async (c) => {
+    const id = idParam(c);
+    const form = await c.req.parseBody();
+    const reason = typeof form.reason === "string" && form.reason.trim() ? form.reason.trim() : undefined;
+    return act(c, api, "POST", `/v1/runs/${id}/cancel`, reason ? { reason } : {}, `${DASH}/runs/${id}?done=cancel+requested`);
+  }));
+  dash.post("/runs/:id/redeliver", page(async (c) => {
+    const id = idParam(c);
+    return act(c, api, "POST", `/v1/runs/${id}/callback/redeliver`, {}, `${DASH}/runs/${id}?done=callback+sent+again`);
+  }));
+  dash.post("/runners/:id/revoke", page(async (c) => act(c, api, "DELETE", `/v1/runners/${idParam(c)}`, undefined, `${DASH}/runners`)));
+  dash.post("/tokens/:id/revoke", page(async (c) => act(c, api, "DELETE", `/v1/tokens/${idParam(c)}`, undefined, `${DASH}/tokens`)));
+}
+
+/** The dashboard, calling `api` (the Worker's app) for everything it shows and does. */
+export function dashboardRoutes(api: Api): Hono<AppEnv> {
+  const dash = new Hono<AppEnv>();
+  dash.use("*", DASH_HEADERS);
+  dash.use("*", sameOriginForms);
+  signInRoutes(dash);
+  dash.use("*", requireSession);
+  readRoutes(dash, api);
+  actionRoutes(dash, api);
+  return dash;
+}

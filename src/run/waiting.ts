@@ -1,0 +1,186 @@
+// Why a run waits: the explanation GET /v1/runs/:id and GET /v1/queue give for a run that is not
+// being worked (docs/protocol.md, "Why a run waits"). It is read from what a claim would read — the
+// queue rows, the connected runners, the run's hold and backoff — and changes nothing.
+
+import { and, desc, eq, gte, isNull } from "drizzle-orm";
+import { drizzle } from "drizzle-orm/d1";
+import type { Config } from "../config";
+import { machines, runs } from "../db/schema";
+import type { Env } from "../env";
+import { labelsKey, parseLabelsKey } from "./labels";
+
+export type WaitingReason = "operator_hold" | "scheduler_gate" | "launch_backoff" | "no_runner" | "behind_runs" | "next_in_queue";
+
+export interface Waiting {
+  reason: WaitingReason;
+  detail: {
+    message: string;
+    until_ms?: number;
+    missing_labels?: string[];
+    missing_protocol?: string | null;
+    connected_runners?: number;
+    closest_runner?: string | null;
+    ahead?: number;
+    gate?: string;
+  };
+}
+
+/** What the explanation needs of a run; both a run object's view and a queue row give it. */
+export interface WaitingRun {
+  id: string;
+  orgId: string;
+  state: string;
+  hold: boolean;
+  labels: string[];
+  protocol: string;
+  notBeforeMs: number;
+}
+
+/**
+ * A scheduler gate holds claimable work back for a reason of its own (autopilot's gates, for one).
+ * A gate that holds the run answers why; one that lets it through answers null. Gates are asked in
+ * order, after an operator hold and before backoff, runners and queue position.
+ */
+export type SchedulerGate = (env: Env, run: WaitingRun, nowMs: number) => Promise<Waiting | null>;
+
+/** The gates asked for every queued run; autopilot's scheduler gates add their check here. */
+export const SCHEDULER_GATES: SchedulerGate[] = [];
+
+export interface ConnectedRunner {
+  id: string;
+  labels: string[];
+  protocols: string[];
+}
+
+/** Runners heard from within RUNNER_CONNECTED_WINDOW_MS, at most WAITING_RUNNERS_MAX, most recently seen first. */
+export async function connectedRunners(db: D1Database, orgId: string, config: Config, nowMs: number): Promise<ConnectedRunner[]> {
+  const rows = await drizzle(db)
+    .select({ id: machines.id, labels: machines.labels, protocols: machines.protocols, lastSeenAtMs: machines.lastSeenAtMs })
+    .from(machines)
+    .where(and(eq(machines.orgId, orgId), gte(machines.lastSeenAtMs, nowMs - config.runnerConnectedWindowMs), isNull(machines.deregisteredAtMs)))
+    .orderBy(desc(machines.lastSeenAtMs))
+    .limit(config.waitingRunnersMax);
+  return rows.map((r) => ({ id: r.id, labels: JSON.parse(r.labels) as string[], protocols: JSON.parse(r.protocols) as string[] }));
+}
+
+/**
+ * Null when some connected runner covers the run; otherwise what is missing, measured against the
+ * closest runner: one that speaks the protocol first, then the fewest labels short.
+ */
+export function missingRunner(run: Pick<WaitingRun, "labels" | "protocol">, runners: ConnectedRunner[]): Waiting | null {
+  let best: { runner: ConnectedRunner; protocolOk: boolean; missing: string[] } | null = null;
+  for (const runner of runners) {
+    const protocolOk = runner.protocols.includes(run.protocol);
+    const missing = run.labels.filter((l) => !runner.labels.includes(l));
+    if (protocolOk && missing.length === 0) return null;
+    const better = !best || (protocolOk && !best.protocolOk) || (protocolOk === best.protocolOk && missing.length < best.missing.length);
+    if (better) best = { runner, protocolOk, missing };
+  }
+  const anySpeaks = runners.some((r) => r.protocols.includes(run.protocol));
+  const missingLabels = best ? best.missing : run.labels;
+  const missingProtocol = anySpeaks ? null : run.protocol;
+  const lacks = [missingProtocol ? `protocol ${missingProtocol}` : null, missingLabels.length ? `labels ${missingLabels.join(", ")}` : null].filter(Boolean);
+  const message =
+    runners.length === 0
+      ? `no runner is connected: one with protocol ${run.protocol}${run.labels.length ? ` and labels ${run.labels.join(", ")}` : ""} would take it`
+      : `no connected runner covers it: the closest (${best!.runner.id}) lacks ${lacks.join(" and ")}`;
+  return {
+    reason: "no_runner",
+    detail: { message, missing_labels: missingLabels, missing_protocol: missingProtocol, connected_runners: runners.length, closest_runner: best?.runner.id ?? null },
+  };
+}
+
+/** Queued runs ahead of this one in its own queue (same labels and protocol), in dispatch order. */
+async function runsAhead(db: D1Database, run: WaitingRun): Promise<number> {
+  const row = await db
+    .prepare(
+      `SELECT COUNT(*) AS ahead FROM runs AS other, runs AS me
+        WHERE me.id = ?1 AND other.org_id = me.org_id AND other.labels_key = me.labels_key AND other.state = 'queued'
+          AND (other.order_group, other.order_priority, other.queued_at_ms, other.id) < (me.order_group, me.order_priority, me.queued_at_ms, me.id)`,
+    )
+    .bind(run.id)
+    .first<{ ahead: number }>();
+  return row?.ahead ?? 0;
+}
+
+/** Why the run waits before anything about runners or its queue: its hold, a scheduler gate, a backoff. */
+async function heldBack(env: Env, run: WaitingRun, nowMs: number): Promise<Waiting | null> {
+  if (run.hold) {
+    return { reason: "operator_hold", detail: { message: "an operator holds it; only an explicit resume releases it" } };
+  }
+  for (const gate of SCHEDULER_GATES) {
+    const held = await gate(env, run, nowMs);
+    if (held) return held;
+  }
+  if (run.notBeforeMs > nowMs) {
+    return {
+      reason: "launch_backoff",
+      detail: { message: `its last launch failed; it backs off until ${new Date(run.notBeforeMs).toISOString()}`, until_ms: run.notBeforeMs },
+    };
+  }
+  return null;
+}
+
+/** The answer for a run `ahead` runs deep in its queue, which a connected runner covers. */
+export function queuePosition(ahead: number): Waiting {
+  if (ahead === 0) return { reason: "next_in_queue", detail: { message: "first in its queue: a covering runner takes it at its next claim", ahead } };
+  return { reason: "behind_runs", detail: { message: `behind ${ahead} run${ahead === 1 ? "" : "s"} in its queue`, ahead } };
+}
+
+/** Why a queued (or operator-held) run is not being worked; null for a run in any other state. */
+export async function whyWaiting(env: Env, config: Config, run: WaitingRun, nowMs: number): Promise<Waiting | null> {
+  if (run.state !== "queued" && !(run.state === "paused" && run.hold)) return null;
+  const held = await heldBack(env, run, nowMs);
+  if (held) return held;
+  const missing = missingRunner(run, await connectedRunners(env.DB, run.orgId, config, nowMs));
+  if (missing) return missing;
+  return queuePosition(await runsAhead(env.DB, run));
+}
+
+/** A queued run as the queue shows it: its row, and why it waits. */
+export interface QueuedRun {
+  id: string;
+  labels: string[];
+  protocol: string;
+  priority: number;
+  queued_at_ms: number;
+  not_before_ms: number;
+  created_at_ms: number;
+  waiting: Waiting;
+}
+
+/**
+ * The organization's queued runs in dispatch order (continuations first, then priority, age, id:
+ * ../shared/spec/run-lifecycle.md, "Queue and dispatch"), at most `limit`, each with why it waits.
+ * Runs ahead are counted per queue as the list goes, so the whole list costs two reads plus gates.
+ */
+export async function queueInOrder(env: Env, config: Config, orgId: string, limit: number, nowMs: number): Promise<{ runs: QueuedRun[]; more: boolean }> {
+  const rows = await drizzle(env.DB)
+    .select()
+    .from(runs)
+    .where(and(eq(runs.orgId, orgId), eq(runs.state, "queued")))
+    .orderBy(runs.orderGroup, runs.orderPriority, runs.queuedAtMs, runs.id)
+    .limit(limit + 1);
+  const runners = await connectedRunners(env.DB, orgId, config, nowMs);
+  const aheadByKey = new Map<string, number>();
+  const listed: QueuedRun[] = [];
+  for (const row of rows.slice(0, limit)) {
+    const { protocol, labels } = parseLabelsKey(row.labelsKey);
+    const run: WaitingRun = { id: row.id, orgId, state: "queued", hold: false, labels, protocol, notBeforeMs: row.notBeforeMs };
+    const key = labelsKey(protocol, labels);
+    const ahead = aheadByKey.get(key) ?? 0;
+    aheadByKey.set(key, ahead + 1);
+    const waiting = (await heldBack(env, run, nowMs)) ?? missingRunner(run, runners) ?? queuePosition(ahead);
+    listed.push({
+      id: row.id,
+      labels,
+      protocol,
+      priority: -row.orderPriority,
+      queued_at_ms: row.queuedAtMs,
+      not_before_ms: row.notBeforeMs,
+      created_at_ms: row.createdAtMs,
+      waiting,
+    });
+  }
+  return { runs: listed, more: rows.length > limit };
+}

@@ -1,0 +1,189 @@
+// The dashboard at /dash, from outside: sign-in and its cookie, what the pages show, actions
+// through the API, CSRF-safe forms (README.md, "Dashboard").
+
+import { describe, expect, it, onTestFinished } from "vitest";
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
+import { env, exports } from "cloudflare:workers";
+import worker from "../../src/index";
+import { stubReceiver } from "./events-helpers";
+import { attemptCall, call, claim, createOrg, dispatch, registerRunner, report, sleep } from "./helpers";
+
+const ORIGIN = "http://docket.test";
+
+async function page(path: string, opts: { cookie?: string; form?: Record<string, string>; origin?: string | null } = {}) {
+  const headers: Record<string, string> = {};
+  if (opts.cookie) headers.Cookie = opts.cookie;
+  let body: string | undefined;
+  if (opts.form) {
+    body = new URLSearchParams(opts.form).toString();
+    headers["Content-Type"] = "application/x-www-form-urlencoded";
+    if (opts.origin !== null) headers.Origin = opts.origin ?? ORIGIN;
+  }
+  const res = await exports.default.fetch(new Request(`${ORIGIN}${path}`, { method: opts.form ? "POST" : "GET", headers, body, redirect: "manual" }));
+  return { status: res.status, text: await res.text(), headers: res.headers };
+}
+
+async function signIn(token: string): Promise<string> {
+  const res = await page("/dash/sign-in", { form: { token } });
+  expect(res.status).toBe(303);
+  const cookie = res.headers.get("Set-Cookie") ?? "";
+  return cookie.split(";")[0];
+}
+
+describe("the dashboard", () => {
+  it("without a session every page sends the browser to sign-in; a wrong token is refused there with the reason", async () => {
+    for (const path of ["/dash", "/dash/runs", "/dash/runners", "/dash/credits", "/dash/tokens"]) {
+      const res = await page(path);
+      expect(res.status, path).toBe(303);
+      expect(res.headers.get("Location")).toBe("/dash/sign-in");
+    }
+    const form = await page("/dash/sign-in");
+    expect(form.status).toBe(200);
+    expect(form.text).toContain('<label for="token">Member token</label>');
+    const bad = await page("/dash/sign-in", { form: { token: "dkt_m_" + "0".repeat(64) } });
+    expect(bad.status).toBe(401);
+    expect(bad.text).toContain("That token does not sign in");
+    expect(bad.headers.get("Set-Cookie")).toBeNull();
+  });
+
+  it("signing in sets an HttpOnly, Secure, SameSite=Strict cookie; the queue shows each run's reason to wait in dispatch order", async () => {
+    const { admin } = await createOrg();
+    const res = await page("/dash/sign-in", { form: { token: admin } });
+    const cookie = res.headers.get("Set-Cookie") ?? "";
+    expect(cookie).toMatch(/^docket_session=dkt_m_/);
+    expect(cookie).toMatch(/HttpOnly/);
+    expect(cookie).toMatch(/Secure/);
+    expect(cookie).toMatch(/SameSite=Strict/);
+    expect(cookie).toMatch(/Path=\/dash/);
+    const session = cookie.split(";")[0];
+    const low = await dispatch(admin, { labels: ["gpu"] });
+    const high = await dispatch(admin, { labels: ["gpu"], priority: 5 });
+    const queue = await page("/dash", { cookie: session });
+    expect(queue.status).toBe(200);
+    expect(queue.text.indexOf(high)).toBeLessThan(queue.text.indexOf(low));
+    expect(queue.text).toContain("no runner is connected: one with protocol process and labels gpu would take it");
+    // The three charts, each with a title and description.
+    for (const id of ["chart-depth", "chart-started", "chart-ended"]) expect(queue.text).toContain(`aria-labelledby="${id}-title ${id}-desc"`);
+    expect(queue.text).toMatch(/<title id="chart-depth-title">Queue depth \(highest in the hour\), per hour over the last day \(peak 2\)<\/title>/);
+    expect(queue.headers.get("Content-Security-Policy")).toContain("frame-ancestors 'none'");
+  });
+
+  it("a run's page shows its attempts as an SVG timeline, the patch as a diff, its cost and callback", async () => {
+    const receiver = stubReceiver("https://receiver.example/cb", () => new Response("ok"));
+    onTestFinished(receiver.restore);
+    const { admin } = await createOrg();
+    const runner = await registerRunner(admin);
+    const id = await dispatch(admin, { callback_url: "https://receiver.example/cb" });
+    const grant = await claim(runner.token);
+    await attemptCall(runner.token, id, 1, "launched", { sandbox_id: "sbx-1" });
+    const patch = "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-old line\n+new line";
+    expect((await report(grant.body.attempt_token, id, { seq: 1, phase: "implementing", lines: ["working"] })).status).toBe(200);
+    const final = await report(grant.body.attempt_token, id, {
+      seq: 2,
+      final: { outcome: "completed", exit_codes: { agent: 0 }, artifact: { patch, source_revision: null, model: null, limitations: [] }, cost_cents: 123 },
+    });
+    expect(final.status).toBe(200);
+    const session = await signIn(admin);
+    const res = await page(`/dash/runs/${id}`, { cookie: session });
+    expect(res.status).toBe(200);
+    expect(res.text).toContain('<span id="run-state" class="state" aria-live="polite">completed</span>');
+    expect(res.text).toContain('<span class="del">-old line</span>');
+    expect(res.text).toContain('<span class="add">+new line</span>');
+    expect(res.text).toContain('<span class="hunk">@@ -1 +1 @@</span>');
+    expect(res.text).toContain("$1.23");
+    expect(res.text).toContain('id="timeline-title"');
+    expect(res.text).toMatch(/<g data-attempt="1">/);
+    for (const kind of ["claimed", "launched", "report", "end"]) expect(res.text).toContain(`data-kind="${kind}"`);
+    expect(res.text).toContain("https://receiver.example/cb");
+    // An ended run has no cancel button.
+    expect(res.text).not.toContain("Cancel run");
+    // The queue page's charts count the run as started and ended this hour, once its events are stored.
+    let charts = "";
+    for (let i = 0; i < 50 && !charts.includes("Runs ended, per hour over the last day (peak 1, total 1)"); i++) {
+      await sleep(100);
+      charts = (await page("/dash", { cookie: session })).text;
+    }
+    expect(charts).toContain("Runs started, per hour over the last day (peak 1, total 1)");
+    expect(charts).toContain("Runs ended, per hour over the last day (peak 1, total 1)");
+    expect(charts).toContain("Queue depth (highest in the hour), per hour over the last day (peak 1)");
+  });
+
+  it("cancel goes through the API; a form from another origin is refused and changes nothing", async () => {
+    const { admin } = await createOrg();
+    const id = await dispatch(admin);
+    const session = await signIn(admin);
+    const forged = await page(`/dash/runs/${id}/cancel`, { cookie: session, form: { reason: "x" }, origin: "https://evil.example" });
+    expect(forged.status).toBe(403);
+    expect((await call("GET", `/v1/runs/${id}`, { token: admin })).body.state).toBe("queued");
+    const cancelled = await page(`/dash/runs/${id}/cancel`, { cookie: session, form: { reason: "not needed" } });
+    expect(cancelled.status).toBe(303);
+    expect(cancelled.headers.get("Location")).toBe(`/dash/runs/${id}?done=cancel+requested`);
+    const run = (await call("GET", `/v1/runs/${id}`, { token: admin })).body;
+    expect(run.state).toBe("cancelled");
+    expect(run.stop_request).toMatchObject({ reason: "not needed" });
+    // Cancelling again: the run is already ended, its page says so.
+    const again = await page(`/dash/runs/${id}`, { cookie: session });
+    expect(again.text).toContain(">cancelled</span>");
+  });
+
+  it("runners show labels, protocols, CLI version and last seen; tokens and machines have revoke buttons that revoke through the API", async () => {
+    const { admin } = await createOrg();
+    const runner = await registerRunner(admin, { name: "rack-7", labels: ["linux", "gpu"] });
+    const member = (await call("POST", "/v1/tokens", { token: admin, body: { kind: "member", role: "member", name: "ci" } })).body;
+    const session = await signIn(admin);
+    const runners = await page("/dash/runners", { cookie: session });
+    expect(runners.text).toContain("rack-7");
+    expect(runners.text).toContain("<td>gpu, linux</td>");
+    expect(runners.text).toContain("<td>0.1.0</td>");
+    expect(runners.text).toContain("connected");
+    const tokens = await page("/dash/tokens", { cookie: session });
+    expect(tokens.text).toContain(`action="/dash/tokens/${member.id}/revoke"`);
+    expect(tokens.text).toContain(`action="/dash/runners/${runner.machineId}/revoke"`);
+    expect((await page(`/dash/tokens/${member.id}/revoke`, { cookie: session, form: {} })).status).toBe(303);
+    expect((await call("GET", "/v1/runs", { token: member.token })).status).toBe(401);
+    expect((await page(`/dash/runners/${runner.machineId}/revoke`, { cookie: session, form: {} })).status).toBe(303);
+    expect((await call("GET", "/v1/runners", { token: admin })).body.runners).toEqual([]);
+    // A member without the admin role sees why the token list is not shown, and cannot revoke.
+    const plain = (await call("POST", "/v1/tokens", { token: admin, body: { kind: "member", role: "member" } })).body.token;
+    const plainSession = await signIn(plain);
+    expect((await page("/dash/tokens", { cookie: plainSession })).text).toContain("this call needs an admin member token");
+    const refused = await page(`/dash/tokens/${member.id}/revoke`, { cookie: plainSession, form: {} });
+    expect(refused.status).toBe(403);
+  });
+
+  it("the credits page shows the balance, holds and cost review", async () => {
+    const { admin } = await createOrg();
+    expect((await call("POST", "/v1/credits/grants", { token: admin, body: { amount_cents: 5000, note: "start" } })).status).toBe(201);
+    const session = await signIn(admin);
+    const res = await page("/dash/credits", { cookie: session });
+    expect(res.status).toBe(200);
+    expect(res.text).toContain("<th scope=\"row\">Granted</th><td>$50.00</td>");
+    expect(res.text).toContain("Cost review and reconciliation");
+  });
+
+  it("wrong tokens at the sign-in form count against the address as in the API: past the limit it is 429 rate_limited", async () => {
+    // The low RATE_LIMIT_TEST_* bindings of vitest.config.ts (5 a minute), as in rate-limit.test.ts.
+    const lowEnv = { ...env, RATE_LIMIT_ADDRESS: env.RATE_LIMIT_TEST_ADDRESS, RATE_LIMIT_MEMBER: env.RATE_LIMIT_TEST_MEMBER };
+    const guess = async () => {
+      const body = new URLSearchParams({ token: "dkt_m_" + "1".repeat(64) }).toString();
+      const headers = { "Content-Type": "application/x-www-form-urlencoded", Origin: ORIGIN, "CF-Connecting-IP": "203.0.113.9" };
+      const ctx = createExecutionContext();
+      const res = await worker.fetch(new Request(`${ORIGIN}/dash/sign-in`, { method: "POST", headers, body }), lowEnv, ctx);
+      await waitOnExecutionContext(ctx);
+      return { status: res.status, text: await res.text() };
+    };
+    const statuses: number[] = [];
+    for (let i = 0; i < 15 && !statuses.includes(429); i++) statuses.push((await guess()).status);
+    expect(statuses.filter((s) => s === 401).length).toBeGreaterThanOrEqual(5);
+    expect(statuses.at(-1)).toBe(429);
+    expect((await guess()).text).toContain("too many failed authentications from this address");
+  });
+
+  it("signing out clears the cookie", async () => {
+    const { admin } = await createOrg();
+    const session = await signIn(admin);
+    const out = await page("/dash/sign-out", { cookie: session, form: {} });
+    expect(out.status).toBe(303);
+    expect(out.headers.get("Set-Cookie")).toMatch(/^docket_session=;.*Max-Age=0/);
+  });
+});
