@@ -13,7 +13,7 @@ import { addCost, addD1, countedAll, countedBatch, noCost, type Cost } from "../
 import { log } from "../src/lib/log";
 import { covers } from "../src/run/labels";
 import type { ClaimGrant } from "./run-object";
-import { admissionRefusal, SLOT_STATES, type GateVerdict } from "../src/autopilot/scheduler-gates";
+import { admissionRefusal, firstClosed, SLOT_STATES, type GateVerdict } from "../src/autopilot/scheduler-gates";
 import { releaseRunBudget, reserveRunBudget } from "../src/autopilot/run-budget";
 import { SCHEDULER_OBJECT_MIGRATIONS } from "./scheduler-schema";
 import { SchedulerGates, type Admission, type GatesChange, type HoldEnd } from "./scheduler-gates";
@@ -525,6 +525,12 @@ export class SchedulerObject extends DurableObject<Env> {
     // Opening a gate may make queued work claimable: wake every waiting claim to look again.
     for (const waiter of this.waiters) waiter.wake();
     return this.schedulerView(projectId);
+  }
+
+  /** The first of the project's gates that holds the run back now, or null when all are open (GET /v1/runs/:id, "waiting"). */
+  async closedGate(projectId: string, runId: string): Promise<GateVerdict | null> {
+    const holdsSlot = this.gates.slotHolders(projectId, this.config.autopilotSchedulerConcurrencyMax).some((s) => s.run_id === runId);
+    return holdsSlot ? null : firstClosed(this.gates.verdicts(projectId, Date.now()));
   }
 
   /** Why the project's admission of new tickets is refused now (TicketObject), or null. */

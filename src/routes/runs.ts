@@ -26,7 +26,7 @@ import { queueInOrder, whyWaiting } from "../run/waiting";
  * waits when it is queued (src/run/waiting.ts).
  */
 async function runAnswer(env: AppEnv["Bindings"], db: D1Database, run: RunView, config: Config): Promise<Run> {
-  const waitingRun = { id: run.id, orgId: run.org_id, state: run.state, hold: run.hold, labels: run.labels, protocol: run.launch.protocol, notBeforeMs: run.not_before_ms };
+  const waitingRun = { id: run.id, orgId: run.org_id, state: run.state, hold: run.hold, labels: run.labels, protocol: run.launch.protocol, notBeforeMs: run.not_before_ms, projectId: run.project_id };
   const waiting = await whyWaiting(env, config, waitingRun, Date.now());
   return { ...run, callback: callbackView(run.callback_url, await readDelivery(db, run.id), config), waiting };
 }

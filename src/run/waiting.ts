@@ -34,6 +34,8 @@ export interface WaitingRun {
   labels: string[];
   protocol: string;
   notBeforeMs: number;
+  /** The autopilot project whose scheduler gates apply, if any. */
+  projectId?: string | null;
 }
 
 /**
@@ -43,8 +45,15 @@ export interface WaitingRun {
  */
 export type SchedulerGate = (env: Env, run: WaitingRun, nowMs: number) => Promise<Waiting | null>;
 
-/** The gates asked for every queued run; autopilot's scheduler gates add their check here. */
-export const SCHEDULER_GATES: SchedulerGate[] = [];
+/** An autopilot project's scheduler gates (docs/protocol.md, "Autopilot scheduler"), asked of the organization's scheduler. */
+const autopilotGates: SchedulerGate = async (env, run) => {
+  if (!run.projectId) return null;
+  const closed = await env.SCHEDULER.get(env.SCHEDULER.idFromName(run.orgId)).closedGate(run.projectId, run.id);
+  return closed ? { reason: "scheduler_gate", detail: { message: `its project's scheduler holds it: ${closed.reason}`, gate: closed.gate } } : null;
+};
+
+/** The gates asked for every queued run. */
+export const SCHEDULER_GATES: SchedulerGate[] = [autopilotGates];
 
 export interface ConnectedRunner {
   id: string;
@@ -166,7 +175,7 @@ export async function queueInOrder(env: Env, config: Config, orgId: string, limi
   const listed: QueuedRun[] = [];
   for (const row of rows.slice(0, limit)) {
     const { protocol, labels } = parseLabelsKey(row.labelsKey);
-    const run: WaitingRun = { id: row.id, orgId, state: "queued", hold: false, labels, protocol, notBeforeMs: row.notBeforeMs };
+    const run: WaitingRun = { id: row.id, orgId, state: "queued", hold: false, labels, protocol, notBeforeMs: row.notBeforeMs, projectId: row.projectId };
     const key = labelsKey(protocol, labels);
     const ahead = aheadByKey.get(key) ?? 0;
     aheadByKey.set(key, ahead + 1);

@@ -110,6 +110,18 @@ describe("enabled and disabled", () => {
     expect((await claimedRun(s.runner.token)).runId).toBe(gated);
   });
 
+  it("a disabled project's queued run says the scheduler holds it, in its answer and in the queue", async () => {
+    const s = await setup();
+    await command(s.admin, s.projectId, "disable");
+    const gated = await queueRun(s.orgId, s.projectId);
+    const expected = { reason: "scheduler_gate", detail: { gate: "enabled", message: "its project's scheduler holds it: scheduler disabled" } };
+    expect((await getRun(s.admin, gated)).waiting).toEqual(expected);
+    const queue = await call("GET", "/v1/queue", { token: s.admin });
+    expect(queue.body.runs.find((r: Json) => r.id === gated).waiting).toEqual(expected);
+    await command(s.admin, s.projectId, "enable");
+    expect((await getRun(s.admin, gated)).waiting.reason).not.toBe("scheduler_gate");
+  });
+
   it("a disabled project's queued runs, more than a claim reads, never starve another project's work", async () => {
     const s = await setup();
     await command(s.admin, s.projectId, "disable");
