@@ -37,6 +37,8 @@ export const ERROR_STATUS = {
   // Autopilot projects (docs/protocol.md, "Autopilot projects").
   autopilot_project_exists: 409,
   autopilot_not_configured: 503,
+  // Pause and resume (docs/protocol.md, "Pause and resume").
+  checkpoint_missing: 409,
   internal: 500,
 } as const;
 

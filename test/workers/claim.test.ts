@@ -69,7 +69,7 @@ describe("claiming work", () => {
     await runStub(first).control(org, { type: "pause", hold: false, reason: "window closed" });
     await attemptCall(runner.token, first, 1, "stopped", { reason: "paused at checkpoint" });
     expect((await getRun(admin, first)).state).toBe("paused");
-    await runStub(first).control(org, { type: "resume" });
+    await runStub(first).control(org, { type: "resume", by: "operator" });
     expect((await claim(runner.token, 0)).body.run_id).toBe(first);
     expect((await claim(runner.token, 0)).body.run_id).toBe(high);
   });

@@ -72,7 +72,7 @@ const commandArb: fc.Arbitrary<(run: RunRecord) => RunCommand> = fc.oneof(
   { weight: 4, arbitrary: fc.tuple(fc.constantFrom(0, 0, 0, 1), jitter).map(([outage, j]) => (run: RunRecord) => ({ type: "deadline", recoveredAtMs: outage ? run.updatedAtMs : 0, jitter: j }) as RunCommand) },
   { weight: 2, arbitrary: fc.tuple(fc.boolean(), reason).map(([hold, r]) => () => ({ type: "pause", hold, reason: r }) as RunCommand) },
   { weight: 1, arbitrary: fc.constant(() => ({ type: "quiesced" }) as RunCommand) },
-  { weight: 2, arbitrary: fc.constant(() => ({ type: "resume" }) as RunCommand) },
+  { weight: 2, arbitrary: fc.constant(() => ({ type: "resume", by: "operator" }) as RunCommand) },
   { weight: 1, arbitrary: fc.constant(() => ({ type: "block", reason: "which database?" }) as RunCommand) },
   { weight: 1, arbitrary: fc.constant(() => ({ type: "authorize" }) as RunCommand) },
   { weight: 3, arbitrary: fc.constant(() => ({ type: "publish" }) as RunCommand) },
