@@ -8,6 +8,8 @@ import {
   ClaimGrant,
   HeartbeatAnswer,
   Registered,
+  type CheckpointBody,
+  type CheckpointUnusableBody,
   type ClaimBody,
   type HeartbeatBody,
   type LaunchedBody,
@@ -84,7 +86,13 @@ export function classify(err: unknown): 'definitive' | 'attempt_over' | 'upgrade
 }
 
 /** The body each attempt call sends (POST /v1/runs/:id/attempts/:n/<call>). */
-export type AttemptCallBodies = { launched: LaunchedBody; lease: LeaseBody; 'launch-failed': LaunchFailedBody; stopped: StoppedBody };
+export type AttemptCallBodies = {
+  launched: LaunchedBody;
+  lease: LeaseBody;
+  'launch-failed': LaunchFailedBody;
+  stopped: StoppedBody;
+  'checkpoint-unusable': CheckpointUnusableBody;
+};
 export type AttemptCall = keyof AttemptCallBodies;
 
 /** A decoded answer: its status and its body, as the contract describes it. */
@@ -194,10 +202,14 @@ export class DocketClient {
     return decodeAnswer(ClaimGrant, `POST ${path}`, answer);
   }
   /**
-   * One of launched | lease | launch-failed | stopped.
+   * One of launched | lease | launch-failed | stopped | checkpoint-unusable.
    */
   attemptCall<C extends AttemptCall>(runId: string, attempt: number, call: C, body?: AttemptCallBodies[C], opts: RequestOptions = {}) {
     return this.call(AttemptAnswer, 'POST', `/v1/runs/${encodeURIComponent(runId)}/attempts/${attempt}/${call}`, { body: body ?? {}, ...opts });
+  }
+  /** The daemon's checkpoint of a pausing attempt, with the run-attempt token. */
+  checkpoint(runId: string, attempt: number, body: CheckpointBody, opts: RequestOptions = {}) {
+    return this.call(AttemptAnswer, 'POST', `/v1/runs/${encodeURIComponent(runId)}/attempts/${attempt}/checkpoint`, { body, ...opts });
   }
   /** The daemon's call, with the run-attempt token. */
   report(runId: string, body: ReportBody, opts: RequestOptions = {}) {

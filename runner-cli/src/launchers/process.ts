@@ -21,6 +21,8 @@ export interface Sandbox {
   exited: Promise<ExitInfo>;
   /** SIGTERM, grace, SIGKILL; keeps the files. */
   stop: (graceMs: number) => Promise<void>;
+  /** Sends a signal to the daemon alone (SIGUSR1: checkpoint and pause); false when it is gone. */
+  signal: (sig: NodeJS.Signals) => Promise<boolean>;
   /** Stop, then delete the work directory (the log stays for the retention period). */
   remove: (graceMs: number) => Promise<void>;
 }
@@ -112,6 +114,15 @@ function processSandbox(pid: number, startTicks: string | null, paths: JobPaths,
     running: () => !done && groupAlive(pid),
     exited,
     stop,
+    signal: async (sig) => {
+      if (done) return false;
+      try {
+        process.kill(pid, sig);
+        return true;
+      } catch {
+        return false;
+      }
+    },
     remove: async (graceMs) => {
       await stop(graceMs);
       removeWorkDir(paths);
