@@ -358,7 +358,7 @@ export const runnerRoutes = new Hono<AppEnv>()
       tag: "Runner protocol",
       auth: "attempt",
       responses: { 200: { description: "The run as this attempt now sees it (paused).", schema: AttemptAnswer } },
-      errors: ["unauthorized", "task_gone", "stale_attempt", "invalid_transition"],
+      errors: ["unauthorized", "invalid_request", "not_found", "task_gone", "stale_attempt", "lease_expired", "invalid_transition"],
     }),
     requireAttemptToken,
     validate("param", AttemptPath),

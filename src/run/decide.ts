@@ -344,6 +344,7 @@ function endByFinalReport(d: Draft, final: FinalReport): void {
   } else if (final.outcome === "completed") {
     d.endStep("paused", null);
     run.recoveryProblem = "the agent finished while pausing and no checkpoint was stored";
+    clearAttemptHold(run);
     d.to("paused", "the daemon finished while pausing");
   } else {
     run.lastError = final.error ?? "the agent failed";

@@ -2,7 +2,7 @@
 // runner-cli/README.md, "The agent's side"): a real runner works a run, an operator pauses it, the
 // agent checkpoints, and another registered machine continues it from the checkpoint to the end.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { agentScript, allEvents, bareRepo, createOrg, dispatch, RunnerHome, removeTempDirs, startDocket, tempDir, waitForRun } from './helpers.mjs';
+import { agentScript, allEvents, bareRepo, createOrg, RunnerHome, removeTempDirs, sleep, startDocket, tempDir, waitForRun } from './helpers.mjs';
 
 /** @type {Awaited<ReturnType<typeof startDocket>>} */
 let docket;
@@ -64,6 +64,21 @@ const AGENT = `
   }
 `;
 
+/**
+ * A call that a connection the local Worker closed while idle (seconds of CLI runs in between) is
+ * tried again on: every call here may be repeated (a dispatch carries its Idempotency-Key).
+ */
+async function api(method, path, opts) {
+  for (let tryNo = 1; ; tryNo++) {
+    try {
+      return await docket.api(method, path, opts);
+    } catch (e) {
+      if (tryNo >= 3 || !String(e).includes('fetch failed')) throw e;
+      await sleep(200);
+    }
+  }
+}
+
 /** Waits until the run's output holds a line containing `text`. */
 async function waitForOutput(token, runId, text, timeoutMs = 60_000) {
   const deadline = Date.now() + timeoutMs;
@@ -83,13 +98,16 @@ describe('pause and resume across machines', () => {
     const a = registered(org, 'machine-a');
     const b = registered(org, 'machine-b');
     const listenerA = a.listen();
-    const run = await dispatch(docket, org.admin, {
-      repository: { url: repo.url, commit: repo.commit },
-      launch: { protocol: 'process', command: [process.execPath, agent] },
+    const dispatched = await api('POST', '/v1/runs', {
+      token: org.admin,
+      headers: { 'Idempotency-Key': 'pause-resume-e2e' },
+      body: { brief: 'pause me', repository: { url: repo.url, commit: repo.commit }, launch: { protocol: 'process', command: [process.execPath, agent] } },
     });
+    expect(dispatched.status, JSON.stringify(dispatched.body)).toBe(201);
+    const run = dispatched.body;
     await waitForOutput(org.admin, run.id, 'agent ready for a pause');
 
-    const pause = await docket.api('POST', `/v1/runs/${run.id}/pause`, { token: org.admin, body: { reason: 'operator check' } });
+    const pause = await api('POST', `/v1/runs/${run.id}/pause`, { token: org.admin, body: { reason: 'operator check' } });
     expect(pause.status).toBe(200);
     expect(pause.body).toMatchObject({ state: 'pausing', hold: true });
     const paused = await waitForRun(docket, org.admin, run.id, (r) => r.state === 'paused', 90_000);
@@ -99,7 +117,7 @@ describe('pause and resume across machines', () => {
     await listenerA.waitFor((e) => e.event === 'run_ended' && e.outcome === 'paused', 30_000);
     await listenerA.kill('SIGTERM');
 
-    const resumed = await docket.api('POST', `/v1/runs/${run.id}/resume`, { token: org.admin, body: {} });
+    const resumed = await api('POST', `/v1/runs/${run.id}/resume`, { token: org.admin, body: {} });
     expect(resumed.status).toBe(200);
     expect(resumed.body).toMatchObject({ state: 'queued', hold: false, continuation: 'implementing' });
 
