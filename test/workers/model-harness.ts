@@ -152,6 +152,13 @@ const planArb: fc.Arbitrary<Step[]> = fc.oneof(
       )
       .map(([first, end, again, rest]) => [first, end, { kind: "alarm_due" } as Step, again, ...rest]),
   },
+  // A run paused while it executes, so that checkpoints, resumes and continuations are reached.
+  {
+    weight: 1,
+    arbitrary: fc
+      .tuple(claimArb, fc.array(fc.oneof({ weight: 2, arbitrary: pauseStepArb() }, { weight: 3, arbitrary: stepArb }), { minLength: 1, maxLength: Math.max(1, MAX_STEPS - 3) }))
+      .map(([first, rest]) => [first, { kind: "launched", machine: "holder", attempt: 0, sandbox: 0 } as Step, { kind: "pause" } as Step, ...rest]),
+  },
 );
 
 // ---- the organization every sequence runs in ----------------------------------------------------
