@@ -6,7 +6,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { RunObject } from "../../durable-objects/run-object";
-import { attemptCall, call, claim, createOrg, dispatch, getRun, registerRunner, report, runAlarm, runStub } from "./helpers";
+import { ageRun, attemptCall, call, claim, createOrg, dispatch, getRun, registerRunner, report, runAlarm, runStub } from "./helpers";
 
 const PATCH = "diff --git a/notes.txt b/notes.txt\nnew file mode 100644\n--- /dev/null\n+++ b/notes.txt\n@@ -0,0 +1 @@\n+first attempt\n";
 
@@ -150,6 +150,25 @@ describe("the checkpoint (POST /v1/runs/:id/attempts/:n/checkpoint)", () => {
     const run = await getRun(admin, runId);
     expect(run.state).toBe("failed");
     expect(run.last_error).toContain("without a checkpoint");
+  });
+
+  it("a pausing run whose daemon went silent and whose lease is gone is failed by the reaper, not paused", async () => {
+    const { admin, runId } = await implementingRun();
+    await call("POST", `/v1/runs/${runId}/pause`, { token: admin, body: {} });
+    await ageRun(runId, 60 * 60 * 1000);
+    await runAlarm(runId);
+    const run = await getRun(admin, runId);
+    expect(run.state).toBe("failed");
+    expect(run.checkpoint).toBeNull();
+  });
+
+  it("refuses a session over CHECKPOINT_SESSION_MAX_CHARS with 400 naming the field", async () => {
+    const { admin, runId, attemptToken } = await implementingRun();
+    await call("POST", `/v1/runs/${runId}/pause`, { token: admin, body: {} });
+    const res = await postCheckpoint(attemptToken, runId, 1, checkpointBody({ session: "x".repeat(1_000_000) }));
+    expect(res.status).toBe(400);
+    expect(res.body.error).toMatchObject({ code: "invalid_request", field: "session" });
+    expect((await getRun(admin, runId)).state).toBe("pausing");
   });
 
   it("a pausing run with a pending cancel ends cancelled once the checkpoint is stored", async () => {
