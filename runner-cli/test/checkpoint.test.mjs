@@ -8,10 +8,15 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { computePatch, runDaemon } from '../src/daemon.ts';
 import { CheckpointUnusable, restoreCheckpoint } from '../src/launchers/common.ts';
-import { attemptAnswerBody, RUN_ID } from './helpers/answers.mjs';
+import { attemptAnswerBody, heartbeatAnswer, RUN_ID } from './helpers/answers.mjs';
 import { fakeServer } from './helpers/fake-server.mjs';
+import { configuredHome, spawnListen } from './helpers/listener.mjs';
 
 const dirs = [];
+const cleanups = [];
+afterEach(async () => {
+  for (const f of cleanups.splice(0).reverse()) await f();
+});
 function tmp() {
   const d = mkdtempSync(join(tmpdir(), 'docket-checkpoint-'));
   dirs.push(d);
@@ -219,4 +224,48 @@ describe("restoring a continuation's checkpoint", () => {
     await expect(restoreCheckpoint({ ...checkpoint, session: null }, head, paths, opts)).rejects.toThrow(/carries no session/);
     await expect(restoreCheckpoint({ ...checkpoint, session: '{oops' }, head, paths, opts)).rejects.toThrow(/not readable JSON/);
   });
+});
+
+describe('the runner with a continuation whose checkpoint does not verify', () => {
+  it('reports checkpoint-unusable with the reason and never launches the agent', async () => {
+    const origin = gitRepo();
+    const marker = join(tmp(), 'agent-ran');
+    const agent = join(tmp(), 'agent.cjs');
+    writeFileSync(agent, `require('node:fs').writeFileSync(${JSON.stringify(marker)}, 'ran');`);
+    let claimed = false;
+    const server = await fakeServer(({ path }) => {
+      if (path === '/v1/runners/heartbeat') return { status: 200, body: heartbeatAnswer() };
+      if (path === '/v1/runners/claim') {
+        if (claimed) return { status: 204 };
+        claimed = true;
+        return {
+          status: 200,
+          body: {
+            run_id: RUN_ID, attempt: 2, attempt_token: 'dkt_a_t', lease_expires_at_ms: Date.now() + 5000, lease_ttl_ms: 5000,
+            lease_refresh_ms: 300, launch_deadline_at_ms: Date.now() + 60_000, sandbox_lifetime_ms: 600_000, brief: 'continue',
+            repository: { url: origin.dir, commit: origin.rev },
+            launch: { protocol: 'process', command: [process.execPath, agent], image: null, env: {} },
+            checkpoint: {
+              attempt: 1, session_id: null, last_phase: 'implementing', pending_actions: [], session: null,
+              patch: 'diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-not what is there\n+b\n',
+              source_revision: origin.rev, note: null, at_ms: 1,
+            },
+          },
+        };
+      }
+      if (path.endsWith('/checkpoint-unusable')) return { status: 200, body: attemptAnswerBody({ attempt: 2, state: 'paused', lease_expires_at_ms: null }) };
+      return { status: 200, body: attemptAnswerBody({ attempt: 2 }) };
+    });
+    cleanups.push(server.close);
+    const home = configuredHome(server.url, 'docket-checkpoint-', cleanups);
+    const l = spawnListen(home, [], cleanups);
+    const ended = await l.waitFor('run_ended', 60_000);
+    expect(ended).toMatchObject({ outcome: 'checkpoint_unusable' });
+    const report = server.requests.find((r) => r.path === `/v1/runs/${RUN_ID}/attempts/2/checkpoint-unusable`);
+    expect(report.auth).toBe('Bearer dkt_s_t');
+    expect(report.body.reason).toContain('does not apply');
+    expect(server.requests.some((r) => r.path.endsWith('/launched') || r.path.endsWith('/launch-failed'))).toBe(false);
+    expect(existsSync(marker)).toBe(false);
+    await l.kill('SIGTERM');
+  }, 120_000);
 });
