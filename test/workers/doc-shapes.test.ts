@@ -113,7 +113,7 @@ describe("docs/protocol.md lists every field the answers have, and no other", ()
       expect(events.body.events.length).toBeGreaterThan(2);
       expectShape("run-event", events.body.events);
       const list = await call("GET", "/v1/runs", { token: admin });
-      expect(list.body.runs).toHaveLength(3);
+      expect(list.body.runs).toHaveLength(4);
       expectShape("run-list-item", list.body.runs);
       const runners = await call("GET", "/v1/runners", { token: admin });
       expect(runners.body.runners.length).toBeGreaterThan(0);
