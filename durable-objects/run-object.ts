@@ -17,12 +17,13 @@ import type { PublicationProvider } from "../src/autopilot/provider";
 import { prStep } from "../src/autopilot/publication-step";
 import { projectRun } from "../src/run/projection";
 import { newQueuedRun, type NewRun } from "../src/run/new-run";
-import type { RunCommand, RunRecord } from "../src/run/types";
+import type { Checkpoint, RunCommand, RunRecord } from "../src/run/types";
 import { attemptView, directivePending, leaseWatch, runView, type RunView } from "../src/run/view";
 import { labelsKey } from "../src/run/labels";
 import { SLOT_STATES } from "../src/autopilot/scheduler-gates";
 import { readWatermark, reaperGraceFromMs } from "../src/sweep";
 import { ArtifactStore } from "./artifact-store";
+import { CheckpointStore } from "./checkpoint-store";
 import { Outbox, type StoredEvent } from "./outbox";
 import { RunStreams, STREAM_ORG_HEADER, streamAfter, tooManyStreams } from "./run-streams";
 import { RUN_OBJECT_MIGRATIONS } from "./run-schema";
@@ -42,6 +43,7 @@ export class RunObject extends DurableObject<Env> {
   private readonly config: Config;
   private readonly outbox: Outbox;
   private readonly artifacts: ArtifactStore;
+  private readonly checkpoints: CheckpointStore;
   private readonly streams: RunStreams;
   /** The run version whose slot release the scheduler last acknowledged (an autopilot run's slot). */
   private slotReleasedVersion = 0;
@@ -58,6 +60,7 @@ export class RunObject extends DurableObject<Env> {
     migrate(ctx.storage, RUN_OBJECT_MIGRATIONS);
     this.outbox = new Outbox(ctx.storage, env, this.config);
     this.artifacts = new ArtifactStore(this.sql);
+    this.checkpoints = new CheckpointStore(this.sql);
     // Live event streams: every append wakes this run's open streams.
     this.streams = new RunStreams({ after: (seq, limit) => this.outbox.after(seq, limit), endedState: () => this.endedState(), attempt: () => this.load()?.attempt ?? 0 }, this.config);
     this.outbox.onAppend(() => this.streams.wake());
@@ -182,8 +185,27 @@ export class RunObject extends DurableObject<Env> {
       repository: run.repository,
       launch: run.launch,
       ...this.pushOnlyJob(run),
+      checkpoint: this.grantCheckpoint(run),
     };
     return { answer, cost };
+  }
+
+  /** A continuation's checkpoint, whole, for the machine that claimed it; null for new work. */
+  private grantCheckpoint(run: RunRecord): ClaimGrant["checkpoint"] {
+    const c = run.checkpoint;
+    if (!c || run.continuation !== "implementing") return null;
+    const { patch, session } = this.checkpoints.read();
+    return {
+      attempt: c.attempt,
+      session_id: c.sessionId,
+      last_phase: c.lastPhase,
+      pending_actions: c.pendingActions,
+      session,
+      patch,
+      source_revision: c.sourceRevision,
+      note: c.note,
+      at_ms: c.atMs,
+    };
   }
 
   /**
@@ -218,10 +240,10 @@ export class RunObject extends DurableObject<Env> {
     return refusal("invalid_transition", `the run's autopilot ticket no longer backs it (${verdict.reason}); it was cancelled`);
   }
 
-  /** launched, lease, launch-failed and stopped: calls a machine makes about its attempt. */
+  /** launched, lease, launch-failed, stopped and checkpoint-unusable: calls a machine makes about its attempt. */
   async machineCall(
     orgId: string,
-    command: Extract<RunCommand, { type: "launched" | "lease" | "launch_failed" | "stopped" }>,
+    command: Extract<RunCommand, { type: "launched" | "lease" | "launch_failed" | "stopped" | "checkpoint_unusable" }>,
     waitMs = 0,
   ): Promise<AttemptAnswer | Refusal> {
     const run = this.owned(orgId, true);
@@ -274,10 +296,7 @@ export class RunObject extends DurableObject<Env> {
     token: string,
     body: Omit<Extract<RunCommand, { type: "report" }>, "type" | "attempt">,
   ): Promise<AttemptAnswer | Refusal> {
-    const tokenHash = await sha256Hex(token);
-    const row = this.sql
-      .exec<{ attempt: number }>("SELECT attempt FROM attempt_tokens WHERE token_hash = ?", tokenHash)
-      .toArray()[0];
+    const row = await this.attemptOfToken(token);
     if (!row) return refusal("unauthorized", "the run-attempt token is not valid for this run");
     // decide() is pure and synchronous: the digest of a patch that may be published is computed here.
     const patch = body.final?.artifact?.patch ?? "";
@@ -384,6 +403,29 @@ export class RunObject extends DurableObject<Env> {
     return this.publicationStep;
   }
 
+  /**
+   * The daemon's checkpoint of a pausing attempt, authorized by the run-attempt token of attempt
+   * `attempt`: its description goes on the run, its patch and session beside it, in one transaction.
+   */
+  async checkpoint(
+    token: string,
+    attempt: number,
+    input: { checkpoint: Omit<Checkpoint, "attempt" | "atMs">; patch: string; session: string | null },
+  ): Promise<AttemptAnswer | Refusal> {
+    const row = await this.attemptOfToken(token);
+    if (!row || row.attempt !== attempt) return refusal("unauthorized", `the run-attempt token is not valid for attempt ${attempt} of this run`);
+    const checkpoint: Checkpoint = { ...input.checkpoint, attempt, atMs: Date.now() };
+    const result = this.apply({ type: "checkpoint", attempt, checkpoint }, () => this.checkpoints.write(input.patch, input.session));
+    if ("error" in result) return result;
+    await this.finishPending({ notify: true });
+    return attemptView(result.run);
+  }
+
+  private async attemptOfToken(token: string): Promise<{ attempt: number } | undefined> {
+    const tokenHash = await sha256Hex(token);
+    return this.sql.exec<{ attempt: number }>("SELECT attempt FROM attempt_tokens WHERE token_hash = ?", tokenHash).toArray()[0];
+  }
+
   // ---- members and operators ---------------------------------------------------------------------
 
   async cancel(orgId: string, by: string, reason: string | null): Promise<{ run: RunView; immediate: boolean } | Refusal> {
@@ -412,7 +454,7 @@ export class RunObject extends DurableObject<Env> {
     return { run: this.view(result.run), withdrawn: result.run.state === "cancelled" };
   }
 
-  /** Pause, resume, block, authorize and publication steps: the transitions no route drives yet. */
+  /** Pause, resume, block, authorize and publication steps (operator routes, the scheduler, outbox effects). */
   async control(
     orgId: string,
     command: Extract<

@@ -19,4 +19,9 @@ export const RUN_OBJECT_MIGRATIONS: readonly MigrationStep[] = [
     sql.exec(`CREATE TABLE IF NOT EXISTS artifact_chunks (
       attempt INTEGER NOT NULL, idx INTEGER NOT NULL, data TEXT NOT NULL, PRIMARY KEY (attempt, idx))`);
   },
+  // 2: the latest checkpoint's patch and session text (durable-objects/checkpoint-store.ts).
+  (sql) => {
+    sql.exec(`CREATE TABLE IF NOT EXISTS checkpoint_chunks (
+      part TEXT NOT NULL, idx INTEGER NOT NULL, data TEXT NOT NULL, PRIMARY KEY (part, idx))`);
+  },
 ];

@@ -11,6 +11,8 @@ import { DocketError } from "./errors";
 
 /** Daemon reports carry the patch, so they get their own, larger limit. */
 const REPORT_PATH = /^\/v1\/runs\/[^/]+\/reports\/?$/;
+/** So do checkpoints. */
+const CHECKPOINT_PATH = /^\/v1\/runs\/[^/]+\/attempts\/[^/]+\/checkpoint\/?$/;
 
 /**
  * Refuses a body over its limit, by Content-Length when sent, else while the stream is read (a
@@ -18,7 +20,7 @@ const REPORT_PATH = /^\/v1\/runs\/[^/]+\/reports\/?$/;
  */
 export const boundedBody = createMiddleware<AppEnv>((c, next) => {
   const config = c.get("config");
-  const maxBytes = REPORT_PATH.test(c.req.path) ? config.reportBodyMaxBytes : config.requestBodyMaxBytes;
+  const maxBytes = REPORT_PATH.test(c.req.path) || CHECKPOINT_PATH.test(c.req.path) ? config.reportBodyMaxBytes : config.requestBodyMaxBytes;
   const limit = bodyLimit({
     maxSize: maxBytes,
     onError: () => {

@@ -90,6 +90,9 @@ export interface Config {
   metadataMaxKeys: number;
   /** The longest patch a final report may carry, in characters. */
   artifactPatchMaxChars: number;
+  /** A checkpoint's patch and its session (as JSON text): most characters each (docs/protocol.md, "Pause and resume"). */
+  checkpointPatchMaxChars: number;
+  checkpointSessionMaxChars: number;
   /** A claim refused because the scheduler holds CLAIM_WAITERS_MAX long-polls is told to retry after this. */
   claimWaitersRetryAfterMs: number;
   /** The Retry-After of a 429 rate_limited: the period of the rate limit bindings in wrangler.toml. */
@@ -221,6 +224,8 @@ export const DEFAULTS: Config = {
   launchEnvMaxChars: 65_536,
   metadataMaxKeys: 64,
   artifactPatchMaxChars: 5_000_000,
+  checkpointPatchMaxChars: 5_000_000,
+  checkpointSessionMaxChars: 1_000_000,
   claimWaitersRetryAfterMs: 5_000,
   rateLimitRetryAfterMs: 10_000,
   claimLabelSetsMax: 32,
@@ -320,6 +325,8 @@ const VAR_NAMES: Record<keyof Config, string> = {
   launchEnvMaxChars: "LAUNCH_ENV_MAX_CHARS",
   metadataMaxKeys: "METADATA_MAX_KEYS",
   artifactPatchMaxChars: "ARTIFACT_PATCH_MAX_CHARS",
+  checkpointPatchMaxChars: "CHECKPOINT_PATCH_MAX_CHARS",
+  checkpointSessionMaxChars: "CHECKPOINT_SESSION_MAX_CHARS",
   claimWaitersRetryAfterMs: "CLAIM_WAITERS_RETRY_AFTER_MS",
   rateLimitRetryAfterMs: "RATE_LIMIT_RETRY_AFTER_MS",
   claimLabelSetsMax: "CLAIM_LABEL_SETS_MAX",

@@ -7,6 +7,8 @@ import type {
   AttemptAnswer,
   ClaimGrant,
   HeartbeatAnswer,
+  CheckpointBody,
+  CheckpointUnusableBody,
   LaunchedBody,
   LaunchFailedBody,
   LeaseBody,
@@ -85,7 +87,13 @@ export function classify(err: unknown): 'definitive' | 'attempt_over' | 'upgrade
 }
 
 /** The body each attempt call sends (POST /v1/runs/:id/attempts/:n/<call>). */
-export type AttemptCallBodies = { launched: LaunchedBody; lease: LeaseBody; 'launch-failed': LaunchFailedBody; stopped: StoppedBody };
+export type AttemptCallBodies = {
+  launched: LaunchedBody;
+  lease: LeaseBody;
+  'launch-failed': LaunchFailedBody;
+  stopped: StoppedBody;
+  'checkpoint-unusable': CheckpointUnusableBody;
+};
 export type AttemptCall = keyof AttemptCallBodies;
 
 /** A decoded answer: its status and its body, as the contract describes it. */
@@ -227,7 +235,7 @@ export class DocketClient {
     return decodeAnswer((await contract()).ClaimGrant, `POST ${path}`, answer);
   }
   /**
-   * One of launched | lease | launch-failed | stopped.
+   * One of launched | lease | launch-failed | stopped | checkpoint-unusable.
    */
   attemptCall<C extends AttemptCall>(runId: string, attempt: number, call: C, body?: AttemptCallBodies[C], opts: RequestOptions = {}): Promise<Answer<AttemptAnswer>> {
     return this.call('AttemptAnswer', 'POST', `/v1/runs/${encodeURIComponent(runId)}/attempts/${attempt}/${call}`, { body: body ?? {}, ...opts });
@@ -239,6 +247,10 @@ export class DocketClient {
   /** The push is done: Docket takes the pull request step from here. */
   pushed(runId: string, attempt: number, body: PushedBody, opts: RequestOptions = {}) {
     return this.call('AttemptAnswer', 'POST', `/v1/runs/${encodeURIComponent(runId)}/attempts/${attempt}/pushed`, { body, ...opts });
+  }
+  /** The daemon's checkpoint of a pausing attempt, with the run-attempt token. */
+  checkpoint(runId: string, attempt: number, body: CheckpointBody, opts: RequestOptions = {}) {
+    return this.call('AttemptAnswer', 'POST', `/v1/runs/${encodeURIComponent(runId)}/attempts/${attempt}/checkpoint`, { body, ...opts });
   }
   /** The daemon's call, with the run-attempt token. */
   report(runId: string, body: ReportBody, opts: RequestOptions = {}): Promise<Answer<AttemptAnswer>> {

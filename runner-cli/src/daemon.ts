@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ApiError, classify, DocketClient, errorText, retryDelayMs } from './api.js';
 import { Backoff } from './backoff.js';
-import { sleep } from './procs.js';
+import { groupAlive, signalGroup, sleep } from './procs.js';
 
 export const PHASES = ['planning', 'implementing', 'verifying'];
 /** `::phase implementing` on its own line (stdout or stderr) sets the phase. */
@@ -19,7 +19,7 @@ const BLOCKER_TEXT_MAX_CHARS = 4_000;
 const BLOCKER_ITEMS_MAX = 20;
 
 /** Daemon exit codes. */
-export const DAEMON_EXIT = { delivered: 0, undelivered: 1, usage: 2, attemptOver: 3, stopped: 143 };
+export const DAEMON_EXIT = { delivered: 0, undelivered: 1, usage: 2, attemptOver: 3, paused: 4, stopped: 143 };
 
 /**
  * Limits, each overridable through the environment (DOCKET_DAEMON_*), for tests and odd agents.
@@ -38,6 +38,8 @@ export function daemonLimits(env: Record<string, string | undefined>) {
     maxPatchBytes: int('DOCKET_DAEMON_MAX_PATCH_BYTES', 4_900_000), // the server takes up to 5,000,000 characters
     finalTries: int('DOCKET_DAEMON_FINAL_TRIES', 8),
     stopGraceMs: int('DOCKET_DAEMON_STOP_GRACE_MS', 10_000),
+    // How long an agent asked to checkpoint (SIGUSR1) gets to write its checkpoint file and exit.
+    checkpointGraceMs: int('DOCKET_DAEMON_CHECKPOINT_GRACE_MS', 60_000),
     // How long an agent that died of a signal waits for the daemon's own stop signal (see superviseAgent).
     stopSignalWaitMs: int('DOCKET_DAEMON_STOP_SIGNAL_WAIT_MS', 1_000),
     backoffBaseMs: int('DOCKET_DAEMON_BACKOFF_BASE_MS', 1_000),
@@ -302,6 +304,7 @@ type FinalResult = {
  */
 type Daemon = {
   runId: string;
+  attempt: number;
   client: DocketClient;
   limits: ReturnType<typeof daemonLimits>;
   stateDir: string | undefined;
@@ -316,6 +319,10 @@ type Daemon = {
   attemptOver: string | null;
   /** A stop signal came from outside (the runner's stop request or lifetime). */
   stopping: boolean;
+  /** The runner asked for a checkpoint (SIGUSR1): the run is pausing. */
+  pausing: boolean;
+  /** Why the checkpoint is partial (the agent ignored the request), or null. */
+  checkpointNote: string | null;
 };
 
 /** The running agent: its process, its exit (and whether it came), and the end of its output. */
@@ -336,12 +343,16 @@ export async function runDaemon(command: string[], { env = process.env, cwd = pr
   if ('error' in spawned) return launchFailed(daemon.stateDir, log, spawned.error);
   const agent = followAgent(daemon, spawned.child, echo);
   const signals = stopOnSignals(daemon, agent);
-  const agentCode = await superviseAgent(daemon, agent, signals.received);
-  if (daemon.attemptOver) return endAttemptOver(daemon, agentCode);
-  if (daemon.stopping) return endStopped(daemon, agentCode);
-  const code = await deliverResult(daemon, agentCode, cwd, env.DOCKET_RESULT_FILE);
-  signals.remove();
-  return code;
+  try {
+    const agentCode = await superviseAgent(daemon, agent, signals.received);
+    if (daemon.attemptOver) return endAttemptOver(daemon, agentCode);
+    if (daemon.stopping) return endStopped(daemon, agentCode);
+    if (daemon.pausing) return await endPaused(daemon, agentCode, cwd, env.DOCKET_CHECKPOINT_FILE);
+    return await deliverResult(daemon, agentCode, cwd, env.DOCKET_RESULT_FILE);
+  } finally {
+    signals.remove();
+    signalGroup(agent.child.pid as number, 'SIGKILL'); // whatever the agent left behind goes with the daemon
+  }
 }
 
 // --- Start-up and launch ---
@@ -365,6 +376,7 @@ async function startDaemon(env: Record<string, string | undefined>, cwd: string,
   const limits = daemonLimits(env);
   return {
     runId: env.DOCKET_RUN_ID as string,
+    attempt: Number(env.DOCKET_ATTEMPT),
     client: new DocketClient({ serverUrl: env.DOCKET_URL as string, token: env.DOCKET_ATTEMPT_TOKEN, timeoutMs: 30_000 }),
     limits,
     stateDir: env.DOCKET_STATE_DIR,
@@ -376,6 +388,8 @@ async function startDaemon(env: Record<string, string | undefined>, cwd: string,
     linesSent: 0,
     attemptOver: null,
     stopping: false,
+    pausing: false,
+    checkpointNote: null,
   };
 }
 
@@ -390,7 +404,8 @@ function agentEnvironment(env: Record<string, string | undefined>) {
 
 /** Start the agent; resolves once it runs, or with why it could not start. */
 async function spawnAgent(command: string[], cwd: string, env: Record<string, string | undefined>): Promise<{ child: ChildProcess } | { error: string }> {
-  const child = spawn(command[0], command.slice(1), { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  // Its own process group, so a pause can wait for the agent and every process it started to exit.
+  const child = spawn(command[0], command.slice(1), { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   const failed = await new Promise<NodeJS.ErrnoException | null>((resolve) => {
     child.once('spawn', () => resolve(null));
     child.once('error', (e) => resolve(e));
@@ -426,7 +441,10 @@ function relayLine(d: Daemon, line: string) {
 
 // --- While the agent runs ---
 
-/** SIGTERM or SIGINT (the runner's stop request or lifetime) stops the agent; the runner reports the stop. */
+/**
+ * SIGTERM or SIGINT (the runner's stop request or lifetime) stops the agent; the runner reports the
+ * stop. SIGUSR1 (the runner's pause) asks the agent to checkpoint.
+ */
 function stopOnSignals(d: Daemon, agent: Agent) {
   let signalled = () => {};
   const received = new Promise<void>((resolve) => (signalled = resolve));
@@ -435,24 +453,62 @@ function stopOnSignals(d: Daemon, agent: Agent) {
     signalled();
     void stopAgent(d, agent, `received ${sig}`);
   };
+  const onPause = () => void askAgentToCheckpoint(d, agent);
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+  process.on('SIGUSR1', onPause);
   const remove = () => {
     process.off('SIGTERM', onSignal);
     process.off('SIGINT', onSignal);
+    process.off('SIGUSR1', onPause);
   };
   return { received, remove };
 }
 
-/** SIGTERM, then SIGKILL after the grace period; resolves at the agent's exit. */
+/** SIGTERM to the agent's process group, then SIGKILL after the grace period; resolves at the agent's exit. */
 async function stopAgent(d: Daemon, agent: Agent, why: string) {
   const { child } = agent;
   if (child.exitCode !== null || child.signalCode !== null) return;
   d.log(`docket-runner daemon: stopping the agent: ${why}`);
-  child.kill('SIGTERM');
-  const t = setTimeout(() => child.kill('SIGKILL'), d.limits.stopGraceMs);
+  signalAgent(agent, 'SIGTERM');
+  const t = setTimeout(() => signalAgent(agent, 'SIGKILL'), d.limits.stopGraceMs);
   await agent.exit;
   clearTimeout(t);
+}
+
+/** The agent's whole process group, or the agent alone where the group is gone. */
+function signalAgent(agent: Agent, sig: NodeJS.Signals) {
+  if (!signalGroup(agent.child.pid as number, sig)) agent.child.kill(sig);
+}
+
+/**
+ * The pause (runner-cli/README.md, "The agent's side"): SIGUSR1 to the agent, which writes
+ * $DOCKET_CHECKPOINT_FILE and exits; one that has not exited after the checkpoint grace is stopped,
+ * and the checkpoint says so.
+ */
+async function askAgentToCheckpoint(d: Daemon, agent: Agent) {
+  if (d.pausing || d.stopping || agent.exited) return;
+  d.pausing = true;
+  d.log('docket-runner daemon: pause requested: asking the agent to checkpoint');
+  agent.child.kill('SIGUSR1');
+  const exited = await Promise.race([agent.exit.then(() => true), sleep(d.limits.checkpointGraceMs).then(() => false)]);
+  if (exited || d.stopping) return;
+  d.checkpointNote = `the agent did not exit within ${d.limits.checkpointGraceMs} ms of the checkpoint request and was stopped`;
+  await stopAgent(d, agent, 'it did not checkpoint within the grace period');
+}
+
+/**
+ * After the agent's exit, a pause waits until every process of the agent's group has exited too
+ * (bounded: the stop grace, then SIGKILL), so the work measured is settled.
+ */
+async function settleAgentGroup(d: Daemon, agent: Agent) {
+  const pgid = agent.child.pid as number;
+  const deadline = Date.now() + d.limits.stopGraceMs;
+  while (groupAlive(pgid) && Date.now() < deadline) await sleep(100);
+  if (!groupAlive(pgid)) return;
+  d.log("docket-runner daemon: the agent's child processes outlived it; stopping them");
+  signalGroup(pgid, 'SIGKILL');
+  for (let i = 0; i < 50 && groupAlive(pgid); i++) await sleep(100);
 }
 
 /**
@@ -467,6 +523,7 @@ async function superviseAgent(d: Daemon, agent: Agent, stopSignal: Promise<void>
   // A stop from outside signals the whole sandbox at once: the agent's exit can be seen before the
   // daemon's own signal, so an agent that died of a signal waits briefly for it (bounded).
   if (agentCode > 128 && !d.stopping) await Promise.race([stopSignal, sleep(d.limits.stopSignalWaitMs)]);
+  if (d.pausing) await settleAgentGroup(d, agent);
   await reporting;
   await Promise.race([agent.streamsDone, sleep(2_000)]); // output after exit from the agent's children is not awaited forever
   await watching;
@@ -550,6 +607,89 @@ async function endStopped(d: Daemon, agentCode: number) {
   for (let i = 0; i < 3 && hasOutputToSend(d) && !d.attemptOver; i++) if (!(await sendBatch(d))) break;
   writeState(d.stateDir, 'final.json', { delivered: false, stopped: true, exit_codes: { agent: agentCode }, at_ms: Date.now() });
   return DAEMON_EXIT.stopped;
+}
+
+/**
+ * The agent and its children have exited after a pause: the rest of the output, then the
+ * checkpoint (its file, the last phase, the work as a patch on the source revision). Only the
+ * stored checkpoint pauses the run; the runner reads final.json to tell.
+ */
+async function endPaused(d: Daemon, agentCode: number, cwd: string, checkpointFile: string | undefined) {
+  const file = readCheckpointFile(checkpointFile);
+  const { patch, problem } = await computePatch(cwd, d.sourceRevision);
+  const notes = [d.checkpointNote, file.problem, problem && `the patch could not be computed: ${problem}`].filter(Boolean);
+  const body = {
+    session_id: file.session_id,
+    last_phase: file.last_phase ?? d.buffer.phase,
+    pending_actions: file.pending_actions,
+    session: file.session,
+    patch,
+    source_revision: d.sourceRevision,
+    note: notes.length > 0 ? notes.join('; ').slice(0, 4_000) : null,
+  };
+  await flushOutput(d);
+  const sent = await sendCheckpoint(d, body);
+  writeState(d.stateDir, 'final.json', {
+    delivered: false,
+    checkpoint_delivered: sent.delivered,
+    answer_state: sent.answerState,
+    attempt_over: d.attemptOver,
+    error: sent.delivered ? null : sent.lastError || d.attemptOver,
+    exit_codes: { agent: agentCode },
+    at_ms: Date.now(),
+  });
+  if (sent.delivered) return DAEMON_EXIT.paused;
+  return d.attemptOver ? DAEMON_EXIT.attemptOver : DAEMON_EXIT.undelivered;
+}
+
+/** The agent's checkpoint file ($DOCKET_CHECKPOINT_FILE); missing or broken is a checkpoint without a session. */
+export function readCheckpointFile(path: string | undefined): {
+  session_id: string | null; last_phase: string | null; pending_actions: string[]; session: unknown; problem: string | null;
+} {
+  const none = { session_id: null, last_phase: null, pending_actions: [], session: null, problem: null };
+  if (!path) return none;
+  let text;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch {
+    return { ...none, problem: 'the agent wrote no checkpoint file' };
+  }
+  let c;
+  try {
+    c = JSON.parse(text);
+    if (!c || typeof c !== 'object' || Array.isArray(c)) throw new Error('not an object');
+  } catch (e) {
+    return { ...none, problem: `the checkpoint file is not a JSON object: ${errorText(e)}` };
+  }
+  return {
+    session_id: typeof c.session_id === 'string' && c.session_id ? c.session_id.slice(0, 200) : null,
+    last_phase: typeof c.last_phase === 'string' && c.last_phase ? c.last_phase.slice(0, 64) : null,
+    pending_actions: Array.isArray(c.pending_actions) ? c.pending_actions.filter((x: unknown): x is string => typeof x === 'string').slice(0, 100).map((x: string) => x.slice(0, 2_000)) : [],
+    session: c.session ?? null,
+    problem: null,
+  };
+}
+
+/** The checkpoint, retried up to finalTries on answers a retry can change. */
+async function sendCheckpoint(d: Daemon, body: Parameters<DocketClient['checkpoint']>[2]) {
+  const backoff = new Backoff({ baseMs: d.limits.backoffBaseMs, maxMs: d.limits.backoffMaxMs });
+  let lastError = '';
+  for (let tryNo = 1; tryNo <= d.limits.finalTries && !d.attemptOver; tryNo++) {
+    try {
+      const res = await d.client.checkpoint(d.runId, d.attempt, body);
+      return { delivered: true, answerState: res.body?.state ?? null, lastError };
+    } catch (e) {
+      lastError = errorText(e);
+      if (endsAttempt(e)) d.attemptOver = (e as ApiError).code;
+      else if (e instanceof ApiError && e.status >= 400 && e.status < 500 && e.status !== 429) break; // refused for good
+      else {
+        d.log(`docket-runner daemon: checkpoint failed (${lastError}); try ${tryNo} of ${d.limits.finalTries}`);
+        if (tryNo < d.limits.finalTries) await sleep(retryDelayMs(e, backoff.fail()));
+      }
+    }
+  }
+  d.log(`docket-runner daemon: the checkpoint was not stored: ${lastError || d.attemptOver}`);
+  return { delivered: false, answerState: null, lastError };
 }
 
 /** The agent ended on its own: send the rest of its output, then its result and patch. */

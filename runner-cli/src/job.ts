@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { type AttemptCall, type AttemptCallBodies, classify, errorText, type RequestOptions, retryDelayMs } from './api.js';
 import { Backoff } from './backoff.js';
 import { publish, publishPatch } from './publish.js';
-import { type JobPaths, jobPaths, LaunchError, readJson, removeWorkDir } from './launchers/common.js';
+import { CheckpointUnusable, type JobPaths, jobPaths, LaunchError, readJson, removeWorkDir } from './launchers/common.js';
 import { sleep } from './procs.js';
 import type { JobRow } from './jobs.js';
 import type { Sandbox } from './launchers/process.js';
@@ -37,6 +37,8 @@ export class JobSupervisor {
   leaseRefreshMs: number;
   lifetimeMs: number;
   launchedAtMs: number | null;
+  /** The daemon was asked to checkpoint (once per attempt). */
+  pauseAsked = false;
   /**
    * @param row the job's database row
    * @param claim the claim answer (run_id, attempt, lease and launch fields)
@@ -147,6 +149,7 @@ export class JobSupervisor {
       const i = interruption as CallResult | null;
       if (i?.kind === 'ok') return this.reportStopped('a stop was requested before the sandbox launched');
       if (i) return this.afterRefusal(i);
+      if (e instanceof CheckpointUnusable) return this.checkpointUnusable(e.message);
       const message = e instanceof LaunchError ? e.message : `launch failed: ${errorText(e)}`;
       return this.launchFailed(message);
     }
@@ -211,6 +214,7 @@ export class JobSupervisor {
               this.out.run('stop_requested', this.view, 'the server asked to stop this run');
               return this.stopAndReport('stop requested');
             }
+            if (r.body?.pause_requested) await this.askToCheckpoint(sandbox);
           } else if (r.kind === 'transient') {
             const delay = Math.min(retryDelayMs(r.error, backoff.fail()), this.leaseRefreshMs);
             nextCallAtMs = Date.now() + delay;
@@ -230,6 +234,29 @@ export class JobSupervisor {
     } finally {
       lease.abandon();
     }
+  }
+
+  /**
+   * The run is pausing: the daemon is asked once (SIGUSR1) to have the agent checkpoint; the lease
+   * goes on until the sandbox exits with the checkpoint uploaded (runner-cli/README.md, "Pause").
+   */
+  async askToCheckpoint(sandbox: Sandbox) {
+    if (this.pauseAsked) return;
+    this.pauseAsked = true;
+    const sent = await sandbox.signal('SIGUSR1');
+    this.out.run('pause_requested', this.view, sent ? 'the server asked to pause: the daemon is checkpointing' : 'the server asked to pause, but the daemon could not be signalled');
+  }
+
+  /** A continuation's checkpoint did not verify: the server puts the run back to paused with the reason. */
+  async checkpointUnusable(reason: string) {
+    this.out.run('checkpoint_unusable', this.view, `the checkpoint did not verify: ${reason}`, { reason });
+    const r = await this.closingCall('checkpoint-unusable', { reason: reason.slice(0, 4_000) });
+    if (r === null) return;
+    if (r.kind === 'ok') {
+      removeWorkDir(this.paths);
+      return this.finish('checkpoint_unusable', reason);
+    }
+    return this.afterRefusal(r, { alreadyStopped: true });
   }
 
   /**
@@ -257,6 +284,11 @@ export class JobSupervisor {
   async finishExited(exit: { code: number | null; signal: string | null }) {
     this.pollPhase();
     const final = readJson(join(this.paths.stateDir, 'final.json'));
+    if (final?.checkpoint_delivered) {
+      this.finish('paused', `checkpoint stored (the run is ${final.answer_state ?? 'paused'})`);
+      removeWorkDir(this.paths); // the work is on the server as the checkpoint's patch
+      return;
+    }
     if (final?.delivered) {
       let outcome = final.answer_state ?? final.outcome;
       if (outcome === 'publishing') {
@@ -362,7 +394,7 @@ export class JobSupervisor {
    * A call that closes the attempt, retried on transient errors. Null when the job was parked
    * (reconcile or interrupted) because no answer came.
    */
-  async closingCall<C extends 'stopped' | 'launch-failed'>(call: C, body: AttemptCallBodies[C]) {
+  async closingCall<C extends 'stopped' | 'launch-failed' | 'checkpoint-unusable'>(call: C, body: AttemptCallBodies[C]) {
     const backoff = this.backoff();
     let r: CallResult | null = null;
     for (let tryNo = 1; tryNo <= CLOSING_CALL_TRIES; tryNo++) {

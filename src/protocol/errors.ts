@@ -39,6 +39,8 @@ export const ERROR_STATUS = {
   autopilot_not_configured: 503,
   // Publication (docs/protocol.md, "Publication"): the code host did not issue a push credential.
   publication_unavailable: 503,
+  // Pause and resume (docs/protocol.md, "Pause and resume").
+  checkpoint_missing: 409,
   internal: 500,
 } as const;
 

@@ -103,6 +103,23 @@ export const ReportBody = z
   .strict();
 export type ReportBody = z.input<typeof ReportBody>;
 
+/** The daemon's checkpoint of a pausing attempt (docs/protocol.md, "Pause and resume"). */
+export const CheckpointBody = z
+  .object({
+    session_id: z.string().min(1).max(200).nullable().optional(),
+    last_phase: z.string().min(1).max(64).nullable().optional(),
+    pending_actions: z.array(z.string().max(2_000)).max(100).optional(),
+    session: z.unknown().describe("the agent's session, any JSON value; bounded by CHECKPOINT_SESSION_MAX_CHARS as JSON text").optional(),
+    patch: z.string().max(BOUND_CEILINGS.artifactPatchMaxChars).describe("the work so far, a unified diff on source_revision"),
+    source_revision: z.string().max(64).nullable().optional(),
+    note: z.string().max(4_000).nullable().optional().describe("why the checkpoint is partial, e.g. the agent ignored the request and was stopped"),
+  })
+  .strict();
+export type CheckpointBody = z.input<typeof CheckpointBody>;
+
+export const CheckpointUnusableBody = z.object({ reason: z.string().min(1).max(4_000) }).strict();
+export type CheckpointUnusableBody = z.input<typeof CheckpointUnusableBody>;
+
 // ---- answers -----------------------------------------------------------------------------------
 
 /** A runner machine as members see it. */
@@ -172,6 +189,21 @@ export const ClaimGrant = z.object({
     .object({ branch: z.string(), source_revision: z.string().nullable(), patch: z.string() })
     .optional()
     .describe("Present on a push-only job (a publication continuation): apply the patch at the source revision and push the branch; no agent runs."),
+  checkpoint: z
+    .object({
+      attempt: z.number().int().describe("the attempt that stored it"),
+      session_id: z.string().nullable(),
+      last_phase: z.string().nullable(),
+      pending_actions: z.array(z.string()),
+      session: z.string().nullable().describe("the agent's session as the JSON text of what it gave; null when it gave none"),
+      patch: z.string().describe("the work to restore, a unified diff on source_revision"),
+      source_revision: z.string().nullable(),
+      note: z.string().nullable(),
+      at_ms: epochMs,
+    })
+    .nullable()
+    .optional()
+    .describe("a continuation's checkpoint: verify and restore it before launching (docs/protocol.md, \"Pause and resume\"); null or absent for new work"),
 }).meta({ id: "ClaimGrant" });
 export type ClaimGrant = z.infer<typeof ClaimGrant>;
 
@@ -185,5 +217,6 @@ export const AttemptAnswer = z.object({
   state: z.enum(ATTEMPT_RUN_STATES),
   lease_expires_at_ms: epochMs.nullable(),
   stop_requested: z.boolean().describe("A stop was requested: the runner stops the sandbox and reports stopped."),
+  pause_requested: z.boolean().optional().describe("The run is pausing: the runner asks the daemon to checkpoint (docs/protocol.md, \"Pause and resume\")."),
 }).meta({ id: "AttemptAnswer" });
 export type AttemptAnswer = z.infer<typeof AttemptAnswer>;

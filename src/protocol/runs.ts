@@ -79,6 +79,9 @@ export const RunPath = z.object({ id: runId });
 
 export const CancelRunBody = z.object({ reason: z.string().max(1_000).optional() }).strict();
 
+export const PauseRunBody = z.object({ reason: z.string().max(1_000).optional() }).strict();
+export const ResumeRunBody = z.object({}).strict();
+
 /** An events page's cursor is a sequence number, the same as the live stream's ?after= and Last-Event-ID. */
 export const ListRunEventsQuery = z.object(pageQuery(seqCursor, 1_000)).strict();
 
@@ -138,6 +141,18 @@ export const RunBlocker = BlockerReport.extend({
   attempt: z.number().int().describe("the attempt whose agent reported it"),
   at_ms: epochMs,
 }).meta({ id: "RunBlocker" });
+/** A paused run's checkpoint as members see it: its description; the patch and session go to the claiming runner. */
+export const RunCheckpoint = z.object({
+  attempt: z.number().int().describe("the attempt whose daemon stored it"),
+  session_id: z.string().nullable(),
+  last_phase: z.string().nullable(),
+  pending_actions: z.array(z.string()),
+  source_revision: z.string().nullable(),
+  note: z.string().nullable().describe("why it is partial, when it is"),
+  patch_chars: z.number().int(),
+  session_chars: z.number().int().nullable().describe("null when the agent gave no session"),
+  at_ms: epochMs,
+}).meta({ id: "RunCheckpoint" });
 
 /** A run as POST /v1/runs, GET /v1/runs/:id and the cancel answer show it: every field, the same shape. */
 /** A publication (docs/protocol.md, "Publication"): each step is recorded before the next side effect. */
@@ -213,6 +228,9 @@ export const Run = z.object({
   project_id: z.string().nullable().optional().describe("the autopilot project that admitted the run (its scheduler gates apply); null for a run dispatched through the API"),
   continuation: z.enum(["implementing", "publishing"]).nullable().describe("where a paused or queued continuation resumes; null for new work"),
   hold: z.boolean().describe("true while an operator holds the run paused: only an explicit resume clears it"),
+  checkpoint: RunCheckpoint.nullable().optional().describe("the latest checkpoint of a paused implementation"),
+  recovery_problem: z.string().nullable().optional().describe("why the run cannot continue as it stands (checkpoint missing or unusable)"),
+  pause_reason: z.string().nullable().optional().describe("why the run was last paused"),
   machine_id: machineId.nullable().describe("the machine holding the current attempt"),
   sandbox_id: z.string().nullable(),
   phase: z.string().nullable().describe("the last phase the daemon reported"),

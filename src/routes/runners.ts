@@ -6,7 +6,7 @@ import { drizzle } from "drizzle-orm/d1";
 import { Hono } from "hono";
 import type { AppEnv } from "../app-types";
 import { bearer, requireAdmin, requireAttemptToken, requireMachine, requireMember, requireRegistration } from "../auth";
-import { checkLabels, checkReport } from "../bounds";
+import { atMost, checkLabels, checkReport } from "../bounds";
 import { runnerConfig, type Config } from "../config";
 import { versionAtLeast } from "../protocol/version";
 import { deregisterMachine, machineView } from "../credentials/machines";
@@ -26,6 +26,8 @@ import { operation, type OperationSpec } from "../openapi/operation";
 import {
   AttemptAnswer,
   AttemptPath,
+  CheckpointBody,
+  CheckpointUnusableBody,
   ClaimBody,
   ClaimGrant,
   HeartbeatAnswer,
@@ -96,6 +98,17 @@ function boundLines(lines: string[], config: Config): string[] {
   }
   if (lines.length > kept.length) kept.push(`[${lines.length - kept.length} more lines dropped]`);
   return kept;
+}
+
+/** The agent's session as stored: its JSON text, or null when it gave none. */
+function sessionText(session: unknown): string | null {
+  return session === undefined || session === null ? null : JSON.stringify(session);
+}
+
+/** A checkpoint's configured bounds (CHECKPOINT_PATCH_MAX_CHARS, CHECKPOINT_SESSION_MAX_CHARS). */
+function checkCheckpoint(config: Config, body: CheckpointBody): void {
+  atMost("patch", body.patch.length, config.checkpointPatchMaxChars, "characters");
+  atMost("session", sessionText(body.session)?.length ?? 0, config.checkpointSessionMaxChars, "characters");
 }
 
 /** The description of a machine's call about its attempt (launched, lease, launch-failed, stopped). */
@@ -371,6 +384,49 @@ export const runnerRoutes = new Hono<AppEnv>()
     const caller = c.get("caller");
     const command = { type: "stopped" as const, attempt: n, machineId: caller.machineId!, reason: c.req.valid("json").reason ?? null };
     return c.json(unwrap(await runStub(c.env, id).machineCall(caller.orgId, command)));
+  })
+  .post(
+    "/runs/:id/attempts/:n/checkpoint-unusable",
+    operation(attemptOperation("reportCheckpointUnusable", "Report that a continuation's checkpoint did not verify; the run goes back to paused with its hold")),
+    requireMachine,
+    validate("param", AttemptPath),
+    validate("json", CheckpointUnusableBody), async (c) => {
+    const { id, n } = c.req.valid("param");
+    const caller = c.get("caller");
+    const command = { type: "checkpoint_unusable" as const, attempt: n, machineId: caller.machineId!, reason: c.req.valid("json").reason };
+    return c.json(unwrap(await runStub(c.env, id).machineCall(caller.orgId, command)));
+  })
+  .post(
+    "/runs/:id/attempts/:n/checkpoint",
+    operation({
+      id: "postCheckpoint",
+      summary: "The daemon's checkpoint of a pausing attempt: the session, the work as a patch, the last phase",
+      description: "Authorized by the run-attempt token of attempt n. Only a pausing run takes it; storing it makes the run paused.",
+      tag: "Runner protocol",
+      auth: "attempt",
+      responses: { 200: { description: "The run as this attempt now sees it (paused).", schema: AttemptAnswer } },
+      errors: ["unauthorized", "invalid_request", "not_found", "task_gone", "stale_attempt", "lease_expired", "invalid_transition"],
+    }),
+    requireAttemptToken,
+    validate("param", AttemptPath),
+    validate("json", CheckpointBody, checkCheckpoint), async (c) => {
+    const { id, n } = c.req.valid("param");
+    const body = c.req.valid("json");
+    const session = sessionText(body.session);
+    const answer = await runStub(c.env, id).checkpoint(bearer(c.req.header("Authorization")), n, {
+      checkpoint: {
+        sessionId: body.session_id ?? null,
+        lastPhase: body.last_phase ?? null,
+        pendingActions: body.pending_actions ?? [],
+        sourceRevision: body.source_revision ?? null,
+        note: body.note ?? null,
+        patchChars: body.patch.length,
+        sessionChars: session === null ? null : session.length,
+      },
+      patch: body.patch,
+      session,
+    });
+    return c.json(unwrap(answer));
   })
   .post(
     "/runs/:id/reports",

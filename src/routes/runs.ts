@@ -11,7 +11,7 @@ import { type Config } from "../config";
 import { checkDispatch } from "../bounds";
 import { bookmarkHeader, idempotencyKeyHeader } from "../openapi/headers";
 import { operation } from "../openapi/operation";
-import { CancelRunBody, CreateRunBody, ListRunEventsQuery, ListRunsQuery, QueuePage, QueueQuery, Run, RunEventPage, RunPage, RunPath } from "../protocol/runs";
+import { CancelRunBody, PauseRunBody, ResumeRunBody, CreateRunBody, ListRunEventsQuery, ListRunsQuery, QueuePage, QueueQuery, Run, RunEventPage, RunPage, RunPath } from "../protocol/runs";
 import { idempotencyKeyOf, validate } from "../validate";
 import { runStub } from "../lib/stubs";
 import type { RunView } from "../run/view";
@@ -150,6 +150,48 @@ export const runRoutes = new Hono<AppEnv>()
     const caller = c.get("caller");
     const result = unwrap(await runStub(c.env, id).cancel(caller.orgId, `member:${caller.tokenId}`, c.req.valid("json").reason ?? null));
     return c.json(await runAnswer(c.env, c.get("db"), result.run, c.get("config")), result.immediate ? 200 : 202);
+  })
+  .post(
+    "/runs/:id/pause",
+    operation({
+      id: "pauseRun",
+      summary: "Stop at checkpoint: pause a run and hold it",
+      description:
+        "Sets the run's operator hold, which only POST /v1/runs/{id}/resume clears. A queued run is paused at once; an implementing run " +
+        "becomes pausing and its runner asks the agent to checkpoint: it is paused once the checkpoint is stored. A pausing or paused run gets the hold. " +
+        "Any other state is 409 invalid_transition naming it.",
+      tag: "Runs",
+      auth: "member",
+      responses: { 200: { description: "The run, paused or pausing, with its hold.", schema: Run } },
+      errors: ["not_found", "invalid_transition"],
+    }),
+    requireMember,
+    validate("param", RunPath),
+    validate("json", PauseRunBody), async (c) => {
+    const { id } = c.req.valid("param");
+    const reason = c.req.valid("json").reason ?? null;
+    const run = unwrap(await runStub(c.env, id).control(c.get("caller").orgId, { type: "pause", hold: true, reason }));
+    return c.json(await runAnswer(c.env, c.env.DB, run, c.get("config")));
+  })
+  .post(
+    "/runs/:id/resume",
+    operation({
+      id: "resumeRun",
+      summary: "Resume paused run: clear the hold and queue the continuation",
+      description:
+        "A paused run goes back to the queue with its continuation target and checkpoint, subject to the ordinary checks of a claim. " +
+        "A run that executed without a stored checkpoint is 409 checkpoint_missing (its recovery_problem says why); any state but paused is 409 invalid_transition.",
+      tag: "Runs",
+      auth: "member",
+      responses: { 200: { description: "The run, queued again.", schema: Run } },
+      errors: ["not_found", "invalid_transition", "checkpoint_missing"],
+    }),
+    requireMember,
+    validate("param", RunPath),
+    validate("json", ResumeRunBody), async (c) => {
+    const { id } = c.req.valid("param");
+    const run = unwrap(await runStub(c.env, id).control(c.get("caller").orgId, { type: "resume", by: "operator" }));
+    return c.json(await runAnswer(c.env, c.env.DB, run, c.get("config")));
   })
   .get(
     "/runs/:id/events",

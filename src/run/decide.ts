@@ -181,6 +181,8 @@ const RULES: { [T in RunCommand["type"]]: Rule<T> } = {
   pause: decidePause,
   quiesced: decideQuiesced,
   resume: decideResume,
+  checkpoint: decideCheckpoint,
+  checkpoint_unusable: decideCheckpointUnusable,
   block: decideBlock,
   authorize: decideAuthorize,
   publish: decidePublish,
@@ -300,8 +302,9 @@ function decideStopped(d: Draft, command: Command<"stopped">): Decision {
   if (run.stopRequest) {
     d.to("cancelled", "stop request carried out by the runner");
   } else if (run.state === "pausing") {
-    d.endStep("paused", null);
-    d.to("paused", `execution stopped: ${reason}`);
+    // Only a stored checkpoint pauses a run: a sandbox that ended without one lost the work's state.
+    run.lastError = `the sandbox stopped while pausing without a checkpoint: ${reason}`;
+    d.to("failed", run.lastError);
   } else if (run.state === "publishing") {
     // The push did not happen: the publication waits at its recoverable boundary.
     interruptPublication(d, `publish_interrupted: the push was not made: ${reason}`);
@@ -363,6 +366,8 @@ function endByFinalReport(d: Draft, final: FinalReport): void {
     d.to("completed", "the daemon reported a result for review");
   } else if (final.outcome === "completed") {
     d.endStep("paused", null);
+    run.recoveryProblem = "the agent finished while pausing and no checkpoint was stored";
+    clearAttemptHold(run);
     d.to("paused", "the daemon finished while pausing");
   } else {
     run.lastError = final.error ?? "the agent failed";
@@ -393,33 +398,127 @@ function decideCancel(d: Draft, command: Command<"cancel">): Decision {
 
 function decidePause(d: Draft, command: Command<"pause">): Decision {
   const run = d.run;
-  if (command.hold) run.hold = true;
+  const reason = command.reason ?? null;
   if (run.state === "queued") {
-    d.to("paused", command.reason ?? "paused before a runner took it");
+    setPause(d, command.hold, reason);
+    d.to("paused", reason ?? "paused before a runner took it");
   } else if (run.state === "implementing") {
+    setPause(d, command.hold, reason);
     run.continuation = "implementing";
-    d.to("pausing", command.reason ?? "pause requested");
+    d.to("pausing", reason ?? "pause requested");
+    d.emit("run.pause_requested", { hold: command.hold, reason, attempt: run.attempt });
+  } else if ((run.state === "pausing" || run.state === "paused") && command.hold && !run.hold) {
+    // An operator's stop of a run the scheduler already paused: the hold is what it adds.
+    setPause(d, true, reason);
+    d.touch();
+  } else if (run.state === "pausing" || run.state === "paused") {
+    return d.done(); // asked again: nothing more to do
   } else {
     return refuse("invalid_transition", `a ${run.state} run cannot be paused`, { state: run.state });
   }
   return d.done();
 }
 
+function setPause(d: Draft, hold: boolean, reason: string | null): void {
+  if (hold) d.run.hold = true;
+  d.run.pauseReason = reason ?? (hold ? "stopped at a checkpoint by an operator" : "paused by the scheduler");
+}
+
+/** Quiescence without a checkpoint (no daemon to upload one): the run is paused, its work state unknown. */
 function decideQuiesced(d: Draft): Decision {
   const run = d.run;
   if (run.state !== "pausing") return refuse("invalid_transition", `run ${run.id} is not pausing`, { state: run.state });
   d.endStep("paused", null);
+  if (!run.checkpoint || run.checkpoint.attempt !== run.attempt) run.recoveryProblem = "execution stopped without a checkpoint";
   d.to("paused", "execution quiescent");
   if (run.stopRequest) d.to("cancelled", "stop request carried out at a checkpoint");
   return d.done();
 }
 
+/**
+ * The daemon's checkpoint: the only way a pausing run becomes paused with its work kept. Its patch
+ * and session are written by the object in the same transaction (durable-objects/checkpoint-store.ts).
+ */
+function decideCheckpoint(d: Draft, command: Command<"checkpoint">): Decision {
+  const run = d.run;
+  const bad = checkAttempt(run, command.attempt, null);
+  if (bad) return bad;
+  if (run.state !== "pausing") {
+    return refuse("invalid_transition", `run ${run.id} is ${run.state}: only a pausing run takes a checkpoint`, { state: run.state });
+  }
+  run.checkpoint = command.checkpoint;
+  run.recoveryProblem = null;
+  run.continuation = "implementing";
+  clearAttemptHold(run);
+  d.endStep("paused", null);
+  d.emit("run.checkpoint", checkpointEventData(command.checkpoint));
+  d.to("paused", "checkpoint stored; execution quiescent");
+  if (run.stopRequest) d.to("cancelled", "stop request carried out at a checkpoint");
+  return d.done();
+}
+
+function checkpointEventData(c: NonNullable<RunRecord["checkpoint"]>): Record<string, unknown> {
+  return { attempt: c.attempt, session_id: c.sessionId, last_phase: c.lastPhase, patch_chars: c.patchChars, note: c.note };
+}
+
+/**
+ * The claiming runner could not verify the checkpoint (source revision gone, patch does not apply,
+ * session missing): the continuation goes back to paused with the hold set and the problem recorded,
+ * never started over on a guess (run-lifecycle.md, "Pause and continuation").
+ */
+function decideCheckpointUnusable(d: Draft, command: Command<"checkpoint_unusable">): Decision {
+  const run = d.run;
+  const bad = checkAttempt(run, command.attempt, command.machineId);
+  if (bad) return bad;
+  if (run.state !== "claimed") {
+    return refuse("invalid_transition", `attempt ${run.attempt} was already launched; a checkpoint is verified before launch`, { state: run.state });
+  }
+  run.hold = true;
+  run.recoveryProblem = `checkpoint unusable: ${command.reason}`;
+  run.pauseReason = run.recoveryProblem;
+  clearAttemptHold(run);
+  d.endStep("checkpoint_unusable", command.reason);
+  d.to("paused", run.recoveryProblem);
+  if (run.stopRequest) d.to("cancelled", "stop request carried out at a checkpoint");
+  return d.done();
+}
+
+/** A paused run holds no machine, sandbox or lease. */
+function clearAttemptHold(run: RunRecord): void {
+  run.machineId = null;
+  run.sandboxId = null;
+  run.leaseExpiresAtMs = null;
+  run.launchDeadlineAtMs = null;
+}
+
+/**
+ * Whether the stored checkpoint covers the last attempt that executed (its sandbox launched): true
+ * for a run that never executed, which has nothing to restore.
+ */
+export function checkpointCovers(run: RunRecord): boolean {
+  const launched = run.steps.filter((s) => s.launchedAtMs !== null).map((s) => s.attempt);
+  if (launched.length === 0) return true;
+  return !!run.checkpoint && run.checkpoint.attempt >= Math.max(...launched);
+}
+
+/**
+ * Back to ordinary eligibility. Only an operator's resume clears the hold (run-lifecycle.md, "Pause
+ * and continuation": not a scheduler resume, a budget reset or a restart). A run that executed and
+ * has no checkpoint is a recovery problem, never a silent restart.
+ */
 function decideResume(d: Draft, command: Command<"resume">): Decision {
   const { run, now } = d;
-  if (run.state !== "paused") return refuse("invalid_transition", `run ${run.id} is not paused`, { state: run.state });
-  // Only Resume paused run clears an operator hold, never a scheduler resume (run-lifecycle.md, "Pause and continuation").
-  if (run.hold && command.by === "scheduler") return refuse("invalid_transition", `run ${run.id} is held by an operator: only Resume paused run clears the hold`, { state: run.state });
-  run.hold = false;
+  if (run.state !== "paused") return refuse("invalid_transition", `run ${run.id} is ${run.state}, not paused`, { state: run.state });
+  if (run.hold && command.by !== "operator") {
+    return refuse("invalid_transition", `run ${run.id} is held by an operator: only Resume paused run clears it`, { state: run.state, hold: true });
+  }
+  if (run.continuation === "implementing" && !checkpointCovers(run)) {
+    const problem = run.recoveryProblem ?? "the run executed and no checkpoint was stored";
+    return refuse("checkpoint_missing", `run ${run.id} cannot resume: ${problem}`, { state: run.state, recovery_problem: problem });
+  }
+  if (command.by === "operator") run.hold = false;
+  run.recoveryProblem = null;
+  run.pauseReason = null;
   requeue(d, run.continuation ? `continuation of ${run.continuation}` : "resumed", now);
   return d.done();
 }

@@ -10,7 +10,8 @@ export type RunState = (typeof RUN_STATES)[number];
 
 export const TRANSITIONS: Readonly<Record<RunState, readonly RunState[]>> = {
   queued: ["claimed", "publishing", "paused", "blocked", "cancelled"],
-  claimed: ["implementing", "queued", "failed", "cancelled"],
+  // claimed -> paused: a continuation whose checkpoint did not verify on the claiming machine.
+  claimed: ["implementing", "queued", "paused", "failed", "cancelled"],
   implementing: ["pausing", "blocked", "publishing", "completed", "failed", "cancelled"],
   pausing: ["paused", "blocked", "failed", "cancelled"],
   paused: ["queued", "blocked", "cancelled"],

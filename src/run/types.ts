@@ -62,6 +62,27 @@ export interface Publication {
   pr: PublishedPullRequest | null;
 }
 
+/**
+ * What a paused run keeps to continue where it stopped (../shared/spec/run-lifecycle.md, "Pause and
+ * continuation"): the agent's session and phase, and the work as a patch on the source revision.
+ * The record holds only this description; the patch and the session text live in the run object's
+ * checkpoint table (durable-objects/checkpoint-store.ts), written in the same transaction.
+ */
+export interface Checkpoint {
+  /** The attempt whose daemon uploaded it. */
+  attempt: number;
+  sessionId: string | null;
+  lastPhase: string | null;
+  pendingActions: string[];
+  sourceRevision: string | null;
+  /** Why the checkpoint is partial, when it is (the agent ignored the request and was stopped). */
+  note: string | null;
+  patchChars: number;
+  /** Characters of the session's JSON text; null when the agent gave no session. */
+  sessionChars: number | null;
+  atMs: number;
+}
+
 /** One claim of the run: exactly one attempt (DESIGN.md, invariant 2). */
 export interface Step {
   attempt: number;
@@ -105,6 +126,12 @@ export interface RunRecord {
   continuation: "implementing" | "publishing" | null;
   /** A durable operator hold: only an explicit resume clears it. */
   hold: boolean;
+  /** The latest checkpoint of a paused implementation; absent on runs stored before checkpoints. */
+  checkpoint?: Checkpoint | null;
+  /** Why the run cannot continue as it stands (a checkpoint missing or unusable); cleared by a resume that can. */
+  recoveryProblem?: string | null;
+  /** Why the run was last paused, as the pause said. */
+  pauseReason?: string | null;
   machineId: string | null;
   sandboxId: string | null;
   phase: string | null;
@@ -179,6 +206,8 @@ export type RunCommand =
   | { type: "pause"; hold: boolean; reason: string | null }
   | { type: "quiesced" }
   | { type: "resume"; by: "operator" | "scheduler" }
+  | { type: "checkpoint"; attempt: number; checkpoint: Checkpoint }
+  | { type: "checkpoint_unusable"; attempt: number; machineId: string; reason: string }
   | { type: "block"; blocker: BlockerReport }
   | { type: "authorize" }
   | { type: "publish" }

@@ -1,6 +1,20 @@
 import type { Run } from "../protocol/runs";
 import { blockerView } from "./blocker";
-import type { Publication, RunRecord } from "./types";
+import type { Checkpoint, Publication, RunRecord } from "./types";
+
+function checkpointView(c: Checkpoint) {
+  return {
+    attempt: c.attempt,
+    session_id: c.sessionId,
+    last_phase: c.lastPhase,
+    pending_actions: c.pendingActions,
+    source_revision: c.sourceRevision,
+    note: c.note,
+    patch_chars: c.patchChars,
+    session_chars: c.sessionChars,
+    at_ms: c.atMs,
+  };
+}
 
 /** The run as the API shows it (docs/protocol.md, "Runs"), all but its callback's delivery and why it waits, which are read from D1. */
 export function runView(run: RunRecord): Omit<Run, "callback" | "waiting"> {
@@ -20,6 +34,9 @@ export function runView(run: RunRecord): Omit<Run, "callback" | "waiting"> {
     project_id: run.projectId ?? null,
     continuation: run.continuation,
     hold: run.hold,
+    checkpoint: run.checkpoint ? checkpointView(run.checkpoint) : null,
+    recovery_problem: run.recoveryProblem ?? null,
+    pause_reason: run.pauseReason ?? null,
     machine_id: run.machineId,
     sandbox_id: run.sandboxId,
     phase: run.phase,
@@ -106,5 +123,6 @@ export function attemptView(run: RunRecord) {
     state: run.state,
     lease_expires_at_ms: run.leaseExpiresAtMs,
     stop_requested: run.stopRequest !== null,
+    pause_requested: run.state === "pausing",
   };
 }

@@ -67,7 +67,7 @@ describe("claiming work", () => {
     const org = (await getRun(admin, first)).org_id;
     const high = await dispatch(admin, { priority: 100 });
     await runStub(first).control(org, { type: "pause", hold: false, reason: "window closed" });
-    await attemptCall(runner.token, first, 1, "stopped", { reason: "paused at checkpoint" });
+    await call("POST", `/v1/runs/${first}/attempts/1/checkpoint`, { token: got.body.attempt_token, body: { patch: "" } });
     expect((await getRun(admin, first)).state).toBe("paused");
     await runStub(first).control(org, { type: "resume", by: "operator" });
     expect((await claim(runner.token, 0)).body.run_id).toBe(first);

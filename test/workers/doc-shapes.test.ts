@@ -85,13 +85,20 @@ describe("docs/protocol.md lists every field the answers have, and no other", ()
       expect((await claim(runner.token, 0)).body.run_id).toBe(stopping);
       await attemptCall(runner.token, stopping, 1, "launched", { sandbox_id: "sbx" });
       expect((await call("POST", `/v1/runs/${stopping}/cancel`, { token: admin, body: { reason: "docs" } })).status).toBe(202);
+      // A third is paused with a checkpoint (docs/protocol.md, "Pause and resume").
+      const pausing = await dispatch(admin);
+      const pausingGrant = (await claim(runner.token, 0)).body;
+      await attemptCall(runner.token, pausing, 1, "launched", { sandbox_id: "sbx-p" });
+      await call("POST", `/v1/runs/${pausing}/pause`, { token: admin, body: {} });
+      const stored = await call("POST", `/v1/runs/${pausing}/attempts/1/checkpoint`, { token: pausingGrant.attempt_token, body: { patch: "", session: { a: 1 } } });
+      expect(stored.status).toBe(200);
 
       const completed = await waitFor("the callback delivered", async () => {
         const run = await getRun(admin, done);
         return run.callback?.status === "delivered" ? run : undefined;
       });
-      const runs = [completed, await getRun(admin, stopping)];
-      expect(runs.every((r) => r.steps.length === 1) && completed.artifact !== null && runs[1].stop_request !== null).toBe(true);
+      const runs = [completed, await getRun(admin, stopping), await getRun(admin, pausing)];
+      expect(runs.every((r) => r.steps.length === 1) && completed.artifact !== null && runs[1].stop_request !== null && runs[2].checkpoint !== null).toBe(true);
       expectShape("run", runs);
       // The dispatch and cancel answers are the run as GET shows it, callback receipt included.
       const dispatched = await call("POST", "/v1/runs", { token: admin, body: { brief: "b", launch: { command: ["x"] }, callback_url: "https://receiver.example/docs" } });
@@ -106,7 +113,7 @@ describe("docs/protocol.md lists every field the answers have, and no other", ()
       expect(events.body.events.length).toBeGreaterThan(2);
       expectShape("run-event", events.body.events);
       const list = await call("GET", "/v1/runs", { token: admin });
-      expect(list.body.runs).toHaveLength(3);
+      expect(list.body.runs).toHaveLength(4);
       expectShape("run-list-item", list.body.runs);
       const runners = await call("GET", "/v1/runners", { token: admin });
       expect(runners.body.runners.length).toBeGreaterThan(0);

@@ -70,7 +70,15 @@ type Step =
   | { kind: "repeat" }
   | { kind: "dispatch_again"; samePayload: boolean }
   | { kind: "redeliver" }
-  | { kind: "authorize" };
+  | { kind: "authorize" }
+  | PauseStep;
+
+/** Pause and resume: the operator's calls, the daemon's checkpoint (a token, and a path attempt off by `pathRel`), the runner's unusable checkpoint. */
+type PauseStep =
+  | { kind: "pause" }
+  | { kind: "resume" }
+  | { kind: "checkpoint"; token: "current" | "older" | "made_up"; pathRel: 0 | 1 }
+  | { kind: "checkpoint_unusable"; machine: MachinePick; attempt: -1 | 0 | 1 };
 
 const machineIndex = fc.constantFrom<0 | 1 | 2>(0, 1, 2);
 const machinePick: fc.Arbitrary<MachinePick> = fc.constantFrom<MachinePick>("holder", "holder", "holder", 0, 1, 2);
@@ -104,7 +112,24 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("dispatch_again" as const), samePayload: fc.boolean() }) },
   { weight: 1, arbitrary: fc.constant({ kind: "redeliver" as const }) },
   { weight: 2, arbitrary: fc.constant({ kind: "authorize" as const }) },
+  { weight: 4, arbitrary: pauseStepArb() },
 );
+
+function pauseStepArb(): fc.Arbitrary<Step> {
+  return fc.oneof(
+    { weight: 3, arbitrary: fc.constant<Step>({ kind: "pause" }) },
+    { weight: 3, arbitrary: fc.constant<Step>({ kind: "resume" }) },
+    {
+      weight: 3,
+      arbitrary: fc.record({
+        kind: fc.constant("checkpoint" as const),
+        token: fc.constantFrom<"current" | "older" | "made_up">("current", "current", "current", "older", "made_up"),
+        pathRel: fc.constantFrom<0 | 1>(0, 0, 0, 1),
+      }),
+    },
+    { weight: 1, arbitrary: fc.record({ kind: fc.constant("checkpoint_unusable" as const), machine: machinePick, attempt: attemptPick }) },
+  );
+}
 
 const claimArb = fc.record({ kind: fc.constant("claim" as const), machine: machineIndex });
 
@@ -130,6 +155,13 @@ const planArb: fc.Arbitrary<Step[]> = fc.oneof(
         fc.array(stepArb, { minLength: 1, maxLength: Math.max(1, MAX_STEPS - 4) }),
       )
       .map(([first, end, again, rest]) => [first, end, { kind: "alarm_due" } as Step, again, ...rest]),
+  },
+  // A run paused while it executes, so that checkpoints, resumes and continuations are reached.
+  {
+    weight: 1,
+    arbitrary: fc
+      .tuple(claimArb, fc.array(fc.oneof({ weight: 2, arbitrary: pauseStepArb() }, { weight: 3, arbitrary: stepArb }), { minLength: 1, maxLength: Math.max(1, MAX_STEPS - 3) }))
+      .map(([first, rest]) => [first, { kind: "launched", machine: "holder", attempt: 0, sandbox: 0 } as Step, { kind: "pause" } as Step, ...rest]),
   },
 );
 
@@ -215,6 +247,13 @@ class Sequence {
         const next = m.state === "queued" ? m.notBefore : (reapAt(m, timing) ?? Date.now());
         return { kind: "alarm", ageMs: Math.max(0, next - Date.now()) + 1_000 };
       }
+      case "checkpoint": {
+        const tokenAttempt = step.token === "current" && m.attempt >= 1 ? m.attempt : step.token === "older" && m.attempt >= 1 ? Math.max(1, m.attempt - 1) : null;
+        const token = tokenAttempt === null ? `dkt_a_${"0".repeat(56)}${String(this.history.length).padStart(8, "0")}` : this.tokens[tokenAttempt - 1];
+        return { kind: "checkpoint", tokenAttempt, token, attempt: Math.max(1, (tokenAttempt ?? m.attempt) + step.pathRel) };
+      }
+      case "checkpoint_unusable":
+        return { kind: "checkpoint_unusable", machine: machineOf(step.machine), attempt: attemptOf(step.attempt) };
       case "repeat":
         // The previous call delivered again; an alarm fires again without time moving on.
         if (!this.last) return { kind: "cancel" };
@@ -259,6 +298,13 @@ class Sequence {
         return { ...(await call("POST", `/v1/runs/${this.runId}/events/redeliver`, { token: admin, body: { after: 0 } })), t0 };
       case "authorize":
         return { ...(await authorize(this.runId)), t0 };
+      case "pause":
+      case "resume":
+        return { ...(await call("POST", `/v1/runs/${this.runId}/${c.kind}`, { token: admin, body: {} })), t0 };
+      case "checkpoint":
+        return { ...(await call("POST", attemptPath("checkpoint", c.attempt), { token: c.token, body: { session_id: "s", session: { n: 1 }, patch: "" } })), t0 };
+      case "checkpoint_unusable":
+        return { ...(await call("POST", attemptPath("checkpoint-unusable", c.attempt), { token: machineToken(c.machine), body: { reason: "the patch does not apply" } })), t0 };
     }
   }
 
@@ -393,11 +439,13 @@ class Sequence {
       this.grants.push(c.machine);
       this.tokens.push(res.body.attempt_token);
     }
-    const attemptCalls = ["launched", "lease", "launch_failed", "stopped", "report"];
+    const attemptCalls = ["launched", "lease", "launch_failed", "stopped", "report", "checkpoint", "checkpoint_unusable"];
     if (attemptCalls.includes(c.kind) && res.status === 200) {
       this.ensure(res.body.run_id === this.runId && res.body.attempt === shown.attempt && res.body.state === shown.state, "an attempt call answers the run as it left it", res.body);
       this.ensure(res.body.stop_requested === shown.stop, "the answer carries stop_requested", res.body);
+      this.ensure(res.body.pause_requested === (shown.state === "pausing"), "the answer carries pause_requested while the run is pausing", res.body);
     }
+    if ((c.kind === "pause" || c.kind === "resume") && res.status === 200) this.ensure(res.body.state === shown.state && res.body.hold === !!shown.hold, "a pause or resume answers the run", res.body);
     if (c.kind === "cancel" && res.status < 300) this.ensure(res.body.state === shown.state, "a cancel answers the run", res.body.state);
     if (c.kind === "dispatch_again" && res.status === 200) this.ensure(res.body.id === this.runId, "a replayed dispatch answers the same run", res.body.id);
     if (res.status === 409 && res.body.error.code === "stale_attempt") {
@@ -417,7 +465,7 @@ class Sequence {
     this.ensure(view.steps.length === view.attempt, "one step per attempt", view.steps.length);
     view.steps.forEach((s, i) => {
       this.ensure(s.attempt === i + 1 && s.machine_id === this.grants[i], "each step is held by the machine granted that attempt", s);
-      if (i < view.attempt - 1) this.ensure(s.ended_at_ms !== null && (s.outcome === "requeued" || s.outcome === "blocked"), "an attempt before the current one ended requeued or blocked", s);
+      if (i < view.attempt - 1) this.ensure(s.ended_at_ms !== null && ["requeued", "blocked", "paused", "checkpoint_unusable"].includes(s.outcome ?? ""), "an attempt before the current one ended requeued, blocked or paused", s);
       if (i < prev.steps.length && prev.steps[i].ended_at_ms !== null) this.ensure(deepEqual(s, prev.steps[i]), "an ended attempt never changes", diff(prev.steps[i], s));
     });
     this.ensure(view.version >= prev.version && (view.state === prev.state || view.version > prev.version), "the version only grows, with every change of state", { before: prev.version, after: view.version });
@@ -428,6 +476,9 @@ class Sequence {
     }
     if (view.state === "cancelled") this.ensure(view.stop_request !== null, "a cancelled run carries its stop request");
     this.ensure(view.phase === o.next.phase, "the phase is the last one reported", view.phase);
+    this.ensure(view.hold === !!o.next.hold, "the operator hold is set by a pause or an unusable checkpoint and cleared only by the operator's resume", view.hold);
+    this.ensure((view.checkpoint?.attempt ?? null) === (o.next.checkpointAttempt ?? null), "the checkpoint is the last one a pausing attempt stored", view.checkpoint);
+    if (view.state === "paused") this.ensure(view.machine_id === null && view.lease_expires_at_ms === null, "a paused run holds no machine and no lease", view);
   }
 
   checkEvents(prev: RunView, view: RunView, fresh: StoredEvent[], c: Call, status: number, o: Outcome): void {
@@ -448,7 +499,7 @@ class Sequence {
     const stops = fresh.filter((x) => x.type === "run.stop_requested").length;
     const stopsBefore = this.events.filter((x) => x.type === "run.stop_requested").length;
     this.ensure(stopsBefore + stops <= 1, "a stop request is announced at most once", fresh);
-    if (prev.stop_request === null && view.stop_request !== null && prev.state !== "queued" && prev.state !== "blocked") {
+    if (prev.stop_request === null && view.stop_request !== null && prev.state !== "queued" && prev.state !== "blocked" && prev.state !== "paused") {
       this.ensure(stops === 1, "a stop request recorded on a held run is announced", fresh);
     }
     if (c.kind === "report" && status === 200) {

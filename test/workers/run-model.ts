@@ -7,7 +7,8 @@
 /** DESIGN.md's state table, restated here as the specification the run objects are checked against. */
 export const DESIGN_TABLE: Readonly<Record<string, readonly string[]>> = {
   queued: ["claimed", "publishing", "paused", "blocked", "cancelled"],
-  claimed: ["implementing", "queued", "failed", "cancelled"],
+  // claimed -> paused: a continuation whose checkpoint did not verify.
+  claimed: ["implementing", "queued", "paused", "failed", "cancelled"],
   implementing: ["pausing", "blocked", "publishing", "completed", "failed", "cancelled"],
   pausing: ["paused", "blocked", "failed", "cancelled"],
   paused: ["queued", "blocked", "cancelled"],
@@ -47,6 +48,10 @@ export interface ModelRun {
   notBefore: number;
   /** The last report accepted with a seq, and its attempt (absent: none yet, or reports without seq). */
   lastReportSeq?: { attempt: number; seq: number } | null;
+  /** Pause and resume (docs/protocol.md, "Pause and resume"): the operator hold, the stored checkpoint's attempt, the last attempt launched. */
+  hold?: boolean;
+  checkpointAttempt?: number | null;
+  launchedMax?: number;
 }
 
 export type ReportKind = "phase" | "lines" | "completed" | "failed" | "blocked" | "empty";
@@ -66,7 +71,15 @@ export type Call =
   | { kind: "dispatch_again"; samePayload: boolean }
   | { kind: "redeliver" }
   /** A human readiness change authorizes a blocked run again (the ticket calls the run object). */
-  | { kind: "authorize" };
+  | { kind: "authorize" }
+  | PauseCall;
+
+/** The pause and resume calls: an operator's pause and resume, the daemon's checkpoint, the runner's unusable checkpoint. */
+export type PauseCall =
+  | { kind: "pause" }
+  | { kind: "resume" }
+  | { kind: "checkpoint"; tokenAttempt: number | null; token: string; attempt: number }
+  | { kind: "checkpoint_unusable"; machine: string; attempt: number };
 
 /** How much of the run view an answer may change: nothing, the lease only, or anything. */
 export type Effect = "none" | "lease" | "change";
@@ -89,7 +102,7 @@ export interface Outcome {
   why: string;
 }
 
-const HELD = ["claimed", "implementing"];
+const HELD = ["claimed", "implementing", "pausing"];
 
 export function newRun(createdAtMs: number): ModelRun {
   return {
@@ -116,7 +129,7 @@ export function backoffRange(t: Timing, attempt: number): [number, number] {
 /** When the reaper may end the current attempt, or null when it never acts in this state. */
 export function reapAt(m: ModelRun, t: Timing): number | null {
   if (m.state === "claimed") return Math.min(m.leaseAt ?? Infinity, m.launchDeadlineAt ?? Infinity);
-  if (m.state === "implementing") {
+  if (m.state === "implementing" || m.state === "pausing") {
     const leaseGone = m.leaseAt ?? 0;
     if (m.stop) return leaseGone;
     const lastHeard = Math.max(m.launchedAt ?? 0, m.lastReportAt ?? 0);
@@ -190,7 +203,7 @@ export function predict(m0: ModelRun, call: Call, t0: number, t1: number, t: Tim
       const bad = attemptRefusal(m, call.attempt, call.machine);
       if (bad) return [bad];
       if (m.state === "claimed") {
-        return [{ status: 200, code: null, next: { ...m, state: "implementing", sandbox: call.sandbox, launchedAt: t0, launchDeadlineAt: null, leaseAt: t0 + t.leaseTtlMs }, effect: "change", setsLease: true, launches: true, why: "launched" }];
+        return [{ status: 200, code: null, next: { ...m, state: "implementing", sandbox: call.sandbox, launchedAt: t0, launchedMax: m.attempt, launchDeadlineAt: null, leaseAt: t0 + t.leaseTtlMs }, effect: "change", setsLease: true, launches: true, why: "launched" }];
       }
       if (m.sandbox === call.sandbox) return [{ status: 200, code: null, next: m, effect: "none", why: "a replayed launched call" }];
       if (m.sandbox === null) return [{ status: 200, code: null, next: { ...m, sandbox: call.sandbox }, effect: "change", why: "a late launched call records the sandbox" }];
@@ -227,9 +240,11 @@ export function predict(m0: ModelRun, call: Call, t0: number, t1: number, t: Tim
       let next: ModelRun = { ...m, lastReportAt: t0 };
       if (call.seq !== undefined) next = { ...next, lastReportSeq: { attempt: call.tokenAttempt, seq: call.seq } };
       const launches = m.state === "claimed";
-      if (launches) next = { ...next, state: "implementing", launchedAt: t0, launchDeadlineAt: null };
+      if (launches) next = { ...next, state: "implementing", launchedAt: t0, launchDeadlineAt: null, launchedMax: m.attempt };
       if (call.phase !== null) next = { ...next, phase: call.phase };
-      if (call.report === "completed") next = ended(next, m.stop ? "cancelled" : "completed");
+      // A result while pausing pauses the run without a checkpoint: its resume is a recovery problem.
+      if (call.report === "completed" && m.state === "pausing" && !m.stop) next = pausedAt(next);
+      else if (call.report === "completed") next = ended(next, m.stop ? "cancelled" : "completed");
       if (call.report === "failed") next = ended(next, m.stop ? "cancelled" : "failed");
       if (call.report === "blocked") next = ended(next, m.stop ? "cancelled" : "blocked");
       return [{ status: 200, code: null, next, effect: "change", launches, why: `a ${call.report} report` }];
@@ -237,7 +252,7 @@ export function predict(m0: ModelRun, call: Call, t0: number, t1: number, t: Tim
     case "cancel": {
       if (m.state === "cancelled") return [{ status: 200, code: null, next: m, effect: "none", why: "cancelled already" }];
       if (isTerminal(m.state)) return [refused(m, 410, "task_gone", `the run is ${m.state}`)];
-      if (m.state === "queued" || m.state === "blocked") return [{ status: 200, code: null, next: { ...ended(m, "cancelled"), stop: true }, effect: "change", why: "cancelled at once" }];
+      if (m.state === "queued" || m.state === "blocked" || m.state === "paused") return [{ status: 200, code: null, next: { ...ended(m, "cancelled"), stop: true }, effect: "change", why: "cancelled at once" }];
       if (m.stop) return [{ status: 202, code: null, next: m, effect: "none", why: "the stop request stands" }];
       return [{ status: 202, code: null, next: { ...m, stop: true }, effect: "change", why: "stop request recorded" }];
     }
@@ -257,6 +272,47 @@ export function predict(m0: ModelRun, call: Call, t0: number, t1: number, t: Tim
       return [{ status: 202, code: null, next: m, effect: "none", why: "events published again" }];
     case "authorize":
       return [predictAuthorize(m, t0)];
+    default:
+      return predictPause(m, call, t0);
+  }
+}
+
+/** A paused run holds no machine, sandbox or lease. */
+const pausedAt = (m: ModelRun): ModelRun => ({ ...m, state: "paused", holder: null, sandbox: null, leaseAt: null, launchDeadlineAt: null });
+
+/** Whether the stored checkpoint covers the last attempt that launched (a run never launched has nothing to restore). */
+const checkpointCovers = (m: ModelRun) => (m.launchedMax ?? 0) === 0 || (m.checkpointAttempt ?? 0) >= (m.launchedMax ?? 0);
+
+/** Stop at checkpoint, Resume paused run, the checkpoint and an unusable checkpoint (docs/protocol.md, "Pause and resume"). */
+export function predictPause(m: ModelRun, call: PauseCall, t0: number): Outcome[] {
+  switch (call.kind) {
+    case "pause": {
+      if (m.state === "queued") return [{ status: 200, code: null, next: { ...m, state: "paused", hold: true }, effect: "change", why: "a queued run pauses at once" }];
+      if (m.state === "implementing") return [{ status: 200, code: null, next: { ...m, state: "pausing", hold: true }, effect: "change", why: "pause requested" }];
+      if ((m.state === "pausing" || m.state === "paused") && !m.hold) return [{ status: 200, code: null, next: { ...m, hold: true }, effect: "change", why: "the hold is added" }];
+      if (m.state === "pausing" || m.state === "paused") return [{ status: 200, code: null, next: m, effect: "none", why: "paused and held already" }];
+      return [refused(m, 409, "invalid_transition", `a ${m.state} run cannot be paused`)];
+    }
+    case "resume": {
+      if (m.state !== "paused") return [refused(m, 409, "invalid_transition", `a ${m.state} run is not paused`)];
+      if (!checkpointCovers(m)) return [refused(m, 409, "checkpoint_missing", "the run executed and no checkpoint covers it")];
+      return [{ status: 200, code: null, next: { ...m, state: "queued", hold: false, holder: null, sandbox: null, leaseAt: null, launchDeadlineAt: null, notBefore: t0 }, effect: "change", why: "the continuation is queued" }];
+    }
+    case "checkpoint": {
+      if (call.tokenAttempt === null || call.tokenAttempt !== call.attempt) return [refused(m, 401, "unauthorized", "not this attempt's token")];
+      const bad = attemptRefusal(m, call.attempt, null);
+      if (bad) return [bad];
+      if (m.state !== "pausing") return [refused(m, 409, "invalid_transition", `a ${m.state} run takes no checkpoint`)];
+      const paused = { ...pausedAt(m), checkpointAttempt: call.attempt };
+      return [{ status: 200, code: null, next: m.stop ? ended(paused, "cancelled") : paused, effect: "change", why: "the checkpoint is stored" }];
+    }
+    case "checkpoint_unusable": {
+      const bad = attemptRefusal(m, call.attempt, call.machine);
+      if (bad) return [bad];
+      if (m.state !== "claimed") return [refused(m, 409, "invalid_transition", "the attempt was launched")];
+      const paused = { ...pausedAt(m), hold: true };
+      return [{ status: 200, code: null, next: m.stop ? ended(paused, "cancelled") : paused, effect: "change", why: "the checkpoint did not verify" }];
+    }
   }
 }
 

@@ -70,6 +70,7 @@ const EDGES: Record<string, [RunRecord, RunCommand]> = {
   "claimed->implementing": [run("claimed"), { type: "launched", attempt: 1, machineId: M, sandboxId: "sbx" }],
   "claimed->queued": [run("claimed"), { type: "launch_failed", attempt: 1, machineId: M, error: "no image", jitter: 0.5 }],
   "claimed->failed": [run("claimed", { attempt: 3 }), { type: "launch_failed", attempt: 3, machineId: M, error: "no image", jitter: 0.5 }],
+  "claimed->paused": [run("claimed", { continuation: "implementing" }), { type: "checkpoint_unusable", attempt: 1, machineId: M, reason: "the patch does not apply" }],
   "claimed->cancelled": [run("claimed", { stopRequest: stop }), { type: "stopped", attempt: 1, machineId: M, reason: null }],
   "implementing->pausing": [run("implementing"), { type: "pause", hold: false, reason: null }],
   "implementing->blocked": [run("implementing"), { type: "block", blocker: { summary: "question", evidence: [], questions: [], humanAction: "answer the question" } }],

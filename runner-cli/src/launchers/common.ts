@@ -1,7 +1,7 @@
 // What every launcher shares: the per-run directories, the repository checkout, the sandbox's
 // environment and the daemon's launch handshake.
 import { execFile } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { NEVER_PASSED_ENV } from '../config.js';
 import { sleep } from '../procs.js';
@@ -10,6 +10,14 @@ export class LaunchError extends Error {
   constructor(message: string) {
     super(message);
     this.name = 'LaunchError';
+  }
+}
+
+/** A continuation's checkpoint that did not verify: the runner reports checkpoint-unusable, never launches. */
+export class CheckpointUnusable extends LaunchError {
+  constructor(message: string) {
+    super(message);
+    this.name = 'CheckpointUnusable';
   }
 }
 
@@ -101,15 +109,76 @@ export async function prepareSandbox(req: LaunchRequest, stateDirInSandbox: stri
   if (claim.repository) {
     sourceRevision = await checkoutRepository(claim.repository, paths.workDir, { timeoutMs: req.checkoutTimeoutMs, signal });
   }
+  if (claim.checkpoint) {
+    sourceRevision = await restoreCheckpoint(claim.checkpoint, sourceRevision, paths, { timeoutMs: req.checkoutTimeoutMs, signal });
+  }
   const command = claim.launch?.command;
   if (!Array.isArray(command) || command.length === 0) throw new LaunchError('the run has no launch command');
   const env = sandboxEnv(process.env, req.passEnv, claim.launch?.env, {
     ...req.docketEnv,
     DOCKET_STATE_DIR: stateDirInSandbox,
     DOCKET_RESULT_FILE: `${stateDirInSandbox}/result.json`,
+    DOCKET_CHECKPOINT_FILE: `${stateDirInSandbox}/checkpoint.json`,
+    ...(claim.checkpoint ? { DOCKET_RESUME_FILE: `${stateDirInSandbox}/resume.json` } : {}),
     ...(sourceRevision ? { DOCKET_SOURCE_REVISION: sourceRevision } : {}),
   });
   return { command: command.map(String), env };
+}
+
+/** A continuation's checkpoint as the claim grant carries it (docs/protocol.md, "Pause and resume"). */
+export type GrantCheckpoint = {
+  attempt: number;
+  session_id: string | null;
+  last_phase: string | null;
+  pending_actions: string[];
+  session: string | null;
+  patch: string;
+  source_revision: string | null;
+  note: string | null;
+  at_ms: number;
+};
+
+/**
+ * Verifies a continuation's checkpoint against the fresh checkout and restores it: the source
+ * revision must be reachable (it is checked out), the patch must apply (`git apply --check`), and a
+ * session the checkpoint names must be there and readable. The session goes to resume.json in the
+ * state directory ($DOCKET_RESUME_FILE). Answers the source revision the work is measured against,
+ * so the final patch holds every attempt's work. Throws CheckpointUnusable saying what failed.
+ */
+export async function restoreCheckpoint(cp: GrantCheckpoint, checkedOut: string | null, paths: JobPaths, opts: { timeoutMs: number; signal?: AbortSignal }): Promise<string | null> {
+  const session = readSession(cp);
+  const revision = cp.source_revision ?? checkedOut;
+  if (cp.patch && !revision) throw new CheckpointUnusable('the checkpoint has work but the run has no repository to restore it into');
+  if (revision && revision !== checkedOut) {
+    await git(['cat-file', '-e', `${revision}^{commit}`], { ...opts, cwd: paths.workDir }).catch(() => {
+      throw new CheckpointUnusable(`the checkpoint's source revision ${revision} is not reachable in the checkout`);
+    });
+    await git(['-c', 'advice.detachedHead=false', 'checkout', '--quiet', '--detach', revision, '--'], { ...opts, cwd: paths.workDir });
+  }
+  if (cp.patch) {
+    const patchFile = join(paths.stateDir, 'checkpoint.patch');
+    writeFileSync(patchFile, cp.patch);
+    await git(['apply', '--check', '--binary', patchFile], { ...opts, cwd: paths.workDir }).catch((e) => {
+      throw new CheckpointUnusable(`the checkpoint's patch does not apply to ${revision}: ${e.message}`);
+    });
+    await git(['apply', '--binary', patchFile], { ...opts, cwd: paths.workDir });
+  }
+  const { patch: _patch, session: _text, ...rest } = cp;
+  writeFileSync(join(paths.stateDir, 'resume.json'), JSON.stringify({ ...rest, session, source_revision: revision }) + '\n', { mode: 0o600 });
+  return revision;
+}
+
+/** The checkpoint's session, parsed; a session it names but does not carry, or cannot be read, is unusable. */
+function readSession(cp: GrantCheckpoint): unknown {
+  if (cp.session === null || cp.session === undefined) {
+    if (cp.session_id) throw new CheckpointUnusable(`the checkpoint names session ${cp.session_id} but carries no session`);
+    return null;
+  }
+  try {
+    return JSON.parse(cp.session);
+  } catch (e) {
+    throw new CheckpointUnusable(`the checkpoint's session is not readable JSON: ${(e as Error).message}`);
+  }
 }
 
 /**

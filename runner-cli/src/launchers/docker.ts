@@ -139,6 +139,10 @@ function dockerSandbox(dockerPath: string, id: string, paths: JobPaths): Sandbox
     running: () => !done,
     exited,
     stop,
+    signal: async (sig) => {
+      if (done) return false;
+      return docker(dockerPath, ['kill', '--signal', sig, id], { timeoutMs: 30_000 }).then(() => true, () => false);
+    },
     remove: async (graceMs) => {
       await stop(graceMs);
       await docker(dockerPath, ['rm', '--force', id], { timeoutMs: 30_000 }).catch(() => {});

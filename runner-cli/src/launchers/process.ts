@@ -6,7 +6,7 @@ import { closeSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { PACKAGE_DIR } from '../package-dir.js';
 import { groupAlive, processStartTicks, signalGroup, sleep } from '../procs.js';
-import { type JobPaths, type LaunchRequest, LaunchError, prepareSandbox, removeWorkDir, waitForHandshake } from './common.js';
+import { type JobPaths, type LaunchRequest, LaunchError, prepareSandbox, readJson, removeWorkDir, waitForHandshake } from './common.js';
 
 export const RUNNER_BIN = join(PACKAGE_DIR, 'bin', 'docket-runner.mjs');
 
@@ -21,6 +21,8 @@ export interface Sandbox {
   exited: Promise<ExitInfo>;
   /** SIGTERM, grace, SIGKILL; keeps the files. */
   stop: (graceMs: number) => Promise<void>;
+  /** Sends a signal to the daemon alone (SIGUSR1: checkpoint and pause); false when it is gone. */
+  signal: (sig: NodeJS.Signals) => Promise<boolean>;
   /** Stop, then delete the work directory (the log stays for the retention period). */
   remove: (graceMs: number) => Promise<void>;
 }
@@ -58,8 +60,9 @@ export async function launchProcess(req: LaunchRequest): Promise<Sandbox> {
     throw new LaunchError('could not start the sandbox process');
   }
   const sandbox = processSandbox(pid, processStartTicks(pid), paths, leaderExited.then(async (info) => {
-    // The daemon is gone: whatever it left in its group goes too.
+    // The daemon is gone: whatever it left in its group, and in its agent's, goes too.
     signalGroup(pid, 'SIGKILL');
+    killAgentGroup(paths);
     return info;
   }));
   try {
@@ -88,6 +91,15 @@ export function adoptProcess(row: { sandbox_pid: number | null; sandbox_start_ti
 }
 
 /**
+ * The agent runs in a process group of its own (so a pause can wait for all of it, see
+ * daemon.ts): a daemon killed before it could stop the agent must not leave that group behind.
+ */
+function killAgentGroup(paths: JobPaths) {
+  const agentPid = readJson(join(paths.stateDir, 'launch.json'))?.agent_pid;
+  if (Number.isSafeInteger(agentPid) && agentPid > 1) signalGroup(agentPid, 'SIGKILL');
+}
+
+/**
  * @param pid the group leader (the daemon)
  */
 function processSandbox(pid: number, startTicks: string | null, paths: JobPaths, leaderGone: Promise<ExitInfo>): Sandbox {
@@ -103,6 +115,7 @@ function processSandbox(pid: number, startTicks: string | null, paths: JobPaths,
     const deadline = Date.now() + graceMs;
     while (Date.now() < deadline && groupAlive(pid)) await sleep(50);
     if (groupAlive(pid)) signalGroup(pid, 'SIGKILL');
+    killAgentGroup(paths);
     for (let i = 0; i < 100 && groupAlive(pid); i++) await sleep(50);
   };
   return {
@@ -112,6 +125,15 @@ function processSandbox(pid: number, startTicks: string | null, paths: JobPaths,
     running: () => !done && groupAlive(pid),
     exited,
     stop,
+    signal: async (sig) => {
+      if (done) return false;
+      try {
+        process.kill(pid, sig);
+        return true;
+      } catch {
+        return false;
+      }
+    },
     remove: async (graceMs) => {
       await stop(graceMs);
       removeWorkDir(paths);
