@@ -407,7 +407,12 @@ function decidePause(d: Draft, command: Command<"pause">): Decision {
     run.continuation = "implementing";
     d.to("pausing", reason ?? "pause requested");
     d.emit("run.pause_requested", { hold: command.hold, reason, attempt: run.attempt });
-  } else if ((run.state === "pausing" || run.state === "paused") && command.hold && !run.hold) {
+  } else if (run.state === "publishing") {
+    // A recoverable boundary (run-lifecycle.md, "Pause and continuation"): the pull-request step
+    // always looks the branch's PR up before creating one, so a request in flight at the pause is
+    // reconciled when the continuation publishes again, and a push not yet reported is made again.
+    setPause(d, command.hold, reason);
+    interruptPublication(d, reason ?? "publication paused");
     // An operator's stop of a run the scheduler already paused: the hold is what it adds.
     setPause(d, true, reason);
     d.touch();

@@ -38,6 +38,8 @@ const agent = () =>
 
 /** A project on its own repository whose runs need `labels` and run the agent against the bare remote. */
 async function project(repository, labels) {
+  // GitHub reads the run's branch from the same bare repository the runner pushes to.
+  github.publication.useBareRepository(repository, remote.url);
   const res = await docket.api('POST', '/v1/autopilot/projects', {
     token: org.admin,
     body: {
@@ -150,8 +152,8 @@ describe('run-lifecycle acceptance scenarios: admission', () => {
 
     // The one run is worked once, by the real runner, and the issue never gets a second.
     const { home } = listeningRunner(['scenario-one']);
-    const done = await waitForRun(docket, org.admin, admitted.run_id, (r) => ['completed', 'publishing', 'failed'].includes(r.state), 120_000);
-    expect(done.state, JSON.stringify(done)).not.toBe('failed');
+    const done = await waitForRun(docket, org.admin, admitted.run_id, (r) => ['completed', 'failed'].includes(r.state), 180_000);
+    expect(done.state, JSON.stringify(done)).toBe('completed');
     expect(done.attempt).toBe(1);
     expect(done.artifact?.patch ?? '').toContain('GREETING.txt');
     await postWebhook(p.id, 'issues', labeled, deliveryId);
@@ -169,6 +171,8 @@ describe('run-lifecycle acceptance scenarios: admission', () => {
     const admitted = await waitForTicket(p.id, 2, (t) => t.run_id);
     listeningRunner(['scenario-two']);
     const ended = await waitForRun(docket, org.admin, admitted.run_id, (r) => r.state === 'completed', 180_000);
+    // Completed means published: one pull request for the run's branch.
+    expect(github.publication.pulls(repo).filter((p) => p.head === `docket/${admitted.run_id}`)).toHaveLength(1);
     expect(ended.artifact?.patch ?? '').toContain('GREETING.txt');
 
     // A person comments and edits the issue, which still carries the ready label; then reconciliation.

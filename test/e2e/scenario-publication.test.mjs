@@ -16,7 +16,8 @@ const REPO = 'acme/widgets';
 const WEBHOOK_SECRET = 'a-webhook-secret-for-the-publication-e2e';
 const BRIEF = '## Agent Brief\n\ngoal: Fix the greeting in the README.\nacceptance:\n- the README greets the world\n';
 // Quick retries of the PR step, many of them: a test's outage outlasts several.
-const VARS = { PUBLICATION_RETRY_MS: '1000', PUBLICATION_TRIES_MAX: '30' };
+// Tracker deliveries give up quickly here, so an operator's retry can be shown.
+const VARS = { PUBLICATION_RETRY_MS: '1000', PUBLICATION_TRIES_MAX: '30', TRACKER_DELIVERY_MAX_ATTEMPTS: '2', TRACKER_DELIVERY_BACKOFF_BASE_MS: '200', GITHUB_RETRIES: '1', GITHUB_RETRY_BASE_MS: '100' };
 
 let docket;
 let github;
@@ -76,6 +77,17 @@ function codingTurns(runId) {
     return readFileSync(turns, 'utf8').split('\n').filter((l) => l === runId).length;
   } catch {
     return 0;
+  }
+}
+
+/** The run's tracker deliveries once `pred` holds of them. */
+async function waitForDeliveries(runId, pred, timeoutMs = 150_000) {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const res = await docket.api('GET', `/v1/runs/${runId}/deliveries`, { token: org.admin });
+    if (res.status === 200 && pred(res.body.deliveries)) return res.body.deliveries;
+    if (Date.now() > until) throw new Error(`deliveries of ${runId} never matched: ${JSON.stringify(res.body)}`);
+    await new Promise((r) => setTimeout(r, 250));
   }
 }
 
@@ -148,7 +160,7 @@ describe('publication against a fake GitHub and a local bare repository', () => 
   }, 180_000);
 
   it('Pause after Git push and before PR creation: resume reconciles publication without another coding turn', async () => {
-    // GitHub's pull request endpoints are down after the push; the deployment restarts meanwhile.
+    // GitHub's pull request endpoints are down after the push: the run waits in publishing, pushed.
     github.state.fail({ path: `/repos/${REPO}/pulls`, status: 503, message: 'Service Unavailable', times: 1_000 });
     const { runId } = await admit();
     const branch = `docket/${runId}`;
@@ -156,14 +168,21 @@ describe('publication against a fake GitHub and a local bare repository', () => 
     expect(pushed.state).toBe('publishing');
     expect(pushed.publication.pr).toBeNull();
     expect(head(branch)).toBe(pushed.publication.head_sha);
+    // An operator stops it at this boundary, and the deployment restarts while it is paused.
+    const paused = await docket.api('POST', `/v1/runs/${runId}/pause`, { token: org.admin, body: { reason: 'GitHub is down' } });
+    expect(paused.status, JSON.stringify(paused.body)).toBe(200);
+    expect(paused.body).toMatchObject({ state: 'paused', continuation: 'publishing', hold: true });
     await docket.restart(VARS);
     github.publication.clearFaults(); // GitHub is back
-    const done = await waitForRun(docket, org.admin, runId, (r) => r.state !== 'publishing', 120_000);
+    expect((await docket.api('GET', `/v1/runs/${runId}`, { token: org.admin })).body).toMatchObject({ state: 'paused', hold: true });
+    const resumed = await docket.api('POST', `/v1/runs/${runId}/resume`, { token: org.admin, body: {} });
+    expect(resumed.status, JSON.stringify(resumed.body)).toBe(200);
+    const done = await waitForRun(docket, org.admin, runId, (r) => r.state === 'completed' || r.state === 'failed', 120_000);
     expect(done.state, JSON.stringify(done)).toBe('completed');
-    expect(done.attempt).toBe(1);
     expect(codingTurns(runId)).toBe(1);
     expect(github.publication.pulls(REPO).filter((p) => p.head === branch)).toHaveLength(1);
     expect(done.publication.head_sha).toBe(pushed.publication.head_sha);
+    expect(head(branch)).toBe(pushed.publication.head_sha);
   }, 240_000);
 
   it('Final tracker delivery fails: PR remains completed, delivery remains retryable, coding is not repeated', async () => {
@@ -181,6 +200,21 @@ describe('publication against a fake GitHub and a local bare repository', () => 
     const later = (await docket.api('GET', `/v1/runs/${runId}`, { token: org.admin })).body;
     expect(later).toMatchObject({ state: 'completed', publication: { pr: done.publication.pr } });
     expect(codingTurns(runId)).toBe(1);
-    github.publication.clearFaults();
-  }, 180_000);
+
+    // Each delivery has its own receipt: its tries ran out against GitHub's errors, and it waits for an operator.
+    const failed = await waitForDeliveries(runId, (ds) => ds.length === 2 && ds.every((d) => d.status === 'failed'));
+    for (const d of failed) expect(d.last_error).toContain('Bad Gateway');
+    github.publication.clearFaults(); // GitHub is back
+    for (const kind of ['review_label', 'pr_comment']) {
+      const retry = await docket.api('POST', `/v1/runs/${runId}/deliveries/${kind}/retry`, { token: org.admin, body: {} });
+      expect(retry.status, JSON.stringify(retry.body)).toBe(202);
+    }
+    await waitForDeliveries(runId, (ds) => ds.every((d) => d.status === 'delivered'));
+    expect(github.state.comments(REPO, number).filter((c) => c.body.includes(done.publication.pr.url))).toHaveLength(1);
+    expect(github.state.issue(REPO, number).labels).toContain('needs-review');
+    expect(github.state.issue(REPO, number).labels).not.toContain('ready');
+    // The run never changed, and the agent still ran once.
+    expect((await docket.api('GET', `/v1/runs/${runId}`, { token: org.admin })).body).toMatchObject({ state: 'completed', attempt: 1, publication: { pr: done.publication.pr } });
+    expect(codingTurns(runId)).toBe(1);
+  }, 360_000);
 });

@@ -186,6 +186,8 @@ export async function startFakeGitHub({ appId = "1001", installationId = "2002",
     loseAnswer({ path = null, method = null, times = 1 } = {}) {
       faults.push({ path, method, status: null, headers: {}, message: "Bad Gateway", delayMs: 0, times, lostAnswer: true });
     },
+    /** The issue as the fake holds it ({title, body, labels, state, ...}). */
+    issue: (repository, number) => mustIssue(repository, number),
     /** The issue's comments, oldest first ({id, body, login, html_url}). */
     comments: (repository, number) => trackerWrites.comments(repository, number),
     /** A person comments on the issue (a reply to a blocker). */
