@@ -50,7 +50,7 @@ async function pushAndReport(client: PublishClient, job: PublishJob) {
   const headSha = (await git(['rev-parse', 'HEAD'], opts)).trim();
   const credential = (await client.pushCredential(job.runId, job.attempt)).body;
   // The branch is the run's own (docket/<run id>): a retry after a lost answer may replace it.
-  await git(['push', '--quiet', '--force', credential.push_url, `HEAD:refs/heads/${credential.branch}`], { ...opts, env: credentialEnv(credential.token) });
+  await git(['push', '--quiet', '--force', credential.push_url, `HEAD:refs/heads/${credential.branch}`], { ...opts, env: credentialEnv(credential.token, process.env) });
   const answer = await client.pushed(job.runId, job.attempt, { branch: credential.branch, head_sha: headSha });
   return { branch: credential.branch, headSha, state: answer.body.state };
 }
@@ -58,11 +58,14 @@ async function pushAndReport(client: PublishClient, job: PublishJob) {
 /**
  * The token as an `http.extraHeader` for one git command, through git's GIT_CONFIG_* variables so
  * it is in neither the command line (visible to every user) nor any config file. A file:// or local
- * path remote ignores it.
+ * path remote ignores it. Settings the runner's own environment already passes this way (an
+ * `insteadOf` for a mirror, say) are kept: the header is added after them.
  */
-export function credentialEnv(token: string): Record<string, string> {
+export function credentialEnv(token: string, env: Record<string, string | undefined> = {}): Record<string, string> {
   const basic = Buffer.from(`x-access-token:${token}`).toString('base64');
-  return { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'http.extraHeader', GIT_CONFIG_VALUE_0: `Authorization: basic ${basic}` };
+  const count = Number(env.GIT_CONFIG_COUNT);
+  const n = Number.isSafeInteger(count) && count > 0 ? count : 0;
+  return { GIT_CONFIG_COUNT: String(n + 1), [`GIT_CONFIG_KEY_${n}`]: 'http.extraHeader', [`GIT_CONFIG_VALUE_${n}`]: `Authorization: basic ${basic}` };
 }
 
 function gitWithInput(args: string[], input: string, opts: { cwd: string; timeoutMs: number }) {

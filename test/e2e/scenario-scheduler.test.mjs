@@ -28,6 +28,9 @@ let org;
 /** @type {string} */
 let projectId;
 const home = new RunnerHome();
+/** The remote both scenarios' runs clone and push: a paused run's checkpoint is restored on it. */
+/** @type {ReturnType<typeof bareRepo>} */
+let repo;
 const scratch = tempDir('scratch');
 const toolStarted = join(scratch, 'tool-started');
 const toolMayFinish = join(scratch, 'tool-may-finish');
@@ -108,7 +111,9 @@ afterAll(async () => {
 
 describe('scheduler acceptance scenarios', () => {
   it('Disable scheduler during tool execution: state remains pausing until execution settles; no new run starts', async () => {
-    const repo = bareRepo();
+    repo = bareRepo();
+    // GitHub reads run branches from the same bare repository the runner pushes to.
+    github.publication.useBareRepository(REPO, repo.url);
     // The issue's repository (https://github.com/acme/gadgets) is cloned from the local bare repository.
     const listener = home.listen([], { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: `url.${repo.url}.insteadOf`, GIT_CONFIG_VALUE_0: `https://github.com/${REPO}` });
 
@@ -161,7 +166,6 @@ describe('scheduler acceptance scenarios', () => {
     // The stopped runner's last long-poll outlives it by up to CLAIM_WAIT_MS: let it lapse first, so
     // no run is handed to a runner that is gone (it would only come back after the launch deadline).
     await sleep(3_000);
-    const repo = bareRepo();
     const grant = await docket.api('POST', '/v1/credits/grants', { token: org.admin, body: { amount_cents: 1_000, note: 'scenario credit' } });
     expect(grant.status).toBe(201);
     // One slot, and a budget for one run's reservation (each run costs 50 of its 60).
