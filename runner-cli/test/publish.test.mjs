@@ -81,7 +81,7 @@ describe('the publication push', () => {
     expect(env).toEqual({ GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'http.extraHeader', GIT_CONFIG_VALUE_0: `Authorization: basic ${Buffer.from('x-access-token:ghs_abc').toString('base64')}` });
   });
 
-  it('keeps git settings the runner was given through GIT_CONFIG_* (a mirror's insteadOf) and adds the header after them', () => {
+  it("keeps git settings the runner was given through GIT_CONFIG_* (a mirror's insteadOf) and adds the header after them", () => {
     const env = credentialEnv('ghs_abc', { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'url./srv/git/app.git.insteadOf', GIT_CONFIG_VALUE_0: 'https://github.com/acme/app' });
     expect(env).toEqual({ GIT_CONFIG_COUNT: '2', GIT_CONFIG_KEY_1: 'http.extraHeader', GIT_CONFIG_VALUE_1: `Authorization: basic ${Buffer.from('x-access-token:ghs_abc').toString('base64')}` });
   });
