@@ -110,6 +110,8 @@ describe('blocked runs and reply comments', () => {
     // The issue's remote is a local bare repository: git rewrites the GitHub URL the run names.
     const remote = bareRepo();
     const gitEnv = { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: `url.${remote.url}.insteadOf`, GIT_CONFIG_VALUE_0: `https://github.com/${REPO}` };
+    // GitHub reads the run's branch from the same bare repository the runner pushes to.
+    github.publication.useBareRepository(REPO, remote.url);
     github.state.addIssue(REPO, ISSUE, { title: 'Cache the pricing table', body: BRIEF, labels: ['ready'] });
     github.state.label(REPO, ISSUE, 'ready', { login: 'alice', type: 'User' });
     await postWebhook('issues', payload('issues', 'labeled'));
@@ -152,7 +154,9 @@ describe('blocked runs and reply comments', () => {
     await postWebhook('issues', payload('issues', 'labeled'));
     const done = await waitForRun(docket, org.admin, runId, (r) => r.state === 'completed', 90_000);
     expect(done.id).toBe(runId);
-    expect(done.steps.map((s) => s.outcome)).toEqual(['blocked', 'completed']);
+    // The second attempt's work was pushed and published: the run completed with its pull request.
+    expect(done.steps.map((s) => s.outcome)).toEqual(['blocked', 'pushed']);
+    expect(done.publication.pr).toMatchObject({ number: expect.any(Number) });
     expect(done.artifact.patch).toContain('CACHE.md');
     expect((await ticket()).history.map((h) => h.kind)).toContain('authorized');
     const runs = (await docket.api('GET', '/v1/runs?limit=200', { token: org.admin })).body.runs;
