@@ -321,6 +321,10 @@ function decideReport(d: Draft, command: Command<"report">): Decision {
   if (replayed) return replayed;
   const bad = checkAttempt(run, command.attempt, null);
   if (bad) return bad;
+  if (command.final && run.state === "publishing") {
+    // The attempt's outcome was accepted and is being published: another end cannot replace it.
+    return refuse("invalid_transition", `run ${run.id} is publishing: its attempt's outcome was already accepted`, { state: run.state });
+  }
   run.lastReportAtMs = now;
   if (command.seq != null) run.lastReportSeq = { attempt: run.attempt, seq: command.seq };
   d.touch();
@@ -413,6 +417,7 @@ function decidePause(d: Draft, command: Command<"pause">): Decision {
     // reconciled when the continuation publishes again, and a push not yet reported is made again.
     setPause(d, command.hold, reason);
     interruptPublication(d, reason ?? "publication paused");
+  } else if ((run.state === "pausing" || run.state === "paused") && command.hold && !run.hold) {
     // An operator's stop of a run the scheduler already paused: the hold is what it adds.
     setPause(d, true, reason);
     d.touch();

@@ -69,6 +69,15 @@ async function start(machineToken: string, expected: string): Promise<Json> {
   return body;
 }
 
+/** The daemon's checkpoint of a pausing attempt: the only way its run becomes paused with its work kept. */
+async function checkpoint(grant: Json): Promise<void> {
+  const res = await call("POST", `/v1/runs/${grant.run_id}/attempts/${grant.attempt}/checkpoint`, {
+    token: grant.attempt_token,
+    body: { session_id: "session-1", session: { turn: 1 }, patch: "" },
+  });
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+}
+
 function gate(view: Json, name: string): Json {
   return view.verdicts.find((v: Json) => v.gate === name);
 }
@@ -136,8 +145,7 @@ describe("enabled and disabled", () => {
     const a = await queueRun(s.orgId, s.projectId);
     const b = await queueRun(s.orgId, s.projectId);
     const held = await queueRun(s.orgId, s.projectId);
-    await start(s.runner.token, a);
-    await start(s.runner.token, b);
+    const grants = [await start(s.runner.token, a), await start(s.runner.token, b)];
     // An operator's Stop at checkpoint on a run still queued: paused with a hold.
     expect(await runStub(held).control(s.orgId, { type: "pause", hold: true, reason: "operator stop" })).toMatchObject({ state: "paused", hold: true });
 
@@ -146,7 +154,7 @@ describe("enabled and disabled", () => {
     for (const id of [a, b]) expect(await getRun(s.admin, id)).toMatchObject({ state: "pausing", hold: false });
     // Pausing still executes: the slots stay held until execution settles.
     expect((await scheduler(s.admin, s.projectId)).concurrency.in_use).toBe(2);
-    for (const id of [a, b]) await runStub(id).control(s.orgId, { type: "quiesced" });
+    for (const grant of grants) await checkpoint(grant);
     expect((await scheduler(s.admin, s.projectId)).concurrency.in_use).toBe(0);
 
     const enabled = await command(s.admin, s.projectId, "enable");
@@ -239,10 +247,10 @@ describe("concurrency", () => {
     const a = await queueRun(s.orgId, s.projectId);
     const b = await queueRun(s.orgId, s.projectId);
     const c = await queueRun(s.orgId, s.projectId);
-    await start(s.runner.token, a);
+    const grantA = await start(s.runner.token, a);
     await runStub(a).control(s.orgId, { type: "pause", hold: false, reason: "test pause" });
     expect((await claimedRun(s.runner.token)).runId).toBeNull(); // pausing still holds the slot
-    await runStub(a).control(s.orgId, { type: "quiesced" });
+    await checkpoint(grantA);
     await start(s.runner.token, b);
     expect(await runStub(b).control(s.orgId, { type: "block", blocker: { summary: "needs a human", evidence: [], questions: [], humanAction: "answer on the issue" } })).toMatchObject({ state: "blocked" });
     expect((await claimedRun(s.runner.token)).runId).toBe(c);
@@ -290,9 +298,9 @@ describe("ordering", () => {
   it("a resumption beats a higher-priority new run", async () => {
     const s = await setup();
     const resumed = await queueRun(s.orgId, s.projectId, { priority: 0 });
-    await start(s.runner.token, resumed);
+    const grant = await start(s.runner.token, resumed);
     await runStub(resumed).control(s.orgId, { type: "pause", hold: false, reason: "test pause" });
-    await runStub(resumed).control(s.orgId, { type: "quiesced" });
+    await checkpoint(grant);
     const urgent = await queueRun(s.orgId, s.projectId, { priority: 100 });
     await runStub(resumed).control(s.orgId, { type: "resume", by: "scheduler" });
     expect((await claimedRun(s.runner.token)).runId).toBe(resumed);
@@ -349,9 +357,9 @@ describe("model-spend budget", () => {
     await grantCredit(s.admin, 1_000);
     await patch(s.admin, s.projectId, { budget: { limit_cents: 100, per_run_cents: 60 } });
     const a = await queueRun(s.orgId, s.projectId);
-    await start(s.runner.token, a);
+    const grant = await start(s.runner.token, a);
     await runStub(a).control(s.orgId, { type: "pause", hold: false, reason: "test pause" });
-    await runStub(a).control(s.orgId, { type: "quiesced" });
+    await checkpoint(grant);
     await runStub(a).control(s.orgId, { type: "resume", by: "scheduler" });
     // 40 cents left would refuse a new reservation; the continuation already holds its own.
     expect((await claimedRun(s.runner.token)).runId).toBe(a);

@@ -181,7 +181,8 @@ const reached = new Map<string, number>();
 const count = (k: string) => reached.set(k, (reached.get(k) ?? 0) + 1);
 
 function runSequence(config: DecideConfig, steps: Step[], ticketKey: string | null = null): void {
-  let run = ticketKey ? { ...newRecord(), ticketKey } : newRecord();
+  // An admitted run names its ticket and its project (src/autopilot/admission.ts, runFor).
+  let run = ticketKey ? { ...newRecord(), ticketKey, metadata: { autopilot_project: "apj_000000000000000000000001" } } : newRecord();
   let now = START_MS;
   const trace: string[] = [];
   const grants: string[] = [];
@@ -301,8 +302,9 @@ function checkPublication(before: RunRecord, next: RunRecord, events: { type: st
   if (before.state === "publishing" && next.state !== "publishing") count(`publication ended ${next.state}`);
   if (!before.publication?.headSha && p?.headSha) count("publication pushed");
   if (before.publication?.pr && p?.pr?.number !== before.publication.pr.number) fail("a stored PR is never replaced", trace);
-  const deliveries = events.filter((e) => e.type === "run.tracker_delivery").length;
-  if (deliveries !== (before.state === "publishing" && next.state === "completed" ? 2 : 0)) fail("the tracker deliveries go out with the published transition only", trace, { deliveries });
+  // A blocker's comment is the blocked transition's own delivery (checked with the blockers).
+  const deliveries = events.filter((e) => e.type === "run.tracker_delivery" && (e as { data?: { kind?: string } }).data?.kind !== "blocker_comment").length;
+  if (deliveries !== (before.state === "publishing" && next.state === "completed" ? 2 : 0)) fail("the publication's tracker deliveries go out with the published transition only", trace, { deliveries });
   if (p && p.tries > config.publicationTriesMax) fail("failed PR tries are bounded by PUBLICATION_TRIES_MAX", trace, p);
   if (p && p.tries === config.publicationTriesMax && next.state === "publishing") fail("the last failed try ends the publication", trace, p);
 }
