@@ -236,6 +236,11 @@ export class TicketObject extends DurableObject<Env> {
       if (obs.eligibility.eligible) return this.settle(obs, { ...row, ...NO_WITHDRAWAL }, now, { outcome: "already_admitted", runId: unfinished, reasons: [] });
       return this.lapse(obs, row, unfinished, obs.eligibility.reasons, now);
     }
+    // A ticket whose run ended stays done until the issue is made ready again (a new ready transition):
+    // a comment or an edit after the run moved the issue to review is not a refusal.
+    if (row.status === "done" && (!obs.transition || obs.transition.eventId === row.admitted_generation)) {
+      return this.settle(obs, { ...row, generation }, now, { outcome: "unchanged", runId: null, reasons: [] });
+    }
     if (!obs.eligibility.eligible) return this.refuse(obs, row, now, "refused", obs.eligibility.reasons, generation);
     if (!obs.transition) {
       const reason = obs.readiness && !obs.readiness.ok ? obs.readiness.reason : "the tracker records no addition of the ready label to this issue";

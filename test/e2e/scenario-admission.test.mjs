@@ -94,6 +94,17 @@ async function waitForTicket(projectId, number, pred, timeoutMs = 60_000) {
 }
 
 /** Every run of the organization admitted for `repository#number`. */
+/** The run's tracker deliveries once `pred` holds of them. */
+async function waitForDeliveries(runId, pred, timeoutMs = 60_000) {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const res = await docket.api('GET', `/v1/runs/${runId}/deliveries`, { token: org.admin });
+    if (res.status === 200 && pred(res.body.deliveries)) return res.body.deliveries;
+    if (Date.now() > until) throw new Error(`deliveries of ${runId} never matched: ${JSON.stringify(res.body)}`);
+    await sleep(250);
+  }
+}
+
 async function runsOfTicket(repository, number) {
   const res = await docket.api('GET', '/v1/runs?limit=200', { token: org.admin });
   expect(res.status).toBe(200);
@@ -175,7 +186,10 @@ describe('run-lifecycle acceptance scenarios: admission', () => {
     expect(github.publication.pulls(repo).filter((p) => p.head === `docket/${admitted.run_id}`)).toHaveLength(1);
     expect(ended.artifact?.patch ?? '').toContain('GREETING.txt');
 
-    // A person comments and edits the issue, which still carries the ready label; then reconciliation.
+    // The published run moved the issue to review (ready label off); then a person comments and
+    // edits it, and reconciliation runs.
+    await waitForDeliveries(admitted.run_id, (ds) => ds.some((d) => d.kind === 'review_label' && d.status === 'delivered'));
+    expect(github.state.issue(repo, 2).labels).toEqual(['needs-review']);
     await postWebhook(p.id, 'issue_comment', payload('issue_comment', 'created', repo, 2));
     github.state.updateIssue(repo, 2, { title: 'Greeting (shipped)' });
     await postWebhook(p.id, 'issues', payload('issues', 'edited', repo, 2));

@@ -271,8 +271,14 @@ describe("what creates nothing", () => {
     comment.issue.number = labeled.issue.number;
     comment.issue.state = "closed";
     const answer = await handleDelivery(env, config, fake.deps, delivery(comment, crypto.randomUUID(), "issue_comment"));
-    expect(answer?.runId).toBeNull();
-    expect(["refused", "unchanged"]).toContain(answer?.outcome);
+    expect(answer).toMatchObject({ outcome: "unchanged", runId: null });
+    expect(await runsOf(labeled.issue.number)).toHaveLength(1);
+    // Moved to review (ready label off) and commented on again: still done, and no refusal recorded.
+    issue.facts = { ...issue.facts, state: "open", stateReason: null, labels: ["needs-review"] };
+    expect(await handleDelivery(env, config, fake.deps, delivery(comment, crypto.randomUUID(), "issue_comment"))).toMatchObject({ outcome: "unchanged", runId: null });
+    const ticket = await call("GET", `/v1/autopilot/projects/${project.id}/tickets/${labeled.issue.number}`, { token: org.admin });
+    expect(ticket.body).toMatchObject({ status: "done", run_id: null });
+    expect((ticket.body.history as { kind: string }[]).map((h) => h.kind)).toEqual(["run_ended", "admitted"]);
     expect(await runsOf(labeled.issue.number)).toHaveLength(1);
   });
 
