@@ -11,6 +11,7 @@ import { addCost, addD1, noCost, type Cost } from "../src/lib/cost";
 import { newToken, sha256Hex } from "../src/lib/crypto";
 import { logRun } from "../src/lib/log";
 import { decide, reapDeadline } from "../src/run/decide";
+import { HELD_STATES } from "../src/run/states";
 import { awaitingPush, prStepDueAtMs, queuedPublication } from "../src/run/publication";
 import { admissionDeps } from "../src/autopilot/deps";
 import type { PublicationProvider } from "../src/autopilot/provider";
@@ -361,6 +362,53 @@ export class RunObject extends DurableObject<Env> {
     const run = this.load()!;
     const what = prStepDueAtMs(run) !== null ? "pr_step" : awaitingPush(run) ? "awaiting_push" : queuedPublication(run) === "push" ? "push_job" : "none";
     return { state: run.state, publication: what };
+  }
+
+  /**
+   * Recovery after an outage or a deploy (src/recovery.ts; ../shared/spec/run-lifecycle.md,
+   * "Completion and recovery"): the run is reconciled against what can confirm it and the
+   * observation persisted (`run.recovered`), once per recovery (`epochMs`).
+   */
+  async recover(epochMs: number, graceFromMs: number): Promise<{ state: string; observed: string; problem: string | null }> {
+    const run = this.load();
+    if (!run) return { state: "missing", observed: "no such run", problem: null };
+    if (run.recoveredEpochMs === epochMs) return { state: run.state, observed: "observed already in this recovery", problem: null };
+    const { observed, problem } = await this.observeForRecovery(run, graceFromMs);
+    const applied = this.apply({ type: "recovered", epochMs, observed, problem });
+    await this.finishPending({ notify: false, graceFromMs });
+    return { state: isRefusal(applied) ? run.state : applied.run.state, observed, problem };
+  }
+
+  /** Pending publications against the code host, paused runs against their stored checkpoint, running attempts against their runner. */
+  private async observeForRecovery(run: RunRecord, graceFromMs: number): Promise<{ observed: string; problem: string | null }> {
+    if (run.state === "publishing" || queuedPublication(run) !== null) {
+      const answer = await this.reconcilePublication(graceFromMs);
+      return { observed: `publication reconciled against the code host and the branch: ${answer.publication} (now ${answer.state})`, problem: null };
+    }
+    if (run.state === "paused") return this.verifyStoredCheckpoint(run);
+    if (HELD_STATES.includes(run.state)) {
+      // The reaper's deadline with the recovery's grace: the runner's next lease refresh or report confirms the attempt, or it is reaped.
+      this.apply({ type: "deadline", recoveredAtMs: graceFromMs, jitter: Math.random() });
+      const now = this.load()!;
+      if (!HELD_STATES.includes(now.state)) return { observed: `attempt ${run.attempt} ended by the reaper: ${now.state}`, problem: null };
+      const until = reapDeadline(now, this.config, graceFromMs);
+      return {
+        observed: `attempt ${now.attempt} on machine ${now.machineId}: awaiting its runner's next report or lease refresh, reaped if none by ${until === null ? "its lease" : new Date(until).toISOString()}`,
+        problem: null,
+      };
+    }
+    return { observed: `nothing to reconcile while ${run.state}`, problem: null };
+  }
+
+  /** A paused run continues only from a checkpoint whose stored work and session are whole. */
+  private verifyStoredCheckpoint(run: RunRecord): { observed: string; problem: string | null } {
+    const checkpoint = run.checkpoint;
+    if (run.continuation === "publishing") return { observed: "a paused publication: its branch and pull request are reconciled when it resumes", problem: null };
+    if (!checkpoint) return { observed: "no checkpoint stored", problem: null };
+    const { patch, session } = this.checkpoints.read();
+    const whole = patch.length === checkpoint.patchChars && (checkpoint.sessionChars === null || session?.length === checkpoint.sessionChars);
+    if (whole) return { observed: `checkpoint of attempt ${checkpoint.attempt} verified against its stored work`, problem: null };
+    return { observed: `checkpoint of attempt ${checkpoint.attempt} failed verification`, problem: "recovery found the checkpoint's stored work or session incomplete" };
   }
 
   /** A push-only job's grant: what to apply and push, so a publication continuation runs no agent. */

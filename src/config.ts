@@ -134,6 +134,10 @@ export interface Config {
   publicationRetryMs: number;
   /** Publication recovery: pending publications the cron tick reconciles per tick, before anything is dispatched. */
   publicationRecoveryBatch: number;
+  /** Recovery after an outage or a deploy (src/recovery.ts): runs one step of its pass reconciles, the longest it holds dispatch, and the Retry-After of a held claim. */
+  recoveryBatch: number;
+  recoveryHoldMaxMs: number;
+  recoveryRetryAfterMs: number;
   /** Autopilot: how long a ticket remembers a webhook delivery id (a redelivery within it admits nothing new), and the most it keeps. */
   autopilotDeliveryTtlMs: number;
   autopilotDeliveriesMax: number;
@@ -248,6 +252,9 @@ export const DEFAULTS: Config = {
   publicationTriesMax: 5,
   publicationRetryMs: 30_000,
   publicationRecoveryBatch: 50,
+  recoveryBatch: 100,
+  recoveryHoldMaxMs: 300_000,
+  recoveryRetryAfterMs: 5_000,
   autopilotDeliveryTtlMs: 604_800_000,
   autopilotDeliveriesMax: 500,
   autopilotHistoryMax: 100,
@@ -349,6 +356,9 @@ const VAR_NAMES: Record<keyof Config, string> = {
   publicationTriesMax: "PUBLICATION_TRIES_MAX",
   publicationRetryMs: "PUBLICATION_RETRY_MS",
   publicationRecoveryBatch: "PUBLICATION_RECOVERY_BATCH",
+  recoveryBatch: "RECOVERY_BATCH",
+  recoveryHoldMaxMs: "RECOVERY_HOLD_MAX_MS",
+  recoveryRetryAfterMs: "RECOVERY_RETRY_AFTER_MS",
   autopilotDeliveryTtlMs: "AUTOPILOT_DELIVERY_TTL_MS",
   autopilotDeliveriesMax: "AUTOPILOT_DELIVERIES_MAX",
   autopilotHistoryMax: "AUTOPILOT_HISTORY_MAX",

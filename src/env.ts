@@ -17,6 +17,8 @@ export interface Env {
   RATE_LIMIT_RUNNER?: RateLimit;
   /** Static files: the /docs page's renderer (wrangler.toml, [assets]). */
   ASSETS?: Fetcher;
+  /** The deployed Worker version (wrangler.toml, version_metadata): a new one starts a recovery (src/sweep.ts). */
+  CF_VERSION_METADATA?: WorkerVersionMetadata;
   /** The deployment's operator secret for POST /v1/orgs. */
   ADMIN_SECRET?: string;
   /** The deployment secret autopilot projects' secrets are encrypted under (src/autopilot/secrets.ts). */

@@ -11,6 +11,7 @@ import { log } from "./lib/log";
 import type { QueueMessage } from "./queue/messages";
 import { consumeEvents } from "./queue/consumer";
 import { recoverPublications } from "./publication-recovery";
+import { recoveryPass } from "./recovery";
 import { pruneStorage } from "./retention";
 import { tickSweep } from "./sweep";
 import { AUTOPILOT_QUEUE, consumeAutopilot } from "./autopilot/queue";
@@ -44,7 +45,9 @@ export default {
     const now = controller.scheduledTime;
     // Without a watermark (D1 down), the backstop grants every run its window from now.
     let graceFromMs = now;
-    await step("sweep", async () => ({ recoveredAtMs: graceFromMs } = await tickSweep(env.DB, config, now)));
+    await step("sweep", async () => ({ recoveredAtMs: graceFromMs } = await tickSweep(env.DB, config, now, env.CF_VERSION_METADATA?.id ?? null)));
+    // After an outage or a deploy, unfinished runs are reconciled before anything is dispatched (src/recovery.ts).
+    await step("recovery", () => recoveryPass(env, config));
     // Pending publications are reconciled before anything else moves (src/publication-recovery.ts).
     await step("publication_recovery", () => recoverPublications(env, config, graceFromMs));
     // Runs whose alarm or queue row a crash lost are found and re-armed here (docs/runbook.md).

@@ -11,21 +11,29 @@ import type { Config } from "./config";
 import { sweep } from "./db/schema";
 import { log } from "./lib/log";
 
-export async function tickSweep(db: D1Database, config: Config, now: number): Promise<{ recoveredAtMs: number }> {
-  // One conditional statement: concurrent ticks agree on whether this one ends an outage.
+/**
+ * Records this tick. A gap longer than the outage threshold, or a Worker version other than the one
+ * that ticked last (a deploy), starts a recovery: recovered_at_ms becomes now and the recovery's
+ * pass over unfinished runs starts again from its beginning (src/recovery.ts).
+ */
+export async function tickSweep(db: D1Database, config: Config, now: number, versionId: string | null = null): Promise<{ recoveredAtMs: number }> {
+  const startsRecovery = sql`(${now} - ${sweep.lastTickAtMs} > ${config.sweepOutageThresholdMs} OR (${versionId} IS NOT NULL AND ${sweep.versionId} IS NOT NULL AND ${sweep.versionId} != ${versionId}))`;
+  // One conditional statement: concurrent ticks agree on whether this one starts a recovery.
   const row = await drizzle(db)
     .insert(sweep)
-    .values({ id: 1, lastTickAtMs: now, recoveredAtMs: 0 })
+    .values({ id: 1, lastTickAtMs: now, recoveredAtMs: 0, versionId })
     .onConflictDoUpdate({
       target: sweep.id,
       set: {
-        recoveredAtMs: sql`CASE WHEN ${now} - ${sweep.lastTickAtMs} > ${config.sweepOutageThresholdMs} THEN ${now} ELSE ${sweep.recoveredAtMs} END`,
+        recoveredAtMs: sql`CASE WHEN ${startsRecovery} THEN ${now} ELSE ${sweep.recoveredAtMs} END`,
+        recoveryCursor: sql`CASE WHEN ${startsRecovery} THEN NULL ELSE ${sweep.recoveryCursor} END`,
         lastTickAtMs: sql`MAX(${sweep.lastTickAtMs}, ${now})`,
+        versionId: sql`COALESCE(${versionId}, ${sweep.versionId})`,
       },
     })
     .returning()
     .get();
-  if (row.recoveredAtMs === now) log("sweep.recovered", { recovered_at_ms: now, grace_ms: config.daemonSilenceMs, reason: "the first cron tick after an outage: the reaper grants the staleness window from now" });
+  if (row.recoveredAtMs === now) log("sweep.recovered", { recovered_at_ms: now, grace_ms: config.daemonSilenceMs, reason: "the first cron tick after an outage or a deploy: the reaper grants the staleness window from now, and unfinished runs are reconciled before dispatch" });
   return { recoveredAtMs: row.recoveredAtMs };
 }
 

@@ -106,11 +106,18 @@ export const idempotencyKeys = sqliteTable(
   (t) => [primaryKey({ columns: [t.orgId, t.key] }), index("idempotency_keys_age").on(t.createdAtMs)],
 );
 
-// One row: the last cron tick and when the API last recovered from an outage.
+// One row: the last cron tick, when the API last recovered from an outage or a deploy (the start of
+// a recovery), and how far that recovery's pass over unfinished runs has come (src/recovery.ts).
 export const sweep = sqliteTable("sweep", {
   id: integer("id").primaryKey(),
   lastTickAtMs: integer("last_tick_at_ms").notNull(),
   recoveredAtMs: integer("recovered_at_ms").notNull(),
+  /** The recovery whose pass finished (equal to recovered_at_ms once dispatch may go on). */
+  recoveryDoneAtMs: integer("recovery_done_at_ms").notNull().default(0),
+  /** The last run id the pass reconciled; null: from the start. */
+  recoveryCursor: text("recovery_cursor"),
+  /** The deployed Worker version that ticked last (a new one starts a recovery). */
+  versionId: text("version_id"),
 });
 
 // Events delivered by the outbox Queue, stored once per (run, seq).

@@ -41,6 +41,8 @@ export const ERROR_STATUS = {
   publication_unavailable: 503,
   // Pause and resume (docs/protocol.md, "Pause and resume").
   checkpoint_missing: 409,
+  // Recovery after an outage or a deploy (docs/protocol.md, "Recovery"): claims wait until unfinished runs are reconciled.
+  recovering: 503,
   internal: 500,
 } as const;
 

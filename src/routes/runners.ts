@@ -18,6 +18,7 @@ import { newId, newToken, sha256Hex } from "../lib/crypto";
 import { log } from "../lib/log";
 import { listPage, pageSize } from "../lib/pagination";
 import { d1Session } from "../lib/read-session";
+import { claimKick, recoveryHold, RECOVERY_ROW_SQL, type RecoveryRow } from "../recovery";
 import { bookmarkHeader } from "../openapi/headers";
 import { blockerFromWire } from "../run/blocker";
 import { normalizeLabels } from "../run/labels";
@@ -261,7 +262,7 @@ export const runnerRoutes = new Hono<AppEnv>()
         200: { description: "An attempt of a run, granted to this machine.", schema: ClaimGrant },
         204: { description: "No work matched within the wait." },
       },
-      errors: ["listener_upgrade_required", "too_many_waiters"],
+      errors: ["listener_upgrade_required", "too_many_waiters", "recovering"],
     }),
     requireMachine,
     validate("json", ClaimBody), async (c) => {
@@ -274,7 +275,8 @@ export const runnerRoutes = new Hono<AppEnv>()
     // The machine's labels, and its heartbeat: a claim is one (its CLI version, protocols and last
     // seen time), so an idle runner sends no other. Written at most once per heartbeat interval to
     // keep claims cheap: one D1 round trip, its rows counted for Docket-Cost.
-    const [[machine]] = await countedBatch<{ labels: string }>(cost, c.env.DB, [
+    // The sweep row too: a recovery under way after an outage or a deploy holds dispatch (src/recovery.ts).
+    const [machineRows, , sweepRows] = await countedBatch<unknown>(cost, c.env.DB, [
       c.env.DB.prepare("SELECT labels FROM machines WHERE id = ? AND deregistered_at_ms IS NULL").bind(caller.machineId),
       c.env.DB.prepare("UPDATE machines SET last_seen_at_ms = ?, cli_version = ?, protocols = ? WHERE id = ? AND last_seen_at_ms < ?").bind(
         now,
@@ -283,8 +285,16 @@ export const runnerRoutes = new Hono<AppEnv>()
         caller.machineId,
         now - config.heartbeatIntervalMs,
       ),
+      c.env.DB.prepare(RECOVERY_ROW_SQL),
     ]);
+    const machine = machineRows[0] as { labels: string } | undefined;
     if (!machine) throw new DocketError("unauthorized", "this machine is no longer registered", { reason: "machine_deregistered" });
+    const held = recoveryHold(sweepRows[0] as RecoveryRow | undefined, now, config);
+    if (held) {
+      c.executionCtx.waitUntil(claimKick(c.env, config));
+      c.header(COST_HEADER, formatCost(cost));
+      throw new DocketError("recovering", held, { retry_after_ms: config.recoveryRetryAfterMs });
+    }
     const protocols = body.protocols.filter((p) => config.launchProtocols.includes(p));
     const { grant, cost: schedulerCost, shed } = await schedulerStub(c.env, caller.orgId).claim({
       orgId: caller.orgId,

@@ -191,6 +191,7 @@ const RULES: { [T in RunCommand["type"]]: Rule<T> } = {
   published: decidePublished,
   publish_interrupted: decidePublishInterrupted,
   publish_failed: decidePublishFailed,
+  recovered: decideRecovered,
 };
 
 export function decide(input: RunRecord, command: RunCommand, now: number, config: DecideConfig): Decision {
@@ -725,4 +726,23 @@ export function reapDeadline(run: RunRecord, config: DecideConfig, recoveredAtMs
     return Math.max(leaseGone, lastHeard + config.daemonSilenceMs, recoveredAtMs + config.daemonSilenceMs);
   }
   return null;
+}
+
+/**
+ * Recovery's observation of an unfinished run, persisted once per recovery (run-lifecycle.md,
+ * "Completion and recovery": "Persist the observed recovery result and resume only from a verified
+ * usable state"). A paused run whose stored checkpoint did not verify gets its recovery problem, so
+ * a resume is refused (checkpoint_missing) instead of restarting silently.
+ */
+function decideRecovered(d: Draft, command: Command<"recovered">): Decision {
+  const run = d.run;
+  if (isTerminal(run.state) || run.recoveredEpochMs === command.epochMs) return d.done();
+  run.recoveredEpochMs = command.epochMs;
+  if (command.problem && run.state === "paused") {
+    // An unusable checkpoint is no checkpoint: a resume is refused (checkpoint_missing) with this problem.
+    run.recoveryProblem = command.problem;
+    run.checkpoint = null;
+  }
+  d.emit("run.recovered", { recovery_at_ms: command.epochMs, state: run.state, observed: command.observed, problem: command.problem, attempt: run.attempt });
+  return d.done();
 }

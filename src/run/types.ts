@@ -130,6 +130,8 @@ export interface RunRecord {
   checkpoint?: Checkpoint | null;
   /** Why the run cannot continue as it stands (a checkpoint missing or unusable); cleared by a resume that can. */
   recoveryProblem?: string | null;
+  /** The recovery (its start, src/recovery.ts) that last observed this run: each observes it once. */
+  recoveredEpochMs?: number | null;
   /** Why the run was last paused, as the pause said. */
   pauseReason?: string | null;
   machineId: string | null;
@@ -216,7 +218,9 @@ export type RunCommand =
   | { type: "publish_try"; error: string | null; retryAtMs: number }
   | { type: "published"; pr: { number: number; url: string } }
   | { type: "publish_interrupted"; reason: string }
-  | { type: "publish_failed"; error: string };
+  | { type: "publish_failed"; error: string }
+  /** What recovery after an outage or a deploy observed of this run; once per recovery (epochMs). */
+  | { type: "recovered"; epochMs: number; observed: string; problem: string | null };
 
 export interface RunEventDraft {
   type: string;

@@ -1,0 +1,108 @@
+// Recovery after an outage or a deploy (../shared/spec/run-lifecycle.md, "Completion and recovery":
+// "After a restart, reconcile unfinished runs before dispatch ... Persist the observed recovery
+// result"). The sweep starts a recovery (src/sweep.ts: a gap between ticks, or a new Worker
+// version). Its pass walks the unfinished runs that execute or may continue (claimed, implementing,
+// pausing, paused, publishing) in id order, a bounded batch per call, and asks each run object to
+// reconcile itself (RunObject.recover: publications against the code host and the branch, paused
+// runs against their stored checkpoint, running attempts against their runner's reports). Until the
+// pass reaches the end, claims are refused with 503 recovering (recoveryHold), for at most
+// RECOVERY_HOLD_MAX_MS; a claim that finds one under way moves the pass on itself (claimKick), so
+// dispatch does not wait for the next cron tick.
+
+import type { Config } from "./config";
+import type { Env } from "./env";
+import { log, logRun } from "./lib/log";
+import { tickSweep } from "./sweep";
+
+/** The sweep row as a claim reads it, in the same D1 batch as the machine's row. */
+export interface RecoveryRow {
+  last_tick_at_ms: number;
+  recovered_at_ms: number;
+  recovery_done_at_ms: number;
+}
+
+export const RECOVERY_ROW_SQL = "SELECT last_tick_at_ms, recovered_at_ms, recovery_done_at_ms FROM sweep WHERE id = 1";
+
+/** The states whose runs a recovery reconciles (queued ones are the queue's: nothing ran). */
+const RECOVERED_STATES = "'claimed', 'implementing', 'pausing', 'paused', 'publishing'";
+
+/**
+ * Why a claim must wait, or null. A plane that never ticked has nothing to recover. A last tick
+ * older than the outage threshold means an outage may just have ended and no tick has started its
+ * recovery yet; a recovery whose pass has not finished holds dispatch for at most RECOVERY_HOLD_MAX_MS.
+ */
+export function recoveryHold(row: RecoveryRow | null | undefined, nowMs: number, config: Config): string | null {
+  if (!row) return null;
+  if (nowMs - row.last_tick_at_ms > config.sweepOutageThresholdMs) {
+    return `no cron tick for ${Math.round((nowMs - row.last_tick_at_ms) / 1_000)} s: an outage may just have ended, and unfinished runs are reconciled before anything is dispatched`;
+  }
+  if (row.recovered_at_ms > row.recovery_done_at_ms && nowMs - row.recovered_at_ms < config.recoveryHoldMaxMs) {
+    return `unfinished runs are being reconciled after an outage or a deploy (since ${new Date(row.recovered_at_ms).toISOString()}) before anything is dispatched`;
+  }
+  return null;
+}
+
+export interface PassResult {
+  /** The recovery the pass belongs to (its start); 0 when none is under way. */
+  epochMs: number;
+  checked: number;
+  failed: number;
+  done: boolean;
+}
+
+/** One bounded step of the recovery under way, if any (the cron tick's and a held claim's). */
+export async function recoveryPass(env: Env, config: Config): Promise<PassResult> {
+  const row = await env.DB.prepare("SELECT recovered_at_ms, recovery_done_at_ms, recovery_cursor FROM sweep WHERE id = 1").first<{
+    recovered_at_ms: number;
+    recovery_done_at_ms: number;
+    recovery_cursor: string | null;
+  }>();
+  if (!row || row.recovered_at_ms <= row.recovery_done_at_ms) return { epochMs: 0, checked: 0, failed: 0, done: true };
+  const epochMs = row.recovered_at_ms;
+  const { results } = await env.DB.prepare(`SELECT id, attempt FROM runs WHERE state IN (${RECOVERED_STATES}) AND id > ? ORDER BY id LIMIT ?`)
+    .bind(row.recovery_cursor ?? "", config.recoveryBatch)
+    .all<{ id: string; attempt: number }>();
+  // The cursor stops before the first run that could not be reconciled: the next step tries it again.
+  let cursor = row.recovery_cursor;
+  let failed = 0;
+  for (const run of results) {
+    try {
+      const answer = await env.RUN.get(env.RUN.idFromName(run.id)).recover(epochMs, epochMs);
+      logRun("run.recovered", { run: run.id, attempt: run.attempt, state: answer.state, reason: answer.problem ?? answer.observed });
+      if (failed === 0) cursor = run.id;
+    } catch (err) {
+      failed += 1;
+      logRun("run.recover_failed", { run: run.id, attempt: run.attempt, reason: String(err) });
+    }
+  }
+  const done = failed === 0 && results.length < config.recoveryBatch;
+  // Conditional on the recovery still being this one: a newer one started meanwhile walks from its own start.
+  if (done) {
+    await env.DB.prepare("UPDATE sweep SET recovery_done_at_ms = ?1, recovery_cursor = NULL WHERE id = 1 AND recovered_at_ms = ?1").bind(epochMs).run();
+    log("recovery.done", { recovered_at_ms: epochMs, checked: results.length, reason: "every unfinished run was reconciled: dispatch goes on" });
+  } else if (cursor !== row.recovery_cursor) {
+    await env.DB.prepare("UPDATE sweep SET recovery_cursor = ?2 WHERE id = 1 AND recovered_at_ms = ?1 AND (recovery_cursor IS NULL OR recovery_cursor < ?2)")
+      .bind(epochMs, cursor)
+      .run();
+  }
+  if (!done) log("recovery.progress", { recovered_at_ms: epochMs, checked: results.length, failed, cursor, reason: "the pass goes on at the next step" });
+  return { epochMs, checked: results.length, failed, done };
+}
+
+/** This isolate's kick under way: concurrent held claims share it. */
+let kick: Promise<unknown> | null = null;
+
+/**
+ * A held claim moves recovery on: the tick the cron has not made yet (which starts the recovery
+ * after an outage), then one step of the pass. Bounded like both; one at a time per isolate.
+ */
+export function claimKick(env: Env, config: Config): Promise<unknown> {
+  kick ??= (async () => {
+    const now = Date.now();
+    await tickSweep(env.DB, config, now, env.CF_VERSION_METADATA?.id ?? null);
+    return recoveryPass(env, config);
+  })()
+    .catch((err) => log("recovery.kick_failed", { reason: String(err) }))
+    .finally(() => (kick = null));
+  return kick;
+}
