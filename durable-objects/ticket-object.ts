@@ -65,7 +65,7 @@ export interface TicketHistoryEntry {
   at_ms: number;
   kind: "admitted" | "refused" | "capacity_wait" | "lapsed" | "run_ended" | "authorized";
   /** `withdraw_retry`: the ticket's alarm finished a lapse whose withdrawal had failed. */
-  door: AdmissionDoor | "withdraw_retry";
+  door: AdmissionDoor | "withdraw_retry" | "run_end";
   generation: string | null;
   run_id: string | null;
   reasons: string[];
@@ -166,6 +166,19 @@ export class TicketObject extends DurableObject<Env> {
     return this.serialized(async () => this.backing(runId));
   }
 
+  /**
+   * The outbox tells the ticket its run ended (src/autopilot/ticket-run-end.ts), so the ticket reads
+   * `done` at once rather than at its next observation. Idempotent: only the ticket's own unfinished
+   * run is recorded, once; the run object is read, never trusted from the event.
+   */
+  async runEnded(runId: string): Promise<boolean> {
+    return this.serialized(async () => {
+      const row = this.load();
+      if (!row || row.run_id !== runId) return false;
+      return (await this.unfinishedRun(row, "run_end", Date.now())) === null;
+    });
+  }
+
   /** Retries the withdrawal of a lapsed ticket's run that failed (bounded by AUTOPILOT_WITHDRAW_ATTEMPTS_MAX). */
   async alarm(): Promise<void> {
     await this.serialized(async () => {
@@ -221,14 +234,14 @@ export class TicketObject extends DurableObject<Env> {
     if (!stored && !obs.transition && !obs.readiness) return { outcome: "unchanged", runId: null, reasons: [] };
     if (stored && stored.project_id !== obs.project.id) {
       // Two projects watch the same repository: the ticket's one unfinished run stays with the project that has it.
-      if (stored.pending_generation !== null || (stored.run_id && (await this.unfinishedRun(stored, obs, now)))) {
+      if (stored.pending_generation !== null || (stored.run_id && (await this.unfinishedRun(stored, obs.door, now)))) {
         return { outcome: "refused", runId: null, reasons: ["another autopilot project holds this issue's unfinished run"] };
       }
     }
     let row = stored && stored.project_id === obs.project.id ? stored : { ...this.fresh(obs, now), admitted_generation: stored?.admitted_generation ?? null };
     if (row.pending_generation !== null) row = await this.finishAdmission(obs, row, now);
     const generation = obs.transition?.eventId ?? row.generation;
-    const unfinished = row.run_id ? await this.unfinishedRun(row, obs, now) : null;
+    const unfinished = row.run_id ? await this.unfinishedRun(row, obs.door, now) : null;
     if (unfinished) {
       const authorized = obs.eligibility.eligible ? await this.authorizeBlocked(obs, row, unfinished, now) : null;
       if (authorized) return authorized;
@@ -433,7 +446,7 @@ export class TicketObject extends DurableObject<Env> {
   // ---- the run it backs ------------------------------------------------------------------------
 
   /** The ticket's run id while that run has not ended; an ended run frees the ticket (recorded once). */
-  private async unfinishedRun(row: TicketRow, obs: Observation, now: number): Promise<string | null> {
+  private async unfinishedRun(row: TicketRow, door: TicketHistoryEntry["door"], now: number): Promise<string | null> {
     const runId = row.run_id!;
     const run = await runStub(this.env, runId).read(row.org_id);
     if (!isRefusal(run) && !isTerminal(run.state)) return runId;
@@ -441,7 +454,7 @@ export class TicketObject extends DurableObject<Env> {
     const next: TicketRow = { ...row, ...NO_WITHDRAWAL, status: "done", reasons: JSON.stringify([reason]), run_id: null, updated_at_ms: now };
     this.ctx.storage.transactionSync(() => {
       this.store(next);
-      this.remember({ at_ms: now, kind: "run_ended", door: obs.door, generation: row.admitted_generation, run_id: runId, reasons: [reason], basis: null, actor: null });
+      this.remember({ at_ms: now, kind: "run_ended", door, generation: row.admitted_generation, run_id: runId, reasons: [reason], basis: null, actor: null });
     });
     Object.assign(row, next);
     await this.project(next);

@@ -287,7 +287,7 @@ export const AdmissionTicketPath = AdmissionProjectPath.extend({ number: z.coerc
 export const TicketHistoryEntry = z.object({
   at_ms: epochMs,
   kind: z.enum(["admitted", "refused", "capacity_wait", "lapsed", "run_ended", "authorized"]).describe("authorized: a new human readiness generation requeued the blocked run (the generation is consumed)"),
-  door: z.enum(["webhook", "reconcile", "startup", "operator", "withdraw_retry"]).describe("The door of the observation; withdraw_retry: the ticket's alarm finished a lapse whose withdrawal had failed."),
+  door: z.enum(["webhook", "reconcile", "startup", "operator", "withdraw_retry", "run_end"]).describe("The door of the observation; withdraw_retry: the ticket's alarm finished a lapse whose withdrawal had failed; run_end: the ticket's run ended (from its terminal event)."),
   generation: z.string().nullable(),
   run_id: runId.nullable(),
   reasons: z.array(z.string()),

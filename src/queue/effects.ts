@@ -2,6 +2,7 @@
 // Each handler must be idempotent: the Queue delivers at least once, in any order.
 
 import { settleRunBudgetOnRunEvent } from "../autopilot/run-budget";
+import { tellTicketRunEnded } from "../autopilot/ticket-run-end";
 import { settleBuildOnRunEvent } from "../builds/settle";
 import { scheduleCompletionCallback } from "../callbacks/schedule";
 import type { Env, OutboxMessage } from "../env";
@@ -23,6 +24,8 @@ export const EVENT_HANDLERS: EventHandler[] = [
   settleRunBudgetOnRunEvent,
   // A run's request to its tracker ticket (comment, label) gets its receipt and first try (src/tracker/deliver.ts).
   requestTrackerDelivery,
+  // An autopilot run's end is recorded on its ticket at once (src/autopilot/ticket-run-end.ts).
+  tellTicketRunEnded,
 ];
 
 export async function performEffects(env: Env, event: OutboxMessage): Promise<void> {

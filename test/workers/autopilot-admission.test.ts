@@ -282,6 +282,23 @@ describe("what creates nothing", () => {
     expect(await runsOf(labeled.issue.number)).toHaveLength(1);
   });
 
+  it("the ticket reads done as soon as its run ended, without waiting for the issue's next observation", async () => {
+    const labeled = labeledPayload();
+    tracker.fromPayload(labeled);
+    const admitted = await handleDelivery(env, config, fake.deps, delivery(labeled));
+    expect(await ticketOf(labeled.issue.number)).toMatchObject({ status: "admitted", run_id: admitted!.runId });
+    await call("POST", `/v1/runs/${admitted!.runId}/cancel`, { token: org.admin, body: {} });
+    const path = `/v1/autopilot/projects/${project.id}/tickets/${labeled.issue.number}`;
+    let ticket = (await call("GET", path, { token: org.admin })).body;
+    for (let i = 0; i < 100 && ticket.status !== "done"; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      ticket = (await call("GET", path, { token: org.admin })).body;
+    }
+    expect(ticket).toMatchObject({ status: "done", run_id: null });
+    expect(ticket.history[0]).toMatchObject({ kind: "run_ended", door: "run_end", run_id: admitted!.runId, reasons: ["the run ended cancelled"] });
+    expect(await ticketOf(labeled.issue.number)).toMatchObject({ status: "done", run_id: null });
+  });
+
   it("a comment or an edit on a ready issue whose run has ended creates nothing: the generation already had its run", async () => {
     const labeled = labeledPayload();
     tracker.fromPayload(labeled);

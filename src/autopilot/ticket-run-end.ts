@@ -1,0 +1,22 @@
+// An autopilot run's end reaches its ticket through the outbox (an EVENT_HANDLERS entry,
+// src/queue/effects.ts), so GET …/tickets shows the ticket `done` as soon as its run ended instead of
+// at the issue's next observation. Idempotent: the ticket records only its own unfinished run, once.
+
+import type { Env, OutboxMessage } from "../env";
+import { isRefusal } from "../errors";
+import { runStub } from "../lib/stubs";
+import { isRunState, isTerminal } from "../run/states";
+import { ticketStub } from "./admission";
+
+export async function tellTicketRunEnded(env: Env, event: OutboxMessage): Promise<void> {
+  if (event.type !== "run.state") return;
+  const to = event.data?.to;
+  if (typeof to !== "string" || !isRunState(to) || !isTerminal(to)) return;
+  // Only runs an autopilot project admitted have a ticket (their queue row names the project).
+  const row = await env.DB.prepare("SELECT project_id FROM runs WHERE id = ?").bind(event.run_id).first<{ project_id: string | null }>();
+  if (!row?.project_id) return;
+  const run = await runStub(env, event.run_id).read(event.org_id);
+  if (isRefusal(run)) return;
+  const key = run.metadata?.autopilot_ticket;
+  if (typeof key === "string") await ticketStub(env, key).runEnded(event.run_id);
+}
