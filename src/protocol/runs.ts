@@ -172,8 +172,8 @@ export const RunPublication = z.object({
 /** Why a queued run is not being worked (docs/protocol.md, "Why a run waits"). */
 export const RunWaiting = z.object({
   reason: z
-    .enum(["operator_hold", "scheduler_gate", "launch_backoff", "no_runner", "behind_runs", "next_in_queue"])
-    .describe("the first that holds, in this order: an operator hold, a scheduler gate, launch-failure backoff, no covering runner, runs ahead"),
+    .enum(["operator_hold", "recovery", "scheduler_gate", "launch_backoff", "no_runner", "behind_runs", "next_in_queue"])
+    .describe("the first that holds, in this order: an operator hold, a recovery after an outage or a deploy, a scheduler gate, launch-failure backoff, no covering runner, runs ahead"),
   detail: z.object({
     message: z.string().describe("the reason in words"),
     until_ms: epochMs.optional().describe("launch_backoff: when the backoff ends"),

@@ -4,12 +4,13 @@
 
 import { and, desc, eq, gte, isNull } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
-import type { Config } from "../config";
+import { loadConfig, type Config } from "../config";
+import { RECOVERY_ROW_SQL, recoveryHold, type RecoveryRow } from "../recovery";
 import { machines, runs } from "../db/schema";
 import type { Env } from "../env";
 import { labelsKey, parseLabelsKey } from "./labels";
 
-export type WaitingReason = "operator_hold" | "scheduler_gate" | "launch_backoff" | "no_runner" | "behind_runs" | "next_in_queue";
+export type WaitingReason = "operator_hold" | "recovery" | "scheduler_gate" | "launch_backoff" | "no_runner" | "behind_runs" | "next_in_queue";
 
 export interface Waiting {
   reason: WaitingReason;
@@ -52,8 +53,18 @@ const autopilotGates: SchedulerGate = async (env, run) => {
   return closed ? { reason: "scheduler_gate", detail: { message: `its project's scheduler holds it: ${closed.reason}`, gate: closed.gate } } : null;
 };
 
-/** The gates asked for every queued run. */
-export const SCHEDULER_GATES: SchedulerGate[] = [autopilotGates];
+/** The sweep row read for `nowMs`: a queue page asks once for all its runs. */
+let recoveryRead: { nowMs: number; row: Promise<RecoveryRow | null> } | null = null;
+
+/** Dispatch held while unfinished runs are reconciled after an outage or a deploy (src/recovery.ts). */
+const recoveryGate: SchedulerGate = async (env, _run, nowMs) => {
+  if (recoveryRead?.nowMs !== nowMs) recoveryRead = { nowMs, row: env.DB.prepare(RECOVERY_ROW_SQL).first<RecoveryRow>() };
+  const held = recoveryHold(await recoveryRead.row, nowMs, loadConfig(env));
+  return held ? { reason: "recovery", detail: { message: held } } : null;
+};
+
+/** The gates asked for every queued run, in order. */
+export const SCHEDULER_GATES: SchedulerGate[] = [recoveryGate, autopilotGates];
 
 export interface ConnectedRunner {
   id: string;

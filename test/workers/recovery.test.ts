@@ -68,14 +68,18 @@ describe("recovery before dispatch", () => {
   it("after an outage a claim is refused with 503 recovering until the unfinished runs are reconciled; then dispatch goes on", async () => {
     const { admin, runner, running, waiting } = await workInFlight();
     await outageOf(10 * MIN);
+    // Why it waits, as the run and the queue say it.
+    const queued = await getRun(admin, waiting);
+    expect(queued.state).toBe("queued");
+    expect(queued.waiting).toMatchObject({ reason: "recovery" });
+    const queue = await call("GET", "/v1/queue", { token: admin });
+    expect(queue.body.runs.find((r: { id: string }) => r.id === waiting)?.waiting.reason).toBe("recovery");
 
     const held = await claim(runner.token, 0);
     expect(held.status).toBe(503);
     expect(held.body.error).toMatchObject({ code: "recovering", retry_after_ms: config.recoveryRetryAfterMs });
     expect(held.body.error.message).toContain("reconciled before anything is dispatched");
     expect(held.headers.get("retry-after")).toBe(String(config.recoveryRetryAfterMs / 1_000));
-    expect((await getRun(admin, waiting)).state).toBe("queued");
-
     await cronTick();
     const row = await sweepRow();
     expect(row!.recovered_at_ms).toBeGreaterThan(0);
@@ -88,6 +92,7 @@ describe("recovery before dispatch", () => {
     expect(recovered[0].data.observed).toContain("awaiting its runner's next report");
     // The queued run was not a recovery's business, and is dispatched now.
     expect((await allEvents(admin, waiting)).some((e) => e.type === "run.recovered")).toBe(false);
+    expect((await getRun(admin, waiting)).waiting.reason).not.toBe("recovery");
     const granted = await claim(runner.token, 0);
     expect(granted.status).toBe(200);
     expect(granted.body.run_id).toBe(waiting);
