@@ -164,14 +164,16 @@ export const runRoutes = new Hono<AppEnv>()
       auth: "member",
       responses: { 200: { description: "The run, paused or pausing, with its hold.", schema: Run } },
       errors: ["not_found", "invalid_transition"],
+      headers: [bookmarkHeader()],
     }),
     requireMember,
+    d1Session,
     validate("param", RunPath),
     validate("json", PauseRunBody), async (c) => {
     const { id } = c.req.valid("param");
     const reason = c.req.valid("json").reason ?? null;
     const run = unwrap(await runStub(c.env, id).control(c.get("caller").orgId, { type: "pause", hold: true, reason }));
-    return c.json(await runAnswer(c.env, c.env.DB, run, c.get("config")));
+    return c.json(await runAnswer(c.env, c.get("db"), run, c.get("config")));
   })
   .post(
     "/runs/:id/resume",
@@ -185,13 +187,15 @@ export const runRoutes = new Hono<AppEnv>()
       auth: "member",
       responses: { 200: { description: "The run, queued again.", schema: Run } },
       errors: ["not_found", "invalid_transition", "checkpoint_missing"],
+      headers: [bookmarkHeader()],
     }),
     requireMember,
+    d1Session,
     validate("param", RunPath),
     validate("json", ResumeRunBody), async (c) => {
     const { id } = c.req.valid("param");
     const run = unwrap(await runStub(c.env, id).control(c.get("caller").orgId, { type: "resume", by: "operator" }));
-    return c.json(await runAnswer(c.env, c.env.DB, run, c.get("config")));
+    return c.json(await runAnswer(c.env, c.get("db"), run, c.get("config")));
   })
   .get(
     "/runs/:id/events",
