@@ -5,27 +5,17 @@
 // posted, and the run appears (../shared/spec/run-lifecycle.md, "Admission", "Human readiness
 // authorization").
 
-import { createHmac, randomUUID } from 'node:crypto';
-import { createRequire } from 'node:module';
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeAppKeyPair, startFakeGitHub } from '../fake-github/server.mjs';
+import { deliverWebhook, examplePayload, readTicket, waitForTicket as waitForTicketOf } from './autopilot-helpers.mjs';
 import { createOrg, removeTempDirs, sleep, startDocket } from './helpers.mjs';
 
-const examples = createRequire(import.meta.url)('@octokit/webhooks-examples');
 const REPO = 'acme/widgets';
 const WEBHOOK_SECRET = 'a-webhook-secret-for-the-e2e-project';
 const BRIEF = '## Agent Brief\n\ngoal: Add a dark mode toggle to the settings page.\nacceptance:\n- the toggle persists across reloads\n';
 
-/** A real issues.labeled payload, moved to this repository, issue and ready label. */
-function labeledPayload(number, sender) {
-  const payload = structuredClone(examples.find((e) => e.name === 'issues').examples.find((p) => p.action === 'labeled'));
-  payload.label.name = 'ready';
-  payload.issue.number = number;
-  payload.issue.repository_url = `https://api.github.com/repos/${REPO}`;
-  payload.repository.full_name = REPO;
-  if (sender) payload.sender = { ...payload.sender, ...sender };
-  return payload;
-}
+const labeledPayload = (number, sender) => examplePayload('issues', 'labeled', { repository: REPO, number, sender });
 
 /** @type {Awaited<ReturnType<typeof startDocket>>} */
 let docket;
@@ -36,31 +26,9 @@ let org;
 /** @type {string} */
 let projectId;
 
-async function postWebhook(payload, { deliveryId = randomUUID(), event = 'issues', secret = WEBHOOK_SECRET } = {}) {
-  const body = JSON.stringify(payload);
-  const signature = `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
-  const res = await fetch(`${docket.url}/v1/autopilot/projects/${projectId}/webhook`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-github-event': event, 'x-github-delivery': deliveryId, 'x-hub-signature-256': signature },
-    body,
-  });
-  return { status: res.status, body: await res.json() };
-}
-
-async function ticket(number) {
-  const res = await docket.api('GET', `/v1/autopilot/projects/${projectId}/tickets/${number}`, { token: org.admin });
-  return res.status === 200 ? res.body : null;
-}
-
-async function waitForTicket(number, pred, timeoutMs = 30_000) {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const t = await ticket(number);
-    if (t && pred(t)) return t;
-    if (Date.now() > until) throw new Error(`ticket ${number} never matched: ${JSON.stringify(t)}`);
-    await sleep(200);
-  }
-}
+const postWebhook = (payload, { deliveryId, event = 'issues', secret = WEBHOOK_SECRET } = {}) => deliverWebhook(docket, projectId, event, payload, { secret, deliveryId });
+const ticket = (number) => readTicket(docket, org.admin, projectId, number);
+const waitForTicket = (number, pred) => waitForTicketOf(docket, org.admin, projectId, number, pred, 30_000);
 
 async function runsOfOrg() {
   const res = await docket.api('GET', '/v1/runs?limit=200', { token: org.admin });

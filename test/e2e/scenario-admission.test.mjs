@@ -2,16 +2,14 @@
 // a local Docket, the real runner CLI working a real agent script, the real GitHub provider against
 // the fake GitHub on loopback, and a local bare git repository as the project's remote.
 
-import { createHmac, randomUUID } from 'node:crypto';
-import { createRequire } from 'node:module';
+import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { makeAppKeyPair, startFakeGitHub } from '../fake-github/server.mjs';
+import { deliverWebhook, examplePayload, PERSON, readTicket, waitForDeliveries as waitForDeliveriesOf, waitForTicket as waitForTicketOf } from './autopilot-helpers.mjs';
 import { agentScript, bareRepo, createOrg, RunnerHome, removeTempDirs, sleep, startDocket, tempDir, waitForRun } from './helpers.mjs';
 
-const examples = createRequire(import.meta.url)('@octokit/webhooks-examples');
 const WEBHOOK_SECRET = 'a-webhook-secret-for-the-scenarios';
 const BRIEF = '## Agent Brief\n\ngoal: Write the greeting file.\nacceptance:\n- GREETING.txt says hello\n';
-const PERSON = { login: 'alice', type: 'User' };
 
 /** @type {Awaited<ReturnType<typeof startDocket>>} */
 let docket;
@@ -54,57 +52,18 @@ async function project(repository, labels) {
   return { id: res.body.id, repository };
 }
 
-/** A real example payload of `event`/`action`, moved to this repository and issue. */
-function payload(event, action, repository, number, sender = PERSON) {
-  const p = structuredClone(examples.find((e) => e.name === event).examples.find((x) => x.action === action));
-  p.issue.number = number;
-  p.issue.repository_url = `https://api.github.com/repos/${repository}`;
-  p.repository.full_name = repository;
-  p.sender = { ...p.sender, ...sender };
-  if (p.label) p.label.name = 'ready';
-  return p;
-}
+const payload = (event, action, repository, number) => examplePayload(event, action, { repository, number });
 
 async function postWebhook(projectId, event, body, deliveryId = randomUUID()) {
-  const text = JSON.stringify(body);
-  const signature = `sha256=${createHmac('sha256', WEBHOOK_SECRET).update(text).digest('hex')}`;
-  const res = await fetch(`${docket.url}/v1/autopilot/projects/${projectId}/webhook`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-github-event': event, 'x-github-delivery': deliveryId, 'x-hub-signature-256': signature },
-    body: text,
-  });
-  expect(res.status).toBe(202);
+  expect((await deliverWebhook(docket, projectId, event, body, { secret: WEBHOOK_SECRET, deliveryId })).status).toBe(202);
 }
 
 const reconcile = (projectId) => docket.api('POST', `/v1/autopilot/projects/${projectId}/reconcile`, { token: org.admin, body: {} });
-
-async function ticket(projectId, number) {
-  const res = await docket.api('GET', `/v1/autopilot/projects/${projectId}/tickets/${number}`, { token: org.admin });
-  return res.status === 200 ? res.body : null;
-}
-
-async function waitForTicket(projectId, number, pred, timeoutMs = 60_000) {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const t = await ticket(projectId, number);
-    if (t && pred(t)) return t;
-    if (Date.now() > until) throw new Error(`ticket ${number} never matched: ${JSON.stringify(t)}`);
-    await sleep(250);
-  }
-}
+const ticket = (projectId, number) => readTicket(docket, org.admin, projectId, number);
+const waitForTicket = (projectId, number, pred) => waitForTicketOf(docket, org.admin, projectId, number, pred);
+const waitForDeliveries = (runId, pred) => waitForDeliveriesOf(docket, org.admin, runId, pred);
 
 /** Every run of the organization admitted for `repository#number`. */
-/** The run's tracker deliveries once `pred` holds of them. */
-async function waitForDeliveries(runId, pred, timeoutMs = 60_000) {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const res = await docket.api('GET', `/v1/runs/${runId}/deliveries`, { token: org.admin });
-    if (res.status === 200 && pred(res.body.deliveries)) return res.body.deliveries;
-    if (Date.now() > until) throw new Error(`deliveries of ${runId} never matched: ${JSON.stringify(res.body)}`);
-    await sleep(250);
-  }
-}
-
 async function runsOfTicket(repository, number) {
   const res = await docket.api('GET', '/v1/runs?limit=200', { token: org.admin });
   expect(res.status).toBe(200);

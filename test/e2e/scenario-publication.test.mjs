@@ -10,6 +10,7 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeAppKeyPair, startFakeGitHub } from '../fake-github/server.mjs';
+import { waitForDeliveries as waitForDeliveriesOf } from './autopilot-helpers.mjs';
 import { agentScript, allEvents, bareRepo, createOrg, RunnerHome, removeTempDirs, startDocket, tempDir, waitForRun } from './helpers.mjs';
 
 const REPO = 'acme/widgets';
@@ -80,16 +81,7 @@ function codingTurns(runId) {
   }
 }
 
-/** The run's tracker deliveries once `pred` holds of them. */
-async function waitForDeliveries(runId, pred, timeoutMs = 150_000) {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const res = await docket.api('GET', `/v1/runs/${runId}/deliveries`, { token: org.admin });
-    if (res.status === 200 && pred(res.body.deliveries)) return res.body.deliveries;
-    if (Date.now() > until) throw new Error(`deliveries of ${runId} never matched: ${JSON.stringify(res.body)}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
+const waitForDeliveries = (runId, pred) => waitForDeliveriesOf(docket, org.admin, runId, pred, 150_000);
 
 beforeAll(async () => {
   const keys = makeAppKeyPair();

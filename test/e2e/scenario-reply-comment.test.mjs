@@ -3,13 +3,11 @@
 // Docket, the real runner CLI running a real agent script that reports a blocker, the real GitHub
 // provider against the fake GitHub on loopback, and a local bare repository as the issue's remote.
 
-import { createHmac, randomUUID } from 'node:crypto';
-import { createRequire } from 'node:module';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeAppKeyPair, startFakeGitHub } from '../fake-github/server.mjs';
+import { deliverWebhook, eventually, examplePayload, readTicket } from './autopilot-helpers.mjs';
 import { agentScript, bareRepo, createOrg, RunnerHome, removeTempDirs, sleep, startDocket, tempDir, waitForRun } from './helpers.mjs';
 
-const examples = createRequire(import.meta.url)('@octokit/webhooks-examples');
 const REPO = 'acme/gadgets';
 const ISSUE = 31;
 const WEBHOOK_SECRET = 'a-webhook-secret-for-the-blocker-scenario';
@@ -26,39 +24,13 @@ let org;
 let projectId;
 const home = new RunnerHome();
 
-/** A real webhook payload of `event`.`action`, moved to this repository and issue. */
-function payload(event, action, sender = { login: 'alice', type: 'User' }) {
-  const p = structuredClone(examples.find((e) => e.name === event).examples.find((x) => x.action === action));
-  p.issue.number = ISSUE;
-  p.issue.repository_url = `https://api.github.com/repos/${REPO}`;
-  p.repository.full_name = REPO;
-  if (p.label) p.label.name = 'ready';
-  p.sender = { ...p.sender, ...sender };
-  return p;
-}
+const payload = (event, action) => examplePayload(event, action, { repository: REPO, number: ISSUE });
 
 async function postWebhook(event, body) {
-  const text = JSON.stringify(body);
-  const signature = `sha256=${createHmac('sha256', WEBHOOK_SECRET).update(text).digest('hex')}`;
-  const res = await fetch(`${docket.url}/v1/autopilot/projects/${projectId}/webhook`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-github-event': event, 'x-github-delivery': randomUUID(), 'x-hub-signature-256': signature },
-    body: text,
-  });
-  expect(res.status).toBe(202);
+  expect((await deliverWebhook(docket, projectId, event, body, { secret: WEBHOOK_SECRET })).status).toBe(202);
 }
 
-async function until(what, probe, timeoutMs = 60_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}`);
-    await sleep(250);
-  }
-}
-
-const ticket = async () => (await docket.api('GET', `/v1/autopilot/projects/${projectId}/tickets/${ISSUE}`, { token: org.admin })).body;
+const ticket = () => readTicket(docket, org.admin, projectId, ISSUE);
 /** The issue was read after `sinceMs`: the Worker handled a webhook about it. */
 const issueReadSince = (sinceMs) => github.requests.some((r) => r.method === 'GET' && r.path === `/repos/${REPO}/issues/${ISSUE}` && r.atMs >= sinceMs && r.status === 200);
 
@@ -115,7 +87,7 @@ describe('blocked runs and reply comments', () => {
     github.state.addIssue(REPO, ISSUE, { title: 'Cache the pricing table', body: BRIEF, labels: ['ready'] });
     github.state.label(REPO, ISSUE, 'ready', { login: 'alice', type: 'User' });
     await postWebhook('issues', payload('issues', 'labeled'));
-    const admitted = await until('the admission', async () => (await ticket())?.run_id);
+    const admitted = await eventually('the admission', async () => (await ticket())?.run_id);
     const runId = admitted;
 
     // The runner runs the agent, which reports a blocker: the run waits for a person.
@@ -125,11 +97,11 @@ describe('blocked runs and reply comments', () => {
     expect(blocked.steps.map((s) => s.outcome)).toEqual(['blocked']);
 
     // The blocker comment appears on the issue, once, with its receipt on the run.
-    const comment = await until('the blocker comment', async () => github.state.comments(REPO, ISSUE).find((c) => c.body.includes(SUMMARY)));
+    const comment = await eventually('the blocker comment', async () => github.state.comments(REPO, ISSUE).find((c) => c.body.includes(SUMMARY)));
     expect(comment.login).toBe('docket[bot]');
     expect(comment.body).toContain('Redis or Memcached?');
     expect(comment.body).toContain(`<!-- docket:run=${runId}:kind=blocker_comment -->`);
-    const delivery = await until('the delivery receipt', async () => {
+    const delivery = await eventually('the delivery receipt', async () => {
       const res = await docket.api('GET', `/v1/runs/${runId}/deliveries`, { token: org.admin });
       return res.body.deliveries.find((d) => d.kind === 'blocker_comment' && d.status === 'delivered');
     });
@@ -139,7 +111,7 @@ describe('blocked runs and reply comments', () => {
     github.state.addComment(REPO, ISSUE, 'Use Redis, please.', 'alice');
     const repliedAt = Date.now();
     await postWebhook('issue_comment', payload('issue_comment', 'created'));
-    await until('the reply webhook to be handled', async () => issueReadSince(repliedAt));
+    await eventually('the reply webhook to be handled', async () => issueReadSince(repliedAt));
     await sleep(2_000);
     const after = (await docket.api('GET', `/v1/runs/${runId}`, { token: org.admin })).body;
     expect(after.state).toBe('blocked');

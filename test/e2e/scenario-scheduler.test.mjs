@@ -6,15 +6,13 @@
 // the remote (git's insteadOf points the issue's repository at it), the real runner CLI and a real
 // agent script whose "tool" keeps running until the test lets it finish.
 
-import { createHmac, randomUUID } from 'node:crypto';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createRequire } from 'node:module';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeAppKeyPair, startFakeGitHub } from '../fake-github/server.mjs';
+import { deliverWebhook, examplePayload, PERSON, waitForTicket } from './autopilot-helpers.mjs';
 import { agentScript, bareRepo, createOrg, removeTempDirs, RunnerHome, sleep, startDocket, tempDir, waitForRun } from './helpers.mjs';
 
-const examples = createRequire(import.meta.url)('@octokit/webhooks-examples');
 const REPO = 'acme/gadgets';
 const WEBHOOK_SECRET = 'a-webhook-secret-for-the-scheduler-scenario';
 const BRIEF = '## Agent Brief\n\ngoal: Make the build faster.\nacceptance:\n- the build takes less time\n';
@@ -53,32 +51,10 @@ const agent = agentScript(
 
 async function admitIssue(number) {
   github.state.addIssue(REPO, number, { title: `Issue ${number}`, body: BRIEF, labels: ['ready'] });
-  github.state.label(REPO, number, 'ready', { login: 'alice', type: 'User' });
-  const payload = structuredClone(examples.find((e) => e.name === 'issues').examples.find((p) => p.action === 'labeled'));
-  payload.label.name = 'ready';
-  payload.issue.number = number;
-  payload.issue.repository_url = `https://api.github.com/repos/${REPO}`;
-  payload.repository.full_name = REPO;
-  payload.sender = { ...payload.sender, login: 'alice', type: 'User' };
-  const body = JSON.stringify(payload);
-  const res = await fetch(`${docket.url}/v1/autopilot/projects/${projectId}/webhook`, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      'x-github-event': 'issues',
-      'x-github-delivery': randomUUID(),
-      'x-hub-signature-256': `sha256=${createHmac('sha256', WEBHOOK_SECRET).update(body).digest('hex')}`,
-    },
-    body,
-  });
-  expect(res.status).toBe(202);
-  const until = Date.now() + 30_000;
-  for (;;) {
-    const t = await docket.api('GET', `/v1/autopilot/projects/${projectId}/tickets/${number}`, { token: org.admin });
-    if (t.status === 200 && (t.body.run_id || t.body.status === 'refused')) return t.body;
-    if (Date.now() > until) throw new Error(`ticket ${number} never settled: ${JSON.stringify(t.body)}`);
-    await sleep(200);
-  }
+  github.state.label(REPO, number, 'ready', PERSON);
+  const payload = examplePayload('issues', 'labeled', { repository: REPO, number });
+  expect((await deliverWebhook(docket, projectId, 'issues', payload, { secret: WEBHOOK_SECRET })).status).toBe(202);
+  return waitForTicket(docket, org.admin, projectId, number, (t) => t.run_id || t.status === 'refused', 30_000);
 }
 
 beforeAll(async () => {
