@@ -1,5 +1,5 @@
 // The claim loop never spins: claims start at least --claim-min-gap-ms apart, however fast the
-// server answers, and a 429 with Retry-After (too_many_waiters, rate_limited) is waited out.
+// server answers, and a 429 or 503 with Retry-After (too_many_waiters, rate_limited, recovering) is waited out.
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseRetryAfter, RETRY_AFTER_MAX_MS } from '../src/api.ts';
 import { heartbeatAnswer } from './helpers/answers.mjs';
@@ -47,19 +47,19 @@ describe('claim pacing', () => {
     for (let i = 1; i < times.length; i++) expect(times[i] - times[i - 1]).toBeGreaterThanOrEqual(850);
   });
 
-  for (const code of ['too_many_waiters', 'rate_limited']) {
-    it(`a 429 ${code} with Retry-After: 2 is waited out before the next claim, longer than the backoff`, async () => {
+  for (const [status, code] of [[429, 'too_many_waiters'], [429, 'rate_limited'], [503, 'recovering']]) {
+    it(`a ${status} ${code} with Retry-After: 2 is waited out before the next claim, longer than the backoff`, async () => {
       let claims = 0;
       const server = await fakeServer(({ path }) => {
         if (path === '/v1/runners/heartbeat') return heartbeat;
         claims += 1;
-        if (claims === 1) return { status: 429, headers: { 'retry-after': '2' }, body: { error: { code, message: 'try again later', retry_after_ms: 2000 } } };
+        if (claims === 1) return { status, headers: { 'retry-after': '2' }, body: { error: { code, message: 'try again later', retry_after_ms: 2000 } } };
         return { status: 204 };
       });
       cleanups.push(server.close);
       const l = listen(server.url, ['--claim-min-gap-ms', '0']);
       const failed = await l.waitFor('claim_failed');
-      expect(failed).toMatchObject({ status: 429, code, retry_after_ms: 2000 });
+      expect(failed).toMatchObject({ status, code, retry_after_ms: 2000 });
       await sleep(2_600);
       const times = claimTimes(server);
       expect(times.length).toBeGreaterThanOrEqual(2);
