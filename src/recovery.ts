@@ -89,20 +89,23 @@ export async function recoveryPass(env: Env, config: Config): Promise<PassResult
   return { epochMs, checked: results.length, failed, done };
 }
 
-/** This isolate's kick under way: concurrent held claims share it. */
-let kick: Promise<unknown> | null = null;
+/** Whether this isolate has a kick under way (its promise stays with the request that started it). */
+let kicking = false;
 
 /**
  * A held claim moves recovery on: the tick the cron has not made yet (which starts the recovery
- * after an outage), then one step of the pass. Bounded like both; one at a time per isolate.
+ * after an outage), then one step of the pass. Bounded like both; one at a time per isolate, and
+ * never shared: a request must not wait on another request's I/O.
  */
-export function claimKick(env: Env, config: Config): Promise<unknown> {
-  kick ??= (async () => {
-    const now = Date.now();
-    await tickSweep(env.DB, config, now, env.CF_VERSION_METADATA?.id ?? null);
-    return recoveryPass(env, config);
-  })()
-    .catch((err) => log("recovery.kick_failed", { reason: String(err) }))
-    .finally(() => (kick = null));
-  return kick;
+export async function claimKick(env: Env, config: Config): Promise<void> {
+  if (kicking) return;
+  kicking = true;
+  try {
+    await tickSweep(env.DB, config, Date.now(), env.CF_VERSION_METADATA?.id ?? null);
+    await recoveryPass(env, config);
+  } catch (err) {
+    log("recovery.kick_failed", { reason: String(err) });
+  } finally {
+    kicking = false;
+  }
 }

@@ -4,7 +4,7 @@
 
 import { and, desc, eq, gte, isNull } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
-import { loadConfig, type Config } from "../config";
+import type { Config } from "../config";
 import { RECOVERY_ROW_SQL, recoveryHold, type RecoveryRow } from "../recovery";
 import { machines, runs } from "../db/schema";
 import type { Env } from "../env";
@@ -53,18 +53,14 @@ const autopilotGates: SchedulerGate = async (env, run) => {
   return closed ? { reason: "scheduler_gate", detail: { message: `its project's scheduler holds it: ${closed.reason}`, gate: closed.gate } } : null;
 };
 
-/** The sweep row read for `nowMs`: a queue page asks once for all its runs. */
-let recoveryRead: { nowMs: number; row: Promise<RecoveryRow | null> } | null = null;
-
-/** Dispatch held while unfinished runs are reconciled after an outage or a deploy (src/recovery.ts). */
-const recoveryGate: SchedulerGate = async (env, _run, nowMs) => {
-  if (recoveryRead?.nowMs !== nowMs) recoveryRead = { nowMs, row: env.DB.prepare(RECOVERY_ROW_SQL).first<RecoveryRow>() };
-  const held = recoveryHold(await recoveryRead.row, nowMs, loadConfig(env));
-  return held ? { reason: "recovery", detail: { message: held } } : null;
-};
-
 /** The gates asked for every queued run, in order. */
-export const SCHEDULER_GATES: SchedulerGate[] = [recoveryGate, autopilotGates];
+export const SCHEDULER_GATES: SchedulerGate[] = [autopilotGates];
+
+/** Dispatch held for every run while unfinished runs are reconciled after an outage or a deploy (src/recovery.ts). */
+async function recoveryWaiting(env: Env, config: Config, nowMs: number): Promise<Waiting | null> {
+  const held = recoveryHold(await env.DB.prepare(RECOVERY_ROW_SQL).first<RecoveryRow>(), nowMs, config);
+  return held ? { reason: "recovery", detail: { message: held } } : null;
+}
 
 export interface ConnectedRunner {
   id: string;
@@ -123,11 +119,12 @@ async function runsAhead(db: D1Database, run: WaitingRun): Promise<number> {
   return row?.ahead ?? 0;
 }
 
-/** Why the run waits before anything about runners or its queue: its hold, a scheduler gate, a backoff. */
-async function heldBack(env: Env, run: WaitingRun, nowMs: number): Promise<Waiting | null> {
+/** Why the run waits before anything about runners or its queue: its hold, a recovery, a scheduler gate, a backoff. */
+async function heldBack(env: Env, run: WaitingRun, nowMs: number, recovery: Waiting | null): Promise<Waiting | null> {
   if (run.hold) {
     return { reason: "operator_hold", detail: { message: "an operator holds it; only an explicit resume releases it" } };
   }
+  if (recovery) return recovery;
   for (const gate of SCHEDULER_GATES) {
     const held = await gate(env, run, nowMs);
     if (held) return held;
@@ -150,7 +147,7 @@ export function queuePosition(ahead: number): Waiting {
 /** Why a queued (or operator-held) run is not being worked; null for a run in any other state. */
 export async function whyWaiting(env: Env, config: Config, run: WaitingRun, nowMs: number): Promise<Waiting | null> {
   if (run.state !== "queued" && !(run.state === "paused" && run.hold)) return null;
-  const held = await heldBack(env, run, nowMs);
+  const held = await heldBack(env, run, nowMs, await recoveryWaiting(env, config, nowMs));
   if (held) return held;
   const missing = missingRunner(run, await connectedRunners(env.DB, run.orgId, config, nowMs));
   if (missing) return missing;
@@ -172,7 +169,7 @@ export interface QueuedRun {
 /**
  * The organization's queued runs in dispatch order (continuations first, then priority, age, id:
  * ../shared/spec/run-lifecycle.md, "Queue and dispatch"), at most `limit`, each with why it waits.
- * Runs ahead are counted per queue as the list goes, so the whole list costs two reads plus gates.
+ * Runs ahead are counted per queue as the list goes, so the whole list costs three reads plus gates.
  */
 export async function queueInOrder(env: Env, config: Config, orgId: string, limit: number, nowMs: number): Promise<{ runs: QueuedRun[]; more: boolean }> {
   const rows = await drizzle(env.DB)
@@ -182,6 +179,7 @@ export async function queueInOrder(env: Env, config: Config, orgId: string, limi
     .orderBy(runs.orderGroup, runs.orderPriority, runs.queuedAtMs, runs.id)
     .limit(limit + 1);
   const runners = await connectedRunners(env.DB, orgId, config, nowMs);
+  const recovery = await recoveryWaiting(env, config, nowMs);
   const aheadByKey = new Map<string, number>();
   const listed: QueuedRun[] = [];
   for (const row of rows.slice(0, limit)) {
@@ -190,7 +188,7 @@ export async function queueInOrder(env: Env, config: Config, orgId: string, limi
     const key = labelsKey(protocol, labels);
     const ahead = aheadByKey.get(key) ?? 0;
     aheadByKey.set(key, ahead + 1);
-    const waiting = (await heldBack(env, run, nowMs)) ?? missingRunner(run, runners) ?? queuePosition(ahead);
+    const waiting = (await heldBack(env, run, nowMs, recovery)) ?? missingRunner(run, runners) ?? queuePosition(ahead);
     listed.push({
       id: row.id,
       labels,
