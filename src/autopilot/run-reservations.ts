@@ -12,8 +12,8 @@ import { DocketError } from "../errors";
 import { newId } from "../lib/crypto";
 import { log } from "../lib/log";
 import { listPage } from "../lib/pagination";
-import { AVAILABLE_COVERS_CHARGE_SQL, resolutionEntries } from "../ledger/entries";
-import { chargeNotCovered, resolveCost } from "../ledger/settlement";
+import { resolutionStatements } from "../ledger/entries";
+import { chargeNotCovered } from "../ledger/settlement";
 import type { RunReservation } from "../protocol/run-reservations";
 
 type ReservationRow = typeof runReservations.$inferSelect;
@@ -83,25 +83,15 @@ export async function resolveReservation(
     await settleBudgetHold(env, row);
     throw notHeld(row);
   }
-  const { settleCents, releaseCents, chargeCents } = resolveCost(row.reservedCents, input.costCents);
-  const opId = newId("op");
-  const nowMs = Date.now();
-  const results = await db.batch([
-    db
-      .prepare(
-        `UPDATE run_reservations SET status = 'settled', cost_cents = ?, settled_cents = ?, released_cents = ?, charged_cents = ?,
-           resolution_note = ?, resolved_by = ?, resolved_at_ms = ?, last_op_id = ?, updated_at_ms = ?
-         WHERE org_id = ? AND run_id = ? AND status IN ('cost_review', 'reconcile') AND reserved_cents = ? AND ${AVAILABLE_COVERS_CHARGE_SQL}`,
-      )
-      .bind(input.costCents, settleCents, releaseCents, chargeCents, input.note, input.actor, nowMs, opId, nowMs, key.orgId, key.runId, row.reservedCents, chargeCents, key.orgId, chargeCents),
-    ...resolutionEntries(db, { holder: "run", orgId: key.orgId, holderId: key.runId, opId, actor: input.actor, note: input.note, nowMs }),
-  ]);
+  const holder = { holder: "run" as const, orgId: key.orgId, holderId: key.runId, reservedCents: row.reservedCents };
+  const { statements, chargeCents } = resolutionStatements(db, { ...holder, ...input, opId: newId("op"), nowMs: Date.now() });
+  const results = await db.batch(statements);
   const after = await loadReservation(db, key.orgId, key.projectId, key.runId);
   if (results[0].meta.changes !== 1) {
     if (!REVIEW_STATUSES.includes(after.status)) throw notHeld(after);
     throw chargeNotCovered(chargeCents);
   }
-  log("ledger.run_reservation_resolved", { org: key.orgId, project: key.projectId, run_id: key.runId, cost_cents: input.costCents, settled_cents: settleCents, released_cents: releaseCents, charged_cents: chargeCents, actor: input.actor, reason: "an admin resolved a held run reservation" });
+  log("ledger.run_reservation_resolved", { org: key.orgId, project: key.projectId, run_id: key.runId, cost_cents: input.costCents, settled_cents: after.settledCents, released_cents: after.releasedCents, charged_cents: chargeCents, actor: input.actor, reason: "an admin resolved a held run reservation" });
   await settleBudgetHold(env, after);
   return reservationView(after);
 }

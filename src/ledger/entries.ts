@@ -6,6 +6,7 @@
 
 import type { LedgerKind } from "../db/ledger-schema";
 import { newId } from "../lib/crypto";
+import { resolveCost } from "./settlement";
 
 /**
  * How one entry of each kind moves the three totals. available = granted - held - spent, so the
@@ -115,25 +116,42 @@ export function insertJobEntry(
   return insertHeldEntry(db, { ...e, holder: "job", holderId: e.jobId });
 }
 
-/**
- * The guard of an admin's resolution that charges `chargeCents` above the reservation: true when
- * nothing is charged or the organization's available credit covers it. Binds (charge, org, charge).
- */
-export const AVAILABLE_COVERS_CHARGE_SQL = "(? = 0 OR (SELECT granted_cents - held_cents - spent_cents FROM credit_balances WHERE org_id = ?) >= ?)";
+/** What a resolution also records on a holder beyond the shared columns: a job's end time (?5, now). */
+const RESOLUTION_EXTRA_SET: Readonly<Record<Holder, string>> = {
+  job: ", ended_at_ms = COALESCE(ended_at_ms, ?5)",
+  run: "",
+};
 
 /**
- * The entries and balance update of an admin's resolution (src/ledger/settlement.ts resolveCost),
- * written only when operation `opId` won the holder's compare-and-swap, which must precede these:
- * the cost within the reservation settled, the rest released, any part above it charged.
+ * An admin's resolution of a holder held for cost review or reconciliation (status cost_review or
+ * reconcile) with the reconciled cost, as one batch: the compare-and-swap that decides (it holds
+ * only while the reservation is unchanged and, for a cost above it, available credit covers the
+ * charge), then the cost within the reservation settled, the rest released, any part above it
+ * charged, and the balance update. The first statement changed a row exactly when it happened.
  */
-export function resolutionEntries(db: D1Database, e: { holder: Holder; orgId: string; holderId: string; opId: string; actor: string; note: string; nowMs: number }): D1PreparedStatement[] {
+export function resolutionStatements(
+  db: D1Database,
+  e: { holder: Holder; orgId: string; holderId: string; reservedCents: number; costCents: number; actor: string; note: string; opId: string; nowMs: number },
+): { statements: D1PreparedStatement[]; chargeCents: number } {
+  const h = HOLDERS[e.holder];
+  const { settleCents, releaseCents, chargeCents } = resolveCost(e.reservedCents, e.costCents);
+  const decide = db
+    .prepare(
+      `UPDATE ${h.table} SET status = 'settled', cost_cents = ?1, settled_cents = ?2, released_cents = ?3, charged_cents = ?4,
+         resolution_note = ?6, resolved_by = ?7, resolved_at_ms = ?5, last_op_id = ?8, updated_at_ms = ?5${RESOLUTION_EXTRA_SET[e.holder]}
+       WHERE org_id = ?9 AND ${h.key} = ?10 AND status IN ('cost_review', 'reconcile') AND reserved_cents = ?11
+         AND (?4 = 0 OR (SELECT granted_cents - held_cents - spent_cents FROM credit_balances WHERE org_id = ?9) >= ?4)`,
+    )
+    .bind(e.costCents, settleCents, releaseCents, chargeCents, e.nowMs, e.note, e.actor, e.opId, e.orgId, e.holderId, e.reservedCents);
   const note = `resolved: ${e.note}`;
   const entry = (kind: "settle" | "release" | "charge", amountColumn: AmountColumn, entryNote: string) =>
     insertHeldEntry(db, { holder: e.holder, orgId: e.orgId, holderId: e.holderId, opId: e.opId, kind, amountColumn, actor: e.actor, note: entryNote, nowMs: e.nowMs });
-  return [
+  const statements = [
+    decide,
     entry("settle", "settled_cents", note),
     entry("release", "released_cents", note),
     entry("charge", "charged_cents", `${note} (above the reservation)`),
     applyOp(db, e.orgId, e.opId, e.nowMs),
   ];
+  return { statements, chargeCents };
 }
