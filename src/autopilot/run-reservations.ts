@@ -60,12 +60,17 @@ function notHeld(row: ReservationRow): DocketError {
 
 /**
  * The scheduler's budget hold of a resolved reservation settles with the resolved cost. Called
- * after a resolution and again by a refused second one, so a hold whose first call was lost still ends.
+ * after a resolution and again by a refused second one, so a hold whose first call failed still
+ * ends; a failure here never undoes the resolution, whose money has moved.
  */
 async function settleBudgetHold(env: Env, row: ReservationRow): Promise<void> {
   if (row.status !== "settled" || row.resolvedAtMs === null || row.costCents === null) return;
-  const changed = await env.SCHEDULER.get(env.SCHEDULER.idFromName(row.orgId)).settleReviewedBudgetHold(row.runId, row.costCents);
-  if (changed) log("autopilot.budget_settled", { run_id: row.runId, project: row.projectId, status: row.status, reserved_cents: row.reservedCents, cost_cents: row.costCents, reason: "an admin resolved its cost review" });
+  try {
+    const changed = await env.SCHEDULER.get(env.SCHEDULER.idFromName(row.orgId)).settleReviewedBudgetHold(row.runId, row.costCents);
+    if (changed) log("autopilot.budget_settled", { run_id: row.runId, project: row.projectId, status: row.status, reserved_cents: row.reservedCents, cost_cents: row.costCents, reason: "an admin resolved its cost review" });
+  } catch (err) {
+    log("scheduler.budget_settle_failed", { run_id: row.runId, project: row.projectId, reason: `the scheduler did not settle the budget hold (${String(err)}); resolving again applies it` });
+  }
 }
 
 /**

@@ -2,6 +2,7 @@
 // (docs/protocol.md, "Run reservations and cost review"): the list, the resolution's money (settle,
 // release, charge; never capped), the project's budget after it, exactly once under concurrency.
 
+import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { dispatchRun } from "../../src/run/dispatch";
@@ -156,6 +157,24 @@ describe("a run reservation held for cost review", () => {
     expect(again.status).toBe(409);
     expect(again.body.error.code).toBe("reservation_not_held");
     expect(await budget(s.admin, s.projectId)).toMatchObject({ held_cents: 0, spent_cents: won.cost_cents });
+  });
+
+  it("a budget hold the scheduler did not settle at the resolution is settled by a repeated resolve, which changes no money", async () => {
+    const s = await budgeted(1_000, 100);
+    const { runId } = await runEnding(s, finalReport(null));
+    expect((await resolve(s.admin, s.projectId, runId, { cost_cents: 60, note: "invoice" })).status).toBe(200);
+    // As if the scheduler's call had failed after the ledger batch: its hold is still in review.
+    await runInDurableObject(env.SCHEDULER.get(env.SCHEDULER.idFromName(s.orgId)), (_o, state) => {
+      state.storage.sql.exec("UPDATE budget_holds SET status = 'review', cost_cents = NULL WHERE run_id = ?", runId);
+      state.storage.sql.exec("UPDATE project_gates SET budget_spent_cents = budget_spent_cents - 60 WHERE project_id = ?", s.projectId);
+    });
+    expect(await budget(s.admin, s.projectId)).toMatchObject({ held_cents: 100, spent_cents: 0 });
+    const again = await resolve(s.admin, s.projectId, runId, { cost_cents: 60, note: "again" });
+    expect(again.status).toBe(409);
+    expect(again.body.error).toMatchObject({ code: "reservation_not_held", status: "settled" });
+    expect(await budget(s.admin, s.projectId)).toMatchObject({ held_cents: 0, spent_cents: 60 });
+    expect(await expectLedgerIdentity(s.admin)).toMatchObject({ held_cents: 0, spent_cents: 60 });
+    expect((await runEntries(s.admin, runId)).map(([kind]) => kind)).toEqual(["reserve", "settle", "release"]);
   });
 
   it("only an admin resolves; bad input names the field; another organization's project or an unknown run is not_found; nothing changes", async () => {
