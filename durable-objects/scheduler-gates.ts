@@ -174,9 +174,23 @@ export class SchedulerGates {
 
   /** Ends a run's budget hold once: settled adds its cost to the project's spent count. Answers whether it changed. */
   endHold(runId: string, end: HoldEnd, nowMs: number): boolean {
-    const row = this.sql.exec<{ project_id: string }>("SELECT project_id FROM budget_holds WHERE run_id = ? AND status = 'held'", runId).toArray()[0];
+    return this.moveHold(runId, ["held"], end, nowMs);
+  }
+
+  /**
+   * An admin resolved the run's reservation held for review with `costCents`: the hold settles and
+   * its project's spent count grows by that cost, once. A hold still `held` (the run's end not yet
+   * applied here) settles the same way, so the two paths meet in one state whichever comes first.
+   */
+  settleReviewedHold(runId: string, costCents: number, nowMs: number): boolean {
+    return this.moveHold(runId, ["held", "review"], { status: "settled", costCents }, nowMs);
+  }
+
+  private moveHold(runId: string, from: ("held" | "review")[], end: HoldEnd, nowMs: number): boolean {
+    const marks = from.map(() => "?").join(", ");
+    const row = this.sql.exec<{ project_id: string }>(`SELECT project_id FROM budget_holds WHERE run_id = ? AND status IN (${marks})`, runId, ...from).toArray()[0];
     if (!row) return false;
-    this.sql.exec("UPDATE budget_holds SET status = ?, cost_cents = ?, updated_at_ms = ? WHERE run_id = ? AND status = 'held'", end.status, end.costCents, nowMs, runId);
+    this.sql.exec(`UPDATE budget_holds SET status = ?, cost_cents = ?, updated_at_ms = ? WHERE run_id = ? AND status IN (${marks})`, end.status, end.costCents, nowMs, runId, ...from);
     if (end.status === "settled") {
       this.sql.exec("UPDATE project_gates SET budget_spent_cents = budget_spent_cents + ? WHERE project_id = ?", end.costCents, row.project_id);
     }

@@ -550,6 +550,11 @@ export class SchedulerObject extends DurableObject<Env> {
     return this.gates.endHold(runId, end, Date.now());
   }
 
+  /** An admin resolved the run's reservation held for cost review: its budget hold settles with that cost, once. */
+  async settleReviewedBudgetHold(runId: string, costCents: number): Promise<boolean> {
+    return this.gates.settleReviewedHold(runId, costCents, Date.now());
+  }
+
   private async armBackstop(): Promise<void> {
     if ((await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(Date.now() + this.config.autopilotSchedulerSlotCheckMs);
   }

@@ -12,6 +12,7 @@ import { DOCS_PAGE, openApiDocument } from "./openapi/document";
 import { autopilotProjectRoutes } from "./routes/autopilot-projects";
 import { autopilotSchedulerRoutes } from "./routes/autopilot-scheduler";
 import { autopilotAdmissionRoutes } from "./routes/autopilot-admission";
+import { autopilotReservationRoutes } from "./routes/autopilot-reservations";
 import { buildJobRoutes } from "./routes/build-jobs";
 import { creditRoutes } from "./routes/credits";
 import { eventRoutes } from "./routes/events";
@@ -58,7 +59,8 @@ export const app = new Hono<AppEnv>()
   .route("/v1", buildJobRoutes)
   .route("/v1", autopilotProjectRoutes)
   .route("/v1", autopilotAdmissionRoutes)
-  .route("/v1", autopilotSchedulerRoutes);
+  .route("/v1", autopilotSchedulerRoutes)
+  .route("/v1", autopilotReservationRoutes);
 
 // The operator's dashboard calls this app for everything it reads and does (src/dashboard/api.ts).
 app.route("/dash", dashboardRoutes(app));

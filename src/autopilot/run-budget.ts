@@ -7,28 +7,15 @@
 import type { Env, OutboxMessage } from "../env";
 import { newId } from "../lib/crypto";
 import { log } from "../lib/log";
-import { applyOp } from "../ledger/entries";
+import { applyOp, insertHeldEntry, type AmountColumn } from "../ledger/entries";
 import { decideSettlement } from "../ledger/settlement";
 import { isRunState, isTerminal } from "../run/states";
 import type { RunView } from "../run/view";
 import type { HoldEnd } from "../../durable-objects/scheduler-gates";
 
-type Column = "reserved_cents" | "settled_cents" | "released_cents";
-
-/**
- * A run reservation's ledger entry of `kind`, written only when operation `opId` won the
- * reservation's compare-and-swap and the amount (column `column`) is positive, or always for
- * reserve and settle (a settlement is recorded even at zero cost).
- */
-function insertRunEntry(db: D1Database, e: { orgId: string; runId: string; opId: string; kind: "reserve" | "settle" | "release"; column: Column; note: string; nowMs: number }) {
-  const always = e.kind !== "release";
-  return db
-    .prepare(
-      `INSERT INTO ledger_entries (id, org_id, seq, op_id, kind, amount_cents, job_id, request_id, run_id, actor, note, external_key, created_at_ms)
-       SELECT ?1, org_id, (SELECT COALESCE(MAX(seq), 0) + 1 FROM ledger_entries WHERE org_id = ?5), ?2, ?3, ${e.column}, NULL, NULL, run_id, 'scheduler', ?4, NULL, ?7
-       FROM run_reservations WHERE org_id = ?5 AND run_id = ?6 AND last_op_id = ?2 AND (${always ? "1" : "0"} OR ${e.column} > 0)`,
-    )
-    .bind(newId("led"), e.opId, e.kind, e.note, e.orgId, e.runId, e.nowMs);
+/** A run reservation's ledger entry, written by the scheduler (see insertHeldEntry). */
+function insertRunEntry(db: D1Database, e: { orgId: string; runId: string; opId: string; kind: "reserve" | "settle" | "release"; column: AmountColumn; note: string; nowMs: number }) {
+  return insertHeldEntry(db, { holder: "run", orgId: e.orgId, holderId: e.runId, opId: e.opId, kind: e.kind, amountColumn: e.column, actor: "scheduler", note: e.note, nowMs: e.nowMs });
 }
 
 export type ReserveOutcome = "reserved" | "already_reserved" | "insufficient_credit";
@@ -84,6 +71,7 @@ interface ReservationRow {
   reserved_cents: number;
   cost_cents: number | null;
   settled_cents: number;
+  charged_cents: number;
 }
 
 /** Settles a held reservation from its ended run, exactly once (a compare-and-swap on status 'held'). */
@@ -116,7 +104,7 @@ async function settleReservation(env: Env, row: ReservationRow, run: RunView): P
 
 /** How the scheduler's budget hold ends, read from the settled (or held for review) reservation. */
 function holdEnd(row: ReservationRow): HoldEnd | null {
-  if (row.status === "settled") return { status: "settled", costCents: row.settled_cents };
+  if (row.status === "settled") return { status: "settled", costCents: row.settled_cents + row.charged_cents };
   if (row.status === "cost_review" || row.status === "reconcile") return { status: "review", costCents: row.cost_cents };
   return null;
 }
@@ -130,7 +118,7 @@ export async function settleRunBudgetOnRunEvent(env: Env, event: OutboxMessage):
   if (event.type !== "run.state") return;
   const to = event.data?.to;
   if (typeof to !== "string" || !isRunState(to) || !isTerminal(to)) return;
-  const select = "SELECT org_id, run_id, project_id, status, reserved_cents, cost_cents, settled_cents FROM run_reservations WHERE org_id = ? AND run_id = ?";
+  const select = "SELECT org_id, run_id, project_id, status, reserved_cents, cost_cents, settled_cents, charged_cents FROM run_reservations WHERE org_id = ? AND run_id = ?";
   const row = await env.DB.prepare(select).bind(event.org_id, event.run_id).first<ReservationRow>();
   if (!row) return;
   if (row.status === "held") {

@@ -72,7 +72,7 @@ export async function reserve(
         request.orgId,
         jobId,
       ),
-    insertJobEntry(db, { id: newId("led"), orgId: request.orgId, jobId, opId, kind: "reserve", amountColumn: "reserved_cents", actor: input.actor, note: `build request ${request.id}`, nowMs }),
+    insertJobEntry(db, { orgId: request.orgId, jobId, opId, kind: "reserve", amountColumn: "reserved_cents", actor: input.actor, note: `build request ${request.id}`, nowMs }),
     applyOp(db, request.orgId, opId, nowMs),
     db
       .prepare(
@@ -101,7 +101,7 @@ export async function releaseUnconfirmed(env: Env, job: JobRow, actor: string, r
          WHERE org_id = ? AND id = ? AND status = 'dispatch_unconfirmed' AND run_id IS NULL AND dispatch_attempted_at_ms <= ?`,
       )
       .bind(reason, opId, nowMs, nowMs, job.orgId, job.id, nowMs - quietMs),
-    insertJobEntry(db, { id: newId("led"), orgId: job.orgId, jobId: job.id, opId, kind: "release", amountColumn: "released_cents", actor, note: reason, nowMs }),
+    insertJobEntry(db, { orgId: job.orgId, jobId: job.id, opId, kind: "release", amountColumn: "released_cents", actor, note: reason, nowMs }),
     applyOp(db, job.orgId, opId, nowMs),
     db
       .prepare(

@@ -11,8 +11,8 @@ import type { Env, OutboxMessage } from "../env";
 import { DocketError } from "../errors";
 import { newId } from "../lib/crypto";
 import { log, logRun } from "../lib/log";
-import { applyOp, insertJobEntry } from "../ledger/entries";
-import { decideSettlement, resolveCost } from "../ledger/settlement";
+import { applyOp, insertJobEntry, resolutionStatements } from "../ledger/entries";
+import { chargeNotCovered, decideSettlement } from "../ledger/settlement";
 import { isRunState, isTerminal } from "../run/states";
 import type { RunView } from "../run/view";
 import type { JobRow } from "./payload";
@@ -21,7 +21,6 @@ import { labelForOutcome, OPEN_JOB_STATUSES, REVIEW_JOB_STATUSES } from "./state
 import { findJob, loadJob } from "./store";
 
 const OPEN_SQL = `status IN ('dispatch_unconfirmed', 'queued')`;
-const REVIEW_SQL = `status IN ('cost_review', 'reconcile')`;
 
 /** Moves the request's label when (and only when) operation `opId` won its job's compare-and-swap. */
 function labelStatement(db: D1Database, job: JobRow, label: string, opId: string, nowMs: number): D1PreparedStatement {
@@ -62,8 +61,8 @@ export async function settleFromRun(env: Env, job: JobRow, run: RunView): Promis
            WHERE org_id = ? AND id = ? AND ${OPEN_SQL} AND reserved_cents = ?`,
         )
         .bind(decision.outcome, decision.costCents, decision.settleCents, decision.releaseCents, run.id, artifactExists, artifactEmpty, opId, nowMs, nowMs, nowMs, job.orgId, job.id, job.reservedCents),
-      insertJobEntry(db, { id: newId("led"), orgId: job.orgId, jobId: job.id, opId, kind: "settle", amountColumn: "settled_cents", actor: "system", note: `run ${run.id} ${run.state}`, nowMs }),
-      insertJobEntry(db, { id: newId("led"), orgId: job.orgId, jobId: job.id, opId, kind: "release", amountColumn: "released_cents", actor: "system", note: "unused reservation", nowMs }),
+      insertJobEntry(db, { orgId: job.orgId, jobId: job.id, opId, kind: "settle", amountColumn: "settled_cents", actor: "system", note: `run ${run.id} ${run.state}`, nowMs }),
+      insertJobEntry(db, { orgId: job.orgId, jobId: job.id, opId, kind: "release", amountColumn: "released_cents", actor: "system", note: "unused reservation", nowMs }),
       applyOp(db, job.orgId, opId, nowMs),
     );
   } else {
@@ -151,33 +150,16 @@ export async function resolveJob(env: Env, job: JobRow, input: { costCents: numb
     throw new DocketError("job_not_held", `job ${job.id} is ${job.status}, not held for cost review or reconciliation`, { status: job.status });
   }
   const db = env.DB;
-  const { settleCents, releaseCents, chargeCents } = resolveCost(job.reservedCents, input.costCents);
-  const opId = newId("op");
-  const nowMs = Date.now();
-  const note = `resolved: ${input.note}`;
-  const results = await db.batch([
-    db
-      .prepare(
-        `UPDATE build_jobs SET status = 'settled', cost_cents = ?, settled_cents = ?, released_cents = ?, charged_cents = ?,
-           resolution_note = ?, resolved_by = ?, resolved_at_ms = ?, last_op_id = ?, updated_at_ms = ?, ended_at_ms = COALESCE(ended_at_ms, ?)
-         WHERE org_id = ? AND id = ? AND ${REVIEW_SQL} AND reserved_cents = ?
-           AND (? = 0 OR (SELECT granted_cents - held_cents - spent_cents FROM credit_balances WHERE org_id = ?) >= ?)`,
-      )
-      .bind(input.costCents, settleCents, releaseCents, chargeCents, input.note, input.actor, nowMs, opId, nowMs, nowMs, job.orgId, job.id, job.reservedCents, chargeCents, job.orgId, chargeCents),
-    insertJobEntry(db, { id: newId("led"), orgId: job.orgId, jobId: job.id, opId, kind: "settle", amountColumn: "settled_cents", actor: input.actor, note, nowMs }),
-    insertJobEntry(db, { id: newId("led"), orgId: job.orgId, jobId: job.id, opId, kind: "release", amountColumn: "released_cents", actor: input.actor, note, nowMs }),
-    insertJobEntry(db, { id: newId("led"), orgId: job.orgId, jobId: job.id, opId, kind: "charge", amountColumn: "charged_cents", actor: input.actor, note: `${note} (above the reservation)`, nowMs }),
-    applyOp(db, job.orgId, opId, nowMs),
-  ]);
+  const holder = { holder: "job" as const, orgId: job.orgId, holderId: job.id, reservedCents: job.reservedCents };
+  const { statements, chargeCents } = resolutionStatements(db, { ...holder, ...input, opId: newId("op"), nowMs: Date.now() });
+  const results = await db.batch(statements);
   const after = await loadJob(db, job.orgId, job.id);
   if (results[0].meta.changes !== 1) {
     if (after.status !== job.status) {
       throw new DocketError("job_not_held", `job ${job.id} is ${after.status}, not held for cost review or reconciliation`, { status: after.status });
     }
-    throw new DocketError("insufficient_credit", `the cost above the reservation (${chargeCents} cents) exceeds the available credit; grant credit first`, {
-      needed_cents: chargeCents,
-    });
+    throw chargeNotCovered(chargeCents);
   }
-  log("ledger.job_resolved", { org: job.orgId, job: job.id, cost_cents: input.costCents, settled_cents: settleCents, released_cents: releaseCents, charged_cents: chargeCents, actor: input.actor, reason: "an admin resolved a held job" });
+  log("ledger.job_resolved", { org: job.orgId, job: job.id, cost_cents: input.costCents, settled_cents: after.settledCents, released_cents: after.releasedCents, charged_cents: chargeCents, actor: input.actor, reason: "an admin resolved a held job" });
   return after;
 }

@@ -182,6 +182,12 @@ export const runReservations = sqliteTable(
     costCents: integer("cost_cents"),
     settledCents: integer("settled_cents").notNull(),
     releasedCents: integer("released_cents").notNull(),
+    /** A resolved cost above the reservation, charged to available credit. */
+    chargedCents: integer("charged_cents").notNull().default(0),
+    /** An admin's resolution of a reservation held for cost review or reconciliation. */
+    resolutionNote: text("resolution_note"),
+    resolvedBy: text("resolved_by"),
+    resolvedAtMs: integer("resolved_at_ms"),
     lastOpId: text("last_op_id").notNull(),
     createdAtMs: integer("created_at_ms").notNull(),
     updatedAtMs: integer("updated_at_ms").notNull(),

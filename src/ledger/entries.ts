@@ -5,6 +5,8 @@
 // balance. The batch is one SQL transaction, so either all of it happens or none.
 
 import type { LedgerKind } from "../db/ledger-schema";
+import { newId } from "../lib/crypto";
+import { resolveCost } from "./settlement";
 
 /**
  * How one entry of each kind moves the three totals. available = granted - held - spent, so the
@@ -64,31 +66,92 @@ export function insertGrant(
     .bind(e.id, e.orgId, e.orgId, e.opId, e.amountCents, e.actor, e.note, e.externalKey, e.nowMs, e.externalKey, e.orgId, e.externalKey);
 }
 
+/** What holds a reservation: a build job (build_jobs) or an autopilot run's model spend (run_reservations). */
+export type Holder = "job" | "run";
+
+/** Each holder's table, its key column, and the (job_id, request_id, run_id) an entry of it records. */
+const HOLDERS: Readonly<Record<Holder, { table: string; key: string; refs: string }>> = {
+  job: { table: "build_jobs", key: "id", refs: "id, request_id, NULL" },
+  run: { table: "run_reservations", key: "run_id", refs: "NULL, NULL, run_id" },
+};
+
+/** A holder's column an entry's amount is read from. */
+export type AmountColumn = "reserved_cents" | "settled_cents" | "released_cents" | "charged_cents";
+
 /**
- * A job's entry of `kind`, written only when operation `opId` won the job's compare-and-swap
- * (the job's last_op_id is `opId`) and the amount, read from the job column `amountColumn`, is
- * positive (or, for settle, always: a settlement is recorded even at zero cost).
+ * A holder's entry of `kind`, written only when operation `opId` won the holder's compare-and-swap
+ * (its last_op_id is `opId`) and the amount, read from the holder's column `amountColumn`, is
+ * positive (or, for reserve and settle, always: a settlement is recorded even at zero cost).
  */
-export function insertJobEntry(
+export function insertHeldEntry(
   db: D1Database,
   e: {
-    id: string;
+    holder: Holder;
     orgId: string;
-    jobId: string;
+    holderId: string;
     opId: string;
     kind: Exclude<LedgerKind, "grant">;
-    amountColumn: "reserved_cents" | "settled_cents" | "released_cents" | "charged_cents";
+    amountColumn: AmountColumn;
     actor: string;
     note: string | null;
     nowMs: number;
   },
 ): D1PreparedStatement {
+  const h = HOLDERS[e.holder];
   const always = e.kind === "settle" || e.kind === "reserve";
   return db
     .prepare(
-      `INSERT INTO ledger_entries (id, org_id, seq, op_id, kind, amount_cents, job_id, request_id, actor, note, external_key, created_at_ms)
-       SELECT ?, org_id, ${NEXT_SEQ}, ?, ?, ${e.amountColumn}, id, request_id, ?, ?, NULL, ?
-       FROM build_jobs WHERE org_id = ? AND id = ? AND last_op_id = ? AND (${always ? "1" : "0"} OR ${e.amountColumn} > 0)`,
+      `INSERT INTO ledger_entries (id, org_id, seq, op_id, kind, amount_cents, job_id, request_id, run_id, actor, note, external_key, created_at_ms)
+       SELECT ?, org_id, ${NEXT_SEQ}, ?, ?, ${e.amountColumn}, ${h.refs}, ?, ?, NULL, ?
+       FROM ${h.table} WHERE org_id = ? AND ${h.key} = ? AND last_op_id = ? AND (${always ? "1" : "0"} OR ${e.amountColumn} > 0)`,
     )
-    .bind(e.id, e.orgId, e.opId, e.kind, e.actor, e.note, e.nowMs, e.orgId, e.jobId, e.opId);
+    .bind(newId("led"), e.orgId, e.opId, e.kind, e.actor, e.note, e.nowMs, e.orgId, e.holderId, e.opId);
+}
+
+/** A build job's entry of `kind` (see insertHeldEntry). */
+export function insertJobEntry(
+  db: D1Database,
+  e: { orgId: string; jobId: string; opId: string; kind: Exclude<LedgerKind, "grant">; amountColumn: AmountColumn; actor: string; note: string | null; nowMs: number },
+): D1PreparedStatement {
+  return insertHeldEntry(db, { ...e, holder: "job", holderId: e.jobId });
+}
+
+/** What a resolution also records on a holder beyond the shared columns: a job's end time (?5, now). */
+const RESOLUTION_EXTRA_SET: Readonly<Record<Holder, string>> = {
+  job: ", ended_at_ms = COALESCE(ended_at_ms, ?5)",
+  run: "",
+};
+
+/**
+ * An admin's resolution of a holder held for cost review or reconciliation (status cost_review or
+ * reconcile) with the reconciled cost, as one batch: the compare-and-swap that decides (it holds
+ * only while the reservation is unchanged and, for a cost above it, available credit covers the
+ * charge), then the cost within the reservation settled, the rest released, any part above it
+ * charged, and the balance update. The first statement changed a row exactly when it happened.
+ */
+export function resolutionStatements(
+  db: D1Database,
+  e: { holder: Holder; orgId: string; holderId: string; reservedCents: number; costCents: number; actor: string; note: string; opId: string; nowMs: number },
+): { statements: D1PreparedStatement[]; chargeCents: number } {
+  const h = HOLDERS[e.holder];
+  const { settleCents, releaseCents, chargeCents } = resolveCost(e.reservedCents, e.costCents);
+  const decide = db
+    .prepare(
+      `UPDATE ${h.table} SET status = 'settled', cost_cents = ?1, settled_cents = ?2, released_cents = ?3, charged_cents = ?4,
+         resolution_note = ?6, resolved_by = ?7, resolved_at_ms = ?5, last_op_id = ?8, updated_at_ms = ?5${RESOLUTION_EXTRA_SET[e.holder]}
+       WHERE org_id = ?9 AND ${h.key} = ?10 AND status IN ('cost_review', 'reconcile') AND reserved_cents = ?11
+         AND (?4 = 0 OR (SELECT granted_cents - held_cents - spent_cents FROM credit_balances WHERE org_id = ?9) >= ?4)`,
+    )
+    .bind(e.costCents, settleCents, releaseCents, chargeCents, e.nowMs, e.note, e.actor, e.opId, e.orgId, e.holderId, e.reservedCents);
+  const note = `resolved: ${e.note}`;
+  const entry = (kind: "settle" | "release" | "charge", amountColumn: AmountColumn, entryNote: string) =>
+    insertHeldEntry(db, { holder: e.holder, orgId: e.orgId, holderId: e.holderId, opId: e.opId, kind, amountColumn, actor: e.actor, note: entryNote, nowMs: e.nowMs });
+  const statements = [
+    decide,
+    entry("settle", "settled_cents", note),
+    entry("release", "released_cents", note),
+    entry("charge", "charged_cents", `${note} (above the reservation)`),
+    applyOp(db, e.orgId, e.opId, e.nowMs),
+  ];
+  return { statements, chargeCents };
 }

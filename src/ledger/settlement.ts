@@ -1,6 +1,8 @@
 // How a finished run's cost meets its job's reservation: a pure decision, no I/O
 // (../shared/spec/build-lifecycle.md, "Events and completion retry independently").
 
+import { DocketError } from "../errors";
+
 export type JobOutcome = "review" | "failed" | "cancelled";
 
 export type ReviewReason = "cost_above_reservation" | "cost_unknown" | "ambiguous_failure";
@@ -52,4 +54,11 @@ export function decideSettlement(reservedCents: number, run: FinishedRun): Settl
 export function resolveCost(reservedCents: number, costCents: number) {
   const settleCents = Math.min(costCents, reservedCents);
   return { settleCents, releaseCents: reservedCents - settleCents, chargeCents: costCents - settleCents };
+}
+
+/** A resolution refused because available credit does not cover its charge above the reservation. */
+export function chargeNotCovered(chargeCents: number): DocketError {
+  return new DocketError("insufficient_credit", `the cost above the reservation (${chargeCents} cents) exceeds the available credit; grant credit first`, {
+    needed_cents: chargeCents,
+  });
 }

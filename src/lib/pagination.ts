@@ -36,32 +36,34 @@ export function pageOf<T extends { id: string }>(
   return { kept, next: rows.length > limit && last ? `${at(last)}.${last.id}` : null };
 }
 
-/** A table a keyset list pages over: rows with an id and a creation time. */
-type KeysetTable = SQLiteTable & { id: SQLiteColumn };
-
 /**
  * One page of a keyset list, newest first: the rows of `table` that meet `conditions`, after
- * `cursor`, ordered by (`at`, id) descending, and the
- * next page's cursor.
+ * `cursor`, ordered by (`at`, `id`) descending, and the next page's cursor. `id` is the row's
+ * unique key column (`id` unless said otherwise, such as a run reservation's `runId`).
  */
-export async function listPage<T extends KeysetTable, K extends keyof T["$inferSelect"] & keyof T & string>(
+export async function listPage<T extends SQLiteTable, K extends keyof T["$inferSelect"] & keyof T & string, I extends keyof T["$inferSelect"] & keyof T & string = "id" & keyof T["$inferSelect"] & keyof T>(
   db: D1Database,
   table: T,
   conditions: SQL[],
   cursor: string | undefined,
   limit: number,
-  opts: { at: K },
+  opts: { at: K; id?: I },
 ): Promise<{ kept: T["$inferSelect"][]; next: string | null }> {
+  const column = (key: string) => table[key as keyof T] as unknown as SQLiteColumn;
   const atKey = opts.at;
-  const at = table[atKey as keyof T] as unknown as SQLiteColumn;
-  const where = cursor === undefined ? conditions : [...conditions, afterCursor(at, table.id, cursor)];
+  const idKey = opts.id ?? "id";
+  const at = column(atKey);
+  const id = column(idKey);
+  const where = cursor === undefined ? conditions : [...conditions, afterCursor(at, id, cursor)];
   const rows = (await drizzle(db)
     .select()
     .from(table as SQLiteTable)
     .where(and(...where))
-    .orderBy(desc(at), desc(table.id))
-    .limit(limit + 1)) as T["$inferSelect"][];
-  return pageOf(rows as (T["$inferSelect"] & { id: string })[], limit, (row) => (row as Record<string, unknown>)[atKey] as number);
+    .orderBy(desc(at), desc(id))
+    .limit(limit + 1)) as Record<string, unknown>[];
+  const keyed = rows.map((row) => ({ row, id: row[idKey] as string, at: row[atKey] as number }));
+  const { kept, next } = pageOf(keyed, limit, (k) => k.at);
+  return { kept: kept.map((k) => k.row as T["$inferSelect"]), next };
 }
 
 /** The condition for rows past a sequence-number cursor: below it when newest first, above it when oldest first. */

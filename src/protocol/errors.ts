@@ -34,6 +34,8 @@ export const ERROR_STATUS = {
   request_locked: 409,
   job_not_held: 409,
   dispatch_in_flight: 409,
+  // An autopilot run's model-spend reservation (docs/protocol.md, "Run reservations and cost review").
+  reservation_not_held: 409,
   // Autopilot projects (docs/protocol.md, "Autopilot projects").
   autopilot_project_exists: 409,
   autopilot_not_configured: 503,

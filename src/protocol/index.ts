@@ -12,3 +12,4 @@ export * from "./tokens.js";
 export * from "./version.js";
 export * from "./runners.js";
 export * from "./autopilot.js";
+export * from "./run-reservations.js";

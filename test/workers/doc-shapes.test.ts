@@ -2,7 +2,9 @@
 // every field of one answer (a dotted path for a nested object's fields, `[]` for an array's items),
 // and this test reads the real answers and compares their fields with that list, both ways.
 
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { reserveRunBudget } from "../../src/autopilot/run-budget";
 import protocol from "../../docs/protocol.md?raw";
 import { createOrgWithSecret, finishRun, stubReceiver, waitFor } from "./events-helpers";
 import { createProject, createRequest, readyToBuild } from "./builds-helpers";
@@ -182,5 +184,25 @@ describe("docs/protocol.md lists every field the answers have, and no other", ()
     const patched = await call("PATCH", scheduler, { token: admin, body: { window: { days: ["mon"], start: "09:00", end: "17:00", time_zone: "UTC" }, budget: { limit_cents: 100, per_run_cents: 10 } } });
     const disabled = await call("POST", `${scheduler}/disable`, { token: admin });
     expectShape("autopilot-scheduler", [(await call("GET", scheduler, { token: admin })).body, patched.body, disabled.body.scheduler]);
+  });
+
+  it("a run reservation, as listed and resolved", async () => {
+    const { orgId, admin } = await createOrgWithSecret("docs-reservations");
+    const key = "-----BEGIN RSA PRIVATE KEY-----\nMIIBOgIBAAJBAKj34GkxFhD90vcNLYLInFEX6Ppy1tPf9Cnzj4p4WGeKLs1Pt8Qu\n-----END RSA PRIVATE KEY-----\n";
+    const created = await call("POST", "/v1/autopilot/projects", {
+      token: admin,
+      body: { name: "docs", repository: "acme/reservations", run: { launch: { command: ["agent"] } }, webhook_secret: "0123456789abcdef", github: { app_id: "1", installation_id: "2", private_key: key } },
+    });
+    expect(created.status).toBe(201);
+    expect((await call("POST", "/v1/credits/grants", { token: admin, body: { amount_cents: 1_000 } })).status).toBe(201);
+    // A reservation the outbox moved to cost review (the whole path is test/workers/run-reservations.test.ts).
+    const runId = `run_${"a".repeat(24)}`;
+    expect(await reserveRunBudget(env, { orgId, runId, projectId: created.body.id, cents: 100 })).toBe("reserved");
+    await env.DB.prepare("UPDATE run_reservations SET status = 'cost_review' WHERE run_id = ?").bind(runId).run();
+    const list = `/v1/autopilot/projects/${created.body.id}/reservations`;
+    const held = (await call("GET", list, { token: admin })).body.reservations;
+    const resolved = await call("POST", `${list}/${runId}/resolve`, { token: admin, body: { cost_cents: 50, note: "invoice" } });
+    expect(resolved.status).toBe(200);
+    expectShape("run-reservation", [...held, resolved.body, ...(await call("GET", list, { token: admin })).body.reservations]);
   });
 });

@@ -400,6 +400,14 @@ const endpoints: Endpoint[] = [
     cases: () => memberOfA("admin"),
   })),
   { method: "GET", route: "/v1/autopilot/projects/:id/tickets", path: () => `/v1/autopilot/projects/${A.autopilotProjectId}/tickets`, cases: () => memberOfA("member") },
+  { method: "GET", route: "/v1/autopilot/projects/:id/reservations", path: () => `/v1/autopilot/projects/${A.autopilotProjectId}/reservations`, cases: () => memberOfA("member") },
+  {
+    method: "POST",
+    route: "/v1/autopilot/projects/:id/reservations/:run_id/resolve",
+    path: () => `/v1/autopilot/projects/${A.autopilotProjectId}/reservations/${A.run}/resolve`,
+    body: () => ({ cost_cents: 0, note: "intruder" }),
+    cases: () => memberOfA("admin"),
+  },
   { method: "GET", route: "/v1/autopilot/projects/:id/tickets/:number", path: () => `/v1/autopilot/projects/${A.autopilotProjectId}/tickets/1`, cases: () => memberOfA("member") },
   {
     method: "POST",

@@ -1,0 +1,65 @@
+// An autopilot project's run reservations (docs/protocol.md, "Run reservations and cost review"):
+// members list them; an admin resolves one held for cost review or reconciliation.
+
+import { Hono } from "hono";
+import type { AppEnv } from "../app-types";
+import { requireAdmin, requireMember } from "../auth";
+import { loadProjectRow } from "../autopilot/projects";
+import { listReservations, resolveReservation } from "../autopilot/run-reservations";
+import { pageSize } from "../lib/pagination";
+import { operation } from "../openapi/operation";
+import { AutopilotProjectPath } from "../protocol/autopilot";
+import { ListRunReservationsQuery, ResolveRunReservationBody, RunReservation, RunReservationPage, RunReservationPath } from "../protocol/run-reservations";
+import { validate } from "../validate";
+
+const TAG = "Autopilot";
+
+export const autopilotReservationRoutes = new Hono<AppEnv>()
+  .get(
+    "/autopilot/projects/:id/reservations",
+    operation({
+      id: "listAutopilotRunReservations",
+      summary: "List an autopilot project's run reservations",
+      description: "Each run's model-spend reservation, most recently reserved first, optionally with one status: what it held, what it cost and how it ended.",
+      tag: TAG,
+      auth: "member",
+      responses: { 200: { description: "A page of run reservations.", schema: RunReservationPage } },
+      errors: ["not_found"],
+    }),
+    requireMember,
+    validate("param", AutopilotProjectPath),
+    validate("query", ListRunReservationsQuery),
+    async (c) => {
+      const orgId = c.get("caller").orgId;
+      const project = await loadProjectRow(c.env.DB, orgId, c.req.valid("param").id);
+      const q = c.req.valid("query");
+      const limit = pageSize(q.limit, 50, c.get("config").pageSizeMax);
+      return c.json(await listReservations(c.env, { orgId, projectId: project.id, status: q.status, cursor: q.cursor, limit }));
+    },
+  )
+  .post(
+    "/autopilot/projects/:id/reservations/:run_id/resolve",
+    operation({
+      id: "resolveAutopilotRunReservation",
+      summary: "Resolve a run reservation held for cost review or reconciliation with its reconciled cost (admin)",
+      description:
+        "Within the reservation the cost is settled and the rest released; a cost above it is charged to available credit, which must cover it. " +
+        "The project's budget then counts the cost as spent and no longer as held.",
+      tag: TAG,
+      auth: "admin",
+      responses: { 200: { description: "The reservation, settled.", schema: RunReservation } },
+      errors: ["not_found", "reservation_not_held", "insufficient_credit"],
+    }),
+    requireMember,
+    requireAdmin,
+    validate("param", RunReservationPath),
+    validate("json", ResolveRunReservationBody),
+    async (c) => {
+      const caller = c.get("caller");
+      const { id, run_id } = c.req.valid("param");
+      const project = await loadProjectRow(c.env.DB, caller.orgId, id);
+      const body = c.req.valid("json");
+      const answer = await resolveReservation(c.env, { orgId: caller.orgId, projectId: project.id, runId: run_id }, { costCents: body.cost_cents, note: body.note, actor: `member:${caller.tokenId}` });
+      return c.json(answer);
+    },
+  );
