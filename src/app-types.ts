@@ -8,6 +8,8 @@ export interface Caller {
   kind: "member" | "registration" | "machine";
   role: "admin" | "member" | null;
   machineId: string | null;
+  /** The machine's row, when the route asked for it with the token (requireMachineWithRow). */
+  machine?: { labels: string; deregisteredAtMs: number | null; lastSeenAtMs: number };
 }
 
 export interface AppEnv {
