@@ -279,6 +279,62 @@ describe('the daemon against a flaky server', () => {
     }
   });
 
+  it('a silent agent\'s first heartbeat is due one interval after the start: a short silent run sends only its final report', async () => {
+    const server = await fakeServer(({ path, body }) => {
+      if (!path.endsWith('/reports')) return { status: 404, body: { error: { code: 'not_found', message: '' } } };
+      return { status: 200, body: attemptAnswerBody({ state: body.final ? 'completed' : 'implementing' }) };
+    });
+    const state = tmp();
+    const agent = join(state, 'agent.mjs');
+    writeFileSync(agent, `setTimeout(() => {}, 500);`);
+    try {
+      const code = await runDaemon([process.execPath, agent], {
+        cwd: state,
+        log: () => {},
+        echo: () => {},
+        env: {
+          ...process.env,
+          DOCKET_URL: server.url, DOCKET_RUN_ID: RUN_ID, DOCKET_ATTEMPT: '1', DOCKET_ATTEMPT_TOKEN: 'dkt_a_t', DOCKET_STATE_DIR: state,
+          DOCKET_DAEMON_FLUSH_MS: '20',
+        },
+      });
+      expect(code).toBe(0);
+      const sent = server.requests.filter((r) => r.path === `/v1/runs/${RUN_ID}/reports`).map((r) => r.body);
+      expect(sent).toHaveLength(1);
+      expect(sent[0]).toMatchObject({ seq: 1, lines: [], final: { outcome: 'completed' } });
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('a silent agent still gets heartbeat reports, every heartbeat interval', async () => {
+    const server = await fakeServer(({ path, body }) => {
+      if (!path.endsWith('/reports')) return { status: 404, body: { error: { code: 'not_found', message: '' } } };
+      return { status: 200, body: attemptAnswerBody({ state: body.final ? 'completed' : 'implementing' }) };
+    });
+    const state = tmp();
+    const agent = join(state, 'agent.mjs');
+    writeFileSync(agent, `setTimeout(() => {}, 2000);`);
+    try {
+      const code = await runDaemon([process.execPath, agent], {
+        cwd: state,
+        log: () => {},
+        echo: () => {},
+        env: {
+          ...process.env,
+          DOCKET_URL: server.url, DOCKET_RUN_ID: RUN_ID, DOCKET_ATTEMPT: '1', DOCKET_ATTEMPT_TOKEN: 'dkt_a_t', DOCKET_STATE_DIR: state,
+          DOCKET_DAEMON_FLUSH_MS: '20', DOCKET_DAEMON_HEARTBEAT_MS: '50',
+        },
+      });
+      expect(code).toBe(0);
+      const sent = server.requests.filter((r) => r.path === `/v1/runs/${RUN_ID}/reports`).map((r) => r.body);
+      expect(sent.filter((b) => !b.final).length).toBeGreaterThan(0);
+      expect(sent.at(-1).final).toMatchObject({ outcome: 'completed' });
+    } finally {
+      await server.close();
+    }
+  });
+
   it('stops the agent and gives up when the server says the attempt is over', async () => {
     const server = await fakeServer(() => ({ status: 410, body: { error: { code: 'task_gone', message: 'run is cancelled' } } }));
     const state = tmp();
