@@ -26,6 +26,16 @@ describe("Docket-Cost", () => {
     expect(parseCost(beat.headers.get("Docket-Cost")).d1_rows_written).toBe(1);
   });
 
+  it("a claim reads its machine with its token and, within the heartbeat interval, writes nothing before the scheduler", async () => {
+    const { admin } = await createOrg();
+    const runner = await registerRunner(admin, { labels: ["linux"] }); // registering sets its last-seen time
+    await claim(runner.token, 0); // warm the scheduler's label sets (none: nothing is queued)
+    const idle = await claim(runner.token, 0);
+    expect(idle.status).toBe(204);
+    // One statement for the token and its machine: 2 rows, and no last-seen write while it is fresh.
+    expect(parseCost(idle.headers.get("Docket-Cost"))).toEqual({ d1_rows_read: 2, d1_rows_written: 0, do_requests: 1 });
+  });
+
   it("an empty claim reads the same rows whether 0 or 60 runs it cannot serve are queued", async () => {
     const { admin } = await createOrg();
     const runner = await registerRunner(admin, { labels: ["linux"] });
