@@ -172,7 +172,7 @@ export class RunObject extends DurableObject<Env> {
       return { answer: result, cost };
     }
     const run = result.run;
-    addCost(cost, await this.finishPending({ notify: false }));
+    addCost(cost, await this.finishPending({ notify: false, publishAlongside: true }));
     const answer: ClaimGrant = {
       run_id: run.id,
       attempt: run.attempt,
@@ -676,7 +676,10 @@ export class RunObject extends DurableObject<Env> {
    * finds the run calls it, so whoever comes after a crash finishes the crashed call's work.
    * Answers with its D1 rows and Durable Object requests.
    */
-  private async finishPending(opts: { forceProjection?: boolean; notify: boolean; graceFromMs?: number }): Promise<Cost> {
+  private async finishPending(opts: { forceProjection?: boolean; notify: boolean; graceFromMs?: number; publishAlongside?: boolean }): Promise<Cost> {
+    // A claim's events (run.state claimed) need nothing the queue row gives their consumer, so a
+    // claim publishes them while the row is written: one round trip less before the grant.
+    const published = opts.publishAlongside ? this.outbox.publish(this.load()!) : null;
     const cost = await this.repairProjection(opts.forceProjection ?? false);
     const run = this.load()!;
     if (await this.releaseSlot(run)) cost.doRequests += 1;
@@ -684,7 +687,7 @@ export class RunObject extends DurableObject<Env> {
       await this.notifyScheduler(run);
       cost.doRequests += 1;
     }
-    await this.outbox.publish(run);
+    await (published ?? this.outbox.publish(run));
     this.armAlarm(opts.graceFromMs ?? 0);
     return cost;
   }

@@ -1,6 +1,7 @@
 import type { Config } from "./config";
 import type { Env } from "./env";
 import type { Cost } from "./lib/cost";
+import type { RecoveryRow } from "./recovery";
 
 export interface Caller {
   orgId: string;
@@ -8,6 +9,8 @@ export interface Caller {
   kind: "member" | "registration" | "machine";
   role: "admin" | "member" | null;
   machineId: string | null;
+  /** The machine's row, when the route asked for it with the token (requireMachineWithRow). */
+  machine?: { labels: string; deregisteredAtMs: number | null; lastSeenAtMs: number; sweep: RecoveryRow | null };
 }
 
 export interface AppEnv {

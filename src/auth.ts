@@ -21,25 +21,50 @@ export function bearer(header: string | undefined): string {
  * The caller a token stands for. A token that was issued but no longer works (revoked, its machine
  * deregistered, expired, used up) is a 401 that names why; an unknown one is null.
  */
-async function lookup(db: D1Database, token: string, cost: Cost): Promise<Caller | null> {
+async function lookup(db: D1Database, token: string, cost: Cost, withMachine: boolean): Promise<Caller | null> {
   if (!/^dkt_[mrs]_[0-9a-f]{64}$/.test(token)) return null;
-  const [row] = await countedAll<StoredToken>(
+  const hash = await sha256Hex(token);
+  const [row] = await countedAll<StoredToken & Partial<MachineColumns>>(
     cost,
-    db.prepare(`SELECT ${TOKEN_COLUMNS} FROM tokens WHERE token_hash = ?`).bind(await sha256Hex(token)),
+    withMachine ? db.prepare(TOKEN_WITH_MACHINE_SQL).bind(hash) : db.prepare(`SELECT ${TOKEN_COLUMNS} FROM tokens WHERE token_hash = ?`).bind(hash),
   );
   if (!row) return null;
   const refused = refusalOf(row, Date.now());
   if (refused) throw refused;
-  return { orgId: row.org_id, tokenId: row.id, kind: row.kind, role: row.role, machineId: row.machine_id };
+  const caller: Caller = { orgId: row.org_id, tokenId: row.id, kind: row.kind, role: row.role, machineId: row.machine_id };
+  if (withMachine && row.machine_labels != null) {
+    const sweep = row.sweep_last_tick_at_ms == null ? null : { last_tick_at_ms: row.sweep_last_tick_at_ms, recovered_at_ms: row.sweep_recovered_at_ms ?? 0, recovery_done_at_ms: row.sweep_recovery_done_at_ms ?? 0 };
+    caller.machine = { labels: row.machine_labels, deregisteredAtMs: row.machine_deregistered_at_ms ?? null, lastSeenAtMs: row.machine_last_seen_at_ms ?? 0, sweep };
+  }
+  return caller;
 }
+
+interface MachineColumns {
+  machine_labels: string | null;
+  machine_deregistered_at_ms: number | null;
+  machine_last_seen_at_ms: number | null;
+  sweep_last_tick_at_ms: number | null;
+  sweep_recovered_at_ms: number | null;
+  sweep_recovery_done_at_ms: number | null;
+}
+
+/**
+ * The token, its machine's row and the sweep row (a recovery under way holds dispatch,
+ * src/recovery.ts) in one statement, for the claim: a claim's first round trip is its only one
+ * before the scheduler.
+ */
+const TOKEN_WITH_MACHINE_SQL = `SELECT ${TOKEN_COLUMNS.split(", ").map((c) => `t.${c}`).join(", ")},
+  m.labels AS machine_labels, m.deregistered_at_ms AS machine_deregistered_at_ms, m.last_seen_at_ms AS machine_last_seen_at_ms,
+  s.last_tick_at_ms AS sweep_last_tick_at_ms, s.recovered_at_ms AS sweep_recovered_at_ms, s.recovery_done_at_ms AS sweep_recovery_done_at_ms
+  FROM tokens t LEFT JOIN machines m ON m.id = t.machine_id LEFT JOIN sweep s ON s.id = 1 WHERE t.token_hash = ?`;
 
 /**
  * Verifies a token as `kind` and sets the caller, or throws 401 naming why. The API's middleware
  * and the dashboard's session (which carries the token in a cookie) both verify through this.
  */
-export async function authenticate(c: Context<AppEnv>, token: string, kind: Caller["kind"], what: string): Promise<Caller> {
+export async function authenticate(c: Context<AppEnv>, token: string, kind: Caller["kind"], what: string, withMachine = false): Promise<Caller> {
   const cost = noCost();
-  const caller = await lookup(c.env.DB, token, cost);
+  const caller = await lookup(c.env.DB, token, cost, withMachine);
   c.set("cost", cost);
   if (!caller || caller.kind !== kind) {
     throw new DocketError("unauthorized", `this call needs ${what} (a token starting ${TOKEN_PREFIX[kind]})`);
@@ -49,15 +74,17 @@ export async function authenticate(c: Context<AppEnv>, token: string, kind: Call
   return caller;
 }
 
-function requireKind(kind: Caller["kind"], what: string) {
+function requireKind(kind: Caller["kind"], what: string, withMachine = false) {
   return createMiddleware<AppEnv>(async (c, next) => {
-    await authenticate(c, bearer(c.req.header("Authorization")), kind, what);
+    await authenticate(c, bearer(c.req.header("Authorization")), kind, what, withMachine);
     await next();
   });
 }
 
 export const requireMember = requireKind("member", "a member token");
 export const requireMachine = requireKind("machine", "a machine token");
+/** A machine token, with the machine's labels and last-seen time read in the same statement (the claim). */
+export const requireMachineWithRow = requireKind("machine", "a machine token", true);
 export const requireRegistration = requireKind("registration", "a runner registration token");
 
 export const requireAdmin = createMiddleware<AppEnv>(async (c, next) => {

@@ -532,11 +532,14 @@ async function superviseAgent(d: Daemon, agent: Agent, stopSignal: Promise<void>
 
 /**
  * Output as it comes (batched), and a heartbeat when there is none, until the agent exits or the
- * attempt is over; the output still in flight is flushed before the final report.
+ * attempt is over; the output still in flight is flushed before the final report. The first
+ * heartbeat is due one interval after the start: the runner's `launched` call already told the
+ * server the sandbox runs, so a short silent run sends no report but its final one (or none, when
+ * it is stopped).
  */
 async function reportWhileRunning(d: Daemon, agent: Agent) {
   const backoff = new Backoff({ baseMs: d.limits.backoffBaseMs, maxMs: d.limits.backoffMaxMs });
-  let lastSentAt = 0;
+  let lastSentAt = Date.now();
   while (!agent.exited && !d.attemptOver) {
     const due = hasOutputToSend(d) || Date.now() - lastSentAt >= d.limits.heartbeatMs;
     if (due) {

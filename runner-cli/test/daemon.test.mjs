@@ -134,6 +134,28 @@ describe('the patch', () => {
   });
 });
 
+/**
+ * Runs the daemon with an agent of `source` against `server` as attempt 1 of RUN_ID, with a fresh
+ * state directory; `env(state)` adds variables, `cwd` is where the agent runs (the state directory
+ * by default). Answers the exit code and the state directory.
+ */
+async function runAgent(server, source, env = () => ({}), cwd = null) {
+  const state = tmp();
+  const agent = join(state, 'agent.mjs');
+  writeFileSync(agent, source);
+  const code = await runDaemon([process.execPath, agent], {
+    cwd: cwd ?? state,
+    log: () => {},
+    echo: () => {},
+    env: {
+      ...process.env,
+      DOCKET_URL: server.url, DOCKET_RUN_ID: RUN_ID, DOCKET_ATTEMPT: '1', DOCKET_ATTEMPT_TOKEN: 'dkt_a_t', DOCKET_STATE_DIR: state,
+      ...env(state),
+    },
+  });
+  return { code, state };
+}
+
 describe('the daemon against a flaky server', () => {
   it('retries reports through 503s, strips the token from the agent, and delivers the final result once', async () => {
     let n = 0;
@@ -144,27 +166,18 @@ describe('the daemon against a flaky server', () => {
       return { status: 200, body: attemptAnswerBody({ state: 'completed', lease_expires_at_ms: null }) };
     });
     const { dir, rev } = gitRepo();
-    const state = tmp();
-    const agent = join(state, 'agent.mjs');
-    writeFileSync(agent, `
+    const source = `
       import { writeFileSync } from 'node:fs';
       console.log('::phase implementing');
       console.log('token=' + (process.env.DOCKET_ATTEMPT_TOKEN ?? 'none'));
       writeFileSync('a.txt', 'changed\\n');
       writeFileSync(process.env.DOCKET_RESULT_FILE, JSON.stringify({ model: 'm1', cost_cents: 5 }));
-    `);
+    `;
     try {
-      const code = await runDaemon([process.execPath, agent], {
-        cwd: dir,
-        log: () => {},
-        echo: () => {},
-        env: {
-          ...process.env,
-          DOCKET_URL: server.url, DOCKET_RUN_ID: RUN_ID, DOCKET_ATTEMPT: '1', DOCKET_ATTEMPT_TOKEN: 'dkt_a_token',
-          DOCKET_STATE_DIR: state, DOCKET_RESULT_FILE: join(state, 'result.json'), DOCKET_SOURCE_REVISION: rev,
-          DOCKET_DAEMON_BACKOFF_BASE_MS: '20', DOCKET_DAEMON_BACKOFF_MAX_MS: '40', DOCKET_DAEMON_FLUSH_MS: '20',
-        },
-      });
+      const { code, state } = await runAgent(server, source, (stateDir) => ({
+        DOCKET_ATTEMPT_TOKEN: 'dkt_a_token', DOCKET_RESULT_FILE: join(stateDir, 'result.json'), DOCKET_SOURCE_REVISION: rev,
+        DOCKET_DAEMON_BACKOFF_BASE_MS: '20', DOCKET_DAEMON_BACKOFF_MAX_MS: '40', DOCKET_DAEMON_FLUSH_MS: '20',
+      }), dir);
       expect(code).toBe(0);
       const reports = server.requests.filter((r) => r.path === `/v1/runs/${RUN_ID}/reports`);
       expect(reports.every((r) => r.auth === 'Bearer dkt_a_token')).toBe(true);
@@ -200,20 +213,10 @@ describe('the daemon against a flaky server', () => {
       }
       return answer;
     });
-    const state = tmp();
-    const agent = join(state, 'agent.mjs');
-    writeFileSync(agent, `console.log('first'); setTimeout(() => console.log('second'), 300); setTimeout(() => {}, 600);`);
     try {
-      const code = await runDaemon([process.execPath, agent], {
-        cwd: state,
-        log: () => {},
-        echo: () => {},
-        env: {
-          ...process.env,
-          DOCKET_URL: server.url, DOCKET_RUN_ID: RUN_ID, DOCKET_ATTEMPT: '1', DOCKET_ATTEMPT_TOKEN: 'dkt_a_t', DOCKET_STATE_DIR: state,
-          DOCKET_DAEMON_BACKOFF_BASE_MS: '20', DOCKET_DAEMON_BACKOFF_MAX_MS: '40', DOCKET_DAEMON_FLUSH_MS: '20',
-        },
-      });
+      const { code, state } = await runAgent(server, `console.log('first'); setTimeout(() => console.log('second'), 300); setTimeout(() => {}, 600);`, () => ({
+        DOCKET_DAEMON_BACKOFF_BASE_MS: '20', DOCKET_DAEMON_BACKOFF_MAX_MS: '40', DOCKET_DAEMON_FLUSH_MS: '20',
+      }));
       expect(code).toBe(0);
       const sent = server.requests.filter((r) => r.path === `/v1/runs/${RUN_ID}/reports`).map((r) => r.body);
       // Every try of a seq carries the same body; a new seq only follows an answered one.
@@ -239,27 +242,16 @@ describe('the daemon against a flaky server', () => {
       if (!path.endsWith('/reports')) return { status: 404, body: { error: { code: 'not_found', message: '' } } };
       return { status: 200, body: attemptAnswerBody({ state: 'blocked', lease_expires_at_ms: null }) };
     });
-    const state = tmp();
-    const agent = join(state, 'agent.mjs');
-    writeFileSync(agent, `
+    const source = `
       import { writeFileSync } from 'node:fs';
       writeFileSync(process.env.DOCKET_RESULT_FILE, JSON.stringify({ outcome: 'blocked', blocker: {
         summary: 'Which database should the cache use?', evidence: ['config.yml names two', 7], questions: ['Postgres or SQLite?'],
         human_action: 'Answer on the issue, then add the ready label again',
       } }));
       process.exit(2);
-    `);
+    `;
     try {
-      const code = await runDaemon([process.execPath, agent], {
-        cwd: state,
-        log: () => {},
-        echo: () => {},
-        env: {
-          ...process.env,
-          DOCKET_URL: server.url, DOCKET_RUN_ID: RUN_ID, DOCKET_ATTEMPT: '1', DOCKET_ATTEMPT_TOKEN: 'dkt_a_t', DOCKET_STATE_DIR: state,
-          DOCKET_RESULT_FILE: join(state, 'result.json'), DOCKET_DAEMON_FLUSH_MS: '20',
-        },
-      });
+      const { code, state } = await runAgent(server, source, (dir) => ({ DOCKET_RESULT_FILE: join(dir, 'result.json'), DOCKET_DAEMON_FLUSH_MS: '20' }));
       expect(code).toBe(0);
       const final = server.requests.filter((r) => r.path === `/v1/runs/${RUN_ID}/reports` && r.body.final).at(-1).body.final;
       expect(final).toMatchObject({
@@ -277,6 +269,34 @@ describe('the daemon against a flaky server', () => {
     } finally {
       await server.close();
     }
+  });
+
+  /** The reports the daemon of an agent that prints nothing and lives `agentMs` sends, and its exit code. */
+  async function silentAgentReports(agentMs, env = {}) {
+    const server = await fakeServer(({ path, body }) => {
+      if (!path.endsWith('/reports')) return { status: 404, body: { error: { code: 'not_found', message: '' } } };
+      return { status: 200, body: attemptAnswerBody({ state: body.final ? 'completed' : 'implementing' }) };
+    });
+    try {
+      const { code } = await runAgent(server, `setTimeout(() => {}, ${agentMs});`, () => ({ DOCKET_DAEMON_FLUSH_MS: '20', ...env }));
+      return { code, sent: server.requests.filter((r) => r.path === `/v1/runs/${RUN_ID}/reports`).map((r) => r.body) };
+    } finally {
+      await server.close();
+    }
+  }
+
+  it('a silent agent\'s first heartbeat is due one interval after the start: a short silent run sends only its final report', async () => {
+    const { code, sent } = await silentAgentReports(500);
+    expect(code).toBe(0);
+    expect(sent).toHaveLength(1);
+    expect(sent[0]).toMatchObject({ seq: 1, lines: [], final: { outcome: 'completed' } });
+  });
+
+  it('a silent agent still gets heartbeat reports, every heartbeat interval', async () => {
+    const { code, sent } = await silentAgentReports(2000, { DOCKET_DAEMON_HEARTBEAT_MS: '50' });
+    expect(code).toBe(0);
+    expect(sent.filter((b) => !b.final).length).toBeGreaterThan(0);
+    expect(sent.at(-1).final).toMatchObject({ outcome: 'completed' });
   });
 
   it('stops the agent and gives up when the server says the attempt is over', async () => {

@@ -5,7 +5,7 @@ import { and, eq, isNull } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import { Hono } from "hono";
 import type { AppEnv } from "../app-types";
-import { bearer, requireAdmin, requireAttemptToken, requireMachine, requireMember, requireRegistration } from "../auth";
+import { bearer, requireAdmin, requireAttemptToken, requireMachine, requireMachineWithRow, requireMember, requireRegistration } from "../auth";
 import { atMost, checkLabels, checkReport } from "../bounds";
 import { runnerConfig, type Config } from "../config";
 import { versionAtLeast } from "../protocol/version";
@@ -13,12 +13,12 @@ import { deregisterMachine, machineView } from "../credentials/machines";
 import { returnRegistrationUse, takeRegistrationUse } from "../credentials/tokens";
 import { machines, tokens } from "../db/schema";
 import { DocketError, unwrap } from "../errors";
-import { addCost, addD1, COST_HEADER, countedBatch, formatCost } from "../lib/cost";
+import { addCost, addD1, COST_HEADER, formatCost, type Cost } from "../lib/cost";
 import { newId, newToken, sha256Hex } from "../lib/crypto";
 import { log } from "../lib/log";
 import { listPage, pageSize } from "../lib/pagination";
 import { d1Session } from "../lib/read-session";
-import { claimKick, recoveryHold, RECOVERY_ROW_SQL, type RecoveryRow } from "../recovery";
+import { claimKick, recoveryHold } from "../recovery";
 import { bookmarkHeader } from "../openapi/headers";
 import { blockerFromWire } from "../run/blocker";
 import { normalizeLabels } from "../run/labels";
@@ -88,6 +88,33 @@ export function checkRunnerVersion(config: Config, version: string, protocols: s
  * lines are cut, and lines past the total are dropped with a note, so each output event fits one
  * Queue message.
  */
+/**
+ * A claim is the machine's heartbeat (its CLI version, protocols and last-seen time), so an idle
+ * runner sends no other. Written at most once per heartbeat interval, and only when the row read
+ * with the token says it is due; its rows are counted for Docket-Cost.
+ */
+async function touchMachine(
+  db: D1Database,
+  cost: Cost,
+  machineId: string,
+  lastSeenAtMs: number,
+  body: { cli_version: string; protocols: string[] },
+  config: Config,
+): Promise<void> {
+  const now = Date.now();
+  if (lastSeenAtMs >= now - config.heartbeatIntervalMs) return;
+  try {
+    const result = await db
+      .prepare("UPDATE machines SET last_seen_at_ms = ?, cli_version = ?, protocols = ? WHERE id = ? AND last_seen_at_ms < ?")
+      .bind(now, body.cli_version, JSON.stringify(body.protocols), machineId, now - config.heartbeatIntervalMs)
+      .run();
+    addD1(cost, result.meta);
+  } catch (err) {
+    // It runs beside the scheduler's claim: a grant is never lost to a missed last-seen write.
+    log("runner.last_seen_failed", { machine: machineId, reason: String(err) });
+  }
+}
+
 function boundLines(lines: string[], config: Config): string[] {
   const kept: string[] = [];
   let total = 0;
@@ -264,45 +291,34 @@ export const runnerRoutes = new Hono<AppEnv>()
       },
       errors: ["listener_upgrade_required", "too_many_waiters", "recovering"],
     }),
-    requireMachine,
+    requireMachineWithRow,
     validate("json", ClaimBody), async (c) => {
     const body = c.req.valid("json");
     const config = c.get("config");
     checkRunnerVersion(config, body.cli_version, body.protocols);
     const caller = c.get("caller");
     const cost = c.get("cost");
-    const now = Date.now();
-    // The machine's labels, and its heartbeat: a claim is one (its CLI version, protocols and last
-    // seen time), so an idle runner sends no other. Written at most once per heartbeat interval to
-    // keep claims cheap: one D1 round trip, its rows counted for Docket-Cost.
-    // The sweep row too: a recovery under way after an outage or a deploy holds dispatch (src/recovery.ts).
-    const [machineRows, , sweepRows] = await countedBatch<unknown>(cost, c.env.DB, [
-      c.env.DB.prepare("SELECT labels FROM machines WHERE id = ? AND deregistered_at_ms IS NULL").bind(caller.machineId),
-      c.env.DB.prepare("UPDATE machines SET last_seen_at_ms = ?, cli_version = ?, protocols = ? WHERE id = ? AND last_seen_at_ms < ?").bind(
-        now,
-        body.cli_version,
-        JSON.stringify(body.protocols),
-        caller.machineId,
-        now - config.heartbeatIntervalMs,
-      ),
-      c.env.DB.prepare(RECOVERY_ROW_SQL),
-    ]);
-    const machine = machineRows[0] as { labels: string } | undefined;
-    if (!machine) throw new DocketError("unauthorized", "this machine is no longer registered", { reason: "machine_deregistered" });
-    const held = recoveryHold(sweepRows[0] as RecoveryRow | undefined, now, config);
+    // The machine's labels came with its token (requireMachineWithRow): no round trip of its own.
+    const machine = caller.machine;
+    if (!machine || machine.deregisteredAtMs !== null) throw new DocketError("unauthorized", "this machine is no longer registered", { reason: "machine_deregistered" });
+    // So did the sweep row: a recovery under way after an outage or a deploy holds dispatch (src/recovery.ts).
+    const held = recoveryHold(machine.sweep, Date.now(), config);
     if (held) {
       c.executionCtx.waitUntil(claimKick(c.env, config));
       c.header(COST_HEADER, formatCost(cost));
       throw new DocketError("recovering", held, { retry_after_ms: config.recoveryRetryAfterMs });
     }
     const protocols = body.protocols.filter((p) => config.launchProtocols.includes(p));
-    const { grant, cost: schedulerCost, shed } = await schedulerStub(c.env, caller.orgId).claim({
-      orgId: caller.orgId,
-      machineId: caller.machineId!,
-      labels: JSON.parse(machine.labels),
-      protocols,
-      waitMs: body.wait_ms ?? config.claimWaitMs,
-    });
+    const [{ grant, cost: schedulerCost, shed }] = await Promise.all([
+      schedulerStub(c.env, caller.orgId).claim({
+        orgId: caller.orgId,
+        machineId: caller.machineId!,
+        labels: JSON.parse(machine.labels),
+        protocols,
+        waitMs: body.wait_ms ?? config.claimWaitMs,
+      }),
+      touchMachine(c.env.DB, cost, caller.machineId!, machine.lastSeenAtMs, body, config),
+    ]);
     cost.doRequests += 1;
     addCost(cost, schedulerCost);
     c.header(COST_HEADER, formatCost(cost));

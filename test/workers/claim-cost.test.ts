@@ -1,6 +1,7 @@
 // A claim's cost must not grow with work the runner cannot serve (../shared/DESIGN.md, "Claims are
 // serialized per organization"); claims and heartbeats say what they cost in Docket-Cost.
 
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { call, claim, CLI_VERSION, createOrg, dispatch, registerRunner } from "./helpers";
 
@@ -24,6 +25,18 @@ describe("Docket-Cost", () => {
     expect(cost.d1_rows_written).toBeGreaterThan(0); // the queue row moved to claimed
     const beat = await call("POST", "/v1/runners/heartbeat", { token: runner.token, body: { cli_version: CLI_VERSION, protocols: ["process"] } });
     expect(parseCost(beat.headers.get("Docket-Cost")).d1_rows_written).toBe(1);
+  });
+
+  it("a claim reads its machine with its token and, within the heartbeat interval, writes nothing before the scheduler", async () => {
+    const { admin } = await createOrg();
+    const runner = await registerRunner(admin, { labels: ["linux"] }); // registering sets its last-seen time
+    // A deployed plane's cron has ticked: the sweep row exists (src/sweep.ts), and no recovery is under way.
+    await env.DB.prepare("INSERT OR REPLACE INTO sweep (id, last_tick_at_ms, recovered_at_ms) VALUES (1, ?, 0)").bind(Date.now()).run();
+    await claim(runner.token, 0); // warm the scheduler's label sets (none: nothing is queued)
+    const idle = await claim(runner.token, 0);
+    expect(idle.status).toBe(204);
+    // One statement for the token, its machine and the sweep row: 3 rows, and no last-seen write while it is fresh.
+    expect(parseCost(idle.headers.get("Docket-Cost"))).toEqual({ d1_rows_read: 3, d1_rows_written: 0, do_requests: 1 });
   });
 
   it("an empty claim reads the same rows whether 0 or 60 runs it cannot serve are queued", async () => {
