@@ -1,7 +1,8 @@
 // Model-based tests of the pure transition rules (src/run/decide.ts): long random sequences of every
-// command the run object knows (also pause, block, authorize and publication, which no route drives
-// yet) on a virtual clock, with DESIGN.md's invariants checked after every decision, and the
-// decisions the HTTP model (run-model.ts) covers compared with its predictions.
+// command the run object knows (also those only the run object itself sends, such as the PR step's
+// publish_try and published, which the HTTP model drives only through the alarm) on a virtual clock,
+// with DESIGN.md's invariants checked after every decision, and the decisions the HTTP model
+// (run-model.ts) covers compared with its predictions.
 
 import fc from "fast-check";
 import { env } from "cloudflare:workers";

@@ -159,6 +159,13 @@ function publishStepArb(): fc.Arbitrary<Step> {
 }
 
 const claimArb = fc.record({ kind: fc.constant("claim" as const), machine: machineIndex });
+/** The current attempt's daemon reports an end: a publishing run refuses it. */
+const finalReportArb: fc.Arbitrary<Step> = fc.record({
+  kind: fc.constant("report" as const),
+  token: fc.constant("current" as const),
+  report: fc.constantFrom<ReportKind>("completed", "failed", "blocked"),
+  phase: fc.constant("verifying"),
+});
 
 /** A sequence: its steps, on a plain run or on an autopilot run that publishes. */
 type Plan = { publishes: boolean; steps: Step[] };
@@ -201,7 +208,10 @@ const planArb: fc.Arbitrary<Plan> = fc.oneof(
     arbitrary: fc
       .tuple(
         claimArb,
-        fc.array(fc.oneof({ weight: 3, arbitrary: publishStepArb() }, { weight: 1, arbitrary: pauseStepArb() }, { weight: 3, arbitrary: stepArb }), { minLength: 1, maxLength: Math.max(1, MAX_STEPS - 3) }),
+        fc.array(fc.oneof({ weight: 3, arbitrary: publishStepArb() }, { weight: 1, arbitrary: finalReportArb }, { weight: 1, arbitrary: pauseStepArb() }, { weight: 3, arbitrary: stepArb }), {
+          minLength: 1,
+          maxLength: Math.max(1, MAX_STEPS - 3),
+        }),
       )
       .map(([first, rest]) => ({
         publishes: true,
@@ -438,7 +448,8 @@ class Sequence {
     const summary = `${JSON.stringify(c)} → ${res.status}${code ? ` ${code}` : ""}; run ${view.state} attempt ${view.attempt}${view.stop_request ? " stop" : ""}`;
     this.history.push(summary);
     this.last = c;
-    const tally = `${c.kind} ${res.status}${code ? ` ${code}` : ""}${this.model.state === "publishing" ? " while publishing" : ""}`;
+    const where = this.model.state === "publishing" ? " while publishing" : this.model.publication ? ` on a ${this.model.state} publication` : "";
+    const tally = `${c.kind} ${res.status}${code ? ` ${code}` : ""}${where}`;
     answers.set(tally, (answers.get(tally) ?? 0) + 1);
 
     if (res.status >= 400) {
