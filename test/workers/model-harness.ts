@@ -202,23 +202,29 @@ const planArb: fc.Arbitrary<Plan> = fc.oneof(
       .map(([first, rest]) => plain([first, { kind: "launched", machine: "holder", attempt: 0, sandbox: 0 } as Step, { kind: "pause" } as Step, ...rest])),
   },
   // An autopilot run whose successful outcome goes publishing, so that pushes, the PR step, pauses
-  // and resumes of a publication and the final reports it refuses are reached.
+  // and resumes of a publication and the final reports it refuses are reached; a third are paused and
+  // resumed before the push, so that a push-only continuation is claimed (attempt 2).
   {
     weight: 1,
     arbitrary: fc
-      .tuple(
-        claimArb,
-        fc.array(fc.oneof({ weight: 3, arbitrary: publishStepArb() }, { weight: 1, arbitrary: finalReportArb }, { weight: 1, arbitrary: pauseStepArb() }, { weight: 3, arbitrary: stepArb }), {
-          minLength: 1,
-          maxLength: Math.max(1, MAX_STEPS - 3),
-        }),
-      )
-      .map(([first, rest]) => ({
+      .tuple(claimArb, fc.oneof({ weight: 2, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: claimArb }), fc.array(publishingStepArb(), { minLength: 1, maxLength: Math.max(1, MAX_STEPS - 6) }))
+      .map(([first, again, rest]) => ({
         publishes: true,
-        steps: [first, { kind: "launched", machine: "holder", attempt: 0, sandbox: 0 } as Step, { kind: "report", token: "current", report: "completed", phase: "verifying" } as Step, ...rest],
+        steps: [
+          first,
+          { kind: "launched", machine: "holder", attempt: 0, sandbox: 0 } as Step,
+          { kind: "report", token: "current", report: "completed", phase: "verifying" } as Step,
+          ...(again ? [{ kind: "pause" } as Step, { kind: "resume" } as Step, again] : []),
+          ...rest,
+        ],
       })),
   },
 );
+
+/** The steps of a publishing sequence: publication calls, final reports, pauses and resumes, and all the others. */
+function publishingStepArb(): fc.Arbitrary<Step> {
+  return fc.oneof({ weight: 3, arbitrary: publishStepArb() }, { weight: 1, arbitrary: finalReportArb }, { weight: 1, arbitrary: pauseStepArb() }, { weight: 3, arbitrary: stepArb });
+}
 
 // ---- the organization every sequence runs in ----------------------------------------------------
 
