@@ -238,6 +238,24 @@ describe("a push that failed", () => {
     expect(run.steps.at(-1)).toMatchObject({ outcome: "paused" });
     expect(run.steps.at(-1).error).toContain("remote rejected");
   });
+
+  it("a publication paused at its boundary, by its runner, an operator or the reaper, holds no machine, sandbox or lease", async () => {
+    const byRunner = await publishing();
+    await attemptCall(byRunner.runner.token, byRunner.runId, byRunner.attempt, "stopped", { reason: "git push failed" });
+    const byOperator = await publishing();
+    expect((await call("POST", `/v1/runs/${byOperator.runId}/pause`, { token: org.admin, body: {} })).status).toBe(200);
+    const byReaper = await publishing();
+    await ageRun(byReaper.runId, config.leaseTtlMs + 1_000);
+    await runAlarm(byReaper.runId);
+    for (const { runId, runner, attempt } of [byRunner, byOperator, byReaper]) {
+      const run = await getRun(org.admin, runId);
+      expect(run).toMatchObject({ state: "paused", continuation: "publishing", machine_id: null, sandbox_id: null, lease_expires_at_ms: null });
+      expect(run.steps.at(-1)).toMatchObject({ machine_id: runner.machineId, sandbox_id: "sbx-1", outcome: "paused" });
+      // The machine that held it is told the run is paused, not that it still holds it.
+      const lease = await attemptCall(runner.token, runId, attempt, "lease");
+      expect(lease.body.error).toMatchObject({ code: "invalid_transition" });
+    }
+  });
 });
 
 describe("the pull request step", () => {
