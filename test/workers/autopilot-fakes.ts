@@ -182,6 +182,8 @@ export class FakeHost implements PublicationProvider {
   /** What the next creations do: create and answer, create then fail (a lost answer), answer 422, or fail. */
   createMode: ("ok" | "crash_after_create" | "exists" | "fail")[] = [];
   failReads = false;
+  /** How many more branch reads fail (a short outage), after which reads answer again. */
+  failReadsNext = 0;
 
   async issuePushToken(repository: string) {
     this.calls.push(`token ${repository}`);
@@ -190,7 +192,7 @@ export class FakeHost implements PublicationProvider {
   }
   async branchHead(repository: string, branch: string) {
     this.calls.push(`head ${repository} ${branch}`);
-    if (this.failReads) throw new Error("GitHub answered 503");
+    if (this.failReads || (this.failReadsNext > 0 && this.failReadsNext--)) throw new Error("GitHub answered 503");
     return this.branches.get(branch) ?? null;
   }
   async findPullRequest(repository: string, branch: string) {

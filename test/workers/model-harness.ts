@@ -23,6 +23,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config";
 import { isRefusal } from "../../src/errors";
 import { ERROR_STATUS, type ErrorCode } from "../../src/protocol/errors";
+import type { RunRecord } from "../../src/run/types";
 import type { RunView } from "../../src/run/view";
 import { admitReadyIssue, createProject, FakeHost, installRealAutopilotWithTracker, type RealProject } from "./autopilot-fakes";
 import { callDirect as call } from "./direct";
@@ -82,7 +83,7 @@ type Step =
 /** The runner's publication calls: its push credential, and its push (of another branch, or with the code host's head moved by someone else). */
 type PublishStep =
   | { kind: "push_credential"; machine: MachinePick; attempt: -1 | 0 | 1 }
-  | { kind: "pushed"; machine: MachinePick; attempt: -1 | 0 | 1; branch: "own" | "other"; moved: boolean };
+  | { kind: "pushed"; machine: MachinePick; attempt: -1 | 0 | 1; branch: "own" | "other"; moved: boolean; hostDown: boolean };
 
 /** Pause and resume: the operator's calls, the daemon's checkpoint (a token, and a path attempt off by `pathRel`), the runner's unusable checkpoint. */
 type PauseStep =
@@ -153,6 +154,7 @@ function publishStepArb(): fc.Arbitrary<Step> {
         attempt: attemptPick,
         branch: fc.constantFrom<"own" | "other">("own", "own", "own", "own", "other"),
         moved: fc.constantFrom(false, false, false, false, true),
+        hostDown: fc.constantFrom(false, false, false, true),
       }),
     },
   );
@@ -335,7 +337,7 @@ class Sequence {
       case "push_credential":
         return { kind: step.kind, machine: machineOf(step.machine), attempt: attemptOf(step.attempt) };
       case "pushed":
-        return { kind: "pushed", machine: machineOf(step.machine), attempt: attemptOf(step.attempt), branch: step.branch, moved: step.moved };
+        return { kind: "pushed", machine: machineOf(step.machine), attempt: attemptOf(step.attempt), branch: step.branch, moved: step.moved, hostDown: step.hostDown };
       case "dispatch_again":
         // An admitted run has no dispatch of its own to send again: its events are published again instead.
         return this.publishes ? { kind: "redeliver" } : step;
@@ -371,10 +373,11 @@ class Sequence {
         return { ...(await call("POST", `/v1/runs/${this.runId}/cancel`, { token: admin, body: { reason: "model" } })), t0 };
       case "alarm": {
         if (c.ageMs > 0) await ageRun(this.runId, c.ageMs);
+        if (c.ageMs > 0 && this.view.publication) await agePublication(this.runId, c.ageMs);
         const at = Date.now();
         await runAlarm(this.runId);
-        // The run's own alarm may be taking the PR step right now: its end is this alarm's answer.
-        if (this.model.publication === "pushed") await waitUntil(async () => (["queued", "publishing"].includes((await this.read()).state) ? undefined : true));
+        // The run's own alarm may be taking the PR step right now: its end (or its next try, later) is this alarm's answer.
+        if (this.model.publication === "pushed") await waitUntil(async () => (prStepPending(await this.read()) ? undefined : true));
         return { status: 200, body: {}, t0: at };
       }
       case "dispatch_again": {
@@ -397,6 +400,7 @@ class Sequence {
       case "pushed": {
         const branch = `docket/${this.runId}`;
         host.branches.set(branch, c.moved ? "c".repeat(40) : PUSHED_SHA);
+        host.failReadsNext = c.hostDown ? 1 : 0;
         const body = { branch: c.branch === "own" ? branch : "main", head_sha: PUSHED_SHA };
         return { ...(await call("POST", attemptPath("pushed", c.attempt), { token: machineToken(c.machine), body })), t0 };
       }
@@ -412,7 +416,10 @@ class Sequence {
       // unless the run changed in between; then the events are read again.
       const changes = fresh.filter((e) => e.type === "run.state");
       const stateOfEvents = changes.length > 0 ? changes[changes.length - 1].data.to : this.view.state;
-      if (stateOfEvents === view.state) return { view, fresh };
+      // A PR step's failed try changes no state: its event is counted against the run's tries.
+      const retries = fresh.filter((e) => e.type === "run.publication" && e.data.step === "retry").length;
+      const triesAgree = view.state !== "publishing" || (view.publication?.tries ?? 0) === (this.view.publication?.tries ?? 0) + retries;
+      if (stateOfEvents === view.state && triesAgree) return { view, fresh };
       fresh = await this.readEvents(this.events.length);
     }
     throw new Error(`run ${this.runId} kept changing while it was read`);
@@ -454,7 +461,8 @@ class Sequence {
     const summary = `${JSON.stringify(c)} → ${res.status}${code ? ` ${code}` : ""}; run ${view.state} attempt ${view.attempt}${view.stop_request ? " stop" : ""}`;
     this.history.push(summary);
     this.last = c;
-    const where = this.model.state === "publishing" ? " while publishing" : this.model.publication ? ` on a ${this.model.state} publication` : "";
+    const pushed = this.model.publication === "pushed" ? " (pushed)" : "";
+    const where = this.model.state === "publishing" ? ` while publishing${pushed}` : this.model.publication ? ` on a ${this.model.state} publication${pushed}` : "";
     const tally = `${c.kind} ${res.status}${code ? ` ${code}` : ""}${where}`;
     answers.set(tally, (answers.get(tally) ?? 0) + 1);
 
@@ -484,6 +492,7 @@ class Sequence {
       lastReportAt: view.last_report_at_ms,
       notBefore: view.not_before_ms,
       launchedAt: outcome.launches ? view.steps[stepIndex].launched_at_ms : outcome.next.launchedAt,
+      prRetryAt: view.publication?.next_try_at_ms ?? null,
     };
     if ((c.kind === "cancel" && (res.status === 200 || res.status === 202)) || view.stop_request !== null) this.cancelAccepted = true;
     this.view = view;
@@ -500,9 +509,10 @@ class Sequence {
   async checkAlarm(): Promise<void> {
     if (isTerminal(this.model.state)) return;
     for (let tries = 1; ; tries++) {
-      const { alarm, version, outboxAt, readAt } = await runInDurableObject(runStub(this.runId), async (_o, state) => ({
+      const { alarm, version, tries, outboxAt, readAt } = await runInDurableObject(runStub(this.runId), async (_o, state) => ({
         alarm: await state.storage.getAlarm(),
         version: state.storage.sql.exec<{ version: number }>("SELECT version FROM run").one().version,
+        tries: (JSON.parse(state.storage.sql.exec<{ doc: string }>("SELECT doc FROM run").one().doc) as RunRecord).publication?.tries ?? 0,
         outboxAt: state.storage.sql
           .exec<{ at: number | null }>("SELECT MIN(next_attempt_at_ms) AS at FROM outbox WHERE sent_at_ms IS NULL AND attempts < ?", config.outboxMaxAttempts)
           .one().at,
@@ -516,7 +526,8 @@ class Sequence {
       if (this.model.state === "queued" && this.model.notBefore > readAt) deadlines.push(this.model.notBefore);
       if (outboxAt !== null) deadlines.push(Math.max(outboxAt, readAt + config.outboxBackoffMs));
       // An alarm that fired since the step changed the run: the next step checks the run it left.
-      if (deadlines.length === 0 || version !== this.view.version) return;
+      // (A PR step's failed try moves the next one without a new version.)
+      if (deadlines.length === 0 || version !== this.view.version || tries !== (this.view.publication?.tries ?? 0)) return;
       // An alarm taking a PR step asks the project store (D1) first: it may take a while to end.
       if (alarm === null && tries < (publicationDue ? 100 : 10)) {
         await new Promise((r) => setTimeout(r, 50));
@@ -649,7 +660,10 @@ class Sequence {
     this.ensure(listed.status === 200 && deepEqual(listed.body.events, this.events), "GET /v1/runs/:id/events shows every event once, in order, unchanged", listed.body);
     this.ensure(listed.body.terminal === isTerminal(this.view.state), "events say whether the run ended", listed.body.terminal);
 
-    // A publishing run refuses a cancel: once its lease is gone it pauses, and the next round cancels it.
+    // A publishing run refuses a cancel: once its lease is gone it pauses, and the next round cancels
+    // it; a pushed one's PR step, its code host reachable again, completes it.
+    host.failReadsNext = 0;
+    this.model = { ...this.model, hostFailures: 0 };
     for (let round = 0; round < 2 && !isTerminal(this.model.state); round++) {
       await this.step({ kind: "cancel" });
       await this.settle();
@@ -708,8 +722,27 @@ function matches(o: Outcome, status: number, code: string | null, view: RunView)
     view.attempt === n.attempt &&
     view.machine_id === n.holder &&
     view.sandbox_id === n.sandbox &&
-    (view.stop_request !== null) === n.stop
+    (view.stop_request !== null) === n.stop &&
+    publicationOf(view) === (n.publication ?? null) &&
+    (view.publication?.tries ?? 0) === (n.prTries ?? 0)
   );
+}
+
+const publicationOf = (view: RunView) => (!view.publication ? null : view.publication.head_sha === null ? "intent" : "pushed");
+
+/** A pushed publication whose PR step is due and not taken yet. */
+function prStepPending(view: RunView): boolean {
+  const p = view.publication;
+  return !!p && p.head_sha !== null && (view.state === "queued" || (view.state === "publishing" && (p.next_try_at_ms ?? 0) <= Date.now()));
+}
+
+/** The publication's next try is on the run's clock too (ageRun moves the rest). */
+async function agePublication(runId: string, ms: number): Promise<void> {
+  await runInDurableObject(runStub(runId), (_o, state) => {
+    const run = JSON.parse(state.storage.sql.exec<{ doc: string }>("SELECT doc FROM run").one().doc) as RunRecord;
+    if (run.publication?.nextTryAtMs != null) run.publication.nextTryAtMs -= ms;
+    state.storage.sql.exec("UPDATE run SET doc = ?", JSON.stringify(run));
+  });
 }
 
 /** Polls `probe` until it gives a value, for at most `limitMs`; undefined when it never did. */
@@ -759,6 +792,7 @@ function shifted(view: RunView, ms: number): RunView {
     launch_deadline_at_ms: back(view.launch_deadline_at_ms),
     last_report_at_ms: back(view.last_report_at_ms),
     not_before_ms: view.not_before_ms - ms,
+    publication: view.publication && { ...view.publication, next_try_at_ms: back(view.publication.next_try_at_ms) },
   };
 }
 

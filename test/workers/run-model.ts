@@ -31,6 +31,9 @@ export interface Timing {
   backoffBaseMs: number;
   backoffMaxMs: number;
   attemptBudget: number;
+  /** Publication's PR step: its tries and the wait between them (config defaults when absent). */
+  publicationTriesMax?: number;
+  publicationRetryMs?: number;
 }
 
 /** What the model knows of a run. Times are the run's own clock (ageRun moves them back). */
@@ -57,6 +60,10 @@ export interface ModelRun {
   ticket?: boolean;
   publication?: "intent" | "pushed" | null;
   hostMoved?: boolean;
+  /** The PR step's failed tries, when the next is due (the run's clock), and how many more reads of the code host fail. */
+  prTries?: number;
+  prRetryAt?: number | null;
+  hostFailures?: number;
 }
 
 export type ReportKind = "phase" | "lines" | "completed" | "failed" | "blocked" | "empty";
@@ -83,7 +90,7 @@ export type Call =
 /** The runner's publication calls: its push credential, and its push of `own` branch or another (the code host's head `moved` by someone else, or not). */
 export type PublishCall =
   | { kind: "push_credential"; machine: string; attempt: number }
-  | { kind: "pushed"; machine: string; attempt: number; branch: "own" | "other"; moved: boolean };
+  | { kind: "pushed"; machine: string; attempt: number; branch: "own" | "other"; moved: boolean; hostDown?: boolean };
 
 /** The pause and resume calls: an operator's pause and resume, the daemon's checkpoint, the runner's unusable checkpoint. */
 export type PauseCall =
@@ -142,8 +149,9 @@ export function backoffRange(t: Timing, attempt: number): [number, number] {
 
 /** When the reaper may end the current attempt, or null when it never acts in this state. */
 export function reapAt(m: ModelRun, t: Timing): number | null {
-  // A pushed publication's PR step, and a resumed one's return to it, are due at once (0: already due).
-  if (m.publication === "pushed" && (m.state === "publishing" || m.state === "queued")) return 0;
+  // A pushed publication's PR step is due at its next try; a resumed one's return to it at once (0: already due).
+  if (m.publication === "pushed" && m.state === "queued") return 0;
+  if (m.publication === "pushed" && m.state === "publishing") return m.prRetryAt ?? 0;
   if (awaitingPush(m)) return m.leaseAt ?? 0;
   if (m.state === "claimed") return Math.min(m.leaseAt ?? Infinity, m.launchDeadlineAt ?? Infinity);
   if (m.state === "implementing" || m.state === "pausing") {
@@ -158,9 +166,8 @@ export function reapAt(m: ModelRun, t: Timing): number | null {
 /** The run after the reaper acted: a pending stop always ends it cancelled (DESIGN.md, invariant 3). */
 export function reaped(m: ModelRun, t: Timing, now: number): Outcome["next"] & { backoffFor?: number } {
   const next = { ...m };
-  if (m.publication === "pushed" && m.state === "queued") return { ...next, state: "publishing" };
-  // The PR step against the code host: its branch must still be at the pushed head (else publish_failed).
-  if (m.publication === "pushed" && m.state === "publishing") return ended(next, m.hostMoved ? "failed" : "completed");
+  if (m.publication === "pushed" && m.state === "queued") return { ...next, state: "publishing", prRetryAt: now };
+  if (m.publication === "pushed" && m.state === "publishing") return prStep(m, t, now);
   if (awaitingPush(m)) return pausedAt(m);
   if (m.stop) return { ...next, state: "cancelled", leaseAt: null, launchDeadlineAt: null };
   if (m.state === "claimed" && m.attempt < t.attemptBudget) {
@@ -178,6 +185,7 @@ function moved(m: ModelRun, ms: number): ModelRun {
     launchedAt: shift(m.launchedAt),
     lastReportAt: shift(m.lastReportAt),
     notBefore: m.notBefore - ms,
+    prRetryAt: m.prRetryAt === undefined ? undefined : shift(m.prRetryAt),
   };
 }
 
@@ -290,7 +298,7 @@ export function predict(m0: ModelRun, call: Call, t0: number, t1: number, t: Tim
       const stays: Outcome = { status: 200, code: null, next: m, effect: "none", why: "no deadline passed" };
       if (at === null || at > t1) return [stays];
       // A publication's steps follow one another in one alarm: back to publishing, then the PR step.
-      if (m.publication === "pushed") return [{ status: 200, code: null, next: publicationSteps(m, t, t0).at(-1)!, effect: "change", why: "the PR step" }];
+      if (m.publication === "pushed") return [{ status: 200, code: null, next: publicationSteps(m, t, t1).at(-1) ?? m, effect: "change", why: "the PR step" }];
       const { backoffFor, ...next } = reaped(m, t, t0);
       const reap: Outcome = { status: 200, code: null, next, effect: "change", backoffFor, why: "the reaper acted" };
       return at <= t0 ? [reap] : [reap, stays];
@@ -305,7 +313,8 @@ export function predict(m0: ModelRun, call: Call, t0: number, t1: number, t: Tim
       return [predictAuthorize(m, t0)];
     case "push_credential":
     case "pushed":
-      return [predictPublish({ ...m, hostMoved: call.kind === "pushed" ? call.moved : m.hostMoved }, call, t0, t)];
+      // The code host's branch and its outage are set up with each push: they last whatever the answer.
+      return [predictPublish(call.kind === "pushed" ? { ...m, hostMoved: call.moved, hostFailures: call.hostDown ? 1 : 0 } : m, call, t0, t)];
     default:
       return predictPause(m, call, t0);
   }
@@ -378,14 +387,28 @@ export function withBackground(outcomes: Outcome[], t: Timing, t0: number, horiz
   return all;
 }
 
-/** The runs a pushed publication goes through on its own: back to publishing (when queued), then the PR step's end. */
-function publicationSteps(m: ModelRun, t: Timing, t0: number): ModelRun[] {
+/** The runs a pushed publication goes through on its own by `at`: back to publishing (when queued), then the PR steps due. */
+function publicationSteps(m: ModelRun, t: Timing, at: number): ModelRun[] {
   const steps: ModelRun[] = [];
-  for (let run = m; run.publication === "pushed" && (run.state === "queued" || run.state === "publishing"); ) {
-    run = reaped(run, t, t0);
+  for (let run = m; run.publication === "pushed" && (run.state === "queued" || (run.state === "publishing" && (run.prRetryAt ?? 0) <= at)); ) {
+    run = reaped(run, t, at);
     steps.push(run);
   }
   return steps;
+}
+
+/**
+ * One PR step against the code host: a failed read is a try recorded, retried after
+ * PUBLICATION_RETRY_MS, and the last of PUBLICATION_TRIES_MAX fails the run; otherwise the branch
+ * must still be at the pushed head (else publish_failed), and the PR completes the run.
+ */
+function prStep(m: ModelRun, t: Timing, now: number): ModelRun {
+  if ((m.hostFailures ?? 0) > 0) {
+    const tries = (m.prTries ?? 0) + 1;
+    const next = { ...m, hostFailures: (m.hostFailures ?? 0) - 1, prTries: tries, prRetryAt: now + (t.publicationRetryMs ?? 30_000) };
+    return tries >= (t.publicationTriesMax ?? 5) ? ended(next, "failed") : next;
+  }
+  return ended(m, m.hostMoved ? "failed" : "completed");
 }
 
 /** The push credential and the push (docs/protocol.md, "Publication"): only the attempt's machine, only while the push is awaited. */
