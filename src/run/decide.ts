@@ -672,7 +672,8 @@ function decidePublishInterrupted(d: Draft, command: Command<"publish_interrupte
 function interruptPublication(d: Draft, reason: string): void {
   const run = d.run;
   run.continuation = "publishing";
-  run.leaseExpiresAtMs = null;
+  // Nothing executes while paused: the machine that held the push lets go of it with its lease.
+  clearAttemptHold(run);
   d.endStep("paused", reason);
   d.to("paused", reason);
   if (run.stopRequest) d.to("cancelled", "stop request carried out at a recoverable boundary");

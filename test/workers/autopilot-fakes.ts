@@ -17,7 +17,9 @@ import { checkEligibility } from "../../src/autopilot/eligibility";
 import { listProjects, readProject, type AutopilotProject, type AutopilotSecrets } from "../../src/autopilot/projects";
 import { checkHumanReadiness } from "../../src/autopilot/readiness";
 import { call } from "./helpers";
-import type { Blocker, IssueFacts, ReadyTransition, TicketRef, TrackerProvider } from "../../src/autopilot/provider";
+import type { Blocker, CreatedPullRequest, IssueFacts, PublicationProvider, PullRequestFacts, ReadyTransition, TicketRef, TrackerProvider } from "../../src/autopilot/provider";
+import { handleDelivery, type AutopilotMessage } from "../../src/autopilot/queue";
+import { loadConfig } from "../../src/config";
 
 type Json = Record<string, any>;
 
@@ -169,4 +171,65 @@ export function installRealAutopilotWithTracker() {
   };
   installAdmissionDeps(deps);
   return { deps, tracker };
+}
+
+/** The code host as publication sees it, with the faults a test injects. */
+export class FakeHost implements PublicationProvider {
+  readonly calls: string[] = [];
+  readonly branches = new Map<string, string>();
+  readonly pulls: (PullRequestFacts & { repository: string })[] = [];
+  tokens = 0;
+  /** What the next creations do: create and answer, create then fail (a lost answer), answer 422, or fail. */
+  createMode: ("ok" | "crash_after_create" | "exists" | "fail")[] = [];
+  failReads = false;
+  /** How many more branch reads fail (a short outage), after which reads answer again. */
+  failReadsNext = 0;
+
+  async issuePushToken(repository: string) {
+    this.calls.push(`token ${repository}`);
+    this.tokens += 1;
+    return { token: `ghs_secret_${this.tokens}`, expiresAtMs: Date.now() + 3_600_000 };
+  }
+  async branchHead(repository: string, branch: string) {
+    this.calls.push(`head ${repository} ${branch}`);
+    if (this.failReads || (this.failReadsNext > 0 && this.failReadsNext--)) throw new Error("GitHub answered 503");
+    return this.branches.get(branch) ?? null;
+  }
+  async findPullRequest(repository: string, branch: string) {
+    this.calls.push(`find ${repository} ${branch}`);
+    return this.pulls.find((p) => p.repository === repository && p.branch === branch) ?? null;
+  }
+  async createPullRequest(repository: string, pr: { branch: string; title: string }): Promise<CreatedPullRequest> {
+    this.calls.push(`create ${repository} ${pr.branch}`);
+    const mode = this.createMode.shift() ?? "ok";
+    if (mode === "fail") throw new Error("GitHub answered 502");
+    const made = { repository, number: 100 + this.pulls.length, url: `https://github.com/${repository}/pull/${100 + this.pulls.length}`, branch: pr.branch, state: "open" as const };
+    this.pulls.push(made);
+    if (mode === "crash_after_create") throw new Error("the connection dropped before GitHub's answer");
+    if (mode === "exists") return { exists: true };
+    return { created: made };
+  }
+}
+
+/**
+ * An issue admitted as a person would have it: a fresh ready-labeled issue `number` of the example
+ * payload, delivered to the real admission. Answers the admitted run's id.
+ */
+export async function admitReadyIssue(fake: ReturnType<typeof installRealAutopilotWithTracker>, projectId: string, number: number): Promise<string> {
+  const payload = example("issues", "labeled");
+  payload.issue.number = number;
+  payload.issue.body = briefBody(payload.issue.body);
+  fake.tracker(projectId).fromPayload(payload);
+  const message: AutopilotMessage = {
+    kind: "autopilot.delivery",
+    project_id: projectId,
+    number,
+    delivery_id: crypto.randomUUID(),
+    event: "issues",
+    action: "labeled",
+    sender: { login: payload.sender.login, type: payload.sender.type, viaApp: null },
+  };
+  const answer = await handleDelivery(env, loadConfig(env as unknown as Record<string, unknown>), fake.deps, message);
+  if (answer?.outcome !== "admitted" || !answer.runId) throw new Error(`issue ${number} not admitted: ${JSON.stringify(answer)}`);
+  return answer.runId;
 }

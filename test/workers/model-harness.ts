@@ -1,7 +1,11 @@
 // Model-based tests of the run objects through the HTTP API: random sequences of dispatch, claims
 // by several machines, launched, lease refreshes, reports from the current and from older attempts,
-// launch failures, stopped, cancels, alarms at random times and duplicate deliveries, each checked
-// against a simple model (run-model.ts) and against DESIGN.md's invariants after every step.
+// launch failures, stopped, cancels, alarms at random times and duplicate deliveries, pauses,
+// checkpoints and resumes, each checked against a simple model (run-model.ts) and against DESIGN.md's
+// invariants after every step. A share of the sequences drive an autopilot run (admitted from a
+// ticket) through publication: its outcome goes publishing, then push credentials, pushes, the
+// alarm's PR step, pauses, resumes and refused final reports; GitHub is the one stand-in
+// (autopilot-fakes.ts: the tracker and FakeHost).
 //
 // The sequences are shared out over the files model-1.test.ts … model-5.test.ts (lanes): every
 // sequence makes a new run object, and the test pool makes each new Durable Object of a file slower
@@ -19,7 +23,9 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config";
 import { isRefusal } from "../../src/errors";
 import { ERROR_STATUS, type ErrorCode } from "../../src/protocol/errors";
+import type { RunRecord } from "../../src/run/types";
 import type { RunView } from "../../src/run/view";
+import { admitReadyIssue, createProject, FakeHost, installRealAutopilotWithTracker, type RealProject } from "./autopilot-fakes";
 import { callDirect as call } from "./direct";
 import { ageRun, CLI_VERSION, createOrg, registerRunner, runAlarm, runBody, runStub } from "./helpers";
 import { muteTransitionLogs } from "./quiet";
@@ -71,7 +77,13 @@ type Step =
   | { kind: "dispatch_again"; samePayload: boolean }
   | { kind: "redeliver" }
   | { kind: "authorize" }
-  | PauseStep;
+  | PauseStep
+  | PublishStep;
+
+/** The runner's publication calls: its push credential, and its push (of another branch, or with the code host's head moved by someone else). */
+type PublishStep =
+  | { kind: "push_credential"; machine: MachinePick; attempt: -1 | 0 | 1 }
+  | { kind: "pushed"; machine: MachinePick; attempt: -1 | 0 | 1; branch: "own" | "other"; moved: boolean; hostDown: boolean };
 
 /** Pause and resume: the operator's calls, the daemon's checkpoint (a token, and a path attempt off by `pathRel`), the runner's unusable checkpoint. */
 type PauseStep =
@@ -131,19 +143,47 @@ function pauseStepArb(): fc.Arbitrary<Step> {
   );
 }
 
+function publishStepArb(): fc.Arbitrary<Step> {
+  return fc.oneof(
+    { weight: 2, arbitrary: fc.record({ kind: fc.constant("push_credential" as const), machine: machinePick, attempt: attemptPick }) },
+    {
+      weight: 3,
+      arbitrary: fc.record({
+        kind: fc.constant("pushed" as const),
+        machine: machinePick,
+        attempt: attemptPick,
+        branch: fc.constantFrom<"own" | "other">("own", "own", "own", "own", "other"),
+        moved: fc.constantFrom(false, false, false, false, true),
+        hostDown: fc.constantFrom(false, false, false, true),
+      }),
+    },
+  );
+}
+
 const claimArb = fc.record({ kind: fc.constant("claim" as const), machine: machineIndex });
+/** The current attempt's daemon reports an end: a publishing run refuses it. */
+const finalReportArb: fc.Arbitrary<Step> = fc.record({
+  kind: fc.constant("report" as const),
+  token: fc.constant("current" as const),
+  report: fc.constantFrom<ReportKind>("completed", "failed", "blocked"),
+  phase: fc.constant("verifying"),
+});
+
+/** A sequence: its steps, on a plain run or on an autopilot run that publishes. */
+type Plan = { publishes: boolean; steps: Step[] };
+const plain = (steps: Step[]): Plan => ({ publishes: false, steps });
 
 /**
  * Most sequences start with a claim, so that the rest has an attempt to work on; a third start
  * from a second attempt (the first one failed to launch or lapsed), so that older attempts and
  * their machines and tokens are around to call in.
  */
-const planArb: fc.Arbitrary<Step[]> = fc.oneof(
+const planArb: fc.Arbitrary<Plan> = fc.oneof(
   {
     weight: 2,
     arbitrary: fc
       .tuple(fc.option(claimArb, { freq: 5 }), fc.array(stepArb, { minLength: 1, maxLength: MAX_STEPS - 1 }))
-      .map(([first, rest]) => (first ? [first, ...rest] : rest)),
+      .map(([first, rest]) => plain(first ? [first, ...rest] : rest)),
   },
   {
     weight: 1,
@@ -154,16 +194,39 @@ const planArb: fc.Arbitrary<Step[]> = fc.oneof(
         claimArb,
         fc.array(stepArb, { minLength: 1, maxLength: Math.max(1, MAX_STEPS - 4) }),
       )
-      .map(([first, end, again, rest]) => [first, end, { kind: "alarm_due" } as Step, again, ...rest]),
+      .map(([first, end, again, rest]) => plain([first, end, { kind: "alarm_due" } as Step, again, ...rest])),
   },
   // A run paused while it executes, so that checkpoints, resumes and continuations are reached.
   {
     weight: 1,
     arbitrary: fc
       .tuple(claimArb, fc.array(fc.oneof({ weight: 2, arbitrary: pauseStepArb() }, { weight: 3, arbitrary: stepArb }), { minLength: 1, maxLength: Math.max(1, MAX_STEPS - 3) }))
-      .map(([first, rest]) => [first, { kind: "launched", machine: "holder", attempt: 0, sandbox: 0 } as Step, { kind: "pause" } as Step, ...rest]),
+      .map(([first, rest]) => plain([first, { kind: "launched", machine: "holder", attempt: 0, sandbox: 0 } as Step, { kind: "pause" } as Step, ...rest])),
+  },
+  // An autopilot run whose successful outcome goes publishing, so that pushes, the PR step, pauses
+  // and resumes of a publication and the final reports it refuses are reached; a third are paused and
+  // resumed before the push, so that a push-only continuation is claimed (attempt 2).
+  {
+    weight: 1,
+    arbitrary: fc
+      .tuple(claimArb, fc.oneof({ weight: 2, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: claimArb }), fc.array(publishingStepArb(), { minLength: 1, maxLength: Math.max(1, MAX_STEPS - 6) }))
+      .map(([first, again, rest]) => ({
+        publishes: true,
+        steps: [
+          first,
+          { kind: "launched", machine: "holder", attempt: 0, sandbox: 0 } as Step,
+          { kind: "report", token: "current", report: "completed", phase: "verifying" } as Step,
+          ...(again ? [{ kind: "pause" } as Step, { kind: "resume" } as Step, again] : []),
+          ...rest,
+        ],
+      })),
   },
 );
+
+/** The steps of a publishing sequence: publication calls, final reports, pauses and resumes, and all the others. */
+function publishingStepArb(): fc.Arbitrary<Step> {
+  return fc.oneof({ weight: 3, arbitrary: publishStepArb() }, { weight: 1, arbitrary: finalReportArb }, { weight: 1, arbitrary: pauseStepArb() }, { weight: 3, arbitrary: stepArb });
+}
 
 // ---- the organization every sequence runs in ----------------------------------------------------
 
@@ -172,12 +235,22 @@ let admin = "";
 let machines: { machineId: string; token: string }[] = [];
 /** A valid run-attempt token of an earlier sequence's run: never valid for this one. */
 let foreignToken: string | null = null;
+/** The autopilot project publishing runs are admitted by, its issues, and its code host (a stand-in for GitHub). */
+const autopilot = installRealAutopilotWithTracker();
+const host = new FakeHost();
+autopilot.deps.publisher = () => host;
+let project: RealProject | null = null;
+let nextIssue = 1_000;
+/** The commit every push reports; a code host branch `moved` by someone else is at another. */
+const PUSHED_SHA = "a".repeat(40);
+const COMPLETED_PATCH = "diff --git a/x b/x\n+y\n";
 
 async function setUp(): Promise<void> {
   muteTransitionLogs();
   ({ orgId, admin } = await createOrg("model"));
   machines = [];
   for (const name of ["box-a", "box-b", "box-c"]) machines.push(await registerRunner(admin, { name }));
+  project = await createProject(admin);
 }
 
 // ---- one sequence against one new run -----------------------------------------------------------
@@ -201,15 +274,23 @@ class Sequence {
   readonly key = `model-${crypto.randomUUID()}`;
   readonly body = runBody({ brief: `model run ${this.key}` });
 
+  /** `publishes`: the run is admitted from a ticket of the autopilot project, so a completed outcome publishes. */
+  constructor(readonly publishes: boolean) {}
+
   async dispatch(): Promise<void> {
     const t0 = Date.now();
-    const res = await call("POST", "/v1/runs", { token: admin, body: this.body, headers: { "Idempotency-Key": this.key } });
-    expect(res.status, JSON.stringify(res.body)).toBe(201);
-    this.runId = res.body.id;
-    this.model = newRun(res.body.not_before_ms);
+    if (this.publishes) {
+      this.runId = await admitReadyIssue(autopilot, project!.id, nextIssue++);
+      this.history.push(`admitted from issue ${nextIssue - 1} → ${this.runId}`);
+    } else {
+      const res = await call("POST", "/v1/runs", { token: admin, body: this.body, headers: { "Idempotency-Key": this.key } });
+      expect(res.status, JSON.stringify(res.body)).toBe(201);
+      this.runId = res.body.id;
+      this.history.push(`dispatch → 201 ${this.runId}`);
+    }
     this.view = await this.read();
+    this.model = { ...newRun(this.view.not_before_ms), ticket: this.publishes };
     this.events = await this.readEvents(0);
-    this.history.push(`dispatch → 201 ${this.runId}`);
     this.ensure(this.view.state === "queued" && this.view.attempt === 0 && this.view.steps.length === 0, "a new run is queued at attempt 0");
     this.ensure(this.view.not_before_ms >= t0 && this.view.not_before_ms <= Date.now(), "a new run is claimable at once");
     this.ensure(this.events.length === 1 && this.events[0].seq === 1 && this.events[0].type === "run.created", "the first event is run.created with seq 1");
@@ -253,7 +334,13 @@ class Sequence {
         return { kind: "checkpoint", tokenAttempt, token, attempt: Math.max(1, (tokenAttempt ?? m.attempt) + step.pathRel) };
       }
       case "checkpoint_unusable":
-        return { kind: "checkpoint_unusable", machine: machineOf(step.machine), attempt: attemptOf(step.attempt) };
+      case "push_credential":
+        return { kind: step.kind, machine: machineOf(step.machine), attempt: attemptOf(step.attempt) };
+      case "pushed":
+        return { kind: "pushed", machine: machineOf(step.machine), attempt: attemptOf(step.attempt), branch: step.branch, moved: step.moved, hostDown: step.hostDown };
+      case "dispatch_again":
+        // An admitted run has no dispatch of its own to send again: its events are published again instead.
+        return this.publishes ? { kind: "redeliver" } : step;
       case "repeat":
         // The previous call delivered again; an alarm fires again without time moving on.
         if (!this.last) return { kind: "cancel" };
@@ -286,8 +373,11 @@ class Sequence {
         return { ...(await call("POST", `/v1/runs/${this.runId}/cancel`, { token: admin, body: { reason: "model" } })), t0 };
       case "alarm": {
         if (c.ageMs > 0) await ageRun(this.runId, c.ageMs);
+        if (c.ageMs > 0 && this.view.publication) await agePublication(this.runId, c.ageMs);
         const at = Date.now();
         await runAlarm(this.runId);
+        // The run's own alarm may be taking the PR step right now: its end (or its next try, later) is this alarm's answer.
+        if (this.model.publication === "pushed") await waitUntil(async () => (prStepPending(await this.read()) ? undefined : true));
         return { status: 200, body: {}, t0: at };
       }
       case "dispatch_again": {
@@ -305,6 +395,15 @@ class Sequence {
         return { ...(await call("POST", attemptPath("checkpoint", c.attempt), { token: c.token, body: { session_id: "s", session: { n: 1 }, patch: "" } })), t0 };
       case "checkpoint_unusable":
         return { ...(await call("POST", attemptPath("checkpoint-unusable", c.attempt), { token: machineToken(c.machine), body: { reason: "the patch does not apply" } })), t0 };
+      case "push_credential":
+        return { ...(await call("POST", attemptPath("push-credential", c.attempt), { token: machineToken(c.machine), body: {} })), t0 };
+      case "pushed": {
+        const branch = `docket/${this.runId}`;
+        host.branches.set(branch, c.moved ? "c".repeat(40) : PUSHED_SHA);
+        host.failReadsNext = c.hostDown ? 1 : 0;
+        const body = { branch: c.branch === "own" ? branch : "main", head_sha: PUSHED_SHA };
+        return { ...(await call("POST", attemptPath("pushed", c.attempt), { token: machineToken(c.machine), body })), t0 };
+      }
     }
   }
 
@@ -317,7 +416,10 @@ class Sequence {
       // unless the run changed in between; then the events are read again.
       const changes = fresh.filter((e) => e.type === "run.state");
       const stateOfEvents = changes.length > 0 ? changes[changes.length - 1].data.to : this.view.state;
-      if (stateOfEvents === view.state) return { view, fresh };
+      // A PR step's failed try changes no state: its event is counted against the run's tries.
+      const retries = fresh.filter((e) => e.type === "run.publication" && e.data.step === "retry").length;
+      const triesAgree = view.state !== "publishing" || (view.publication?.tries ?? 0) === (this.view.publication?.tries ?? 0) + retries;
+      if (stateOfEvents === view.state && triesAgree) return { view, fresh };
       fresh = await this.readEvents(this.events.length);
     }
     throw new Error(`run ${this.runId} kept changing while it was read`);
@@ -359,7 +461,9 @@ class Sequence {
     const summary = `${JSON.stringify(c)} → ${res.status}${code ? ` ${code}` : ""}; run ${view.state} attempt ${view.attempt}${view.stop_request ? " stop" : ""}`;
     this.history.push(summary);
     this.last = c;
-    const tally = `${c.kind} ${res.status}${code ? ` ${code}` : ""}`;
+    const pushed = this.model.publication === "pushed" ? " (pushed)" : "";
+    const where = this.model.state === "publishing" ? ` while publishing${pushed}` : this.model.publication ? ` on a ${this.model.state} publication${pushed}` : "";
+    const tally = `${c.kind} ${res.status}${code ? ` ${code}` : ""}${where}`;
     answers.set(tally, (answers.get(tally) ?? 0) + 1);
 
     if (res.status >= 400) {
@@ -388,6 +492,7 @@ class Sequence {
       lastReportAt: view.last_report_at_ms,
       notBefore: view.not_before_ms,
       launchedAt: outcome.launches ? view.steps[stepIndex].launched_at_ms : outcome.next.launchedAt,
+      prRetryAt: view.publication?.next_try_at_ms ?? null,
     };
     if ((c.kind === "cancel" && (res.status === 200 || res.status === 202)) || view.stop_request !== null) this.cancelAccepted = true;
     this.view = view;
@@ -404,9 +509,10 @@ class Sequence {
   async checkAlarm(): Promise<void> {
     if (isTerminal(this.model.state)) return;
     for (let tries = 1; ; tries++) {
-      const { alarm, version, outboxAt, readAt } = await runInDurableObject(runStub(this.runId), async (_o, state) => ({
+      const { alarm, version, tries, outboxAt, readAt } = await runInDurableObject(runStub(this.runId), async (_o, state) => ({
         alarm: await state.storage.getAlarm(),
         version: state.storage.sql.exec<{ version: number }>("SELECT version FROM run").one().version,
+        tries: (JSON.parse(state.storage.sql.exec<{ doc: string }>("SELECT doc FROM run").one().doc) as RunRecord).publication?.tries ?? 0,
         outboxAt: state.storage.sql
           .exec<{ at: number | null }>("SELECT MIN(next_attempt_at_ms) AS at FROM outbox WHERE sent_at_ms IS NULL AND attempts < ?", config.outboxMaxAttempts)
           .one().at,
@@ -414,12 +520,16 @@ class Sequence {
       }));
       const deadlines: number[] = [];
       const reap = reapAt(this.model, timing);
-      if (reap !== null) deadlines.push(reap);
+      // A pushed publication's next step is due at once: its alarm is armed for the moment of the push.
+      const publicationDue = this.model.publication === "pushed";
+      if (reap !== null) deadlines.push(publicationDue ? Math.max(reap, readAt) : reap);
       if (this.model.state === "queued" && this.model.notBefore > readAt) deadlines.push(this.model.notBefore);
       if (outboxAt !== null) deadlines.push(Math.max(outboxAt, readAt + config.outboxBackoffMs));
       // An alarm that fired since the step changed the run: the next step checks the run it left.
-      if (deadlines.length === 0 || version !== this.view.version) return;
-      if (alarm === null && tries < 10) {
+      // (A PR step's failed try moves the next one without a new version.)
+      if (deadlines.length === 0 || version !== this.view.version || tries !== (this.view.publication?.tries ?? 0)) return;
+      // An alarm taking a PR step asks the project store (D1) first: it may take a while to end.
+      if (alarm === null && tries < (publicationDue ? 100 : 10)) {
         await new Promise((r) => setTimeout(r, 50));
         continue;
       }
@@ -438,8 +548,13 @@ class Sequence {
       this.ensure(!this.tokens.includes(res.body.attempt_token), "each attempt gets its own token");
       this.grants.push(c.machine);
       this.tokens.push(res.body.attempt_token);
+      // A publication continuation is a push-only job carrying the stored patch.
+      if (o.next.state === "publishing") this.ensure(res.body.publication?.branch === `docket/${this.runId}` && res.body.publication.patch === COMPLETED_PATCH, "a publication continuation is claimed as a push-only job", res.body);
     }
-    const attemptCalls = ["launched", "lease", "launch_failed", "stopped", "report", "checkpoint", "checkpoint_unusable"];
+    if (c.kind === "push_credential" && res.status === 200) {
+      this.ensure(res.body.run_id === this.runId && res.body.attempt === c.attempt && res.body.branch === `docket/${this.runId}` && typeof res.body.token === "string", "a push credential names the run's attempt and its one branch", res.body);
+    }
+    const attemptCalls = ["launched", "lease", "launch_failed", "stopped", "report", "checkpoint", "checkpoint_unusable", "pushed"];
     if (attemptCalls.includes(c.kind) && res.status === 200) {
       this.ensure(res.body.run_id === this.runId && res.body.attempt === shown.attempt && res.body.state === shown.state, "an attempt call answers the run as it left it", res.body);
       this.ensure(res.body.stop_requested === shown.stop, "the answer carries stop_requested", res.body);
@@ -545,7 +660,11 @@ class Sequence {
     this.ensure(listed.status === 200 && deepEqual(listed.body.events, this.events), "GET /v1/runs/:id/events shows every event once, in order, unchanged", listed.body);
     this.ensure(listed.body.terminal === isTerminal(this.view.state), "events say whether the run ended", listed.body.terminal);
 
-    if (!isTerminal(this.model.state)) {
+    // A publishing run refuses a cancel: once its lease is gone it pauses, and the next round cancels
+    // it; a pushed one's PR step, its code host reachable again, completes it.
+    host.failReadsNext = 0;
+    this.model = { ...this.model, hostFailures: 0 };
+    for (let round = 0; round < 2 && !isTerminal(this.model.state); round++) {
       await this.step({ kind: "cancel" });
       await this.settle();
       if (!isTerminal(this.model.state)) {
@@ -579,7 +698,7 @@ function reportBody(kind: ReportKind, phase: string | null, n: number): Json {
     case "empty":
       return {};
     case "completed":
-      return { phase, final: { outcome: "completed", exit_codes: { agent: 0 }, artifact: { patch: "diff --git a/x b/x\n+y\n", source_revision: "abc1234" }, cost_cents: 12 } };
+      return { phase, final: { outcome: "completed", exit_codes: { agent: 0 }, artifact: { patch: COMPLETED_PATCH, source_revision: "abc1234" }, cost_cents: 12 } };
     case "failed":
       return { final: { outcome: "failed", error: "tests failed", exit_codes: { agent: 1 } } };
     case "blocked":
@@ -603,8 +722,27 @@ function matches(o: Outcome, status: number, code: string | null, view: RunView)
     view.attempt === n.attempt &&
     view.machine_id === n.holder &&
     view.sandbox_id === n.sandbox &&
-    (view.stop_request !== null) === n.stop
+    (view.stop_request !== null) === n.stop &&
+    publicationOf(view) === (n.publication ?? null) &&
+    (view.publication?.tries ?? 0) === (n.prTries ?? 0)
   );
+}
+
+const publicationOf = (view: RunView) => (!view.publication ? null : view.publication.head_sha === null ? "intent" : "pushed");
+
+/** A pushed publication whose PR step is due and not taken yet. */
+function prStepPending(view: RunView): boolean {
+  const p = view.publication;
+  return !!p && p.head_sha !== null && (view.state === "queued" || (view.state === "publishing" && (p.next_try_at_ms ?? 0) <= Date.now()));
+}
+
+/** The publication's next try is on the run's clock too (ageRun moves the rest). */
+async function agePublication(runId: string, ms: number): Promise<void> {
+  await runInDurableObject(runStub(runId), (_o, state) => {
+    const run = JSON.parse(state.storage.sql.exec<{ doc: string }>("SELECT doc FROM run").one().doc) as RunRecord;
+    if (run.publication?.nextTryAtMs != null) run.publication.nextTryAtMs -= ms;
+    state.storage.sql.exec("UPDATE run SET doc = ?", JSON.stringify(run));
+  });
 }
 
 /** Polls `probe` until it gives a value, for at most `limitMs`; undefined when it never did. */
@@ -654,6 +792,7 @@ function shifted(view: RunView, ms: number): RunView {
     launch_deadline_at_ms: back(view.launch_deadline_at_ms),
     last_report_at_ms: back(view.last_report_at_ms),
     not_before_ms: view.not_before_ms - ms,
+    publication: view.publication && { ...view.publication, next_try_at_ms: back(view.publication.next_try_at_ms) },
   };
 }
 
@@ -687,10 +826,10 @@ export function modelLane(lane: number): void {
         answers.clear();
         await fc.assert(
           fc.asyncProperty(planArb, async (plan) => {
-            const seq = new Sequence();
+            const seq = new Sequence(plan.publishes);
             try {
               await seq.dispatch();
-              for (const s of plan) {
+              for (const s of plan.steps) {
                 await seq.step(seq.resolve(s));
                 await seq.settle();
                 reached.add(seq.model.state);
@@ -702,7 +841,7 @@ export function modelLane(lane: number): void {
               throw err;
             }
             sequences += 1;
-            steps += plan.length;
+            steps += plan.steps.length;
           }),
           { numRuns: runs, seed },
         );

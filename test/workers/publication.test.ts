@@ -11,55 +11,17 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
-import { handleDelivery, type AutopilotMessage } from "../../src/autopilot/queue";
-import type { CreatedPullRequest, PublicationProvider, PullRequestFacts } from "../../src/autopilot/provider";
 import { loadConfig } from "../../src/config";
 import { sha256Hex } from "../../src/lib/crypto";
 import { recoverPublications } from "../../src/publication-recovery";
 import type { RunRecord } from "../../src/run/types";
-import { briefBody, createProject, example, installRealAutopilotWithTracker, type RealProject } from "./autopilot-fakes";
+import { admitReadyIssue, createProject, FakeHost, installRealAutopilotWithTracker, type RealProject } from "./autopilot-fakes";
 import { ageRun, attemptCall, call, claim, createOrg, dispatch, getRun, registerRunner, report, runAlarm, runStub } from "./helpers";
 
 const config = loadConfig(env as unknown as Record<string, unknown>);
 const fake = installRealAutopilotWithTracker();
 const PATCH = "diff --git a/README.md b/README.md\n--- a/README.md\n+++ b/README.md\n@@ -1 +1 @@\n-comit\n+commit\n";
 const SHA = "a".repeat(40);
-
-/** The code host as publication sees it, with the faults a test injects. */
-class FakeHost implements PublicationProvider {
-  readonly calls: string[] = [];
-  readonly branches = new Map<string, string>();
-  readonly pulls: (PullRequestFacts & { repository: string })[] = [];
-  tokens = 0;
-  /** What the next creations do: create and answer, create then fail (a lost answer), answer 422, or fail. */
-  createMode: ("ok" | "crash_after_create" | "exists" | "fail")[] = [];
-  failReads = false;
-
-  async issuePushToken(repository: string) {
-    this.calls.push(`token ${repository}`);
-    this.tokens += 1;
-    return { token: `ghs_secret_${this.tokens}`, expiresAtMs: Date.now() + 3_600_000 };
-  }
-  async branchHead(repository: string, branch: string) {
-    this.calls.push(`head ${repository} ${branch}`);
-    if (this.failReads) throw new Error("GitHub answered 503");
-    return this.branches.get(branch) ?? null;
-  }
-  async findPullRequest(repository: string, branch: string) {
-    this.calls.push(`find ${repository} ${branch}`);
-    return this.pulls.find((p) => p.repository === repository && p.branch === branch) ?? null;
-  }
-  async createPullRequest(repository: string, pr: { branch: string; title: string }): Promise<CreatedPullRequest> {
-    this.calls.push(`create ${repository} ${pr.branch}`);
-    const mode = this.createMode.shift() ?? "ok";
-    if (mode === "fail") throw new Error("GitHub answered 502");
-    const made = { repository, number: 100 + this.pulls.length, url: `https://github.com/${repository}/pull/${100 + this.pulls.length}`, branch: pr.branch, state: "open" as const };
-    this.pulls.push(made);
-    if (mode === "crash_after_create") throw new Error("the connection dropped before GitHub's answer");
-    if (mode === "exists") return { exists: true };
-    return { created: made };
-  }
-}
 
 const hosts = new Map<string, FakeHost>();
 fake.deps.publisher = (project) => {
@@ -80,22 +42,7 @@ beforeEach(async () => {
 
 /** An issue admitted as a person would: a fresh ready-labeled issue through the real admission. */
 async function admit(): Promise<string> {
-  const payload = example("issues", "labeled");
-  payload.issue.number = nextNumber++;
-  payload.issue.body = briefBody(payload.issue.body);
-  fake.tracker(project.id).fromPayload(payload);
-  const message: AutopilotMessage = {
-    kind: "autopilot.delivery",
-    project_id: project.id,
-    number: payload.issue.number,
-    delivery_id: crypto.randomUUID(),
-    event: "issues",
-    action: "labeled",
-    sender: { login: payload.sender.login, type: payload.sender.type, viaApp: null },
-  };
-  const answer = await handleDelivery(env, config, fake.deps, message);
-  expect(answer?.outcome).toBe("admitted");
-  return answer!.runId!;
+  return admitReadyIssue(fake, project.id, nextNumber++);
 }
 
 /** Claims `runId` with a fresh runner and launches it. */
@@ -290,6 +237,24 @@ describe("a push that failed", () => {
     expect(run.publication).toMatchObject({ head_sha: null, pr: null });
     expect(run.steps.at(-1)).toMatchObject({ outcome: "paused" });
     expect(run.steps.at(-1).error).toContain("remote rejected");
+  });
+
+  it("a publication paused at its boundary, by its runner, an operator or the reaper, holds no machine, sandbox or lease", async () => {
+    const byRunner = await publishing();
+    await attemptCall(byRunner.runner.token, byRunner.runId, byRunner.attempt, "stopped", { reason: "git push failed" });
+    const byOperator = await publishing();
+    expect((await call("POST", `/v1/runs/${byOperator.runId}/pause`, { token: org.admin, body: {} })).status).toBe(200);
+    const byReaper = await publishing();
+    await ageRun(byReaper.runId, config.leaseTtlMs + 1_000);
+    await runAlarm(byReaper.runId);
+    for (const { runId, runner, attempt } of [byRunner, byOperator, byReaper]) {
+      const run = await getRun(org.admin, runId);
+      expect(run).toMatchObject({ state: "paused", continuation: "publishing", machine_id: null, sandbox_id: null, lease_expires_at_ms: null });
+      expect(run.steps.at(-1)).toMatchObject({ machine_id: runner.machineId, sandbox_id: "sbx-1", outcome: "paused" });
+      // The machine that held it is told the run is paused, not that it still holds it.
+      const lease = await attemptCall(runner.token, runId, attempt, "lease");
+      expect(lease.body.error).toMatchObject({ code: "invalid_transition" });
+    }
   });
 });
 

@@ -2,7 +2,8 @@
 // (../shared/DESIGN.md, "The run state machine" and "Invariants"; docs/protocol.md). Given the
 // model's state and a call, it predicts every answer Docket may give (status, code) and the run
 // each answer leaves behind. Time only matters near a deadline: a call made in [t0, t1] may see
-// the deadline passed or not, so both answers are allowed there. No I/O: model.test.ts drives it.
+// the deadline passed or not, so both answers are allowed there. No I/O: model-harness.ts drives it
+// over HTTP, model-decide.test.ts compares it with decide().
 
 /** DESIGN.md's state table, restated here as the specification the run objects are checked against. */
 export const DESIGN_TABLE: Readonly<Record<string, readonly string[]>> = {
@@ -30,6 +31,9 @@ export interface Timing {
   backoffBaseMs: number;
   backoffMaxMs: number;
   attemptBudget: number;
+  /** Publication's PR step: its tries and the wait between them (config defaults when absent). */
+  publicationTriesMax?: number;
+  publicationRetryMs?: number;
 }
 
 /** What the model knows of a run. Times are the run's own clock (ageRun moves them back). */
@@ -52,6 +56,14 @@ export interface ModelRun {
   hold?: boolean;
   checkpointAttempt?: number | null;
   launchedMax?: number;
+  /** Publication (docs/protocol.md, "Publication"): an autopilot run, its publication's step, and whether the code host's branch head differs from the pushed one. */
+  ticket?: boolean;
+  publication?: "intent" | "pushed" | null;
+  hostMoved?: boolean;
+  /** The PR step's failed tries, when the next is due (the run's clock), and how many more reads of the code host fail. */
+  prTries?: number;
+  prRetryAt?: number | null;
+  hostFailures?: number;
 }
 
 export type ReportKind = "phase" | "lines" | "completed" | "failed" | "blocked" | "empty";
@@ -72,7 +84,13 @@ export type Call =
   | { kind: "redeliver" }
   /** A human readiness change authorizes a blocked run again (the ticket calls the run object). */
   | { kind: "authorize" }
-  | PauseCall;
+  | PauseCall
+  | PublishCall;
+
+/** The runner's publication calls: its push credential, and its push of `own` branch or another (the code host's head `moved` by someone else, or not). */
+export type PublishCall =
+  | { kind: "push_credential"; machine: string; attempt: number }
+  | { kind: "pushed"; machine: string; attempt: number; branch: "own" | "other"; moved: boolean; hostDown?: boolean };
 
 /** The pause and resume calls: an operator's pause and resume, the daemon's checkpoint, the runner's unusable checkpoint. */
 export type PauseCall =
@@ -104,6 +122,9 @@ export interface Outcome {
 
 const HELD = ["claimed", "implementing", "pausing"];
 
+/** A publishing run whose push is not reported: the attempt's machine still holds it. */
+const awaitingPush = (m: ModelRun) => m.state === "publishing" && m.publication === "intent" && m.holder !== null;
+
 export function newRun(createdAtMs: number): ModelRun {
   return {
     state: "queued",
@@ -128,6 +149,10 @@ export function backoffRange(t: Timing, attempt: number): [number, number] {
 
 /** When the reaper may end the current attempt, or null when it never acts in this state. */
 export function reapAt(m: ModelRun, t: Timing): number | null {
+  // A pushed publication's PR step is due at its next try; a resumed one's return to it at once (0: already due).
+  if (m.publication === "pushed" && m.state === "queued") return 0;
+  if (m.publication === "pushed" && m.state === "publishing") return m.prRetryAt ?? 0;
+  if (awaitingPush(m)) return m.leaseAt ?? 0;
   if (m.state === "claimed") return Math.min(m.leaseAt ?? Infinity, m.launchDeadlineAt ?? Infinity);
   if (m.state === "implementing" || m.state === "pausing") {
     const leaseGone = m.leaseAt ?? 0;
@@ -141,6 +166,9 @@ export function reapAt(m: ModelRun, t: Timing): number | null {
 /** The run after the reaper acted: a pending stop always ends it cancelled (DESIGN.md, invariant 3). */
 export function reaped(m: ModelRun, t: Timing, now: number): Outcome["next"] & { backoffFor?: number } {
   const next = { ...m };
+  if (m.publication === "pushed" && m.state === "queued") return { ...next, state: "publishing", prRetryAt: now };
+  if (m.publication === "pushed" && m.state === "publishing") return prStep(m, t, now);
+  if (awaitingPush(m)) return pausedAt(m);
   if (m.stop) return { ...next, state: "cancelled", leaseAt: null, launchDeadlineAt: null };
   if (m.state === "claimed" && m.attempt < t.attemptBudget) {
     return { ...next, state: "queued", holder: null, sandbox: null, leaseAt: null, launchDeadlineAt: null, notBefore: now, backoffFor: m.attempt };
@@ -157,6 +185,7 @@ function moved(m: ModelRun, ms: number): ModelRun {
     launchedAt: shift(m.launchedAt),
     lastReportAt: shift(m.lastReportAt),
     notBefore: m.notBefore - ms,
+    prRetryAt: m.prRetryAt === undefined ? undefined : shift(m.prRetryAt),
   };
 }
 
@@ -171,7 +200,7 @@ function attemptRefusal(m: ModelRun, attempt: number, machine: string | null): O
   if (attempt > m.attempt || m.attempt === 0) return refused(m, 400, "invalid_request", `attempt ${attempt} does not exist`);
   if (machine !== null && m.holder !== null && m.holder !== machine) return refused(m, 409, "other_machine", "another machine holds it");
   if (m.state === "queued") return refused(m, 409, "lease_expired", "the attempt lapsed and the run was requeued");
-  if (!HELD.includes(m.state)) return refused(m, 409, "invalid_transition", `the run is ${m.state}`);
+  if (!HELD.includes(m.state) && !awaitingPush(m)) return refused(m, 409, "invalid_transition", `the run is ${m.state}`);
   return null;
 }
 
@@ -186,6 +215,7 @@ export function predict(m0: ModelRun, call: Call, t0: number, t1: number, t: Tim
   switch (call.kind) {
     case "claim": {
       if (m.state !== "queued") return [{ status: 204, code: null, next: m, effect: "none", why: `a ${m.state} run is not claimable` }];
+      if (m.publication === "pushed") return [{ status: 204, code: null, next: m, effect: "none", why: "a pushed publication is Docket's to finish, no runner's" }];
       const granted: Outcome = {
         status: 200,
         code: null,
@@ -194,6 +224,8 @@ export function predict(m0: ModelRun, call: Call, t0: number, t1: number, t: Tim
         setsLease: true,
         why: "a queued run past its backoff goes to the first claim",
       };
+      // A publication continuation without its push is a push-only job: publishing at once, no launch.
+      if (m.publication === "intent") granted.next = { ...granted.next, state: "publishing", launchDeadlineAt: null };
       const none: Outcome = { status: 204, code: null, next: m, effect: "none", why: "the run is backing off" };
       if (m.notBefore <= t0) return [granted];
       if (m.notBefore > t1) return [none];
@@ -225,6 +257,7 @@ export function predict(m0: ModelRun, call: Call, t0: number, t1: number, t: Tim
     case "stopped": {
       const bad = attemptRefusal(m, call.attempt, call.machine);
       if (bad) return [bad];
+      if (m.state === "publishing" && !m.stop) return [{ status: 200, code: null, next: pausedAt(m), effect: "change", why: "the push was not made: paused at the publication's boundary" }];
       return [{ status: 200, code: null, next: ended(m, m.stop ? "cancelled" : "failed"), effect: "change", why: "the sandbox stopped" }];
     }
     case "report": {
@@ -237,6 +270,8 @@ export function predict(m0: ModelRun, call: Call, t0: number, t1: number, t: Tim
       }
       const bad = attemptRefusal(m, call.tokenAttempt, null);
       if (bad) return [bad];
+      const final = call.report === "completed" || call.report === "failed" || call.report === "blocked";
+      if (final && m.state === "publishing") return [refused(m, 409, "invalid_transition", "the attempt's outcome was accepted and is being published")];
       let next: ModelRun = { ...m, lastReportAt: t0 };
       if (call.seq !== undefined) next = { ...next, lastReportSeq: { attempt: call.tokenAttempt, seq: call.seq } };
       const launches = m.state === "claimed";
@@ -244,6 +279,7 @@ export function predict(m0: ModelRun, call: Call, t0: number, t1: number, t: Tim
       if (call.phase !== null) next = { ...next, phase: call.phase };
       // A result while pausing pauses the run without a checkpoint: its resume is a recovery problem.
       if (call.report === "completed" && m.state === "pausing" && !m.stop) next = pausedAt(next);
+      else if (call.report === "completed" && m.ticket && !m.stop) next = { ...next, state: "publishing", publication: "intent" };
       else if (call.report === "completed") next = ended(next, m.stop ? "cancelled" : "completed");
       if (call.report === "failed") next = ended(next, m.stop ? "cancelled" : "failed");
       if (call.report === "blocked") next = ended(next, m.stop ? "cancelled" : "blocked");
@@ -253,6 +289,7 @@ export function predict(m0: ModelRun, call: Call, t0: number, t1: number, t: Tim
       if (m.state === "cancelled") return [{ status: 200, code: null, next: m, effect: "none", why: "cancelled already" }];
       if (isTerminal(m.state)) return [refused(m, 410, "task_gone", `the run is ${m.state}`)];
       if (m.state === "queued" || m.state === "blocked" || m.state === "paused") return [{ status: 200, code: null, next: { ...ended(m, "cancelled"), stop: true }, effect: "change", why: "cancelled at once" }];
+      if (m.state === "publishing") return [refused(m, 409, "invalid_transition", "a publishing run is cancelled once paused or ended")];
       if (m.stop) return [{ status: 202, code: null, next: m, effect: "none", why: "the stop request stands" }];
       return [{ status: 202, code: null, next: { ...m, stop: true }, effect: "change", why: "stop request recorded" }];
     }
@@ -260,6 +297,8 @@ export function predict(m0: ModelRun, call: Call, t0: number, t1: number, t: Tim
       const at = reapAt(m, t);
       const stays: Outcome = { status: 200, code: null, next: m, effect: "none", why: "no deadline passed" };
       if (at === null || at > t1) return [stays];
+      // A publication's steps follow one another in one alarm: back to publishing, then the PR step.
+      if (m.publication === "pushed") return [{ status: 200, code: null, next: publicationSteps(m, t, t1).at(-1) ?? m, effect: "change", why: "the PR step" }];
       const { backoffFor, ...next } = reaped(m, t, t0);
       const reap: Outcome = { status: 200, code: null, next, effect: "change", backoffFor, why: "the reaper acted" };
       return at <= t0 ? [reap] : [reap, stays];
@@ -272,6 +311,10 @@ export function predict(m0: ModelRun, call: Call, t0: number, t1: number, t: Tim
       return [{ status: 202, code: null, next: m, effect: "none", why: "events published again" }];
     case "authorize":
       return [predictAuthorize(m, t0)];
+    case "push_credential":
+    case "pushed":
+      // The code host's branch and its outage are set up with each push: they last whatever the answer.
+      return [predictPublish(call.kind === "pushed" ? { ...m, hostMoved: call.moved, hostFailures: call.hostDown ? 1 : 0 } : m, call, t0, t)];
     default:
       return predictPause(m, call, t0);
   }
@@ -289,13 +332,15 @@ export function predictPause(m: ModelRun, call: PauseCall, t0: number): Outcome[
     case "pause": {
       if (m.state === "queued") return [{ status: 200, code: null, next: { ...m, state: "paused", hold: true }, effect: "change", why: "a queued run pauses at once" }];
       if (m.state === "implementing") return [{ status: 200, code: null, next: { ...m, state: "pausing", hold: true }, effect: "change", why: "pause requested" }];
+      if (m.state === "publishing") return [{ status: 200, code: null, next: { ...pausedAt(m), hold: true }, effect: "change", why: "paused at the publication's boundary" }];
       if ((m.state === "pausing" || m.state === "paused") && !m.hold) return [{ status: 200, code: null, next: { ...m, hold: true }, effect: "change", why: "the hold is added" }];
       if (m.state === "pausing" || m.state === "paused") return [{ status: 200, code: null, next: m, effect: "none", why: "paused and held already" }];
       return [refused(m, 409, "invalid_transition", `a ${m.state} run cannot be paused`)];
     }
     case "resume": {
       if (m.state !== "paused") return [refused(m, 409, "invalid_transition", `a ${m.state} run is not paused`)];
-      if (!checkpointCovers(m)) return [refused(m, 409, "checkpoint_missing", "the run executed and no checkpoint covers it")];
+      // A publication continuation has no coding turn to restore: its resume pushes or looks the PR up again.
+      if (!m.publication && !checkpointCovers(m)) return [refused(m, 409, "checkpoint_missing", "the run executed and no checkpoint covers it")];
       return [{ status: 200, code: null, next: { ...m, state: "queued", hold: false, holder: null, sandbox: null, leaseAt: null, launchDeadlineAt: null, notBefore: t0 }, effect: "change", why: "the continuation is queued" }];
     }
     case "checkpoint": {
@@ -331,10 +376,51 @@ export function withBackground(outcomes: Outcome[], t: Timing, t0: number, horiz
   for (const o of outcomes) {
     const at = reapAt(o.next, t);
     if (at === null || at > horizon) continue;
+    if (o.next.publication === "pushed") {
+      // The alarm's publication steps, any number of them done by the time the run is read.
+      for (const next of publicationSteps(o.next, t, t0)) all.push({ ...o, next, answer: o.next, effect: "change", background: true, why: `${o.why}, then the alarm's PR step` });
+      continue;
+    }
     const { backoffFor, ...next } = reaped(o.next, t, t0);
     all.push({ ...o, next, answer: o.next, effect: "change", backoffFor, background: true, why: `${o.why}, then the reaper` });
   }
   return all;
+}
+
+/** The runs a pushed publication goes through on its own by `at`: back to publishing (when queued), then the PR steps due. */
+function publicationSteps(m: ModelRun, t: Timing, at: number): ModelRun[] {
+  const steps: ModelRun[] = [];
+  for (let run = m; run.publication === "pushed" && (run.state === "queued" || (run.state === "publishing" && (run.prRetryAt ?? 0) <= at)); ) {
+    run = reaped(run, t, at);
+    steps.push(run);
+  }
+  return steps;
+}
+
+/**
+ * One PR step against the code host: a failed read is a try recorded, retried after
+ * PUBLICATION_RETRY_MS, and the last of PUBLICATION_TRIES_MAX fails the run; otherwise the branch
+ * must still be at the pushed head (else publish_failed), and the PR completes the run.
+ */
+function prStep(m: ModelRun, t: Timing, now: number): ModelRun {
+  if ((m.hostFailures ?? 0) > 0) {
+    const tries = (m.prTries ?? 0) + 1;
+    const next = { ...m, hostFailures: (m.hostFailures ?? 0) - 1, prTries: tries, prRetryAt: now + (t.publicationRetryMs ?? 30_000) };
+    return tries >= (t.publicationTriesMax ?? 5) ? ended(next, "failed") : next;
+  }
+  return ended(m, m.hostMoved ? "failed" : "completed");
+}
+
+/** The push credential and the push (docs/protocol.md, "Publication"): only the attempt's machine, only while the push is awaited. */
+function predictPublish(m: ModelRun, call: PublishCall, t0: number, t: Timing): Outcome {
+  // The recorded push reported again answers the same, whatever the run became since.
+  if (call.kind === "pushed" && m.publication === "pushed" && call.branch === "own" && call.attempt === m.attempt) return { status: 200, code: null, next: m, effect: "none", why: "the recorded push again" };
+  const bad = attemptRefusal(m, call.attempt, call.machine);
+  if (bad) return bad;
+  if (!awaitingPush(m)) return refused(m, 409, "invalid_transition", `a ${m.state} run is not awaiting a push`);
+  if (call.kind === "push_credential") return { status: 200, code: null, next: { ...m, leaseAt: t0 + t.leaseTtlMs }, effect: "lease", setsLease: true, why: "a push credential; the lease renewed" };
+  if (call.branch === "other") return refused(m, 400, "invalid_request", "not the publication's branch");
+  return { status: 200, code: null, next: { ...m, publication: "pushed", leaseAt: null }, effect: "change", why: "the push recorded" };
 }
 
 export function describeRun(m: ModelRun): string {
