@@ -52,6 +52,8 @@ export class RunObject extends DurableObject<Env> {
   private readonly leaseWaiters = new Set<() => void>();
   /** The PR step in progress in this instance, so two callers never run it side by side. */
   private publicationStep: Promise<void> | null = null;
+  /** The run as last read or written (load()); undefined until the first read. */
+  private stored: RunRecord | null | undefined = undefined;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -69,9 +71,17 @@ export class RunObject extends DurableObject<Env> {
 
   // ---- reads ---------------------------------------------------------------------------------
 
+  /**
+   * The stored run, read once per instance and replaced by every write (create, apply), so the
+   * several reads of one call parse it once. Shared, so never changed in place: decide() works on
+   * a clone.
+   */
   private load(): RunRecord | null {
-    const row = this.sql.exec<{ doc: string }>("SELECT doc FROM run LIMIT 1").toArray()[0];
-    return row ? (JSON.parse(row.doc) as RunRecord) : null;
+    if (this.stored === undefined) {
+      const row = this.sql.exec<{ doc: string }>("SELECT doc FROM run LIMIT 1").toArray()[0];
+      this.stored = row ? (JSON.parse(row.doc) as RunRecord) : null;
+    }
+    return this.stored;
   }
 
   /**
@@ -132,6 +142,7 @@ export class RunObject extends DurableObject<Env> {
       );
       seqs = this.outbox.append(run, [{ type: "run.created", data: { state: run.state, brief: run.brief } }], now);
     });
+    this.stored = run;
     this.armAlarm();
     logRun("run.transition", { run: run.id, attempt: run.attempt, seq: seqs[0], from: null, to: "queued", reason: "dispatched", version: run.version });
     await this.finishPending({ notify: true });
@@ -658,6 +669,7 @@ export class RunObject extends DurableObject<Env> {
       seqs = this.outbox.append(next, decision.events, now);
       alsoWrite?.(next);
     });
+    this.stored = next;
     this.armAlarm(command.type === "deadline" ? command.recoveredAtMs : 0);
     if (leaseWatch(current) !== leaseWatch(next)) this.wakeLeaseWaiters();
     // Each hop wrote one run.state event, in order: the line names it and the attempt it records.

@@ -2,20 +2,26 @@
 
 const encoder = new TextEncoder();
 
+/** Two hex digits for each byte value: every request hashes a token, so the encoding is a lookup. */
+const HEX_BYTES = Array.from({ length: 256 }, (_v, b) => b.toString(16).padStart(2, "0"));
+
+function hex(bytes: Uint8Array): string {
+  let out = "";
+  for (const b of bytes) out += HEX_BYTES[b];
+  return out;
+}
+
 export function randomHex(bytes: number): string {
-  const buf = crypto.getRandomValues(new Uint8Array(bytes));
-  return [...buf].map((b) => b.toString(16).padStart(2, "0")).join("");
+  return hex(crypto.getRandomValues(new Uint8Array(bytes)));
 }
 
 export async function sha256Hex(text: string): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", encoder.encode(text));
-  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
+  return hex(new Uint8Array(await crypto.subtle.digest("SHA-256", encoder.encode(text))));
 }
 
 export async function hmacSha256Hex(secret: string, body: string): Promise<string> {
   const key = await crypto.subtle.importKey("raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
-  const sig = await crypto.subtle.sign("HMAC", key, encoder.encode(body));
-  return [...new Uint8Array(sig)].map((b) => b.toString(16).padStart(2, "0")).join("");
+  return hex(new Uint8Array(await crypto.subtle.sign("HMAC", key, encoder.encode(body))));
 }
 
 /** Constant-time comparison of two strings of hex or secret text. */

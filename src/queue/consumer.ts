@@ -5,11 +5,9 @@
 // (../shared/spec/build-lifecycle.md, "Events and completion retry independently": "Delivery retries
 // send the same job/sequence pair, and the application ignores duplicate inserts").
 
-import { drizzle } from "drizzle-orm/d1";
 import { deliverCallback } from "../callbacks/deliver";
 import { loadConfig, type Config } from "../config";
-import { events } from "../db/schema";
-import type { Env } from "../env";
+import type { Env, OutboxMessage } from "../env";
 import { log, logRun } from "../lib/log";
 import { performEffects } from "./effects";
 import { isRefusal } from "../errors";
@@ -19,33 +17,67 @@ import { deliverToTracker } from "../tracker/deliver";
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
-/** A batch is at most max_batch_size messages (wrangler.toml); each is handled on its own. */
+/** Stores an event once: a redelivery of its (run, seq) changes nothing. */
+const INSERT_EVENT_SQL = `INSERT INTO events (run_id, seq, org_id, type, data, at_ms, received_at_ms)
+  VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, seq) DO NOTHING`;
+
+/** An event message of the batch, parsed, with its insert statement. */
+interface Stored {
+  message: Message<unknown>;
+  event: OutboxMessage;
+  insert: D1PreparedStatement;
+}
+
+/**
+ * A batch is at most max_batch_size messages (wrangler.toml); each is acknowledged or retried on its
+ * own. Its events are stored in one D1 batch first (one round trip, not one per event); when that
+ * batch fails, each event is stored on its own, so one bad event never holds the others back.
+ */
 export async function consumeEvents(batch: MessageBatch<unknown>, env: Env): Promise<void> {
   const config = loadConfig(env);
+  const stored = storeTogether(batch.messages, env);
   for (const message of batch.messages) {
     if (isCallbackMessage(message.body)) await consumeCallback(message, env, config);
     else if (isTrackerDeliveryMessage(message.body)) await consumeTrackerDelivery(message, message.body, env, config);
-    else await consumeEvent(message, env, config);
+    else await consumeEvent(message, env, config, stored);
   }
 }
 
-async function consumeEvent(message: Message<unknown>, env: Env, config: Config): Promise<void> {
+/** The event messages' inserts as one D1 batch; resolves to each message's outcome, or null when the batch failed. */
+function storeTogether(messages: readonly Message<unknown>[], env: Env): Promise<Map<Message<unknown>, D1Result> | null> {
+  const parsed: Stored[] = [];
+  for (const message of messages) {
+    if (isCallbackMessage(message.body) || isTrackerDeliveryMessage(message.body)) continue;
+    const event = tryParse(message.body);
+    if (event) parsed.push({ message, event, insert: insertEvent(env.DB, event) });
+  }
+  if (parsed.length === 0) return Promise.resolve(new Map());
+  return env.DB.batch(parsed.map((p) => p.insert)).then(
+    (results) => new Map(parsed.map((p, i) => [p.message, results[i]])),
+    (err) => {
+      log("outbox.batch_store_failed", { count: parsed.length, reason: `each event is stored on its own: ${String(err)}` });
+      return null;
+    },
+  );
+}
+
+function tryParse(body: unknown): OutboxMessage | null {
+  try {
+    return parseOutboxMessage(body);
+  } catch {
+    return null;
+  }
+}
+
+function insertEvent(db: D1Database, event: OutboxMessage): D1PreparedStatement {
+  return db.prepare(INSERT_EVENT_SQL).bind(event.run_id, event.seq, event.org_id, event.type, JSON.stringify(event.data), event.at_ms, Date.now());
+}
+
+async function consumeEvent(message: Message<unknown>, env: Env, config: Config, together: Promise<Map<Message<unknown>, D1Result> | null>): Promise<void> {
   const raw = message.body as { run_id?: unknown; seq?: unknown; attempt?: unknown; data?: unknown } | null;
   try {
     const event = parseOutboxMessage(message.body);
-    const inserted = await drizzle(env.DB)
-      .insert(events)
-      .values({
-        runId: event.run_id,
-        seq: event.seq,
-        orgId: event.org_id,
-        type: event.type,
-        data: JSON.stringify(event.data),
-        atMs: event.at_ms,
-        receivedAtMs: Date.now(),
-      })
-      .onConflictDoNothing()
-      .run();
+    const inserted = (await together)?.get(message) ?? (await insertEvent(env.DB, event).run());
     // Effects run for a duplicate too: the delivery that stored the event may have failed in them.
     await performEffects(env, event);
     message.ack();

@@ -1,55 +1,59 @@
 // The D1 queue row is a projection of the run object, written only with a newer version
-// (../shared/DESIGN.md, "D1 holds the queue and the credit ledger").
+// (../shared/DESIGN.md, "D1 holds the queue and the credit ledger"). The statements are fixed SQL
+// text over the columns of src/db/schema.ts (`runs`, `label_sets`, `ended_runs`): every claim and
+// report writes one, so no query is built per call (docs/BENCHMARKS.md, "Where a claim's time goes").
 
-import { sql } from "drizzle-orm";
-import { drizzle } from "drizzle-orm/d1";
-import { endedRuns, labelSets, runs } from "../db/schema";
 import { labelsKey } from "./labels";
 import type { RunRecord } from "./types";
 
+const UPSERT_RUN_SQL = `INSERT INTO runs (id, org_id, state, attempt, version, labels_key, protocol, order_group,
+    order_priority, queued_at_ms, not_before_ms, created_at_ms, updated_at_ms, project_id)
+  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
+  ON CONFLICT (id) DO UPDATE SET state = excluded.state, attempt = excluded.attempt, version = excluded.version,
+    labels_key = excluded.labels_key, protocol = excluded.protocol, order_group = excluded.order_group,
+    order_priority = excluded.order_priority, queued_at_ms = excluded.queued_at_ms, not_before_ms = excluded.not_before_ms,
+    updated_at_ms = excluded.updated_at_ms, project_id = excluded.project_id
+  WHERE excluded.version > runs.version`;
+
+const LABEL_SET_SQL = "INSERT INTO label_sets (org_id, labels_key, created_at_ms) VALUES (?, ?, ?) ON CONFLICT DO NOTHING";
+const ENDED_RUN_SQL = "INSERT INTO ended_runs (run_id, ended_at_ms) VALUES (?, ?) ON CONFLICT DO NOTHING";
+
 /** Writes the run's queue row; answers with the rows D1 read and wrote (src/lib/cost.ts). */
 export async function projectRun(db: D1Database, run: RunRecord): Promise<D1Meta> {
-  const row = {
-    id: run.id,
-    orgId: run.orgId,
-    state: run.state,
-    attempt: run.attempt,
-    version: run.version,
-    labelsKey: labelsKey(run.launch.protocol, run.labels),
-    protocol: run.launch.protocol,
-    orderGroup: run.continuation ? 0 : 1,
-    orderPriority: -run.priority,
-    queuedAtMs: run.queuedAtMs,
-    notBeforeMs: run.notBeforeMs,
-    createdAtMs: run.createdAtMs,
-    updatedAtMs: run.updatedAtMs,
-    projectId: run.projectId ?? null,
-  };
-  const { id: _id, orgId: _org, createdAtMs: _created, ...changing } = row;
-  const orm = drizzle(db);
-  const upsert = orm
-    .insert(runs)
-    .values(row)
-    .onConflictDoUpdate({ target: runs.id, set: changing, setWhere: sql`excluded.version > ${runs.version}` });
-  const also = alongside(orm, run, row.labelsKey);
-  if (also === null) return (await upsert).meta;
+  const key = labelsKey(run.launch.protocol, run.labels);
+  const upsert = db
+    .prepare(UPSERT_RUN_SQL)
+    .bind(
+      run.id,
+      run.orgId,
+      run.state,
+      run.attempt,
+      run.version,
+      key,
+      run.launch.protocol,
+      run.continuation ? 0 : 1,
+      -run.priority,
+      run.queuedAtMs,
+      run.notBeforeMs,
+      run.createdAtMs,
+      run.updatedAtMs,
+      run.projectId ?? null,
+    );
+  const also = alongside(db, run, key);
+  if (also === null) return (await upsert.run()).meta;
   // One batch, the queue row first: a scheduler that removes an emptied label set between them
   // either sees this queued row (and keeps the set) or is followed by this re-insert.
-  const results = await orm.batch([upsert, also]);
-  return sumMeta(results.map((r) => (r as D1Result).meta));
+  const results = await db.batch([upsert, also]);
+  return sumMeta(results.map((r) => r.meta));
 }
 
 /**
  * The row that goes with the queue row: a queued run's label set (the scheduler reads only sets
  * with queued work), or an ended run's place in the queue of event pruning (src/retention.ts).
  */
-function alongside(orm: ReturnType<typeof drizzle>, run: RunRecord, key: string) {
-  if (run.state === "queued") {
-    return orm.insert(labelSets).values({ orgId: run.orgId, labelsKey: key, createdAtMs: run.updatedAtMs }).onConflictDoNothing();
-  }
-  if (run.endedAtMs !== null) {
-    return orm.insert(endedRuns).values({ runId: run.id, endedAtMs: run.endedAtMs }).onConflictDoNothing();
-  }
+function alongside(db: D1Database, run: RunRecord, key: string): D1PreparedStatement | null {
+  if (run.state === "queued") return db.prepare(LABEL_SET_SQL).bind(run.orgId, key, run.updatedAtMs);
+  if (run.endedAtMs !== null) return db.prepare(ENDED_RUN_SQL).bind(run.id, run.endedAtMs);
   return null;
 }
 

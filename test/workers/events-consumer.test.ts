@@ -81,6 +81,29 @@ describe("the outbox consumer", () => {
     ]);
   });
 
+  it("a batch's events are stored in one D1 round trip, and each on its own when that round trip fails", async () => {
+    const log = vi.spyOn(console, "log");
+    const batches = vi.spyOn(env.DB, "batch");
+    const runId = newRunId();
+    const first = [1, 2, 3, 4].map((seq) => message(event(runId, seq)));
+    expect([...(await deliver(first)).explicitAcks].sort()).toEqual(first.map((m) => m.id).sort());
+    expect(batches).toHaveBeenCalledTimes(1);
+    expect(batches.mock.calls[0][0]).toHaveLength(4);
+
+    // D1 refuses the batch: every event is still stored, once, and acknowledged.
+    batches.mockRejectedValueOnce(new Error("D1_ERROR: the database is overloaded"));
+    const second = [5, 6, 4].map((seq) => message(event(runId, seq), 2));
+    expect([...(await deliver(second)).explicitAcks].sort()).toEqual(second.map((m) => m.id).sort());
+    expect(await storedSeqs(runId)).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(logLines(log.mock.calls, "outbox.batch_store_failed")).toEqual([expect.objectContaining({ count: 3, reason: expect.stringContaining("overloaded") })]);
+    const reasons = logLines(log.mock.calls, "outbox.consumed").filter((l) => l.run === runId).map((l) => [l.seq, l.reason]);
+    expect(reasons.slice(4)).toEqual([
+      [5, "stored"],
+      [6, "stored"],
+      [4, "duplicate"],
+    ]);
+  });
+
   it("a message it cannot handle is retried alone, with exponential backoff; the rest of the batch is acknowledged", async () => {
     const runId = newRunId();
     const good1 = message(event(runId, 1));

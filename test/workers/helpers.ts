@@ -77,11 +77,22 @@ export function runStub(runId: string) {
  * Moves a run `ms` into the past, as if that much time had gone by for it: every deadline and
  * timestamp it keeps, and its queue row's, shifts back. Run its alarm next to act at that later time.
  */
+/**
+ * Changes the stored run behind the object's back (as if time had passed), and drops the copy the
+ * object keeps in memory (RunObject.load), so its next call reads the change. Answers what `edit` answers.
+ */
+export async function editStoredRun<T>(runId: string, edit: (run: RunRecord) => T): Promise<T> {
+  return runInDurableObject(runStub(runId), (instance, state) => {
+    const run = JSON.parse(state.storage.sql.exec<{ doc: string }>("SELECT doc FROM run").one().doc) as RunRecord;
+    const answer = edit(run);
+    state.storage.sql.exec("UPDATE run SET doc = ?", JSON.stringify(run));
+    (instance as unknown as { stored: RunRecord | null | undefined }).stored = undefined;
+    return answer;
+  });
+}
+
 export async function ageRun(runId: string, ms: number): Promise<void> {
-  const stub = runStub(runId);
-  await runInDurableObject(stub, (_instance, state) => {
-    const row = state.storage.sql.exec<{ doc: string }>("SELECT doc FROM run").one();
-    const run = JSON.parse(row.doc) as RunRecord;
+  await editStoredRun(runId, (run) => {
     const shift = (v: number | null) => (v === null ? null : v - ms);
     run.leaseExpiresAtMs = shift(run.leaseExpiresAtMs);
     run.launchDeadlineAtMs = shift(run.launchDeadlineAtMs);
@@ -90,7 +101,6 @@ export async function ageRun(runId: string, ms: number): Promise<void> {
     run.claimedAtMs = shift(run.claimedAtMs);
     run.notBeforeMs = run.notBeforeMs - ms;
     run.queuedAtMs = run.queuedAtMs - ms;
-    state.storage.sql.exec("UPDATE run SET doc = ?", JSON.stringify(run));
   });
   await env.DB.prepare("UPDATE runs SET not_before_ms = not_before_ms - ?1, queued_at_ms = queued_at_ms - ?1 WHERE id = ?2")
     .bind(ms, runId)

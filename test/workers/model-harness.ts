@@ -27,7 +27,7 @@ import type { RunRecord } from "../../src/run/types";
 import type { RunView } from "../../src/run/view";
 import { admitReadyIssue, createProject, FakeHost, installRealAutopilotWithTracker, type RealProject } from "./autopilot-fakes";
 import { callDirect as call } from "./direct";
-import { ageRun, CLI_VERSION, createOrg, registerRunner, runAlarm, runBody, runStub } from "./helpers";
+import { ageRun, CLI_VERSION, createOrg, editStoredRun, registerRunner, runAlarm, runBody, runStub } from "./helpers";
 import { muteTransitionLogs } from "./quiet";
 import {
   backoffRange,
@@ -738,10 +738,8 @@ function prStepPending(view: RunView): boolean {
 
 /** The publication's next try is on the run's clock too (ageRun moves the rest). */
 async function agePublication(runId: string, ms: number): Promise<void> {
-  await runInDurableObject(runStub(runId), (_o, state) => {
-    const run = JSON.parse(state.storage.sql.exec<{ doc: string }>("SELECT doc FROM run").one().doc) as RunRecord;
+  await editStoredRun(runId, (run) => {
     if (run.publication?.nextTryAtMs != null) run.publication.nextTryAtMs -= ms;
-    state.storage.sql.exec("UPDATE run SET doc = ?", JSON.stringify(run));
   });
 }
 

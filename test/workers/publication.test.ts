@@ -14,9 +14,8 @@ import { beforeEach, describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config";
 import { sha256Hex } from "../../src/lib/crypto";
 import { recoverPublications } from "../../src/publication-recovery";
-import type { RunRecord } from "../../src/run/types";
 import { admitReadyIssue, createProject, FakeHost, installRealAutopilotWithTracker, type RealProject } from "./autopilot-fakes";
-import { ageRun, attemptCall, call, claim, createOrg, dispatch, getRun, registerRunner, report, runAlarm, runStub } from "./helpers";
+import { ageRun, attemptCall, editStoredRun, call, claim, createOrg, dispatch, getRun, registerRunner, report, runAlarm, runStub } from "./helpers";
 
 const config = loadConfig(env as unknown as Record<string, unknown>);
 const fake = installRealAutopilotWithTracker();
@@ -108,10 +107,8 @@ async function firstStep(runId: string) {
 
 /** Makes the run's next PR try due now, as if PUBLICATION_RETRY_MS had passed. */
 async function makeDue(runId: string) {
-  await runInDurableObject(runStub(runId), (_i, state) => {
-    const run = JSON.parse(state.storage.sql.exec<{ doc: string }>("SELECT doc FROM run").one().doc) as RunRecord;
+  await editStoredRun(runId, (run) => {
     if (run.publication) run.publication.nextTryAtMs = Date.now() - 1;
-    state.storage.sql.exec("UPDATE run SET doc = ?", JSON.stringify(run));
   });
 }
 

@@ -11,7 +11,7 @@ import { pruneStorage } from "../../src/retention";
 import type { RunRecord } from "../../src/run/types";
 import { dispatchBuild, readyToBuild } from "./builds-helpers";
 import { allEvents, finishRun, storedSeqs, waitFor } from "./events-helpers";
-import { call, createOrg, runAlarm, runBody, runStub } from "./helpers";
+import { call, createOrg, editStoredRun, runAlarm, runBody, runStub } from "./helpers";
 
 const config = loadConfig(env);
 const DAY_MS = 86_400_000;
@@ -83,10 +83,8 @@ describe("Idempotency-Key window", () => {
 
 /** Moves the run's end `ms` into the past, as if it had ended that long ago; answers the new end. */
 async function ageEnd(runId: string, ms: number): Promise<number> {
-  return runInDurableObject(runStub(runId), (_o, state) => {
-    const run = JSON.parse(state.storage.sql.exec<{ doc: string }>("SELECT doc FROM run").one().doc) as RunRecord;
+  return editStoredRun(runId, (run) => {
     run.endedAtMs = run.endedAtMs! - ms;
-    state.storage.sql.exec("UPDATE run SET doc = ?", JSON.stringify(run));
     return run.endedAtMs;
   });
 }
