@@ -134,6 +134,11 @@ export class SchedulerObject extends DurableObject<Env> {
   private readonly nextReads = new Map<string, PendingRead>();
   /** The head reads whose candidates claims are still looking at, with how many claims. */
   private readonly openReads = new Map<number, number>();
+  /**
+   * Per window: the last head read and when it was made, kept for the claims that follow
+   * (CLAIM_READ_AHEAD) until new work arrives. It holds its read open, so the asks settled since stay known.
+   */
+  private readonly ahead = new Map<string, { heads: Heads; atMs: number }>();
   private seq = 0;
   /** notifyWork calls so far: a removal that overlapped one keeps its set (forgetEmpty). */
   private notifications = 0;
@@ -199,6 +204,7 @@ export class SchedulerObject extends DurableObject<Env> {
   /** Called by a run object when its run becomes claimable. */
   async notifyWork(key: string): Promise<void> {
     this.notifications += 1;
+    this.dropAhead();
     if (this.labelSetCache && !this.labelSetCache.keys.has(key)) this.labelSetCache = null;
     for (const waiter of this.waiters) {
       if (covers(key, waiter.labels, waiter.protocols)) waiter.wake();
@@ -305,7 +311,7 @@ export class SchedulerObject extends DurableObject<Env> {
     let asked = 0;
     // Bounded: at most claimCandidatesMax run objects asked, and as many rounds.
     for (let round = 0; round < this.config.claimCandidatesMax && asked < this.config.claimCandidatesMax; round++) {
-      const heads = await this.readHeads(req.orgId, keys, refused.size + slack, cost);
+      const heads = await this.readHeads(req.orgId, keys, refused.size + slack, (c, seq) => !refused.has(c.id) && !this.busy(c.id, seq), cost);
       emptyKeys ??= heads.emptyKeys;
       try {
         for (const candidate of heads.candidates) {
@@ -334,8 +340,15 @@ export class SchedulerObject extends DurableObject<Env> {
    * a burst of claims reads the heads once instead of once each, and they share its rows in their
    * costs. Every claim must closeRead() the answer.
    */
-  private async readHeads(orgId: string, keys: string[], extra: number, cost: Cost): Promise<Heads> {
+  private async readHeads(orgId: string, keys: string[], extra: number, usable: (c: Candidate, seq: number) => boolean, cost: Cost): Promise<Heads> {
     const window = keys.join("\n");
+    this.expireAhead(Date.now());
+    const kept = this.ahead.get(window)?.heads;
+    // Rows read ahead that no claim has taken yet serve this claim without a read of its own.
+    if (kept && kept.candidates.some((c) => usable(c, kept.seq))) {
+      this.openReads.set(kept.seq, (this.openReads.get(kept.seq) ?? 0) + 1);
+      return kept;
+    }
     let next = this.nextReads.get(window);
     if (!next) {
       // Claims join until the read starts; `heads` is set just below.
@@ -374,8 +387,10 @@ export class SchedulerObject extends DurableObject<Env> {
   private async readHeadsNow(orgId: string, keys: string[], read: PendingRead): Promise<Heads> {
     const busyPerKey = new Map<string, number>();
     for (const key of this.inFlight.values()) busyPerKey.set(key, (busyPerKey.get(key) ?? 0) + 1);
-    const limits = keys.map((key) => read.claims + read.extra + (busyPerKey.get(key) ?? 0));
+    const ahead = Math.ceil(this.config.claimReadAhead / keys.length);
+    const limits = keys.map((key) => read.claims + read.extra + ahead + (busyPerKey.get(key) ?? 0));
     const now = Date.now();
+    const notifications = this.notifications;
     // Runs of autopilot projects whose gates are closed are left out, so they never crowd the head.
     const closed = this.gates.closedProjects(now);
     const seq = ++this.seq;
@@ -397,7 +412,36 @@ export class SchedulerObject extends DurableObject<Env> {
       .flat()
       .filter((c) => !horizon || queueOrder(c, horizon) <= 0)
       .sort(queueOrder);
-    return { candidates, seq, claims: read.claims, rowsRead: cost.d1RowsRead, emptyKeys: keys.filter((_k, i) => rows[i].length === 0), full: lasts.length > 0 };
+    const heads = { candidates, seq, claims: read.claims, rowsRead: cost.d1RowsRead, emptyKeys: keys.filter((_k, i) => rows[i].length === 0), full: lasts.length > 0 };
+    // Kept for the claims that follow, unless new work arrived while it was read (it may be missing).
+    if (ahead > 0 && notifications === this.notifications) this.keepAhead(keys.join("\n"), { heads, atMs: now });
+    return heads;
+  }
+
+  /** Keeps a head read for later claims, in place of the window's previous one; it holds its read open. */
+  private keepAhead(window: string, kept: { heads: Heads; atMs: number }): void {
+    const previous = this.ahead.get(window);
+    // Bounded like the label sets: windows are few (one per machine signature and rotation).
+    if (!previous && this.ahead.size >= this.config.labelSetsReadMax) this.dropAhead();
+    this.ahead.set(window, kept);
+    this.openReads.set(kept.heads.seq, (this.openReads.get(kept.heads.seq) ?? 0) + 1);
+    if (previous) this.closeRead(previous.heads.seq);
+  }
+
+  /** Reads kept longer than CLAIM_READ_AHEAD_TTL_MS are let go (and their read closed). */
+  private expireAhead(now: number): void {
+    for (const [window, kept] of this.ahead) {
+      if (now - kept.atMs < this.config.claimReadAheadTtlMs) continue;
+      this.ahead.delete(window);
+      this.closeRead(kept.heads.seq);
+    }
+  }
+
+  /** New work or a gate change: the rows read ahead may miss it, so later claims read again. */
+  private dropAhead(): void {
+    const kept = [...this.ahead.values()];
+    this.ahead.clear();
+    for (const k of kept) this.closeRead(k.heads.seq);
   }
 
   /** One label set's head, without the runs of the closed projects. */
@@ -522,6 +566,7 @@ export class SchedulerObject extends DurableObject<Env> {
   /** Changes the project's gates; the slots it now holds are answered for the caller to pause. */
   async changeGates(projectId: string, change: GatesChange): Promise<SchedulerView> {
     this.gates.change(projectId, change, Date.now());
+    this.dropAhead();
     // Opening a gate may make queued work claimable: wake every waiting claim to look again.
     for (const waiter of this.waiters) waiter.wake();
     return this.schedulerView(projectId);
@@ -541,7 +586,10 @@ export class SchedulerObject extends DurableObject<Env> {
   /** A run object left the slot-holding states: its slot goes back and waiting claims look again. */
   async releaseSlot(runId: string): Promise<boolean> {
     const released = this.gates.release(runId);
-    if (released) for (const waiter of this.waiters) waiter.wake();
+    if (released) {
+      this.dropAhead();
+      for (const waiter of this.waiters) waiter.wake();
+    }
     return released;
   }
 

@@ -36,6 +36,13 @@ export interface Config {
   claimCandidatesMax: number;
   /** How long a scheduler trusts its list of label sets with queued work before reading it again. */
   labelSetsTtlMs: number;
+  /**
+   * Queue heads a scheduler's head read takes beyond what its claims can use (spread over the label
+   * sets it reads), kept for the claims that follow; 0 reads only what the claims can use.
+   */
+  claimReadAhead: number;
+  /** How long those heads serve later claims, when no new work arrived meanwhile (which drops them at once). */
+  claimReadAheadTtlMs: number;
   /** Waiting long-polls a scheduler keeps at once; more get 429 too_many_waiters. */
   claimWaitersMax: number;
   /** Page size limits for list endpoints. */
@@ -195,6 +202,8 @@ export const DEFAULTS: Config = {
   sweepOutageThresholdMs: 180_000,
   claimCandidatesMax: 8,
   labelSetsTtlMs: 5_000,
+  claimReadAhead: 4,
+  claimReadAheadTtlMs: 2_000,
   claimWaitersMax: 1_000,
   pageSizeMax: 200,
   contractCheck: "off",
@@ -299,6 +308,8 @@ const VAR_NAMES: Record<keyof Config, string> = {
   sweepOutageThresholdMs: "SWEEP_OUTAGE_THRESHOLD_MS",
   claimCandidatesMax: "CLAIM_CANDIDATES_MAX",
   labelSetsTtlMs: "LABEL_SETS_TTL_MS",
+  claimReadAhead: "CLAIM_READ_AHEAD",
+  claimReadAheadTtlMs: "CLAIM_READ_AHEAD_TTL_MS",
   claimWaitersMax: "CLAIM_WAITERS_MAX",
   pageSizeMax: "PAGE_SIZE_MAX",
   contractCheck: "CONTRACT_CHECK",
@@ -417,6 +428,7 @@ export function loadConfig(vars: Record<string, unknown>): Config {
   for (const [key, ceiling] of Object.entries(BOUND_CEILINGS) as [keyof typeof BOUND_CEILINGS, number][]) {
     if (config[key] > ceiling) throw new Error(`${VAR_NAMES[key]} must be at most ${ceiling}, got ${config[key]}`);
   }
+  if (config.claimReadAhead > 100) throw new Error("CLAIM_READ_AHEAD must be at most 100");
   if (config.claimLabelSetsMax < 1) throw new Error("CLAIM_LABEL_SETS_MAX must be at least 1");
   if (config.labelSetsReadMax < 1) throw new Error("LABEL_SETS_READ_MAX must be at least 1");
   if (config.pruneBatchMax < 1) throw new Error("PRUNE_BATCH_MAX must be at least 1");

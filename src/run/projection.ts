@@ -1,7 +1,7 @@
 // The D1 queue row is a projection of the run object, written only with a newer version
 // (../shared/DESIGN.md, "D1 holds the queue and the credit ledger"). The statements are fixed SQL
 // text over the columns of src/db/schema.ts (`runs`, `label_sets`, `ended_runs`): every claim and
-// report writes one, so no query is built per call (docs/BENCHMARKS.md, "Where a claim's time goes").
+// report writes one, so no query is built per call (docs/BENCHMARKS.md, "What a claim costs").
 
 import { labelsKey } from "./labels";
 import type { RunRecord } from "./types";
