@@ -9,7 +9,7 @@ import { newId } from "../lib/crypto";
 import { log } from "../lib/log";
 import { applyOp, insertHeldEntry, type AmountColumn } from "../ledger/entries";
 import { decideSettlement } from "../ledger/settlement";
-import { isRunState, isTerminal } from "../run/states";
+import { isTerminal, terminalStateOf } from "../run/states";
 import type { RunView } from "../run/view";
 import type { HoldEnd } from "../../durable-objects/scheduler-gates";
 
@@ -115,9 +115,8 @@ function holdEnd(row: ReservationRow): HoldEnd | null {
  * reads the run object and the reservation row, and each of the two writes is a compare-and-swap.
  */
 export async function settleRunBudgetOnRunEvent(env: Env, event: OutboxMessage): Promise<void> {
-  if (event.type !== "run.state") return;
-  const to = event.data?.to;
-  if (typeof to !== "string" || !isRunState(to) || !isTerminal(to)) return;
+  const to = terminalStateOf(event);
+  if (!to) return;
   const select = "SELECT org_id, run_id, project_id, status, reserved_cents, cost_cents, settled_cents, charged_cents FROM run_reservations WHERE org_id = ? AND run_id = ?";
   const row = await env.DB.prepare(select).bind(event.org_id, event.run_id).first<ReservationRow>();
   if (!row) return;

@@ -5,13 +5,11 @@
 import type { Env, OutboxMessage } from "../env";
 import { isRefusal } from "../errors";
 import { runStub } from "../lib/stubs";
-import { isRunState, isTerminal } from "../run/states";
+import { terminalStateOf } from "../run/states";
 import { ticketStub } from "./admission";
 
 export async function tellTicketRunEnded(env: Env, event: OutboxMessage): Promise<void> {
-  if (event.type !== "run.state") return;
-  const to = event.data?.to;
-  if (typeof to !== "string" || !isRunState(to) || !isTerminal(to)) return;
+  if (!terminalStateOf(event)) return;
   // Only runs an autopilot project admitted have a ticket (their queue row names the project).
   const row = await env.DB.prepare("SELECT project_id FROM runs WHERE id = ?").bind(event.run_id).first<{ project_id: string | null }>();
   if (!row?.project_id) return;

@@ -13,7 +13,7 @@ import { newId } from "../lib/crypto";
 import { log, logRun } from "../lib/log";
 import { applyOp, insertJobEntry, resolutionStatements } from "../ledger/entries";
 import { chargeNotCovered, decideSettlement } from "../ledger/settlement";
-import { isRunState, isTerminal } from "../run/states";
+import { isTerminal, terminalStateOf } from "../run/states";
 import type { RunView } from "../run/view";
 import type { JobRow } from "./payload";
 import { runEngine } from "./run-engine";
@@ -115,9 +115,7 @@ export async function findJobRun(env: Env, job: JobRow, runIdFromKey: () => Prom
  * settles. Idempotent and order-free: it reads the run object rather than the event's data.
  */
 export async function settleBuildOnRunEvent(env: Env, event: OutboxMessage): Promise<void> {
-  if (event.type !== "run.state") return;
-  const to = event.data?.to;
-  if (typeof to !== "string" || !isRunState(to) || !isTerminal(to)) return;
+  if (!terminalStateOf(event)) return;
   // Most runs are not build jobs: ask the run object only when a job of this org is waiting on one.
   const waiting = await drizzle(env.DB)
     .select({ id: buildJobs.id })

@@ -6,7 +6,7 @@ import type { Env, OutboxMessage } from "../env";
 import { logRun } from "../lib/log";
 import { eventsQueue } from "../queue/messages";
 import { runStub } from "../lib/stubs";
-import { isRunState, isTerminal } from "../run/states";
+import { terminalStateOf } from "../run/states";
 import { ensurePending, readDelivery, startRound, type DeliveryRow } from "./deliveries";
 
 /**
@@ -14,9 +14,8 @@ import { ensurePending, readDelivery, startRound, type DeliveryRow } from "./del
  * already made an attempt (or finished) is left alone, so a redelivered end event sends nothing twice.
  */
 export async function scheduleCompletionCallback(env: Env, event: OutboxMessage): Promise<void> {
-  if (event.type !== "run.state") return;
-  const to = event.data.to;
-  if (typeof to !== "string" || !isRunState(to) || !isTerminal(to)) return;
+  const to = terminalStateOf(event);
+  if (!to) return;
   const run = await runStub(env, event.run_id).read(event.org_id);
   if (isRefusal(run)) {
     logRun("callback.skipped", { run: event.run_id, attempt: event.attempt, seq: event.seq, reason: `the run could not be read: ${run.error.code}` });

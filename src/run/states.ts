@@ -38,3 +38,10 @@ export function canTransition(from: RunState, to: RunState): boolean {
 export function isRunState(value: string): value is RunState {
   return (RUN_STATES as readonly string[]).includes(value);
 }
+
+/** The terminal state a run event records (a `run.state` event into completed, failed or cancelled), or null. */
+export function terminalStateOf(event: { type: string; data?: Record<string, unknown> | null }): RunState | null {
+  if (event.type !== "run.state") return null;
+  const to = event.data?.to;
+  return typeof to === "string" && isRunState(to) && isTerminal(to) ? to : null;
+}
