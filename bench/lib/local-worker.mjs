@@ -70,11 +70,12 @@ export function applyMigrations(configPath, persist) {
 }
 
 /**
- * Starts a Worker from its wrangler config on 127.0.0.1 with extra plain-text variables.
- * @param {{ config: string, persist: string, vars?: Record<string, string> }} o
+ * Starts a Worker from its wrangler config on 127.0.0.1 with extra plain-text variables, and its
+ * DevTools inspector on `inspectorPort` when one is given (bench/profile.mjs).
+ * @param {{ config: string, persist: string, vars?: Record<string, string>, inspectorPort?: number }} o
  * @returns {Promise<{ url: string, stop: () => Promise<void> }>}
  */
-export async function startWorker({ config, persist, vars = {} }) {
+export async function startWorker({ config, persist, vars = {}, inspectorPort }) {
   /** @type {Record<string, any>} */
   const bindings = {};
   for (const [k, v] of Object.entries(vars)) bindings[k] = { type: 'plain_text', value: String(v) };
@@ -85,7 +86,7 @@ export async function startWorker({ config, persist, vars = {} }) {
   const worker = await unstable_startWorker({
     config,
     bindings,
-    dev: { persist, server: { hostname: '127.0.0.1', port: 0 }, inspector: false, watch: false, logLevel: 'error' },
+    dev: { persist, server: { hostname: '127.0.0.1', port: 0 }, inspector: inspectorPort ? { hostname: '127.0.0.1', port: inspectorPort } : false, watch: false, logLevel: 'error' },
   });
   await worker.ready;
   const url = `http://127.0.0.1:${new URL(String(await worker.url)).port}`;
