@@ -22,7 +22,7 @@ import type { Checkpoint, RunCommand, RunRecord } from "../src/run/types";
 import { attemptView, directivePending, leaseWatch, runView, type RunView } from "../src/run/view";
 import { labelsKey } from "../src/run/labels";
 import { SLOT_STATES } from "../src/autopilot/scheduler-gates";
-import { readWatermark, reaperGraceFromMs } from "../src/sweep";
+import { outageMayBeOngoing, readWatermark, reaperGraceFromMs } from "../src/sweep";
 import { ArtifactStore } from "./artifact-store";
 import { CheckpointStore } from "./checkpoint-store";
 import { Outbox, type StoredEvent } from "./outbox";
@@ -362,11 +362,13 @@ export class RunObject extends DurableObject<Env> {
   /**
    * Recovery of a pending publication before dispatch (src/publication-recovery.ts): a publishing
    * run whose push never came and whose lease is gone pauses at its boundary; a pushed one, or a
-   * queued continuation whose branch is pushed, goes on to the PR step.
+   * queued continuation whose branch is pushed, goes on to the PR step. A run the recovery under
+   * way (`recoveryEpochMs`) has already reconciled is left as it is.
    */
-  async reconcilePublication(graceFromMs: number): Promise<{ state: string; publication: "pr_step" | "awaiting_push" | "push_job" | "none" }> {
+  async reconcilePublication(graceFromMs: number, recoveryEpochMs = 0): Promise<{ state: string; publication: "pr_step" | "awaiting_push" | "push_job" | "none" }> {
     const before = this.load();
     if (!before) return { state: "missing", publication: "none" };
+    if (recoveryEpochMs > 0 && before.recoveredEpochMs === recoveryEpochMs) return { state: before.state, publication: "none" };
     if (before.state === "publishing") this.apply({ type: "deadline", recoveredAtMs: graceFromMs, jitter: Math.random() });
     await this.finishPending({ notify: true, graceFromMs });
     await this.advancePublication();
@@ -378,15 +380,16 @@ export class RunObject extends DurableObject<Env> {
   /**
    * Recovery after an outage or a deploy (src/recovery.ts; ../shared/spec/run-lifecycle.md,
    * "Completion and recovery"): the run is reconciled against what can confirm it and the
-   * observation persisted (`run.recovered`), once per recovery (`epochMs`).
+   * observation persisted (`run.recovered`), once per recovery (`epochMs`). The reaper's window
+   * starts at the recovery's start: a running attempt gets a full window from then.
    */
-  async recover(epochMs: number, graceFromMs: number): Promise<{ state: string; observed: string; problem: string | null }> {
+  async recover(epochMs: number): Promise<{ state: string; observed: string; problem: string | null }> {
     const run = this.load();
     if (!run) return { state: "missing", observed: "no such run", problem: null };
     if (run.recoveredEpochMs === epochMs) return { state: run.state, observed: "observed already in this recovery", problem: null };
-    const { observed, problem } = await this.observeForRecovery(run, graceFromMs);
+    const { observed, problem } = await this.observeForRecovery(run, epochMs);
     const applied = this.apply({ type: "recovered", epochMs, observed, problem });
-    await this.finishPending({ notify: false, graceFromMs });
+    await this.finishPending({ notify: false, graceFromMs: epochMs });
     return { state: isRefusal(applied) ? run.state : applied.run.state, observed, problem };
   }
 
@@ -758,7 +761,7 @@ export class RunObject extends DurableObject<Env> {
     try {
       const watermark = await readWatermark(this.env.DB);
       const now = Date.now();
-      if (watermark && now - watermark.lastTickAtMs > this.config.sweepOutageThresholdMs) {
+      if (watermark && outageMayBeOngoing(watermark.lastTickAtMs, now, this.config.sweepOutageThresholdMs)) {
         logRun("run.sweep_stale", { run: run.id, attempt: run.attempt, last_tick_at_ms: watermark.lastTickAtMs, reason: "no cron tick since an outage: the staleness window starts now" });
       }
       return reaperGraceFromMs(watermark, now, this.config.sweepOutageThresholdMs);

@@ -47,9 +47,10 @@ export default {
     let graceFromMs = now;
     await step("sweep", async () => ({ recoveredAtMs: graceFromMs } = await tickSweep(env.DB, config, now, env.CF_VERSION_METADATA?.id ?? null)));
     // After an outage or a deploy, unfinished runs are reconciled before anything is dispatched (src/recovery.ts).
-    await step("recovery", () => recoveryPass(env, config));
-    // Pending publications are reconciled before anything else moves (src/publication-recovery.ts).
-    await step("publication_recovery", () => recoverPublications(env, config, graceFromMs));
+    let recoveryEpochMs = 0;
+    await step("recovery", async () => ({ epochMs: recoveryEpochMs } = await recoveryPass(env, config)));
+    // Pending publications are reconciled before anything else moves, but not twice in one recovery (src/publication-recovery.ts).
+    await step("publication_recovery", () => recoverPublications(env, config, graceFromMs, recoveryEpochMs));
     // Runs whose alarm or queue row a crash lost are found and re-armed here (docs/runbook.md).
     await step("alarm_backstop", () => checkRunAlarms(env, config, now, graceFromMs));
     // Build jobs whose dispatch was never confirmed are retried, and jobs whose run ended without

@@ -1,7 +1,8 @@
 // Recovery of pending publications after an outage or a deploy (../shared/spec/run-lifecycle.md,
 // "Completion and recovery": "reconcile unfinished runs before dispatch ... any pending PR
 // publication"). Each cron tick, first after the sweep, asks a bounded batch of publishing runs and
-// queued continuations (PUBLICATION_RECOVERY_BATCH) to reconcile (RunObject.reconcilePublication).
+// queued continuations (PUBLICATION_RECOVERY_BATCH) to reconcile (RunObject.reconcilePublication);
+// on a tick of a recovery under way, the runs its pass already reconciled are not asked again.
 
 import type { Config } from "./config";
 import type { Env } from "./env";
@@ -12,7 +13,7 @@ interface Row {
   attempt: number;
 }
 
-export async function recoverPublications(env: Env, config: Config, graceFromMs: number): Promise<{ checked: number; failed: number }> {
+export async function recoverPublications(env: Env, config: Config, graceFromMs: number, recoveryEpochMs = 0): Promise<{ checked: number; failed: number }> {
   if (config.publicationRecoveryBatch === 0) return { checked: 0, failed: 0 };
   // A queued continuation has order group 0 (src/run/projection.ts); the run object tells which kind it is.
   const { results } = await env.DB.prepare(
@@ -23,7 +24,7 @@ export async function recoverPublications(env: Env, config: Config, graceFromMs:
   let failed = 0;
   for (const row of results) {
     try {
-      const answer = await env.RUN.get(env.RUN.idFromName(row.id)).reconcilePublication(graceFromMs);
+      const answer = await env.RUN.get(env.RUN.idFromName(row.id)).reconcilePublication(graceFromMs, recoveryEpochMs);
       if (answer.publication !== "none") logRun("publication.reconciled", { run: row.id, attempt: row.attempt, state: answer.state, reason: answer.publication });
     } catch (err) {
       failed += 1;

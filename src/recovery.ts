@@ -12,7 +12,7 @@
 import type { Config } from "./config";
 import type { Env } from "./env";
 import { log, logRun } from "./lib/log";
-import { tickSweep } from "./sweep";
+import { outageMayBeOngoing, tickSweep } from "./sweep";
 
 /** The sweep row: a claim reads it joined in its token statement (src/auth.ts), a run answer and GET /v1/queue with RECOVERY_ROW_SQL. */
 export interface RecoveryRow {
@@ -33,7 +33,7 @@ const RECOVERED_STATES = "'claimed', 'implementing', 'pausing', 'paused', 'publi
  */
 export function recoveryHold(row: RecoveryRow | null | undefined, nowMs: number, config: Config): string | null {
   if (!row) return null;
-  if (nowMs - row.last_tick_at_ms > config.sweepOutageThresholdMs) {
+  if (outageMayBeOngoing(row.last_tick_at_ms, nowMs, config.sweepOutageThresholdMs)) {
     return `no cron tick for ${Math.round((nowMs - row.last_tick_at_ms) / 1_000)} s: an outage may just have ended, and unfinished runs are reconciled before anything is dispatched`;
   }
   if (row.recovered_at_ms > row.recovery_done_at_ms && nowMs - row.recovered_at_ms < config.recoveryHoldMaxMs) {
@@ -67,7 +67,7 @@ export async function recoveryPass(env: Env, config: Config): Promise<PassResult
   let failed = 0;
   for (const run of results) {
     try {
-      const answer = await env.RUN.get(env.RUN.idFromName(run.id)).recover(epochMs, epochMs);
+      const answer = await env.RUN.get(env.RUN.idFromName(run.id)).recover(epochMs);
       logRun("run.recovered", { run: run.id, attempt: run.attempt, state: answer.state, reason: answer.problem ?? answer.observed });
       if (failed === 0) cursor = run.id;
     } catch (err) {

@@ -53,6 +53,11 @@ export async function readWatermark(db: D1Database): Promise<Watermark | null> {
   return row ?? null;
 }
 
+/** No cron tick for longer than the outage threshold: an outage may be under way, or just over. */
+export function outageMayBeOngoing(lastTickAtMs: number, nowMs: number, outageThresholdMs: number): boolean {
+  return nowMs - lastTickAtMs > outageThresholdMs;
+}
+
 /**
  * When the reaper's staleness window starts for an alarm firing at `nowMs` (the `recoveredAtMs` of
  * a deadline command). The recorded recovery, unless the plane may be inside an outage or just out
@@ -63,6 +68,6 @@ export async function readWatermark(db: D1Database): Promise<Watermark | null> {
 export function reaperGraceFromMs(watermark: Watermark | null | "unavailable", nowMs: number, outageThresholdMs: number): number {
   if (watermark === "unavailable") return nowMs;
   if (watermark === null) return 0;
-  if (nowMs - watermark.lastTickAtMs > outageThresholdMs) return nowMs;
+  if (outageMayBeOngoing(watermark.lastTickAtMs, nowMs, outageThresholdMs)) return nowMs;
   return watermark.recoveredAtMs;
 }

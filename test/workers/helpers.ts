@@ -77,6 +77,16 @@ export function runStub(runId: string) {
  * Moves a run `ms` into the past, as if that much time had gone by for it: every deadline and
  * timestamp it keeps, and its queue row's, shifts back. Run its alarm next to act at that later time.
  */
+/** An organization, a runner and a run it claimed and launched as attempt 1 (sandbox `sbx-1`). */
+export async function launchedRun() {
+  const { admin } = await createOrg();
+  const runner = await registerRunner(admin);
+  const runId = await dispatch(admin);
+  const grant = (await claim(runner.token, 0)).body;
+  await attemptCall(runner.token, runId, 1, "launched", { sandbox_id: "sbx-1" });
+  return { admin, runner, runId, grant, attemptToken: grant.attempt_token as string };
+}
+
 /**
  * Changes the stored run behind the object's back (as if time had passed), and drops the copy the
  * object keeps in memory (RunObject.load), so its next call reads the change. Answers what `edit` answers.

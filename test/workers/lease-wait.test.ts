@@ -4,20 +4,11 @@
 // default), past these tests' own timeout, so a missing wake-up fails them.
 
 import { describe, expect, it } from "vitest";
-import { attemptCall, call, claim, createOrg, dispatch, getRun, registerRunner, report, sleep } from "./helpers";
+import { attemptCall, call, claim, createOrg, dispatch, getRun, launchedRun, registerRunner, report, sleep } from "./helpers";
 
 const LONGER_THAN_THE_BOUND = 600_000;
 /** Below LEASE_WAIT_MAX_MS: a call that waited out its bound fails the test by timeout. */
 const WOKEN_TIMEOUT = { timeout: 15_000 };
-
-async function launchedRun() {
-  const { admin } = await createOrg();
-  const runner = await registerRunner(admin);
-  const runId = await dispatch(admin);
-  const grant = (await claim(runner.token, 0)).body;
-  await attemptCall(runner.token, runId, 1, "launched", { sandbox_id: "sbx" });
-  return { admin, runner, runId, grant };
-}
 
 /** Until the run shows a lease renewed past `before`: the waiting call has started. */
 async function leaseRenewedPast(admin: string, runId: string, before: number) {
@@ -71,7 +62,7 @@ describe("lease waits", () => {
     const runId = await dispatch(admin);
     const grant = (await claim(runner.token, 0)).body;
     let answered = false;
-    const waiting = attemptCall(runner.token, runId, 1, "launched", { sandbox_id: "sbx", wait_ms: LONGER_THAN_THE_BOUND }).then((res) => ((answered = true), res));
+    const waiting = attemptCall(runner.token, runId, 1, "launched", { sandbox_id: "sbx-1", wait_ms: LONGER_THAN_THE_BOUND }).then((res) => ((answered = true), res));
     for (let i = 0; i < 200 && (await getRun(admin, runId)).state !== "implementing"; i++) await sleep(10);
     expect(answered).toBe(false);
     const final = await report(grant.attempt_token, runId, { final: { outcome: "completed", artifact: { patch: "" } } });

@@ -6,7 +6,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { RunObject } from "../../durable-objects/run-object";
-import { ageRun, attemptCall, call, claim, createOrg, dispatch, getRun, registerRunner, report, runAlarm, runStub } from "./helpers";
+import { ageRun, attemptCall, call, claim, createOrg, dispatch, getRun, launchedRun, registerRunner, report, runAlarm, runStub } from "./helpers";
 
 const PATCH = "diff --git a/notes.txt b/notes.txt\nnew file mode 100644\n--- /dev/null\n+++ b/notes.txt\n@@ -0,0 +1 @@\n+first attempt\n";
 
@@ -26,19 +26,9 @@ function postCheckpoint(attemptToken: string, runId: string, attempt: number, bo
   return call("POST", `/v1/runs/${runId}/attempts/${attempt}/checkpoint`, { token: attemptToken, body });
 }
 
-/** An org, a runner, and a run its runner has claimed and launched (implementing). */
-async function implementingRun() {
-  const { admin } = await createOrg();
-  const runner = await registerRunner(admin);
-  const runId = await dispatch(admin);
-  const grant = (await claim(runner.token, 0)).body;
-  await attemptCall(runner.token, runId, 1, "launched", { sandbox_id: "sbx-1" });
-  return { admin, runner, runId, attemptToken: grant.attempt_token as string };
-}
-
 /** A run paused through a stored checkpoint, with the operator's hold. */
 async function pausedWithCheckpoint() {
-  const ctx = await implementingRun();
+  const ctx = await launchedRun();
   await call("POST", `/v1/runs/${ctx.runId}/pause`, { token: ctx.admin, body: { reason: "lunch" } });
   const stored = await postCheckpoint(ctx.attemptToken, ctx.runId, 1);
   expect(stored.status).toBe(200);
@@ -58,7 +48,7 @@ describe("Stop at checkpoint (POST /v1/runs/:id/pause)", () => {
   });
 
   it("makes an implementing run pausing and tells its runner through the lease answer", async () => {
-    const { admin, runner, runId } = await implementingRun();
+    const { admin, runner, runId } = await launchedRun();
     const before = await attemptCall(runner.token, runId, 1, "lease");
     expect(before.body.pause_requested).toBe(false);
     const res = await call("POST", `/v1/runs/${runId}/pause`, { token: admin, body: {} });
@@ -109,7 +99,7 @@ describe("the checkpoint (POST /v1/runs/:id/attempts/:n/checkpoint)", () => {
   });
 
   it("is refused while the run is not pausing: an implementing run is never paused by a checkpoint alone", async () => {
-    const { admin, runId, attemptToken } = await implementingRun();
+    const { admin, runId, attemptToken } = await launchedRun();
     const res = await postCheckpoint(attemptToken, runId, 1);
     expect(res.status).toBe(409);
     expect(res.body.error).toMatchObject({ code: "invalid_transition", state: "implementing" });
@@ -117,7 +107,7 @@ describe("the checkpoint (POST /v1/runs/:id/attempts/:n/checkpoint)", () => {
   });
 
   it("refuses another attempt's token, a missing token and a body over its bounds, changing nothing", async () => {
-    const { admin, runId, attemptToken } = await implementingRun();
+    const { admin, runId, attemptToken } = await launchedRun();
     await call("POST", `/v1/runs/${runId}/pause`, { token: admin, body: {} });
     const wrongAttempt = await postCheckpoint(attemptToken, runId, 2);
     expect(wrongAttempt.status).toBe(401);
@@ -143,7 +133,7 @@ describe("the checkpoint (POST /v1/runs/:id/attempts/:n/checkpoint)", () => {
   });
 
   it("a pausing run whose sandbox stops without a checkpoint fails; it is never paused without one", async () => {
-    const { admin, runner, runId } = await implementingRun();
+    const { admin, runner, runId } = await launchedRun();
     await call("POST", `/v1/runs/${runId}/pause`, { token: admin, body: {} });
     const stopped = await attemptCall(runner.token, runId, 1, "stopped", { reason: "the daemon died" });
     expect(stopped.body.state).toBe("failed");
@@ -153,7 +143,7 @@ describe("the checkpoint (POST /v1/runs/:id/attempts/:n/checkpoint)", () => {
   });
 
   it("a pausing run whose daemon went silent and whose lease is gone is failed by the reaper, not paused", async () => {
-    const { admin, runId } = await implementingRun();
+    const { admin, runId } = await launchedRun();
     await call("POST", `/v1/runs/${runId}/pause`, { token: admin, body: {} });
     await ageRun(runId, 60 * 60 * 1000);
     await runAlarm(runId);
@@ -163,7 +153,7 @@ describe("the checkpoint (POST /v1/runs/:id/attempts/:n/checkpoint)", () => {
   });
 
   it("refuses a session over CHECKPOINT_SESSION_MAX_CHARS with 400 naming the field", async () => {
-    const { admin, runId, attemptToken } = await implementingRun();
+    const { admin, runId, attemptToken } = await launchedRun();
     await call("POST", `/v1/runs/${runId}/pause`, { token: admin, body: {} });
     const res = await postCheckpoint(attemptToken, runId, 1, checkpointBody({ session: "x".repeat(1_000_000) }));
     expect(res.status).toBe(400);
@@ -172,7 +162,7 @@ describe("the checkpoint (POST /v1/runs/:id/attempts/:n/checkpoint)", () => {
   });
 
   it("a pausing run with a pending cancel ends cancelled once the checkpoint is stored", async () => {
-    const { admin, runId, attemptToken } = await implementingRun();
+    const { admin, runId, attemptToken } = await launchedRun();
     await call("POST", `/v1/runs/${runId}/pause`, { token: admin, body: {} });
     await call("POST", `/v1/runs/${runId}/cancel`, { token: admin, body: {} });
     const res = await postCheckpoint(attemptToken, runId, 1);
@@ -220,14 +210,14 @@ describe("Resume paused run (POST /v1/runs/:id/resume)", () => {
   });
 
   it("refuses a run that is not paused with 409 invalid_transition naming its state", async () => {
-    const { admin, runId } = await implementingRun();
+    const { admin, runId } = await launchedRun();
     const res = await call("POST", `/v1/runs/${runId}/resume`, { token: admin, body: {} });
     expect(res.status).toBe(409);
     expect(res.body.error).toMatchObject({ code: "invalid_transition", state: "implementing" });
   });
 
   it("a run that executed without a checkpoint is a recovery problem: 409 checkpoint_missing, never a silent restart", async () => {
-    const { admin, runner, runId } = await implementingRun();
+    const { admin, runner, runId } = await launchedRun();
     await call("POST", `/v1/runs/${runId}/pause`, { token: admin, body: {} });
     // Quiescence seen without a checkpoint (no daemon left to upload one).
     const org = (await getRun(admin, runId)).org_id;
@@ -257,7 +247,7 @@ describe("the operator hold", () => {
   });
 
   it("a scheduler pause without a hold can be resumed by the scheduler", async () => {
-    const { admin, runId } = await implementingRun();
+    const { admin, runId } = await launchedRun();
     const org = (await getRun(admin, runId)).org_id;
     await runStub(runId).control(org, { type: "pause", hold: false, reason: "scheduler disabled" });
     expect(await getRun(admin, runId)).toMatchObject({ state: "pausing", hold: false, pause_reason: "scheduler disabled" });
@@ -267,7 +257,7 @@ describe("the operator hold", () => {
   });
 
   it("an operator's stop of a run the scheduler paused adds the hold", async () => {
-    const { admin, runId } = await implementingRun();
+    const { admin, runId } = await launchedRun();
     const org = (await getRun(admin, runId)).org_id;
     await runStub(runId).control(org, { type: "pause", hold: false, reason: "scheduler disabled" });
     const res = await call("POST", `/v1/runs/${runId}/pause`, { token: admin, body: {} });
@@ -321,7 +311,7 @@ describe("an unusable checkpoint (POST /v1/runs/:id/attempts/:n/checkpoint-unusa
 
 describe("a daemon that finishes while pausing", () => {
   it("leaves the run paused with the recovery problem recorded, not silently resumable", async () => {
-    const { admin, runId, attemptToken } = await implementingRun();
+    const { admin, runId, attemptToken } = await launchedRun();
     await call("POST", `/v1/runs/${runId}/pause`, { token: admin, body: {} });
     await report(attemptToken, runId, { final: { outcome: "completed", artifact: { patch: PATCH } } });
     const run = await getRun(admin, runId);

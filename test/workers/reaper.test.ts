@@ -4,18 +4,9 @@ import { createScheduledController } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import worker from "../../src/index";
 import { describe, expect, it } from "vitest";
-import { ageRun, attemptCall, call, claim, createOrg, dispatch, getRun, registerRunner, report, runAlarm } from "./helpers";
+import { ageRun, call, createOrg, dispatch, getRun, launchedRun, report, runAlarm } from "./helpers";
 
 const MIN = 60_000;
-
-async function launchedRun() {
-  const { admin } = await createOrg();
-  const runner = await registerRunner(admin);
-  const runId = await dispatch(admin);
-  const c = (await claim(runner.token, 0)).body;
-  await attemptCall(runner.token, runId, 1, "launched", { sandbox_id: "sbx" });
-  return { admin, runner, runId, attemptToken: c.attempt_token as string };
-}
 
 async function cronTick(atMs: number) {
   await worker.scheduled(createScheduledController({ scheduledTime: atMs, cron: "* * * * *" }), env);

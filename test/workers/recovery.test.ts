@@ -10,7 +10,7 @@ import worker from "../../src/index";
 import { loadConfig } from "../../src/config";
 import { tickSweep } from "../../src/sweep";
 import { allEvents } from "./events-helpers";
-import { attemptCall, call, claim, createOrg, dispatch, getRun, registerRunner, runStub } from "./helpers";
+import { attemptCall, call, claim, createOrg, dispatch, getRun, launchedRun, registerRunner, runStub } from "./helpers";
 
 const MIN = 60_000;
 const config = loadConfig(env);
@@ -33,13 +33,9 @@ async function sweepRow() {
 
 /** An org, a runner and a run that runner has claimed and launched, then a second run still queued. */
 async function workInFlight() {
-  const { admin } = await createOrg();
-  const runner = await registerRunner(admin);
-  const running = await dispatch(admin);
-  const grant = (await claim(runner.token, 0)).body;
-  await attemptCall(runner.token, running, 1, "launched", { sandbox_id: "sbx-1" });
+  const { admin, runner, runId: running, attemptToken } = await launchedRun();
   const waiting = await dispatch(admin);
-  return { admin, runner, running, waiting, attemptToken: grant.attempt_token as string };
+  return { admin, runner, running, waiting, attemptToken };
 }
 
 /** A run paused at a stored checkpoint (pause, the daemon's checkpoint, the runner's stop). */

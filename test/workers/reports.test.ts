@@ -3,16 +3,7 @@
 // report replayed after it ended the run answers the same success instead of 410 task_gone.
 
 import { describe, expect, it } from "vitest";
-import { attemptCall, call, claim, createOrg, dispatch, getRun, registerRunner, report } from "./helpers";
-
-async function launchedRun() {
-  const { admin } = await createOrg();
-  const runner = await registerRunner(admin);
-  const runId = await dispatch(admin);
-  const grant = (await claim(runner.token, 0)).body;
-  await attemptCall(runner.token, runId, 1, "launched", { sandbox_id: "sbx-1" });
-  return { admin, runner, runId, attemptToken: grant.attempt_token as string };
-}
+import { attemptCall, call, getRun, launchedRun, report } from "./helpers";
 
 async function outputEvents(admin: string, runId: string) {
   const res = await call("GET", `/v1/runs/${runId}/events?limit=1000`, { token: admin });
