@@ -43,48 +43,50 @@ if (cfg.sections.includes('claims')) {
   sections.claims = await claimCost(docketConfig, { ...cfg.claims, docketVars: DOCKET_VARS }, say);
 }
 
-const live = cfg.sections.filter((s) => s !== 'claims');
-if (live.length > 0) {
+/**
+ * Runs one live section against a Docket of its own (fresh local state, its Worker stopped after):
+ * local workerd keeps every Durable Object a section touched in memory, and a section after a few
+ * thousand runs would measure that instead of itself.
+ * @template T
+ * @param {Record<string, string>} vars
+ * @param {(url: string) => Promise<T>} measure
+ * @returns {Promise<T>}
+ */
+async function withDocket(vars, measure) {
   const state = stateDir('docket-live');
   /** @type {{ url: string, stop: () => Promise<void> } | null} */
   let docket = null;
   try {
     applyMigrations(docketConfig, state.dir);
-    if (['latency', 'lifecycle', 'scale', 'cancel'].some((s) => cfg.sections.includes(s))) {
-      docket = await startWorker({ config: docketConfig, persist: state.dir, vars: DOCKET_VARS });
-      if (cfg.sections.includes('latency')) {
-        say(`dispatch-to-claim latency: ${cfg.latency.waitingRunners} runners waiting on the long-poll beside one polling every ${cfg.latency.pollIntervalMs} ms`);
-        sections.latency = await dispatchToClaim(docket.url, cfg.latency, say);
-      }
-      if (cfg.sections.includes('lifecycle')) {
-        say(`lifecycle throughput: ${cfg.lifecycle.runs} runs with ${cfg.lifecycle.runnerCounts.join(', ')} runners`);
-        sections.lifecycle = await lifecycle(docket.url, cfg.lifecycle, say);
-      }
-      if (cfg.sections.includes('scale')) {
-        say(`claims across organizations: ${cfg.scale.orgCounts.join(", ")} organizations sharing ${cfg.scale.runners} runners and ${cfg.scale.runs} runs`);
-        sections.scale = await scale(docket.url, cfg.scale, say);
-      }
-      if (cfg.sections.includes('cancel')) {
-        say(`cancel latency: ${cfg.cancel.samples} runs of the runner CLI cancelled while running`);
-        sections.cancel = await cancelLatency(docket.url, cfg.cancel, say);
-      }
-      await docket.stop();
-      docket = null;
-    }
-    if (cfg.sections.includes('idle')) {
-      say(`idle cost: claim wait ${cfg.idle.claimWaitMs} ms, heartbeat every ${cfg.idle.heartbeatIntervalMs} ms`);
-      docket = await startWorker({
-        config: docketConfig,
-        persist: state.dir,
-        vars: { ...DOCKET_VARS, CLAIM_WAIT_MS: String(cfg.idle.claimWaitMs), HEARTBEAT_INTERVAL_MS: String(cfg.idle.heartbeatIntervalMs) },
-      });
-      sections.idle = await idleCost(docket.url, cfg.idle, say);
-      say(`  ${sections.idle.requests_per_min.toFixed(1)} requests per idle runner per minute (expected ${sections.idle.expected_per_min.toFixed(1)}); at the defaults ${sections.idle.defaults.requests_per_min.toFixed(1)}`);
-    }
+    docket = await startWorker({ config: docketConfig, persist: state.dir, vars });
+    return await measure(docket.url);
   } finally {
     await docket?.stop();
     state.remove();
   }
+}
+
+if (cfg.sections.includes('latency')) {
+  say(`dispatch-to-claim latency: ${cfg.latency.waitingRunners} runners waiting on the long-poll beside one polling every ${cfg.latency.pollIntervalMs} ms`);
+  sections.latency = await withDocket(DOCKET_VARS, (url) => dispatchToClaim(url, cfg.latency, say));
+}
+if (cfg.sections.includes('lifecycle')) {
+  say(`lifecycle throughput: ${cfg.lifecycle.runs} runs with ${cfg.lifecycle.runnerCounts.join(', ')} runners`);
+  sections.lifecycle = await withDocket(DOCKET_VARS, (url) => lifecycle(url, cfg.lifecycle, say));
+}
+if (cfg.sections.includes('scale')) {
+  say(`claims across organizations: ${cfg.scale.orgCounts.join(", ")} organizations sharing ${cfg.scale.runners} runners and ${cfg.scale.runs} runs`);
+  sections.scale = await withDocket(DOCKET_VARS, (url) => scale(url, cfg.scale, say));
+}
+if (cfg.sections.includes('cancel')) {
+  say(`cancel latency: ${cfg.cancel.samples} runs of the runner CLI cancelled while running`);
+  sections.cancel = await withDocket(DOCKET_VARS, (url) => cancelLatency(url, cfg.cancel, say));
+}
+if (cfg.sections.includes('idle')) {
+  say(`idle cost: claim wait ${cfg.idle.claimWaitMs} ms, heartbeat every ${cfg.idle.heartbeatIntervalMs} ms`);
+  const vars = { ...DOCKET_VARS, CLAIM_WAIT_MS: String(cfg.idle.claimWaitMs), HEARTBEAT_INTERVAL_MS: String(cfg.idle.heartbeatIntervalMs) };
+  sections.idle = await withDocket(vars, (url) => idleCost(url, cfg.idle, say));
+  say(`  ${sections.idle.requests_per_min.toFixed(1)} requests per idle runner per minute (expected ${sections.idle.expected_per_min.toFixed(1)}); at the defaults ${sections.idle.defaults.requests_per_min.toFixed(1)}`);
 }
 
 const results = {
