@@ -306,16 +306,18 @@ export class SchedulerObject extends DurableObject<Env> {
     const keys = this.claimWindow(await this.coveredLabelSets(req, cost));
     if (keys.length === 0) return null;
     const refused = new Set<string>();
+    // A candidate this claim may ask: not refused to it, not asked by another claim since the read.
+    const usable = (c: Candidate, readSeq: number) => !refused.has(c.id) && !this.busy(c.id, readSeq);
     let emptyKeys: string[] | null = null;
     let slack = 0;
     let asked = 0;
     // Bounded: at most claimCandidatesMax run objects asked, and as many rounds.
     for (let round = 0; round < this.config.claimCandidatesMax && asked < this.config.claimCandidatesMax; round++) {
-      const heads = await this.readHeads(req.orgId, keys, refused.size + slack, (c, seq) => !refused.has(c.id) && !this.busy(c.id, seq), cost);
+      const heads = await this.readHeads(req.orgId, keys, refused.size + slack, usable, cost);
       emptyKeys ??= heads.emptyKeys;
       try {
         for (const candidate of heads.candidates) {
-          if (refused.has(candidate.id) || this.busy(candidate.id, heads.seq)) continue;
+          if (!usable(candidate, heads.seq)) continue;
           if (asked >= this.config.claimCandidatesMax) break;
           asked += 1;
           const grant = await this.ask(req.orgId, candidate, req.machineId, cost);
@@ -338,7 +340,8 @@ export class SchedulerObject extends DurableObject<Env> {
    * The head of each set in `keys`, for this claim and every other claim that asks meanwhile: one
    * read of a window at a time, and the claims that arrive while it is under way share the next, so
    * a burst of claims reads the heads once instead of once each, and they share its rows in their
-   * costs. Every claim must closeRead() the answer.
+   * costs. A claim that finds a `usable` row in the read kept ahead (keepAhead) takes that read
+   * instead, without a read or rows of its own. Every claim must closeRead() the answer.
    */
   private async readHeads(orgId: string, keys: string[], extra: number, usable: (c: Candidate, seq: number) => boolean, cost: Cost): Promise<Heads> {
     const window = keys.join("\n");

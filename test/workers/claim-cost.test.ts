@@ -51,7 +51,7 @@ describe("Docket-Cost", () => {
     expect(after).toEqual(before);
   });
 
-  it("successful claims read the same rows, at most 10 a claim, whether 20 or 40 runs they can serve are queued", async () => {
+  it("successful claims read the same rows, at most 10 on average, whether 20 or 40 runs they can serve are queued", async () => {
     const rowsAtDepth = async (depth: number) => {
       const { admin } = await createOrg();
       const runner = await registerRunner(admin);
