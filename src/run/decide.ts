@@ -504,12 +504,14 @@ function clearAttemptHold(run: RunRecord): void {
 
 /**
  * Whether the stored checkpoint covers the last attempt that executed (its sandbox launched): true
- * for a run that never executed, which has nothing to restore.
+ * for a run that never executed, which has nothing to restore, and for one whose last execution
+ * ended blocked, which a human's authorization lets continue as any authorized blocked run does.
  */
 export function checkpointCovers(run: RunRecord): boolean {
-  const launched = run.steps.filter((s) => s.launchedAtMs !== null).map((s) => s.attempt);
+  const launched = run.steps.filter((s) => s.launchedAtMs !== null);
   if (launched.length === 0) return true;
-  return !!run.checkpoint && run.checkpoint.attempt >= Math.max(...launched);
+  const last = launched[launched.length - 1];
+  return last.outcome === "blocked" || (!!run.checkpoint && run.checkpoint.attempt >= last.attempt);
 }
 
 /**
@@ -564,11 +566,18 @@ function block(d: Draft, blocker: BlockerReport): void {
   if (delivery) d.emit(TRACKER_DELIVERY_EVENT, { ...delivery });
 }
 
+/**
+ * A human's readiness change lets a blocked run continue. It is not an operator's resume: a run
+ * stopped at a checkpoint before it blocked keeps its hold and waits paused, queued again only by
+ * Resume paused run (run-lifecycle.md, "Pause and continuation": only that clears the hold).
+ */
 function decideAuthorize(d: Draft): Decision {
   const { run, now } = d;
   if (run.state !== "blocked") return refuse("invalid_transition", `run ${run.id} is not blocked`, { state: run.state });
   run.blocker = null;
   requeue(d, "a human authorized the run again", now);
+  if (run.hold) d.to("paused", "held by an operator: Resume paused run queues it");
+  else run.pauseReason = null;
   return d.done();
 }
 

@@ -256,6 +256,23 @@ describe("the operator hold", () => {
     expect(await runStub(runId).control(org, { type: "resume", by: "scheduler" })).toMatchObject({ error: { code: "checkpoint_missing" } });
   });
 
+  it("a human's authorization of a run that blocked while stopping keeps the hold: it waits paused, and Resume paused run queues it", async () => {
+    const { admin, runner, runId, attemptToken } = await launchedRun();
+    await call("POST", `/v1/runs/${runId}/pause`, { token: admin, body: { reason: "lunch" } });
+    const blocker = { summary: "which database?", evidence: ["two configs"], questions: ["postgres or sqlite?"], human_action: "answer on the issue" };
+    expect((await report(attemptToken, runId, { final: { outcome: "blocked", exit_codes: { agent: 0 }, blocker } })).status).toBe(200);
+    const org = (await getRun(admin, runId)).org_id;
+    await runStub(runId).control(org, { type: "authorize" });
+    expect(await getRun(admin, runId)).toMatchObject({ state: "paused", hold: true, pause_reason: "lunch", blocker: null });
+    expect((await claim(runner.token, 0)).status).toBe(204);
+    // The blocked attempt left nothing to restore: the human's authorization is what lets it go on.
+    const resumed = await call("POST", `/v1/runs/${runId}/resume`, { token: admin, body: {} });
+    expect(resumed.body).toMatchObject({ state: "queued", hold: false });
+    const grant = await claim(runner.token, 0);
+    expect(grant.status).toBe(200);
+    expect(grant.body).toMatchObject({ run_id: runId, attempt: 2 });
+  });
+
   it("an operator's stop of a run the scheduler paused adds the hold", async () => {
     const { admin, runId } = await launchedRun();
     const org = (await getRun(admin, runId)).org_id;

@@ -56,6 +56,8 @@ export interface ModelRun {
   hold?: boolean;
   checkpointAttempt?: number | null;
   launchedMax?: number;
+  /** The attempt whose execution ended blocked: a human's authorization lets it continue, with nothing to restore. */
+  blockedAttempt?: number;
   /** Publication (docs/protocol.md, "Publication"): an autopilot run, its publication's step, and whether the code host's branch head differs from the pushed one. */
   ticket?: boolean;
   publication?: "intent" | "pushed" | null;
@@ -282,7 +284,7 @@ export function predict(m0: ModelRun, call: Call, t0: number, t1: number, t: Tim
       else if (call.report === "completed" && m.ticket && !m.stop) next = { ...next, state: "publishing", publication: "intent" };
       else if (call.report === "completed") next = ended(next, m.stop ? "cancelled" : "completed");
       if (call.report === "failed") next = ended(next, m.stop ? "cancelled" : "failed");
-      if (call.report === "blocked") next = ended(next, m.stop ? "cancelled" : "blocked");
+      if (call.report === "blocked") next = m.stop ? ended(next, "cancelled") : { ...ended(next, "blocked"), blockedAttempt: m.attempt };
       return [{ status: 200, code: null, next, effect: "change", launches, why: `a ${call.report} report` }];
     }
     case "cancel": {
@@ -324,7 +326,8 @@ export function predict(m0: ModelRun, call: Call, t0: number, t1: number, t: Tim
 const pausedAt = (m: ModelRun): ModelRun => ({ ...m, state: "paused", holder: null, sandbox: null, leaseAt: null, launchDeadlineAt: null });
 
 /** Whether the stored checkpoint covers the last attempt that launched (a run never launched has nothing to restore). */
-const checkpointCovers = (m: ModelRun) => (m.launchedMax ?? 0) === 0 || (m.checkpointAttempt ?? 0) >= (m.launchedMax ?? 0);
+const checkpointCovers = (m: ModelRun) =>
+  (m.launchedMax ?? 0) === 0 || (m.checkpointAttempt ?? 0) >= (m.launchedMax ?? 0) || m.blockedAttempt === m.launchedMax;
 
 /** Stop at checkpoint, Resume paused run, the checkpoint and an unusable checkpoint (docs/protocol.md, "Pause and resume"). */
 export function predictPause(m: ModelRun, call: PauseCall, t0: number): Outcome[] {
@@ -361,10 +364,15 @@ export function predictPause(m: ModelRun, call: PauseCall, t0: number): Outcome[
   }
 }
 
-/** Only a blocked run is authorized again: back to the queue, claimable at once, by any machine. */
+/**
+ * Only a blocked run is authorized again: back to the queue, claimable at once, by any machine;
+ * one an operator stopped before it blocked keeps the hold and waits paused for Resume paused run.
+ */
 function predictAuthorize(m: ModelRun, t0: number): Outcome {
   if (m.state !== "blocked") return refused(m, 409, "invalid_transition", `a ${m.state} run is not blocked`);
-  return { status: 200, code: null, next: { ...m, state: "queued", holder: null, sandbox: null, leaseAt: null, launchDeadlineAt: null, notBefore: t0 }, effect: "change", why: "a human authorized the blocked run" };
+  const next: ModelRun = { ...m, state: "queued", holder: null, sandbox: null, leaseAt: null, launchDeadlineAt: null, notBefore: t0 };
+  if (m.hold) return { status: 200, code: null, next: { ...next, state: "paused" }, effect: "change", why: "a human authorized the blocked run; the operator's hold keeps it paused" };
+  return { status: 200, code: null, next, effect: "change", why: "a human authorized the blocked run" };
 }
 
 /**
