@@ -4,9 +4,10 @@
 // duplicating spend"): within the reservation the cost is settled and the rest released, above it
 // the excess is charged to available credit, which must cover it; never capped silently.
 
-import { and, eq, type SQL } from "drizzle-orm";
+import { and, desc, eq, inArray, type SQL } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import { runReservations } from "../db/ledger-schema";
+import { autopilotProjects } from "../db/autopilot-schema";
 import type { Env } from "../env";
 import { DocketError } from "../errors";
 import { newId } from "../lib/crypto";
@@ -34,6 +35,21 @@ export function reservationView(r: ReservationRow): RunReservation {
     created_at_ms: r.createdAtMs,
     updated_at_ms: r.updatedAtMs,
   };
+}
+
+/**
+ * The organization's reservations that hold credit or wait for an admin's cost review, across its
+ * projects, most recently reserved first, each with its project's name (the dashboard's credits page).
+ */
+export async function openReservations(db: D1Database, orgId: string, limit: number): Promise<(RunReservation & { project_name: string })[]> {
+  const rows = await drizzle(db)
+    .select({ reservation: runReservations, projectName: autopilotProjects.name })
+    .from(runReservations)
+    .innerJoin(autopilotProjects, and(eq(autopilotProjects.id, runReservations.projectId), eq(autopilotProjects.orgId, runReservations.orgId)))
+    .where(and(eq(runReservations.orgId, orgId), inArray(runReservations.status, ["held", ...REVIEW_STATUSES])))
+    .orderBy(desc(runReservations.createdAtMs), desc(runReservations.runId))
+    .limit(limit);
+  return rows.map((r) => ({ ...reservationView(r.reservation), project_name: r.projectName }));
 }
 
 /** A page of the project's run reservations, most recently reserved first. */

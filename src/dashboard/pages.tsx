@@ -306,8 +306,28 @@ function JobTable(props: { id: string; jobs: Json[] }) {
   );
 }
 
-export function CreditsPage(props: { credits: Json; held: Json[]; review: Json[]; paused: Json[] }) {
+/** Autopilot runs' model-spend reservations; how to resolve one in review is the API's (docs/protocol.md, "Run reservations and cost review"). */
+function ReservationTable(props: { id: string; reservations: Json[] }) {
+  if (props.reservations.length === 0) return <p class="muted">None.</p>;
+  return (
+    <table id={props.id}>
+      <thead><tr><th scope="col">Run</th><th scope="col">Project</th><th scope="col">Status</th><th scope="col">Reserved</th><th scope="col">Cost</th><th scope="col">Since</th></tr></thead>
+      <tbody>
+        {props.reservations.map((r) => (
+          <tr data-run={r.run_id}>
+            <td><a href={`${DASH}/runs/${r.run_id}`}>{r.run_id}</a></td><td>{r.project_name}</td><td>{r.status}</td>
+            <td>{cents(r.reserved_cents)}</td><td>{r.cost_cents === null ? "unknown" : cents(r.cost_cents)}</td><td>{at(r.created_at_ms)}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+export function CreditsPage(props: { credits: Json; held: Json[]; review: Json[]; paused: Json[]; reservations: Json[] }) {
   const c = props.credits;
+  const runHolds = props.reservations.filter((r) => r.status === "held");
+  const runReview = props.reservations.filter((r) => r.status !== "held");
   return (
     <Layout title="Credits" signedIn>
       <h1>Credits</h1>
@@ -319,10 +339,18 @@ export function CreditsPage(props: { credits: Json; held: Json[]; review: Json[]
           <tr><th scope="row">Spent</th><td>{cents(c.spent_cents)}</td></tr>
         </tbody>
       </table>
-      <h2>Holds: jobs holding reserved credit</h2>
+      <h2>Holds: build jobs holding reserved credit</h2>
       <JobTable id="holds" jobs={props.held} />
+      <h2>Holds: autopilot runs' model-spend reservations</h2>
+      <ReservationTable id="run-holds" reservations={runHolds} />
       <h2>Cost review and reconciliation</h2>
+      <h3>Build jobs</h3>
       <JobTable id="review" jobs={props.review} />
+      <h3>Autopilot runs</h3>
+      <ReservationTable id="run-review" reservations={runReview} />
+      {runReview.length > 0 && (
+        <p class="muted">An admin resolves one with its reconciled cost: <code>POST /v1/autopilot/projects/:id/reservations/:run_id/resolve</code>.</p>
+      )}
       <h2>Paused runs (operator holds)</h2>
       <RunList runs={props.paused} />
       <h2>Ledger</h2>

@@ -9,6 +9,7 @@ import { HTTPException } from "hono/http-exception";
 import { secureHeaders } from "hono/secure-headers";
 import type { AppEnv } from "../app-types";
 import { DocketError } from "../errors";
+import { openReservations } from "../autopilot/run-reservations";
 import { hourlyActivity } from "./activity";
 import { apiCall, apiResponse, type Api } from "./api";
 import { attemptMarks } from "./charts";
@@ -151,14 +152,15 @@ function readRoutes(dash: Hono<AppEnv>, api: Api): void {
   }));
   dash.get("/credits", page(async (c) => {
     const limit = c.get("config").dashboardRowsMax;
-    const [credits, held, review, reconcile, paused] = await Promise.all([
+    const [credits, held, review, reconcile, paused, reservations] = await Promise.all([
       read(c, api, `/v1/credits?limit=${limit}`),
       read(c, api, `/v1/build-jobs?status=queued&limit=${limit}`),
       read(c, api, `/v1/build-jobs?status=cost_review&limit=${limit}`),
       read(c, api, `/v1/build-jobs?status=reconcile&limit=${limit}`),
       read(c, api, `/v1/runs?state=paused&limit=${limit}`),
+      openReservations(c.env.DB, c.get("caller").orgId, limit),
     ]);
-    return c.html(<CreditsPage credits={credits} held={held.jobs} review={[...review.jobs, ...reconcile.jobs]} paused={paused.runs} />);
+    return c.html(<CreditsPage credits={credits} held={held.jobs} review={[...review.jobs, ...reconcile.jobs]} paused={paused.runs} reservations={reservations} />);
   }));
   dash.get("/tokens", page(async (c) => {
     const answer = await apiCall(c, api, "GET", `/v1/tokens?limit=${c.get("config").dashboardRowsMax}`);

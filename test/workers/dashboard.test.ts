@@ -3,32 +3,11 @@
 
 import { describe, expect, it, onTestFinished } from "vitest";
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
-import { env, exports } from "cloudflare:workers";
+import { env } from "cloudflare:workers";
 import worker from "../../src/index";
+import { ORIGIN, page, signIn } from "./dashboard-helpers";
 import { stubReceiver } from "./events-helpers";
 import { attemptCall, call, claim, createOrg, dispatch, registerRunner, report, sleep } from "./helpers";
-
-const ORIGIN = "http://docket.test";
-
-async function page(path: string, opts: { cookie?: string; form?: Record<string, string>; origin?: string | null } = {}) {
-  const headers: Record<string, string> = {};
-  if (opts.cookie) headers.Cookie = opts.cookie;
-  let body: string | undefined;
-  if (opts.form) {
-    body = new URLSearchParams(opts.form).toString();
-    headers["Content-Type"] = "application/x-www-form-urlencoded";
-    if (opts.origin !== null) headers.Origin = opts.origin ?? ORIGIN;
-  }
-  const res = await exports.default.fetch(new Request(`${ORIGIN}${path}`, { method: opts.form ? "POST" : "GET", headers, body, redirect: "manual" }));
-  return { status: res.status, text: await res.text(), headers: res.headers };
-}
-
-async function signIn(token: string): Promise<string> {
-  const res = await page("/dash/sign-in", { form: { token } });
-  expect(res.status).toBe(303);
-  const cookie = res.headers.get("Set-Cookie") ?? "";
-  return cookie.split(";")[0];
-}
 
 describe("the dashboard", () => {
   it("without a session every page sends the browser to sign-in; a wrong token is refused there with the reason", async () => {

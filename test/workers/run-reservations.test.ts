@@ -8,6 +8,7 @@ import { describe, expect, it, vi } from "vitest";
 import { dispatchRun } from "../../src/run/dispatch";
 import { auditLedgerAfterEachTest, expectLedgerIdentity, finalReport, grantCredit, newOrg } from "./builds-helpers";
 import { createProject, installRealAutopilotWithTracker } from "./autopilot-fakes";
+import { page, signIn } from "./dashboard-helpers";
 import { attemptCall, call, claim, registerRunner, report } from "./helpers";
 
 type Json = Record<string, any>;
@@ -233,13 +234,36 @@ describe("a run reservation held for cost review", () => {
     const paged: Json[] = [];
     let cursor: string | null = null;
     for (let pages = 0; pages < 5; pages++) {
-      const page: Json = await reservations(s.admin, s.projectId, `?limit=1${cursor ? `&cursor=${cursor}` : ""}`);
-      paged.push(...page.reservations);
-      cursor = page.next_cursor;
+      const listed: Json = await reservations(s.admin, s.projectId, `?limit=1${cursor ? `&cursor=${cursor}` : ""}`);
+      paged.push(...listed.reservations);
+      cursor = listed.next_cursor;
       if (!cursor) break;
     }
     expect(paged).toEqual(all);
     expect((await reservations(s.admin, s.projectId, "?status=cost_review")).reservations.map((r: Json) => r.run_id)).toEqual([third.runId, second.runId]);
     expect((await reservations(s.admin, s.projectId, "?status=settled")).reservations.map((r: Json) => r.run_id)).toEqual([first.runId]);
+  });
+
+  it("the dashboard's credits page shows a run's reservation while it holds credit and once it waits for cost review", async () => {
+    const s = await budgeted(1_000, 100);
+    const { runId: reviewed } = await runEnding(s, finalReport(null));
+    const { run } = await dispatchRun(env, s.orgId, { brief: "fix another bug", launch: { command: ["node", "agent.mjs"] } }, null, { projectId: s.projectId });
+    expect((await claim(s.runner.token, 0)).body.run_id).toBe(run.id);
+    const other = await budgeted(1_000, 100);
+    const { runId: elsewhere } = await runEnding(other, finalReport(null));
+
+    const res = await page("/dash/credits", { cookie: await signIn(s.admin) });
+    expect(res.status).toBe(200);
+    const table = (id: string) => res.text.slice(res.text.indexOf(`<table id="${id}">`), res.text.indexOf("</table>", res.text.indexOf(`<table id="${id}">`)));
+    expect(table("run-holds")).toContain(`<tr data-run="${run.id}">`);
+    expect(table("run-holds")).toContain("hello-world autopilot");
+    expect(table("run-holds")).toContain("$1.00");
+    expect(table("run-holds")).not.toContain(reviewed);
+    expect(table("run-review")).toContain(`<tr data-run="${reviewed}">`);
+    expect(table("run-review")).toContain("cost_review");
+    expect(table("run-review")).toContain("unknown");
+    expect(res.text).toContain(`/v1/autopilot/projects/:id/reservations/:run_id/resolve`);
+    // Another organization's reservations are never shown.
+    expect(res.text).not.toContain(elsewhere);
   });
 });
