@@ -4,7 +4,7 @@ import { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { AppEnv } from "./app-types";
 import { boundedBody } from "./bounds";
-import { loadConfig, type Config } from "./config";
+import { loadConfig } from "./config";
 import { DocketError, errorResponse } from "./errors";
 import { countFailedAuth } from "./rate-limit";
 import { log } from "./lib/log";
@@ -27,16 +27,9 @@ import { dashboardRoutes } from "./dashboard/routes";
 /** The files of the /docs page's renderer the Worker serves from its assets. */
 const DOCS_ASSETS = new Set(["swagger-ui-bundle.js", "swagger-ui.css"]);
 
-let cachedConfig: { vars: unknown; config: Config } | null = null;
-
-function configFor(env: AppEnv["Bindings"]): Config {
-  if (cachedConfig?.vars !== env) cachedConfig = { vars: env, config: loadConfig(env) };
-  return cachedConfig.config;
-}
-
 export const app = new Hono<AppEnv>()
   .use("*", async (c, next) => {
-    c.set("config", configFor(c.env));
+    c.set("config", loadConfig(c.env));
     await next();
   })
   .use("*", boundedBody)
@@ -104,7 +97,7 @@ app.notFound((c) => {
 });
 
 app.onError(async (err, c) => {
-  if (err instanceof DocketError && err.code === "unauthorized") return errorResponse(await countFailedAuth(c.env, configFor(c.env), c.req.header("CF-Connecting-IP"), err));
+  if (err instanceof DocketError && err.code === "unauthorized") return errorResponse(await countFailedAuth(c.env, loadConfig(c.env), c.req.header("CF-Connecting-IP"), err));
   if (err instanceof DocketError) return errorResponse(err);
   if (err instanceof HTTPException && err.status < 500) {
     // Hono's own refusals, such as a body that is not JSON.

@@ -394,8 +394,20 @@ const VAR_NAMES: Record<keyof Config, string> = {
   dashboardActivityEventsMax: "DASHBOARD_ACTIVITY_EVENTS_MAX",
 };
 
+/** Parsed once per environment object: every request and every object an isolate starts shares it. */
+const parsed = new WeakMap<object, Config>();
+
 /** Reads the config from Worker vars; a malformed value is a deployment error and throws at once. */
 export function loadConfig(vars: Record<string, unknown>): Config {
+  let config = parsed.get(vars);
+  if (!config) {
+    config = Object.freeze(parseConfig(vars));
+    parsed.set(vars, config);
+  }
+  return config;
+}
+
+function parseConfig(vars: Record<string, unknown>): Config {
   const config = { ...DEFAULTS };
   for (const key of Object.keys(VAR_NAMES) as (keyof Config)[]) {
     const raw = vars[VAR_NAMES[key]];
