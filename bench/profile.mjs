@@ -1,8 +1,8 @@
-// Where a claim's CPU goes (docs/BENCHMARKS.md, "Where a claim's CPU goes"). Starts Docket locally
-// as the benchmarks do, with its DevTools inspector, queues BENCH_PROFILE_CLAIMS runs and has 4
-// runner machines claim them at once while the Worker's isolate is sampled. Prints the CPU time
-// of the local workerd processes per claim and the functions that took most of the isolate's time,
-// by their own time and with what they call, and writes the profile for Chrome DevTools.
+// Where a claim's CPU goes (docs/BENCHMARKS.md, "Where a claim's CPU goes"). First the CPU time of
+// the local workerd processes per claim while 4 runner machines take BENCH_PROFILE_CLAIMS queued
+// runs at once, for Docket and for the floor Worker (bench/floor/), unsampled; then Docket again
+// with its DevTools inspector, the Worker's isolate sampled: the functions that took most of its
+// time, by their own time and with what they call, and the profile for Chrome DevTools.
 //
 //   npm run bench:profile   (BENCH_PROFILE_CLAIMS, default 400; BENCH_PROFILE_PORT, default 9339;
 //                            BENCH_PROFILE_OUT, default docket-claims.cpuprofile in the temp directory)
@@ -15,8 +15,8 @@ import { join } from 'node:path';
 import WebSocket from 'ws';
 import { ADMIN_SECRET, claim, createOrg, dispatch, heartbeat, registerMachines } from './lib/docket.mjs';
 import { client, pool, sleep } from './lib/http.mjs';
-import { applyMigrations, ROOT, startWorker, stateDir } from './lib/local-worker.mjs';
-import { HEAD_PRIORITY, RUNNER_LABELS } from './lib/seed.mjs';
+import { applyMigrations, ROOT, startWorker, stateDir, withLocalD1 } from './lib/local-worker.mjs';
+import { HEAD_PRIORITY, HEAD_SET, RUNNER_LABELS, seedFloorHead } from './lib/seed.mjs';
 
 const CLAIMS = Number(process.env.BENCH_PROFILE_CLAIMS ?? 400);
 const PORT = Number(process.env.BENCH_PROFILE_PORT ?? 9339);
@@ -24,48 +24,93 @@ const RUNNERS = 4;
 const OUT = process.env.BENCH_PROFILE_OUT ?? join(tmpdir(), 'docket-claims.cpuprofile');
 const say = (/** @type {string} */ line) => console.log(line);
 
-const state = stateDir('profile');
-let docket = null;
-try {
-  const config = join(ROOT, 'wrangler.toml');
-  applyMigrations(config, state.dir);
-  const before = workerdTimes();
-  docket = await startWorker({ config, persist: state.dir, vars: { ADMIN_SECRET, LEASE_TTL_MS: '3600000', LAUNCH_DEADLINE_MS: '3600000' }, inspectorPort: PORT });
-  const api = client(docket.url);
-  const org = await createOrg(api, 'bench-profile');
-  const machines = await registerMachines(api, org.admin, RUNNERS, RUNNER_LABELS);
-  say(`queueing ${CLAIMS} runs`);
-  await pool(CLAIMS, 4, () => dispatch(api, org.admin, { labels: RUNNER_LABELS, priority: HEAD_PRIORITY }));
-  for (const m of machines) await heartbeat(api, m.token, m.protocols);
-  await sleep(1_500); // the outbox consumer stores the dispatch events before the sampling starts
+const FLOOR_ORG = 'org_floor';
 
+/**
+ * Docket with `CLAIMS` queued runs and 4 runner machines; `measure` runs while it is up.
+ * @template T @param {number | undefined} inspectorPort @param {(api: any, machines: any[], others: Set<string>) => Promise<T>} measure @returns {Promise<T>}
+ */
+async function withQueuedDocket(inspectorPort, measure) {
+  const state = stateDir('profile');
+  let docket = null;
+  try {
+    const config = join(ROOT, 'wrangler.toml');
+    applyMigrations(config, state.dir);
+    const others = new Set(workerdTimes().keys());
+    docket = await startWorker({ config, persist: state.dir, vars: { ADMIN_SECRET, LEASE_TTL_MS: '3600000', LAUNCH_DEADLINE_MS: '3600000' }, inspectorPort });
+    const api = client(docket.url);
+    const org = await createOrg(api, 'bench-profile');
+    const machines = await registerMachines(api, org.admin, RUNNERS, RUNNER_LABELS);
+    say(`queueing ${CLAIMS} runs`);
+    await pool(CLAIMS, 4, () => dispatch(api, org.admin, { labels: RUNNER_LABELS, priority: HEAD_PRIORITY }));
+    for (const m of machines) await heartbeat(api, m.token, m.protocols);
+    await sleep(1_500); // the outbox consumer stores the dispatch events before measuring
+    return await measure(api, machines, others);
+  } finally {
+    await docket?.stop();
+    state.remove();
+  }
+}
+
+/**
+ * 4 runners take `CLAIMS` claims at once; answers the grants, the wall time and the CPU per claim
+ * of each workerd process but `others` (those that were running before the Worker started).
+ */
+async function claimAll(others, claimOne) {
+  const before = workerdTimes();
+  const started = performance.now();
+  let granted = 0;
+  await pool(CLAIMS, RUNNERS, async (_i, lane) => {
+    if ((await claimOne(lane)).status === 200) granted += 1;
+  });
+  const wallMs = performance.now() - started;
+  await sleep(1_000); // the outbox consumer's share of the claims' events
+  const after = workerdTimes();
+  const perProcess = [...after].filter(([pid]) => !others.has(pid)).map(([pid, ms]) => [pid, (ms - (before.get(pid) ?? 0)) / CLAIMS]).filter(([, ms]) => ms > 0);
+  return { granted, wallMs, perProcess, total: perProcess.reduce((sum, [, ms]) => sum + ms, 0) };
+}
+
+const show = (/** @type {string} */ who, /** @type {Awaited<ReturnType<typeof claimAll>>} */ m) => {
+  say(`${who}: ${m.granted} of ${CLAIMS} claims granted by ${RUNNERS} runners at once, ${(CLAIMS / (m.wallMs / 1000)).toFixed(0)} claims/s; workerd CPU per claim ${m.total.toFixed(2)} ms`);
+  for (const [pid, ms] of m.perProcess) say(`  workerd process ${pid}: ${ms.toFixed(2)} ms`);
+};
+
+const docketCpu = await withQueuedDocket(undefined, (api, machines, others) => claimAll(others, (lane) => claim(api, machines[lane].token, 0)));
+show('Docket, unsampled', docketCpu);
+const floorCpu = await floorClaims();
+show('the floor', floorCpu);
+say(`the floor's CPU per claim is ${(floorCpu.total / docketCpu.total).toFixed(2)} of Docket's`);
+
+await withQueuedDocket(PORT, async (api, machines, others) => {
   const inspector = await connect(PORT);
   await inspector.send('Profiler.enable');
   await inspector.send('Profiler.setSamplingInterval', { interval: 500 });
   await inspector.send('Profiler.start');
-  const cpuBefore = workerdTimes();
-  const started = performance.now();
-  let granted = 0;
-  await pool(CLAIMS, RUNNERS, async (_i, lane) => {
-    if ((await claim(api, machines[lane].token, 0)).status === 200) granted += 1;
-  });
-  const wallMs = performance.now() - started;
-  const cpuAfter = workerdTimes();
+  const sampled = await claimAll(others, (lane) => claim(api, machines[lane].token, 0));
   const { profile } = await inspector.send('Profiler.stop');
   inspector.close();
   writeFileSync(OUT, JSON.stringify(profile));
-
-  say(`${granted} of ${CLAIMS} claims granted by ${RUNNERS} runners at once in ${(wallMs / 1000).toFixed(1)} s (${(CLAIMS / (wallMs / 1000)).toFixed(0)} claims/s while sampled)`);
-  for (const [pid, ms] of cpuAfter) {
-    if (before.has(pid)) continue;
-    const used = ms - (cpuBefore.get(pid) ?? 0);
-    if (used > 0) say(`  workerd process ${pid}: ${(used / CLAIMS).toFixed(2)} ms of CPU per claim`);
-  }
+  show('Docket, sampled', sampled);
   report(profile);
   say(`profile written to ${OUT} (open it in Chrome DevTools, Performance)`);
-} finally {
-  await docket?.stop();
-  state.remove();
+});
+
+/** The floor Worker with `CLAIMS` rows at its head, claimed by 4 runners at once. */
+async function floorClaims() {
+  const state = stateDir('profile-floor');
+  const config = join(ROOT, 'bench', 'floor', 'wrangler.toml');
+  let floor = null;
+  try {
+    applyMigrations(config, state.dir);
+    await withLocalD1({ config, persist: state.dir }, (db) => seedFloorHead(db, { orgId: FLOOR_ORG, round: 'profile', count: CLAIMS }));
+    const others = new Set(workerdTimes().keys());
+    floor = await startWorker({ config, persist: state.dir });
+    const api = client(floor.url);
+    return await claimAll(others, (lane) => api.call('POST', '/claim', { body: { org_id: FLOOR_ORG, labels_key: HEAD_SET, machine_id: `m${lane}` } }));
+  } finally {
+    await floor?.stop();
+    state.remove();
+  }
 }
 
 /** CPU time (user + system, ms) of every workerd process now, by pid. */
