@@ -325,7 +325,7 @@ export function predict(m0: ModelRun, call: Call, t0: number, t1: number, t: Tim
 /** A paused run holds no machine, sandbox or lease. */
 const pausedAt = (m: ModelRun): ModelRun => ({ ...m, state: "paused", holder: null, sandbox: null, leaseAt: null, launchDeadlineAt: null });
 
-/** Whether the stored checkpoint covers the last attempt that launched (a run never launched has nothing to restore). */
+/** Whether the stored checkpoint covers the last attempt that launched (a run never launched, or whose last launch ended blocked, has nothing to restore). */
 const checkpointCovers = (m: ModelRun) =>
   (m.launchedMax ?? 0) === 0 || (m.checkpointAttempt ?? 0) >= (m.launchedMax ?? 0) || m.blockedAttempt === m.launchedMax;
 
