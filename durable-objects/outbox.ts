@@ -91,6 +91,16 @@ export class Outbox {
 
   /** Publishes due unsent events in sequence order; a failure backs off and waits for the alarm. */
   async publish(run: RunRecord): Promise<void> {
+    (await this.send(run))?.();
+  }
+
+  /**
+   * Sends due unsent events in sequence order and answers the write that records how it went (sent,
+   * or backed off until the alarm), for the caller to make together with its own writes: one commit
+   * instead of two. Null when nothing was due. Until it is made the events count as unsent, so a
+   * crash before it only sends them again (consumers dedupe by run and sequence number).
+   */
+  async send(run: RunRecord): Promise<(() => void) | null> {
     const now = Date.now();
     const due = this.sql
       .exec<OutboxRow>(
@@ -100,51 +110,59 @@ export class Outbox {
         PUBLISH_BATCH,
       )
       .toArray();
-    if (due.length === 0) return;
+    if (due.length === 0) return null;
     const messages: OutboxMessage[] = due.map((r) => {
       const data = JSON.parse(r.data) as Record<string, unknown>;
       return { run_id: run.id, org_id: run.orgId, seq: r.seq, type: r.type, at_ms: r.at_ms, attempt: eventAttempt(data), data };
     });
     try {
       await this.env.EVENTS.sendBatch(messages.map((body) => ({ body, contentType: "json" as const })));
-      this.sql.exec(
-        `UPDATE outbox SET sent_at_ms = ?, attempts = attempts + 1, last_error = NULL WHERE seq IN (${due.map(() => "?").join(",")})`,
-        now,
-        ...due.map((r) => r.seq),
-      );
-      // One line per publish try and run attempt, for `wrangler tail`.
-      for (const group of byAttempt(messages)) {
-        logRun("outbox.published", {
-          run: run.id,
-          attempt: group.attempt,
-          seq: group.seq,
-          last_seq: group.lastSeq,
-          count: group.count,
-          try: due[0].attempts + 1,
-          reason: due[0].attempts > 0 ? "retry" : "new",
-        });
-      }
     } catch (err) {
-      const attempts = due[0].attempts + 1;
-      const retryAt = now + publishRetryMs(this.config, attempts);
-      this.sql.exec(
-        `UPDATE outbox SET attempts = attempts + 1, next_attempt_at_ms = ?, last_error = ? WHERE seq IN (${due.map(() => "?").join(",")})`,
-        retryAt,
-        String(err),
-        ...due.map((r) => r.seq),
-      );
-      for (const group of byAttempt(messages)) {
-        logRun("outbox.publish_failed", {
-          run: run.id,
-          attempt: group.attempt,
-          seq: group.seq,
-          last_seq: group.lastSeq,
-          count: group.count,
-          try: attempts,
-          reason: String(err),
-          retry_at_ms: retryAt,
-        });
-      }
+      return () => this.recordFailure(run, due, messages, now, err);
+    }
+    return () => this.recordSent(run, due, messages, now);
+  }
+
+  private recordSent(run: RunRecord, due: OutboxRow[], messages: OutboxMessage[], now: number): void {
+    this.sql.exec(
+      `UPDATE outbox SET sent_at_ms = ?, attempts = attempts + 1, last_error = NULL WHERE seq IN (${due.map(() => "?").join(",")})`,
+      now,
+      ...due.map((r) => r.seq),
+    );
+    // One line per publish try and run attempt, for `wrangler tail`.
+    for (const group of byAttempt(messages)) {
+      logRun("outbox.published", {
+        run: run.id,
+        attempt: group.attempt,
+        seq: group.seq,
+        last_seq: group.lastSeq,
+        count: group.count,
+        try: due[0].attempts + 1,
+        reason: due[0].attempts > 0 ? "retry" : "new",
+      });
+    }
+  }
+
+  private recordFailure(run: RunRecord, due: OutboxRow[], messages: OutboxMessage[], now: number, err: unknown): void {
+    const attempts = due[0].attempts + 1;
+    const retryAt = now + publishRetryMs(this.config, attempts);
+    this.sql.exec(
+      `UPDATE outbox SET attempts = attempts + 1, next_attempt_at_ms = ?, last_error = ? WHERE seq IN (${due.map(() => "?").join(",")})`,
+      retryAt,
+      String(err),
+      ...due.map((r) => r.seq),
+    );
+    for (const group of byAttempt(messages)) {
+      logRun("outbox.publish_failed", {
+        run: run.id,
+        attempt: group.attempt,
+        seq: group.seq,
+        last_seq: group.lastSeq,
+        count: group.count,
+        try: attempts,
+        reason: String(err),
+        retry_at_ms: retryAt,
+      });
     }
   }
 

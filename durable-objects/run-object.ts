@@ -39,6 +39,13 @@ export type { ClaimGrant } from "../src/protocol/runners";
 
 type AttemptAnswer = ReturnType<typeof attemptView>;
 
+/** A change apply() committed: the run, its events' sequence numbers and the alarm it armed (undefined: none written). */
+interface Applied {
+  run: RunRecord;
+  seqs: number[];
+  alarmAtMs: number | null | undefined;
+}
+
 export class RunObject extends DurableObject<Env> {
   private readonly sql: SqlStorage;
   private readonly config: Config;
@@ -163,7 +170,8 @@ export class RunObject extends DurableObject<Env> {
     if (held) return { answer: held, cost };
     const token = newToken("attempt");
     const tokenHash = await sha256Hex(token);
-    const result = this.apply({ type: "claim", machineId }, (run) => {
+    // The claim's side effects are finished just below, so its alarm is its launch deadline.
+    const result = this.apply({ type: "claim", machineId }, { finishedHere: true }, (run) => {
       this.sql.exec(
         "INSERT INTO attempt_tokens (attempt, machine_id, token_hash) VALUES (?, ?, ?)",
         run.attempt,
@@ -183,7 +191,7 @@ export class RunObject extends DurableObject<Env> {
       return { answer: result, cost };
     }
     const run = result.run;
-    addCost(cost, await this.finishPending({ notify: false, publishAlongside: true }));
+    addCost(cost, await this.finishClaim(result.alarmAtMs));
     const answer: ClaimGrant = {
       run_id: run.id,
       attempt: run.attempt,
@@ -477,7 +485,7 @@ export class RunObject extends DurableObject<Env> {
     const row = await this.attemptOfToken(token);
     if (!row || row.attempt !== attempt) return refusal("unauthorized", `the run-attempt token is not valid for attempt ${attempt} of this run`);
     const checkpoint: Checkpoint = { ...input.checkpoint, attempt, atMs: Date.now() };
-    const result = this.apply({ type: "checkpoint", attempt, checkpoint }, () => this.checkpoints.write(input.patch, input.session));
+    const result = this.apply({ type: "checkpoint", attempt, checkpoint }, {}, () => this.checkpoints.write(input.patch, input.session));
     if ("error" in result) return result;
     await this.finishPending({ notify: true });
     return attemptView(result.run);
@@ -609,7 +617,7 @@ export class RunObject extends DurableObject<Env> {
       await this.finishPending({ notify: true, graceFromMs });
       await this.advancePublication();
     } catch (err) {
-      const at = this.armAlarm(graceFromMs, Date.now() + this.config.alarmRetryMs);
+      const at = this.armAlarm(graceFromMs, { earliestMs: Date.now() + this.config.alarmRetryMs });
       logRun("run.alarm_failed", { run: run.id, attempt: run.attempt, reason: String(err), retry_at_ms: at });
     }
   }
@@ -646,13 +654,13 @@ export class RunObject extends DurableObject<Env> {
    * state, attempt and version), its outbox events, a new patch's chunks and any extra rows written
    * by `alsoWrite`; the alarm is armed from the stored result in the same synchronous step.
    */
-  private apply(command: RunCommand, alsoWrite?: (run: RunRecord) => void): { run: RunRecord; seqs: number[] } | Refusal {
+  private apply(command: RunCommand, opts: { finishedHere?: boolean } = {}, alsoWrite?: (run: RunRecord) => void): Applied | Refusal {
     const current = this.load();
     if (!current) return refusal("not_found", "no such run");
     const now = Date.now();
     const decision = decide(current, command, now, this.config);
     if (!decision.ok) return { error: decision.error };
-    if (!decision.changed) return { run: current, seqs: [] };
+    if (!decision.changed) return { run: current, seqs: [], alarmAtMs: undefined };
     let next = decision.run;
     let seqs: number[] = [];
     this.ctx.storage.transactionSync(() => {
@@ -673,7 +681,7 @@ export class RunObject extends DurableObject<Env> {
       alsoWrite?.(next);
     });
     this.stored = next;
-    this.armAlarm(command.type === "deadline" ? command.recoveredAtMs : 0);
+    const alarmAtMs = this.armAlarm(command.type === "deadline" ? command.recoveredAtMs : 0, { finishedHere: opts.finishedHere });
     if (leaseWatch(current) !== leaseWatch(next)) this.wakeLeaseWaiters();
     // Each hop wrote one run.state event, in order: the line names it and the attempt it records.
     const hopEvents = decision.events.flatMap((e, i) => (e.type === "run.state" ? [{ seq: seqs[i], attempt: e.data.attempt }] : []));
@@ -682,7 +690,7 @@ export class RunObject extends DurableObject<Env> {
       const attempt = typeof event?.attempt === "number" ? event.attempt : next.attempt;
       logRun("run.transition", { run: next.id, attempt, seq: event?.seq ?? null, from: hop.from, to: hop.to, reason: hop.reason, version: next.version });
     });
-    return { run: next, seqs };
+    return { run: next, seqs, alarmAtMs };
   }
 
   /**
@@ -691,10 +699,7 @@ export class RunObject extends DurableObject<Env> {
    * finds the run calls it, so whoever comes after a crash finishes the crashed call's work.
    * Answers with its D1 rows and Durable Object requests.
    */
-  private async finishPending(opts: { forceProjection?: boolean; notify: boolean; graceFromMs?: number; publishAlongside?: boolean }): Promise<Cost> {
-    // A claim's events (run.state claimed) need nothing the queue row gives their consumer, so a
-    // claim publishes them while the row is written: one round trip less before the grant.
-    const published = opts.publishAlongside ? this.outbox.publish(this.load()!) : null;
+  private async finishPending(opts: { forceProjection?: boolean; notify: boolean; graceFromMs?: number }): Promise<Cost> {
     const cost = await this.repairProjection(opts.forceProjection ?? false);
     const run = this.load()!;
     if (await this.releaseSlot(run)) cost.doRequests += 1;
@@ -702,9 +707,23 @@ export class RunObject extends DurableObject<Env> {
       await this.notifyScheduler(run);
       cost.doRequests += 1;
     }
-    await (published ?? this.outbox.publish(run));
+    await this.outbox.publish(run);
     this.armAlarm(opts.graceFromMs ?? 0);
     return cost;
+  }
+
+  /**
+   * finishPending() for a claim. Its events (run.state claimed) need nothing the queue row gives
+   * their consumer, so they are sent while the row is written: one round trip less before the
+   * grant. Both are recorded together with the alarm, in one commit. A claimed run needs no
+   * wake-up, and holds no autopilot slot to give back.
+   */
+  private async finishClaim(armedAtMs: number | null | undefined): Promise<Cost> {
+    const [projected, sent] = await Promise.all([this.project(false), this.outbox.send(this.load()!)]);
+    projected.record?.();
+    sent?.();
+    this.armAlarm(0, { armedAtMs });
+    return projected.cost;
   }
 
   private projectedVersion(): number {
@@ -716,16 +735,26 @@ export class RunObject extends DurableObject<Env> {
    * write only lands over an older version. A failure is retried from the alarm.
    */
   private async repairProjection(force: boolean): Promise<Cost> {
+    const { cost, record } = await this.project(force);
+    record?.();
+    return cost;
+  }
+
+  /**
+   * repairProjection(), answering the write that records the projected version instead of making
+   * it, so a caller can make it with its other writes (finishClaim). Null when nothing was written.
+   */
+  private async project(force: boolean): Promise<{ cost: Cost; record: (() => void) | null }> {
     const cost = noCost();
     const run = this.load();
-    if (!run || (!force && this.projectedVersion() >= run.version)) return cost;
+    if (!run || (!force && this.projectedVersion() >= run.version)) return { cost, record: null };
     try {
       addD1(cost, await projectRun(this.env.DB, run));
-      this.sql.exec("UPDATE run SET projected_version = ? WHERE projected_version < ?", run.version, run.version);
     } catch (err) {
       logRun("run.projection_failed", { run: run.id, attempt: run.attempt, version: run.version, reason: `the queue row was not written: ${String(err)}` });
+      return { cost, record: null };
     }
-    return cost;
+    return { cost, record: () => this.sql.exec("UPDATE run SET projected_version = ? WHERE projected_version < ?", run.version, run.version) };
   }
 
   /**
@@ -775,22 +804,29 @@ export class RunObject extends DurableObject<Env> {
    * One alarm, many deadlines (../shared/STYLE.md, partywhen's Scheduler), derived from what is
    * stored, never from a caller's copy. Synchronous: called right after a transaction, the alarm is
    * written with it, before any await lets another call or a crash in. Answers the time armed.
+   * `finishedHere`: the caller finishes the change's side effects right after (a claim), so they
+   * set no deadline of their own; a crash before they are done leaves them to the run's next
+   * deadline (the launch deadline) or to the next claim that finds its queue row stale.
    */
-  private armAlarm(graceFromMs = 0, earliestMs = Date.now()): number | null {
-    const due = this.nextDeadlineMs(graceFromMs);
-    const write = due === null ? this.ctx.storage.deleteAlarm() : this.ctx.storage.setAlarm(Math.max(earliestMs, due));
+  private armAlarm(graceFromMs = 0, opts: { earliestMs?: number; finishedHere?: boolean; armedAtMs?: number | null } = {}): number | null {
+    const due = this.nextDeadlineMs(graceFromMs, opts.finishedHere);
+    const at = due === null ? null : Math.max(opts.earliestMs ?? Date.now(), due);
+    // Armed so by this call already (a claim's change): one alarm write, not one per step.
+    if (at === opts.armedAtMs) return at;
+    const write = at === null ? this.ctx.storage.deleteAlarm() : this.ctx.storage.setAlarm(at);
     write.catch((err) => {
       const run = this.load();
       if (run) logRun("run.alarm_write_failed", { run: run.id, attempt: run.attempt, reason: String(err) });
     });
-    return due === null ? null : Math.max(earliestMs, due);
+    return at;
   }
+
 
   /**
    * The stored run's earliest deadline: the reaper's, the end of a backoff, and the retry of side
    * effects still pending (a change's own caller finishes them first; if it never does, this does).
    */
-  private nextDeadlineMs(graceFromMs: number): number | null {
+  private nextDeadlineMs(graceFromMs: number, finishedHere = false): number | null {
     const run = this.load();
     if (!run) return null;
     const now = Date.now();
@@ -802,9 +838,11 @@ export class RunObject extends DurableObject<Env> {
     const prStepAt = prStepDueAtMs(run); // publication: Docket's PR step, or a pushed continuation to resume
     if (prStepAt !== null) deadlines.push(prStepAt);
     if (queuedPublication(run) === "pushed") deadlines.push(now);
-    if (this.projectedVersion() < run.version) deadlines.push(retryAt);
-    const outboxAt = this.outbox.nextAttemptAtMs();
-    if (outboxAt !== null) deadlines.push(Math.max(outboxAt, retryAt));
+    if (!finishedHere) {
+      if (this.projectedVersion() < run.version) deadlines.push(retryAt);
+      const outboxAt = this.outbox.nextAttemptAtMs();
+      if (outboxAt !== null) deadlines.push(Math.max(outboxAt, retryAt));
+    }
     const pruneAt = this.outbox.pruneDueAtMs(run); // retention (durable-objects/outbox.ts)
     if (pruneAt !== null) deadlines.push(pruneAt);
     return deadlines.length === 0 ? null : Math.min(...deadlines);
