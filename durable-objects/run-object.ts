@@ -821,7 +821,6 @@ export class RunObject extends DurableObject<Env> {
     return at;
   }
 
-
   /**
    * The stored run's earliest deadline: the reaper's, the end of a backoff, and the retry of side
    * effects still pending (a change's own caller finishes them first; if it never does, this does).
