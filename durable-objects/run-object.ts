@@ -171,14 +171,13 @@ export class RunObject extends DurableObject<Env> {
     const token = newToken("attempt");
     const tokenHash = await sha256Hex(token);
     // The claim's side effects are finished just below, so its alarm is its launch deadline.
-    const result = this.apply({ type: "claim", machineId }, { finishedHere: true }, (run) => {
-      this.sql.exec(
-        "INSERT INTO attempt_tokens (attempt, machine_id, token_hash) VALUES (?, ?, ?)",
-        run.attempt,
-        machineId,
-        tokenHash,
-      );
-    });
+    const result = this.apply(
+      { type: "claim", machineId },
+      {
+        finishedHere: true,
+        alsoWrite: (run) => this.sql.exec("INSERT INTO attempt_tokens (attempt, machine_id, token_hash) VALUES (?, ?, ?)", run.attempt, machineId, tokenHash),
+      },
+    );
     if ("error" in result) {
       // A claim that found a stale queue row: the row is repaired and whatever else a crash left
       // pending is finished (the alarm too) before the refusal goes back. No wake-up: the row
@@ -485,7 +484,7 @@ export class RunObject extends DurableObject<Env> {
     const row = await this.attemptOfToken(token);
     if (!row || row.attempt !== attempt) return refusal("unauthorized", `the run-attempt token is not valid for attempt ${attempt} of this run`);
     const checkpoint: Checkpoint = { ...input.checkpoint, attempt, atMs: Date.now() };
-    const result = this.apply({ type: "checkpoint", attempt, checkpoint }, {}, () => this.checkpoints.write(input.patch, input.session));
+    const result = this.apply({ type: "checkpoint", attempt, checkpoint }, { alsoWrite: () => this.checkpoints.write(input.patch, input.session) });
     if ("error" in result) return result;
     await this.finishPending({ notify: true });
     return attemptView(result.run);
@@ -654,7 +653,7 @@ export class RunObject extends DurableObject<Env> {
    * state, attempt and version), its outbox events, a new patch's chunks and any extra rows written
    * by `alsoWrite`; the alarm is armed from the stored result in the same synchronous step.
    */
-  private apply(command: RunCommand, opts: { finishedHere?: boolean } = {}, alsoWrite?: (run: RunRecord) => void): Applied | Refusal {
+  private apply(command: RunCommand, opts: { finishedHere?: boolean; alsoWrite?: (run: RunRecord) => void } = {}): Applied | Refusal {
     const current = this.load();
     if (!current) return refusal("not_found", "no such run");
     const now = Date.now();
@@ -678,7 +677,7 @@ export class RunObject extends DurableObject<Env> {
       );
       if (cursor.rowsWritten !== 1) throw new Error(`compare-and-swap lost on run ${current.id}`);
       seqs = this.outbox.append(next, decision.events, now);
-      alsoWrite?.(next);
+      opts.alsoWrite?.(next);
     });
     this.stored = next;
     const alarmAtMs = this.armAlarm(command.type === "deadline" ? command.recoveredAtMs : 0, { finishedHere: opts.finishedHere });
