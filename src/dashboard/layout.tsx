@@ -20,7 +20,7 @@ table { border-collapse: collapse; width: 100%; } th, td { text-align: left; pad
 th { background: var(--panel); }
 .muted { color: var(--muted); } .ok { color: var(--ok); } .bad { color: var(--bad); } .warn { color: var(--warn); }
 .state { font-weight: 600; }
-button, input[type=text], input[type=password] { font: inherit; padding: .3rem .6rem; border: 1px solid var(--muted); border-radius: 4px; color: var(--fg); background: var(--bg); }
+button, input[type=text], input[type=password], input[type=number] { font: inherit; padding: .3rem .6rem; border: 1px solid var(--muted); border-radius: 4px; color: var(--fg); background: var(--bg); }
 button { cursor: pointer; background: var(--panel); }
 button.danger { color: var(--bad); border-color: var(--bad); }
 a:focus-visible, button:focus-visible, input:focus-visible, summary:focus-visible { outline: 3px solid var(--focus); outline-offset: 2px; }

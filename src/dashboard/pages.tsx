@@ -288,17 +288,32 @@ export function RunnersPage(props: { runners: Json[]; nowMs: number; connectedWi
   );
 }
 
-function JobTable(props: { id: string; jobs: Json[] }) {
+/**
+ * An admin's resolution of credit held for cost review or reconciliation: the reconciled cost, in
+ * cents, and why (docs/protocol.md, "Cost review"). The API checks both, and the admin role.
+ */
+function ResolveForm(props: { action: string; label: string }) {
+  return (
+    <form class="inline" method="post" action={props.action}>
+      <label>Cost in cents <input type="number" name="cost_cents" min="0" step="1" required /></label>{" "}
+      <label>Note <input type="text" name="note" maxlength={1000} required /></label>{" "}
+      <button type="submit">{props.label}</button>
+    </form>
+  );
+}
+
+function JobTable(props: { id: string; jobs: Json[]; resolvable?: boolean }) {
   if (props.jobs.length === 0) return <p class="muted">None.</p>;
   return (
     <table id={props.id}>
-      <thead><tr><th scope="col">Job</th><th scope="col">Status</th><th scope="col">Run</th><th scope="col">Reserved</th><th scope="col">Cost</th><th scope="col">Why</th></tr></thead>
+      <thead><tr><th scope="col">Job</th><th scope="col">Status</th><th scope="col">Run</th><th scope="col">Reserved</th><th scope="col">Cost</th><th scope="col">Why</th>{props.resolvable && <th scope="col">Resolve</th>}</tr></thead>
       <tbody>
         {props.jobs.map((j) => (
-          <tr>
+          <tr data-job={j.id}>
             <td>{j.id}</td><td>{j.status}</td>
             <td>{j.run_id ? <a href={`${DASH}/runs/${j.run_id}`}>{j.run_id}</a> : "—"}</td>
             <td>{cents(j.reserved_cents)}</td><td>{cents(j.cost_cents)}</td><td>{j.review_reason ?? j.dispatch?.last_error ?? "—"}</td>
+            {props.resolvable && <td><ResolveForm action={`${DASH}/build-jobs/${encodeURIComponent(j.id)}/resolve`} label={`Resolve ${j.id}`} /></td>}
           </tr>
         ))}
       </tbody>
@@ -306,17 +321,18 @@ function JobTable(props: { id: string; jobs: Json[] }) {
   );
 }
 
-/** Autopilot runs' model-spend reservations; how to resolve one in review is the API's (docs/protocol.md, "Run reservations and cost review"). */
-function ReservationTable(props: { id: string; reservations: Json[] }) {
+/** Autopilot runs' model-spend reservations (docs/protocol.md, "Run reservations and cost review"). */
+function ReservationTable(props: { id: string; reservations: Json[]; resolvable?: boolean }) {
   if (props.reservations.length === 0) return <p class="muted">None.</p>;
   return (
     <table id={props.id}>
-      <thead><tr><th scope="col">Run</th><th scope="col">Project</th><th scope="col">Status</th><th scope="col">Reserved</th><th scope="col">Cost</th><th scope="col">Since</th></tr></thead>
+      <thead><tr><th scope="col">Run</th><th scope="col">Project</th><th scope="col">Status</th><th scope="col">Reserved</th><th scope="col">Cost</th><th scope="col">Since</th>{props.resolvable && <th scope="col">Resolve</th>}</tr></thead>
       <tbody>
         {props.reservations.map((r) => (
           <tr data-run={r.run_id}>
             <td><a href={`${DASH}/runs/${r.run_id}`}>{r.run_id}</a></td><td>{r.project_name}</td><td>{r.status}</td>
             <td>{cents(r.reserved_cents)}</td><td>{r.cost_cents === null ? "unknown" : cents(r.cost_cents)}</td><td>{at(r.created_at_ms)}</td>
+            {props.resolvable && <td><ResolveForm action={`${DASH}/autopilot/projects/${r.project_id}/reservations/${r.run_id}/resolve`} label={`Resolve ${r.run_id}`} /></td>}
           </tr>
         ))}
       </tbody>
@@ -324,13 +340,14 @@ function ReservationTable(props: { id: string; reservations: Json[] }) {
   );
 }
 
-export function CreditsPage(props: { credits: Json; held: Json[]; review: Json[]; paused: Json[]; reservations: Json[] }) {
+export function CreditsPage(props: { credits: Json; held: Json[]; review: Json[]; paused: Json[]; reservations: Json[]; notice?: string }) {
   const c = props.credits;
   const runHolds = props.reservations.filter((r) => r.status === "held");
   const runReview = props.reservations.filter((r) => r.status !== "held");
   return (
     <Layout title="Credits" signedIn>
       <h1>Credits</h1>
+      {props.notice && <p role="status">{props.notice}</p>}
       <table id="balance">
         <tbody>
           <tr><th scope="row">Granted</th><td>{cents(c.granted_cents)}</td></tr>
@@ -344,13 +361,16 @@ export function CreditsPage(props: { credits: Json; held: Json[]; review: Json[]
       <h2>Holds: autopilot runs' model-spend reservations</h2>
       <ReservationTable id="run-holds" reservations={runHolds} />
       <h2>Cost review and reconciliation</h2>
-      <h3>Build jobs</h3>
-      <JobTable id="review" jobs={props.review} />
-      <h3>Autopilot runs</h3>
-      <ReservationTable id="run-review" reservations={runReview} />
-      {runReview.length > 0 && (
-        <p class="muted">An admin resolves one with its reconciled cost: <code>POST /v1/autopilot/projects/:id/reservations/:run_id/resolve</code>.</p>
+      {(props.review.length > 0 || runReview.length > 0) && (
+        <p class="muted">
+          An admin resolves each with its reconciled cost: within the reservation the cost is settled and the rest released;
+          a cost above it is charged to available credit, which must cover it.
+        </p>
       )}
+      <h3>Build jobs</h3>
+      <JobTable id="review" jobs={props.review} resolvable />
+      <h3>Autopilot runs</h3>
+      <ReservationTable id="run-review" reservations={runReview} resolvable />
       <h2>Paused runs (operator holds)</h2>
       <RunList runs={props.paused} />
       <h2>Ledger</h2>

@@ -1,15 +1,20 @@
 /** @jsxImportSource hono/jsx */
 // The operator's dashboard at /dash: server-rendered pages over the API's own answers. Every read
-// and every action (cancel, redeliver, revoke, deregister) is a call to the API as the signed-in
-// member (src/dashboard/api.ts), so the pages see exactly what that member's token may see.
+// and every action (cancel, redeliver, revoke, deregister, resolve held credit) is a call to the
+// API as the signed-in member (src/dashboard/api.ts), so the pages see exactly what that member's
+// token may see.
 
 import { Hono, type Context } from "hono";
+import type { z } from "zod";
 import { csrf } from "hono/csrf";
 import { HTTPException } from "hono/http-exception";
 import { secureHeaders } from "hono/secure-headers";
 import type { AppEnv } from "../app-types";
 import { DocketError } from "../errors";
 import { openReservations } from "../autopilot/run-reservations";
+import { autopilotProjectId } from "../protocol/autopilot";
+import { buildJobId } from "../protocol/builds";
+import { runId } from "../protocol/common";
 import { hourlyActivity } from "./activity";
 import { apiCall, apiResponse, type Api } from "./api";
 import { attemptMarks } from "./charts";
@@ -32,6 +37,23 @@ function idParam(c: Context<AppEnv>): string {
   const id = c.req.param("id") ?? "";
   if (!ID.test(id)) throw new Refused(404, { code: "not_found", message: `no such id ${id}` });
   return id;
+}
+
+/** A path parameter the API's own schema accepts; anything else is a page that does not exist. */
+function pathParam(c: Context<AppEnv>, name: string, schema: z.ZodType<string>): string {
+  const value = c.req.param(name) ?? "";
+  if (!schema.safeParse(value).success) throw new Refused(404, { code: "not_found", message: `no such id ${value}` });
+  return value;
+}
+
+/**
+ * A resolution form's body for the API: the cost as a number when it is one, otherwise as typed, so
+ * the API's validation names what is wrong with it.
+ */
+async function resolution(c: Context<AppEnv>): Promise<{ cost_cents: unknown; note: unknown }> {
+  const form = await c.req.parseBody();
+  const cost = typeof form.cost_cents === "string" ? form.cost_cents.trim() : form.cost_cents;
+  return { cost_cents: typeof cost === "string" && /^\d{1,15}$/.test(cost) ? Number(cost) : cost, note: typeof form.note === "string" ? form.note : undefined };
 }
 
 async function read(c: Context<AppEnv>, api: Api, path: string): Promise<Json> {
@@ -160,7 +182,8 @@ function readRoutes(dash: Hono<AppEnv>, api: Api): void {
       read(c, api, `/v1/runs?state=paused&limit=${limit}`),
       openReservations(c.env.DB, c.get("caller").orgId, limit),
     ]);
-    return c.html(<CreditsPage credits={credits} held={held.jobs} review={[...review.jobs, ...reconcile.jobs]} paused={paused.runs} reservations={reservations} />);
+    const notice = c.req.query("done") ? `Done: ${c.req.query("done")}.` : undefined;
+    return c.html(<CreditsPage credits={credits} held={held.jobs} review={[...review.jobs, ...reconcile.jobs]} paused={paused.runs} reservations={reservations} notice={notice} />);
   }));
   dash.get("/tokens", page(async (c) => {
     const answer = await apiCall(c, api, "GET", `/v1/tokens?limit=${c.get("config").dashboardRowsMax}`);
@@ -184,6 +207,16 @@ function actionRoutes(dash: Hono<AppEnv>, api: Api): void {
   dash.post("/runs/:id/redeliver", page(async (c) => {
     const id = idParam(c);
     return act(c, api, "POST", `/v1/runs/${id}/callback/redeliver`, {}, `${DASH}/runs/${id}?done=callback+sent+again`);
+  }));
+  // Resolutions of held credit, with the form's cost and note; the API validates both and checks the admin role.
+  dash.post("/build-jobs/:id/resolve", page(async (c) => {
+    const id = pathParam(c, "id", buildJobId);
+    return act(c, api, "POST", `/v1/build-jobs/${encodeURIComponent(id)}/resolve`, await resolution(c), `${DASH}/credits?done=build+job+${encodeURIComponent(id)}+resolved`);
+  }));
+  dash.post("/autopilot/projects/:id/reservations/:run/resolve", page(async (c) => {
+    const project = pathParam(c, "id", autopilotProjectId);
+    const run = pathParam(c, "run", runId);
+    return act(c, api, "POST", `/v1/autopilot/projects/${project}/reservations/${run}/resolve`, await resolution(c), `${DASH}/credits?done=reservation+of+${run}+resolved`);
   }));
   dash.post("/runners/:id/revoke", page(async (c) => act(c, api, "DELETE", `/v1/runners/${idParam(c)}`, undefined, `${DASH}/runners`)));
   dash.post("/tokens/:id/revoke", page(async (c) => act(c, api, "DELETE", `/v1/tokens/${idParam(c)}`, undefined, `${DASH}/tokens`)));

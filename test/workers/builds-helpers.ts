@@ -4,6 +4,7 @@
 import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { afterEach, beforeEach, expect, vi } from "vitest";
+import { reserveRunBudget } from "../../src/autopilot/run-budget";
 import type { OutboxMessage } from "../../src/env";
 import worker from "../../src/index";
 import { attemptCall, call, claim, createOrg, registerRunner, report } from "./helpers";
@@ -205,4 +206,23 @@ export async function runCount(token: string): Promise<number> {
   const res = await call("GET", "/v1/runs?limit=200", { token });
   expect(res.status).toBe(200);
   return res.body.runs.length;
+}
+
+/**
+ * An autopilot run's model-spend reservation in cost review, in a new organization with `grantCents`
+ * of credit: reserved as the scheduler reserves it, then moved to cost review as the outbox moves
+ * a run that reported more than it reserved (the whole path is test/workers/run-reservations.test.ts).
+ */
+export async function reservationInCostReview(name: string, runId: string, opts: { grantCents: number; reservedCents: number }) {
+  const org = await createOrg(name);
+  const key = "-----BEGIN RSA PRIVATE KEY-----\nMIIBOgIBAAJBAKj34GkxFhD90vcNLYLInFEX6Ppy1tPf9Cnzj4p4WGeKLs1Pt8Qu\n-----END RSA PRIVATE KEY-----\n";
+  const project = await call("POST", "/v1/autopilot/projects", {
+    token: org.admin,
+    body: { name, repository: `acme/${name}`, run: { launch: { command: ["agent"] } }, webhook_secret: "0123456789abcdef", github: { app_id: "1", installation_id: "2", private_key: key } },
+  });
+  expect(project.status).toBe(201);
+  expect((await call("POST", "/v1/credits/grants", { token: org.admin, body: { amount_cents: opts.grantCents } })).status).toBe(201);
+  expect(await reserveRunBudget(env, { orgId: org.orgId, runId, projectId: project.body.id, cents: opts.reservedCents })).toBe("reserved");
+  await env.DB.prepare("UPDATE run_reservations SET status = 'cost_review' WHERE run_id = ?").bind(runId).run();
+  return { ...org, projectId: project.body.id as string };
 }

@@ -6,6 +6,7 @@ import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test"
 import { env } from "cloudflare:workers";
 import worker from "../../src/index";
 import { ORIGIN, page, signIn } from "./dashboard-helpers";
+import { credits, dispatchBuild, finalReport, readyToBuild, reservationInCostReview, runToEnd, waitForJob } from "./builds-helpers";
 import { stubReceiver } from "./events-helpers";
 import { attemptCall, call, claim, createOrg, dispatch, registerRunner, report, sleep } from "./helpers";
 
@@ -138,6 +139,61 @@ describe("the dashboard", () => {
     expect(res.status).toBe(200);
     expect(res.text).toContain("<th scope=\"row\">Granted</th><td>$50.00</td>");
     expect(res.text).toContain("Cost review and reconciliation");
+  });
+
+  it("an admin resolves a build job in cost review from the credits page; a member, a bad cost or a second resolution changes nothing", async () => {
+    const { admin, requestId, runner } = await readyToBuild({ creditCents: 10_000 });
+    const job = (await dispatchBuild(admin, requestId, "dash-review")).body;
+    await runToEnd(runner!.token, job.run_id, finalReport(3_100));
+    await waitForJob(admin, job.id, (j) => j.status === "cost_review");
+    const session = await signIn(admin);
+    const before = await page("/dash/credits", { cookie: session });
+    expect(before.text).toContain(`action="/dash/build-jobs/dash-review/resolve"`);
+
+    // A member's session sees the form, but the API refuses the member and nothing moves.
+    const member = (await call("POST", "/v1/tokens", { token: admin, body: { kind: "member", role: "member" } })).body.token;
+    const refused = await page("/dash/build-jobs/dash-review/resolve", { cookie: await signIn(member), form: { cost_cents: "3100", note: "invoice" } });
+    expect(refused.status).toBe(403);
+    expect(refused.text).toContain("this call needs an admin member token");
+    // A cost that is not a whole number of cents is the API's validation error, shown as such.
+    const bad = await page("/dash/build-jobs/dash-review/resolve", { cookie: session, form: { cost_cents: "31.5", note: "invoice" } });
+    expect(bad.status).toBe(400);
+    expect(bad.text).toContain("cost_cents");
+    expect(await credits(admin)).toMatchObject({ held_cents: 2_500, spent_cents: 0, available_cents: 7_500 });
+
+    const resolved = await page("/dash/build-jobs/dash-review/resolve", { cookie: session, form: { cost_cents: "3100", note: "provider invoice checked" } });
+    expect(resolved.status).toBe(303);
+    expect(resolved.headers.get("Location")).toBe("/dash/credits?done=build+job+dash-review+resolved");
+    expect((await call("GET", `/v1/build-jobs/${job.id}`, { token: admin })).body).toMatchObject({
+      status: "settled",
+      settled_cents: 2_500,
+      charged_cents: 600,
+      resolution: { note: "provider invoice checked" },
+    });
+    expect(await credits(admin)).toMatchObject({ held_cents: 0, spent_cents: 3_100, available_cents: 6_900 });
+    const after = await page("/dash/credits?done=build+job+dash-review+resolved", { cookie: session });
+    expect(after.text).toContain("Done: build job dash-review resolved.");
+    expect(after.text).not.toContain(`action="/dash/build-jobs/dash-review/resolve"`);
+    const twice = await page("/dash/build-jobs/dash-review/resolve", { cookie: session, form: { cost_cents: "3100", note: "again" } });
+    expect(twice.status).toBe(409);
+    expect(twice.text).toContain("job_not_held");
+    expect((await credits(admin)).spent_cents).toBe(3_100);
+  });
+
+  it("an admin resolves an autopilot run's reservation in cost review from the credits page", async () => {
+    const runId = `run_${"b".repeat(24)}`;
+    const { admin, projectId } = await reservationInCostReview("dash-reservations", runId, { grantCents: 1_000, reservedCents: 100 });
+    const session = await signIn(admin);
+    const action = `/dash/autopilot/projects/${projectId}/reservations/${runId}/resolve`;
+    expect((await page("/dash/credits", { cookie: session })).text).toContain(`action="${action}"`);
+    const unknown = await page(`/dash/autopilot/projects/${projectId}/reservations/not-a-run/resolve`, { cookie: session, form: { cost_cents: "50", note: "x" } });
+    expect(unknown.status).toBe(404);
+
+    const resolved = await page(action, { cookie: session, form: { cost_cents: "50", note: "invoice" } });
+    expect(resolved.status).toBe(303);
+    const listed = (await call("GET", `/v1/autopilot/projects/${projectId}/reservations`, { token: admin })).body.reservations;
+    expect(listed).toEqual([expect.objectContaining({ run_id: runId, status: "settled", settled_cents: 50, released_cents: 50, resolution: expect.objectContaining({ note: "invoice" }) })]);
+    expect(await credits(admin)).toMatchObject({ held_cents: 0, spent_cents: 50 });
   });
 
   it("wrong tokens at the sign-in form count against the address as in the API: past the limit it is 429 rate_limited", async () => {

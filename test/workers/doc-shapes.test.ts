@@ -2,12 +2,10 @@
 // every field of one answer (a dotted path for a nested object's fields, `[]` for an array's items),
 // and this test reads the real answers and compares their fields with that list, both ways.
 
-import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { reserveRunBudget } from "../../src/autopilot/run-budget";
 import protocol from "../../docs/protocol.md?raw";
 import { createOrgWithSecret, finishRun, stubReceiver, waitFor } from "./events-helpers";
-import { createProject, createRequest, readyToBuild } from "./builds-helpers";
+import { createProject, createRequest, readyToBuild, reservationInCostReview } from "./builds-helpers";
 import { ADMIN_SECRET, attemptCall, call, claim, dispatch, getRun, registerRunner } from "./helpers";
 
 type Json = Record<string, any>;
@@ -187,19 +185,9 @@ describe("docs/protocol.md lists every field the answers have, and no other", ()
   });
 
   it("a run reservation, as listed and resolved", async () => {
-    const { orgId, admin } = await createOrgWithSecret("docs-reservations");
-    const key = "-----BEGIN RSA PRIVATE KEY-----\nMIIBOgIBAAJBAKj34GkxFhD90vcNLYLInFEX6Ppy1tPf9Cnzj4p4WGeKLs1Pt8Qu\n-----END RSA PRIVATE KEY-----\n";
-    const created = await call("POST", "/v1/autopilot/projects", {
-      token: admin,
-      body: { name: "docs", repository: "acme/reservations", run: { launch: { command: ["agent"] } }, webhook_secret: "0123456789abcdef", github: { app_id: "1", installation_id: "2", private_key: key } },
-    });
-    expect(created.status).toBe(201);
-    expect((await call("POST", "/v1/credits/grants", { token: admin, body: { amount_cents: 1_000 } })).status).toBe(201);
-    // A reservation the outbox moved to cost review (the whole path is test/workers/run-reservations.test.ts).
     const runId = `run_${"a".repeat(24)}`;
-    expect(await reserveRunBudget(env, { orgId, runId, projectId: created.body.id, cents: 100 })).toBe("reserved");
-    await env.DB.prepare("UPDATE run_reservations SET status = 'cost_review' WHERE run_id = ?").bind(runId).run();
-    const list = `/v1/autopilot/projects/${created.body.id}/reservations`;
+    const { admin, projectId } = await reservationInCostReview("docs-reservations", runId, { grantCents: 1_000, reservedCents: 100 });
+    const list = `/v1/autopilot/projects/${projectId}/reservations`;
     const held = (await call("GET", list, { token: admin })).body.reservations;
     const resolved = await call("POST", `${list}/${runId}/resolve`, { token: admin, body: { cost_cents: 50, note: "invoice" } });
     expect(resolved.status).toBe(200);

@@ -482,6 +482,8 @@ interface DashPage {
   admin?: boolean;
   /** Names one of A's resources (else it lists the caller's own). */
   ofA?: boolean;
+  /** The form posted (else an intruder's `reason`). */
+  form?: string;
 }
 
 const cookieOf = (name: string, token: () => string): DashCredential => ({ name, cookie: () => `docket_session=${token()}` });
@@ -499,6 +501,16 @@ const dashPages: DashPage[] = [
   { method: "GET", route: "/dash/tokens", path: () => "/dash/tokens", admin: true },
   { method: "GET", route: "/dash/tokens/:id", path: () => `/dash/tokens/${A.registrationId}`, ofA: true, admin: true },
   { method: "POST", route: "/dash/tokens/:id/revoke", path: () => `/dash/tokens/${A.registrationId}/revoke`, ofA: true, admin: true },
+  // A well-formed resolution, so what refuses it is the boundary, not the form's validation.
+  { method: "POST", route: "/dash/build-jobs/:id/resolve", path: () => `/dash/build-jobs/${A.jobId}/resolve`, ofA: true, admin: true, form: "cost_cents=1&note=intruder" },
+  {
+    method: "POST",
+    route: "/dash/autopilot/projects/:id/reservations/:run/resolve",
+    path: () => `/dash/autopilot/projects/${A.autopilotProjectId}/reservations/${A.run}/resolve`,
+    ofA: true,
+    admin: true,
+    form: "cost_cents=1&note=intruder",
+  },
 ];
 /** Pages anyone may open: the sign-in form and sign-out. */
 const PUBLIC_DASH = ["GET /dash/sign-in", "POST /dash/sign-in", "POST /dash/sign-out"];
@@ -535,7 +547,7 @@ describe("the security matrix of the dashboard", () => {
           headers["Content-Type"] = "application/x-www-form-urlencoded";
           headers.Origin = "http://docket.test";
         }
-        const res = await send(new Request(`http://docket.test${p.path()}`, { method: p.method, headers, body: p.method === "POST" ? "reason=intruder" : undefined, redirect: "manual" }));
+        const res = await send(new Request(`http://docket.test${p.path()}`, { method: p.method, headers, body: p.method === "POST" ? (p.form ?? "reason=intruder") : undefined, redirect: "manual" }));
         if (expected === "sign-in" || expected === "ended") {
           expect(res.status, res.text).toBe(303);
           expect(res.headers.get("Location")).toBe(expected === "sign-in" ? "/dash/sign-in" : "/dash/sign-in?ended=1");
