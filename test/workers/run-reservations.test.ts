@@ -262,7 +262,9 @@ describe("a run reservation held for cost review", () => {
     expect(table("run-review")).toContain(`<tr data-run="${reviewed}">`);
     expect(table("run-review")).toContain("cost_review");
     expect(table("run-review")).toContain("unknown");
-    expect(res.text).toContain(`/v1/autopilot/projects/:id/reservations/:run_id/resolve`);
+    // The one in review has the admin's resolve form; the one still holding credit has none.
+    expect(table("run-review")).toContain(`action="/dash/autopilot/projects/${s.projectId}/reservations/${reviewed}/resolve"`);
+    expect(table("run-holds")).not.toContain("/resolve");
     // Another organization's reservations are never shown.
     expect(res.text).not.toContain(elsewhere);
   });
