@@ -290,7 +290,8 @@ export function RunnersPage(props: { runners: Json[]; nowMs: number; connectedWi
 
 /**
  * An admin's resolution of credit held for cost review or reconciliation: the reconciled cost, in
- * cents, and why (docs/protocol.md, "Cost review"). The API checks both, and the admin role.
+ * cents, and why (docs/protocol.md, "Cost review and reconciliation (admin)", "Run reservations and
+ * cost review"). The API checks both, and the admin role.
  */
 function ResolveForm(props: { action: string; label: string }) {
   return (

@@ -5,7 +5,7 @@
 // token may see.
 
 import { Hono, type Context } from "hono";
-import type { z } from "zod";
+import { z } from "zod";
 import { csrf } from "hono/csrf";
 import { HTTPException } from "hono/http-exception";
 import { secureHeaders } from "hono/secure-headers";
@@ -31,12 +31,10 @@ class Refused extends Error {
 }
 
 /** Ids go into API paths, so only an id's own characters are let through; anything else is a page that does not exist. */
-const ID = /^[a-z]+_[0-9a-z]+$/i;
+const ID = z.string().regex(/^[a-z]+_[0-9a-z]+$/i);
 
 function idParam(c: Context<AppEnv>): string {
-  const id = c.req.param("id") ?? "";
-  if (!ID.test(id)) throw new Refused(404, { code: "not_found", message: `no such id ${id}` });
-  return id;
+  return pathParam(c, "id", ID);
 }
 
 /** A path parameter the API's own schema accepts; anything else is a page that does not exist. */
