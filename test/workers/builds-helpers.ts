@@ -7,6 +7,7 @@ import { afterEach, beforeEach, expect, vi } from "vitest";
 import { reserveRunBudget } from "../../src/autopilot/run-budget";
 import type { OutboxMessage } from "../../src/env";
 import worker from "../../src/index";
+import { createProject as createAutopilotProject } from "./autopilot-fakes";
 import { attemptCall, call, claim, createOrg, registerRunner, report } from "./helpers";
 
 type Json = Record<string, any>;
@@ -215,14 +216,9 @@ export async function runCount(token: string): Promise<number> {
  */
 export async function reservationInCostReview(name: string, runId: string, opts: { grantCents: number; reservedCents: number }) {
   const org = await createOrg(name);
-  const key = "-----BEGIN RSA PRIVATE KEY-----\nMIIBOgIBAAJBAKj34GkxFhD90vcNLYLInFEX6Ppy1tPf9Cnzj4p4WGeKLs1Pt8Qu\n-----END RSA PRIVATE KEY-----\n";
-  const project = await call("POST", "/v1/autopilot/projects", {
-    token: org.admin,
-    body: { name, repository: `acme/${name}`, run: { launch: { command: ["agent"] } }, webhook_secret: "0123456789abcdef", github: { app_id: "1", installation_id: "2", private_key: key } },
-  });
-  expect(project.status).toBe(201);
+  const project = await createAutopilotProject(org.admin);
   expect((await call("POST", "/v1/credits/grants", { token: org.admin, body: { amount_cents: opts.grantCents } })).status).toBe(201);
-  expect(await reserveRunBudget(env, { orgId: org.orgId, runId, projectId: project.body.id, cents: opts.reservedCents })).toBe("reserved");
+  expect(await reserveRunBudget(env, { orgId: org.orgId, runId, projectId: project.id, cents: opts.reservedCents })).toBe("reserved");
   await env.DB.prepare("UPDATE run_reservations SET status = 'cost_review' WHERE run_id = ?").bind(runId).run();
-  return { ...org, projectId: project.body.id as string };
+  return { ...org, projectId: project.id };
 }
