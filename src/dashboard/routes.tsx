@@ -60,6 +60,12 @@ async function read(c: Context<AppEnv>, api: Api, path: string): Promise<Json> {
   return answer.body;
 }
 
+/** What an action that came back here (`?done=`) did, for the page's status line. */
+function doneNotice(c: Context<AppEnv>): string | undefined {
+  const done = c.req.query("done");
+  return done ? `Done: ${done}.` : undefined;
+}
+
 /** A page handler whose API refusals become error pages; a token that stopped working ends the session. */
 function page(handler: (c: Context<AppEnv>) => Promise<Response>) {
   return async (c: Context<AppEnv>) => {
@@ -151,8 +157,7 @@ function readRoutes(dash: Hono<AppEnv>, api: Api): void {
     const run = await read(c, api, `/v1/runs/${id}`);
     const events = (await read(c, api, `/v1/runs/${id}/events?limit=${c.get("config").dashboardRowsMax}`)).events as Json[];
     const marks = attemptMarks(run, events, c.get("config").leaseTtlMs);
-    const notice = c.req.query("done") ? `Done: ${c.req.query("done")}.` : undefined;
-    return c.html(<RunPage run={run} events={events} marks={marks} nowMs={Date.now()} notice={notice} />);
+    return c.html(<RunPage run={run} events={events} marks={marks} nowMs={Date.now()} notice={doneNotice(c)} />);
   }));
   // EventSource cannot send a bearer token: the dashboard passes the API's stream on, resumable as it is.
   dash.get("/runs/:id/events/stream", page(async (c) => {
@@ -180,8 +185,7 @@ function readRoutes(dash: Hono<AppEnv>, api: Api): void {
       read(c, api, `/v1/runs?state=paused&limit=${limit}`),
       openReservations(c.env.DB, c.get("caller").orgId, limit),
     ]);
-    const notice = c.req.query("done") ? `Done: ${c.req.query("done")}.` : undefined;
-    return c.html(<CreditsPage credits={credits} held={held.jobs} review={[...review.jobs, ...reconcile.jobs]} paused={paused.runs} reservations={reservations} notice={notice} />);
+    return c.html(<CreditsPage credits={credits} held={held.jobs} review={[...review.jobs, ...reconcile.jobs]} paused={paused.runs} reservations={reservations} notice={doneNotice(c)} />);
   }));
   dash.get("/tokens", page(async (c) => {
     const answer = await apiCall(c, api, "GET", `/v1/tokens?limit=${c.get("config").dashboardRowsMax}`);
