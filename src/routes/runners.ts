@@ -84,11 +84,6 @@ export function checkRunnerVersion(config: Config, version: string, protocols: s
 }
 
 /**
- * Report output is bounded: more lines than REPORT_LINES_MAX are refused (src/bounds.ts), long
- * lines are cut, and lines past the total are dropped with a note, so each output event fits one
- * Queue message.
- */
-/**
  * A claim is the machine's heartbeat (its CLI version, protocols and last-seen time), so an idle
  * runner sends no other. Written at most once per heartbeat interval, and only when the row read
  * with the token says it is due; its rows are counted for Docket-Cost.
@@ -115,6 +110,11 @@ async function touchMachine(
   }
 }
 
+/**
+ * Report output is bounded: more lines than REPORT_LINES_MAX are refused (src/bounds.ts), long
+ * lines are cut, and lines past the total are dropped with a note, so each output event fits one
+ * Queue message.
+ */
 function boundLines(lines: string[], config: Config): string[] {
   const kept: string[] = [];
   let total = 0;

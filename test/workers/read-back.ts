@@ -7,25 +7,47 @@ import { callDirect } from "./direct";
 
 type Json = Record<string, any>;
 
+/** One SELECT per D1 table of an organization's rows, by table; read once, as the schema does not change within a file. */
+let tableReads: Promise<{ name: string; sql: string; scoped: boolean }[]> | null = null;
+
+function readsOfTables(): Promise<{ name: string; sql: string; scoped: boolean }[]> {
+  tableReads ??= (async () => {
+    const tables = await env.DB.prepare(
+      "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%' AND name NOT LIKE 'd1_%' AND name != 'events' ORDER BY name",
+    ).all<{ name: string }>();
+    return Promise.all(
+      tables.results.map(async ({ name }) => {
+        const columns = (await env.DB.prepare(`PRAGMA table_info(${name})`).all<{ name: string }>()).results.map((c) => c.name);
+        const where = columns.includes("org_id") ? "WHERE org_id = ?1" : name === "orgs" ? "WHERE id = ?1" : "";
+        return { name, sql: `SELECT * FROM ${name} ${where}`, scoped: where !== "" };
+      }),
+    );
+  })();
+  return tableReads;
+}
+
 export async function orgState(org: { orgId: string; admin: string; runIds?: string[]; jobIds?: string[] }): Promise<Json> {
+  const read = (path: string) => callDirect("GET", path, { token: org.admin }).then((res) => res.body);
+  const runIds = org.runIds ?? [];
+  const jobIds = org.jobIds ?? [];
+  // Every table in one D1 batch (one round trip, one consistent view), and the API reads beside it.
+  const reads = await readsOfTables();
+  const [results, runs, events, jobs, credits] = await Promise.all([
+    env.DB.batch(reads.map((r) => (r.scoped ? env.DB.prepare(r.sql).bind(org.orgId) : env.DB.prepare(r.sql)))),
+    Promise.all(runIds.map((id) => read(`/v1/runs/${id}`))),
+    Promise.all(runIds.map((id) => read(`/v1/runs/${id}/events?limit=1000`))),
+    Promise.all(jobIds.map((id) => read(`/v1/build-jobs/${id}`))),
+    read("/v1/credits"),
+  ]);
   const out: Json = {};
-  const tables = await env.DB.prepare(
-    "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%' AND name NOT LIKE 'd1_%' ORDER BY name",
-  ).all<{ name: string }>();
-  for (const { name } of tables.results) {
-    if (name === "events") continue;
-    const columns = (await env.DB.prepare(`PRAGMA table_info(${name})`).all<{ name: string }>()).results.map((c) => c.name);
-    const where = columns.includes("org_id") ? "WHERE org_id = ?1" : name === "orgs" ? "WHERE id = ?1" : "";
-    const stmt = env.DB.prepare(`SELECT * FROM ${name} ${where}`);
-    out[name] = (await (where ? stmt.bind(org.orgId) : stmt).all()).results.map((r) => JSON.stringify(r)).sort();
-  }
-  for (const id of org.runIds ?? []) {
+  reads.forEach((r, i) => (out[r.name] = results[i].results.map((row) => JSON.stringify(row)).sort()));
+  runIds.forEach((id, i) => {
     // `waiting` is left out: it explains the run against the clock (a runner's connected window lapses), it is not stored.
-    const { waiting: _waiting, ...run } = (await callDirect("GET", `/v1/runs/${id}`, { token: org.admin })).body;
+    const { waiting: _waiting, ...run } = runs[i];
     out[`run ${id}`] = run;
-    out[`events ${id}`] = (await callDirect("GET", `/v1/runs/${id}/events?limit=1000`, { token: org.admin })).body;
-  }
-  for (const id of org.jobIds ?? []) out[`job ${id}`] = (await callDirect("GET", `/v1/build-jobs/${id}`, { token: org.admin })).body;
-  out.credits = (await callDirect("GET", "/v1/credits", { token: org.admin })).body;
+    out[`events ${id}`] = events[i];
+  });
+  jobIds.forEach((id, i) => (out[`job ${id}`] = jobs[i]));
+  out.credits = credits;
   return out;
 }
