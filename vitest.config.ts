@@ -60,6 +60,20 @@ export default defineConfig(async () => {
             onConsoleLog: (line: string) => !line.startsWith("{\"msg\""),
             include: ["test/workers/**/*.test.ts"],
             setupFiles: ["./test/workers/apply-migrations.ts"],
+            // Every test file starts its own runtime and imports the Worker again, module by module: the
+            // libraries go in as one pre-bundled module each, about a second less per file.
+            deps: {
+              optimizer: {
+                ssr: {
+                  enabled: true,
+                  include: [
+                    "hono", "hono/factory", "hono/http-exception", "hono/html", "hono/secure-headers", "hono/jsx", "hono/csrf", "hono/cookie", "hono/body-limit",
+                    "hono-openapi", "zod", "drizzle-orm", "drizzle-orm/d1", "drizzle-orm/sqlite-core",
+                    "@octokit/webhooks", "@octokit/plugin-throttling", "@octokit/plugin-retry", "@octokit/core", "@octokit/auth-app", "bottleneck/light.js", "fast-check",
+                  ],
+                },
+              },
+            },
             testTimeout: 30_000,
           },
         },
