@@ -9,35 +9,21 @@
 // It attaches strace (Debian's `strace` package) to the local workerd processes it starts, for the
 // claims only. Nothing here reaches the internet.
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ADMIN_SECRET, claim, createOrg, dispatch, heartbeat, registerMachines } from './lib/docket.mjs';
-import { client, pool, sleep } from './lib/http.mjs';
-import { applyMigrations, ROOT, startWorker, stateDir, withLocalD1 } from './lib/local-worker.mjs';
-import { HEAD_PRIORITY, HEAD_SET, RUNNER_LABELS, seedFloorHead } from './lib/seed.mjs';
+import { claim } from './lib/docket.mjs';
+import { sleep } from './lib/http.mjs';
+import { FLOOR_ORG, withQueuedDocket, withQueuedFloor, workerdTimes } from './lib/queued.mjs';
+import { HEAD_SET } from './lib/seed.mjs';
 
 const CLAIMS = Number(process.env.BENCH_COMMITS_CLAIMS ?? 40);
 const IDLE_MS = Number(process.env.BENCH_COMMITS_IDLE_MS ?? 20_000);
-const FLOOR_ORG = 'org_floor';
 const say = (/** @type {string} */ line) => console.log(line);
 
 if (spawnSync('strace', ['-V']).status !== 0) {
   console.error('bench:commits needs strace (apt-get install -y strace)');
   process.exit(1);
-}
-
-/** The pids of the workerd processes running now. */
-function workerdPids() {
-  return new Set(
-    readdirSync('/proc').filter((d) => {
-      try {
-        return /^\d+$/.test(d) && readFileSync(`/proc/${d}/comm`, 'utf8').trim() === 'workerd';
-      } catch {
-        return false; // the process ended meanwhile
-      }
-    }),
-  );
 }
 
 /**
@@ -46,7 +32,7 @@ function workerdPids() {
  * @param {Set<string>} others @param {() => Promise<number>} work
  */
 async function commitsDuring(others, work) {
-  const pids = [...workerdPids()].filter((p) => !others.has(p));
+  const pids = [...workerdTimes().keys()].filter((p) => !others.has(p));
   const dir = mkdtempSync(join(tmpdir(), 'docket-bench-strace-'));
   const file = join(dir, 'fsyncs.txt');
   try {
@@ -89,53 +75,28 @@ function classify(path) {
   return `${cls}: its storage`;
 }
 
-/** Docket with `CLAIMS` queued runs and one runner; claims after `idleMs`. */
-async function docketCommits(idleMs) {
-  const state = stateDir('commits');
-  let docket = null;
-  try {
-    const config = join(ROOT, 'wrangler.toml');
-    applyMigrations(config, state.dir);
-    const others = workerdPids();
-    docket = await startWorker({ config, persist: state.dir, vars: { ADMIN_SECRET, LEASE_TTL_MS: '3600000', LAUNCH_DEADLINE_MS: '3600000' } });
-    const api = client(docket.url);
-    const org = await createOrg(api, 'bench-commits');
-    const [machine] = await registerMachines(api, org.admin, 1, RUNNER_LABELS);
-    await pool(CLAIMS, 4, () => dispatch(api, org.admin, { labels: RUNNER_LABELS, priority: HEAD_PRIORITY }));
-    await heartbeat(api, machine.token, machine.protocols);
-    await sleep(Math.max(1_500, idleMs)); // the dispatch events stored first
-    return await commitsDuring(others, async () => {
+/** One runner takes `CLAIMS` runs queued in Docket, one at a time, `idleMs` after they were dispatched. */
+function docketCommits(idleMs) {
+  return withQueuedDocket({ prefix: 'commits', runs: CLAIMS, runners: 1, idleMs }, (api, [machine], others) =>
+    commitsDuring(others, async () => {
       let granted = 0;
       for (let i = 0; i < CLAIMS; i++) if ((await claim(api, machine.token, 0)).status === 200) granted += 1;
       return granted;
-    });
-  } finally {
-    await docket?.stop();
-    state.remove();
-  }
+    }),
+  );
 }
 
-/** The floor Worker with `CLAIMS` rows at its head, claimed one at a time. */
-async function floorCommits() {
-  const state = stateDir('commits-floor');
-  const config = join(ROOT, 'bench', 'floor', 'wrangler.toml');
-  let floor = null;
-  try {
-    applyMigrations(config, state.dir);
-    await withLocalD1({ config, persist: state.dir }, (db) => seedFloorHead(db, { orgId: FLOOR_ORG, round: 'commits', count: CLAIMS }));
-    const others = workerdPids();
-    floor = await startWorker({ config, persist: state.dir });
-    const api = client(floor.url);
-    await api.call('POST', '/claim', { body: { org_id: FLOOR_ORG, labels_key: 'none', machine_id: 'warm-up' } });
-    return await commitsDuring(others, async () => {
+/** The floor Worker's `CLAIMS` queued rows, claimed one at a time after one claim that warms it up. */
+function floorCommits() {
+  return withQueuedFloor({ prefix: 'commits-floor', rows: CLAIMS }, async (api, others) => {
+    const claimOne = (labelsKey, machineId) => api.call('POST', '/claim', { body: { org_id: FLOOR_ORG, labels_key: labelsKey, machine_id: machineId } });
+    await claimOne('none', 'warm-up');
+    return commitsDuring(others, async () => {
       let granted = 0;
-      for (let i = 0; i < CLAIMS; i++) if ((await api.call('POST', '/claim', { body: { org_id: FLOOR_ORG, labels_key: HEAD_SET, machine_id: 'm0' } })).status === 200) granted += 1;
+      for (let i = 0; i < CLAIMS; i++) if ((await claimOne(HEAD_SET, 'm0')).status === 200) granted += 1;
       return granted;
     });
-  } finally {
-    await floor?.stop();
-    state.remove();
-  }
+  });
 }
 
 const show = (/** @type {string} */ who, /** @type {{ granted: number, perClaim: [string, number][] }} */ m) => {
@@ -144,8 +105,6 @@ const show = (/** @type {string} */ who, /** @type {{ granted: number, perClaim:
   for (const [what, n] of m.perClaim) say(`  ${n.toFixed(2).padStart(5)}  ${what}`);
 };
 
-say(`Docket: ${CLAIMS} runs dispatched, claimed one at a time right after`);
 show('Docket, run objects just dispatched', await docketCommits(0));
-say(`Docket: ${CLAIMS} runs dispatched, claimed one at a time after ${IDLE_MS} ms idle`);
 show(`Docket, run objects idle ${IDLE_MS / 1000} s`, await docketCommits(IDLE_MS));
 show('the floor', await floorCommits());

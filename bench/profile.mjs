@@ -9,48 +9,20 @@
 //
 // Sampling and the inspector slow the Worker down (console lines go to the inspector too), so the
 // shares matter, not the times. Nothing here reaches the internet.
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
-import { ADMIN_SECRET, claim, createOrg, dispatch, heartbeat, registerMachines } from './lib/docket.mjs';
-import { client, pool, sleep } from './lib/http.mjs';
-import { applyMigrations, ROOT, startWorker, stateDir, withLocalD1 } from './lib/local-worker.mjs';
-import { HEAD_PRIORITY, HEAD_SET, RUNNER_LABELS, seedFloorHead } from './lib/seed.mjs';
+import { claim } from './lib/docket.mjs';
+import { pool, sleep } from './lib/http.mjs';
+import { FLOOR_ORG, withQueuedDocket, withQueuedFloor, workerdTimes } from './lib/queued.mjs';
+import { HEAD_SET } from './lib/seed.mjs';
 
 const CLAIMS = Number(process.env.BENCH_PROFILE_CLAIMS ?? 400);
 const PORT = Number(process.env.BENCH_PROFILE_PORT ?? 9339);
 const RUNNERS = 4;
 const OUT = process.env.BENCH_PROFILE_OUT ?? join(tmpdir(), 'docket-claims.cpuprofile');
 const say = (/** @type {string} */ line) => console.log(line);
-
-const FLOOR_ORG = 'org_floor';
-
-/**
- * Docket with `CLAIMS` queued runs and 4 runner machines; `measure` runs while it is up.
- * @template T @param {number | undefined} inspectorPort @param {(api: any, machines: any[], others: Set<string>) => Promise<T>} measure @returns {Promise<T>}
- */
-async function withQueuedDocket(inspectorPort, measure) {
-  const state = stateDir('profile');
-  let docket = null;
-  try {
-    const config = join(ROOT, 'wrangler.toml');
-    applyMigrations(config, state.dir);
-    const others = new Set(workerdTimes().keys());
-    docket = await startWorker({ config, persist: state.dir, vars: { ADMIN_SECRET, LEASE_TTL_MS: '3600000', LAUNCH_DEADLINE_MS: '3600000' }, inspectorPort });
-    const api = client(docket.url);
-    const org = await createOrg(api, 'bench-profile');
-    const machines = await registerMachines(api, org.admin, RUNNERS, RUNNER_LABELS);
-    say(`queueing ${CLAIMS} runs`);
-    await pool(CLAIMS, 4, () => dispatch(api, org.admin, { labels: RUNNER_LABELS, priority: HEAD_PRIORITY }));
-    for (const m of machines) await heartbeat(api, m.token, m.protocols);
-    await sleep(1_500); // the outbox consumer stores the dispatch events before measuring
-    return await measure(api, machines, others);
-  } finally {
-    await docket?.stop();
-    state.remove();
-  }
-}
 
 /**
  * 4 runners take `CLAIMS` claims at once; answers the grants, the wall time and the CPU per claim
@@ -75,13 +47,15 @@ const show = (/** @type {string} */ who, /** @type {Awaited<ReturnType<typeof cl
   for (const [pid, ms] of m.perProcess) say(`  workerd process ${pid}: ${ms.toFixed(2)} ms`);
 };
 
-const docketCpu = await withQueuedDocket(undefined, (api, machines, others) => claimAll(others, (lane) => claim(api, machines[lane].token, 0)));
+const docketCpu = await withQueuedDocket({ prefix: 'profile', runs: CLAIMS, runners: RUNNERS }, (api, machines, others) => claimAll(others, (lane) => claim(api, machines[lane].token, 0)));
 show('Docket, unsampled', docketCpu);
-const floorCpu = await floorClaims();
+const floorCpu = await withQueuedFloor({ prefix: 'profile-floor', rows: CLAIMS }, (api, others) =>
+  claimAll(others, (lane) => api.call('POST', '/claim', { body: { org_id: FLOOR_ORG, labels_key: HEAD_SET, machine_id: `m${lane}` } })),
+);
 show('the floor', floorCpu);
 say(`the floor's CPU per claim is ${(floorCpu.total / docketCpu.total).toFixed(2)} of Docket's`);
 
-await withQueuedDocket(PORT, async (api, machines, others) => {
+await withQueuedDocket({ prefix: 'profile', runs: CLAIMS, runners: RUNNERS, inspectorPort: PORT }, async (api, machines, others) => {
   const inspector = await connect(PORT);
   await inspector.send('Profiler.enable');
   await inspector.send('Profiler.setSamplingInterval', { interval: 500 });
@@ -94,40 +68,6 @@ await withQueuedDocket(PORT, async (api, machines, others) => {
   report(profile);
   say(`profile written to ${OUT} (open it in Chrome DevTools, Performance)`);
 });
-
-/** The floor Worker with `CLAIMS` rows at its head, claimed by 4 runners at once. */
-async function floorClaims() {
-  const state = stateDir('profile-floor');
-  const config = join(ROOT, 'bench', 'floor', 'wrangler.toml');
-  let floor = null;
-  try {
-    applyMigrations(config, state.dir);
-    await withLocalD1({ config, persist: state.dir }, (db) => seedFloorHead(db, { orgId: FLOOR_ORG, round: 'profile', count: CLAIMS }));
-    const others = new Set(workerdTimes().keys());
-    floor = await startWorker({ config, persist: state.dir });
-    const api = client(floor.url);
-    return await claimAll(others, (lane) => api.call('POST', '/claim', { body: { org_id: FLOOR_ORG, labels_key: HEAD_SET, machine_id: `m${lane}` } }));
-  } finally {
-    await floor?.stop();
-    state.remove();
-  }
-}
-
-/** CPU time (user + system, ms) of every workerd process now, by pid. */
-function workerdTimes() {
-  const times = new Map();
-  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      if (stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) !== 'workerd') continue;
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      times.set(pid, (Number(fields[11]) + Number(fields[12])) * 10); // clock ticks of 10 ms
-    } catch {
-      // the process ended meanwhile
-    }
-  }
-  return times;
-}
 
 /** The Worker's inspector: one DevTools protocol session, answers matched to requests by id. */
 async function connect(port) {

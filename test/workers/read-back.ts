@@ -7,10 +7,13 @@ import { callDirect } from "./direct";
 
 type Json = Record<string, any>;
 
-/** One SELECT per D1 table of an organization's rows, by table; read once, as the schema does not change within a file. */
-let tableReads: Promise<{ name: string; sql: string; scoped: boolean }[]> | null = null;
+/** The SELECT of one D1 table's rows of an organization; `scoped` when it binds the organization's id. */
+type TableRead = { name: string; sql: string; scoped: boolean };
 
-function readsOfTables(): Promise<{ name: string; sql: string; scoped: boolean }[]> {
+/** One per D1 table; read once, as the schema does not change within a file. */
+let tableReads: Promise<TableRead[]> | null = null;
+
+function readsOfTables(): Promise<TableRead[]> {
   tableReads ??= (async () => {
     const tables = await env.DB.prepare(
       "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%' AND name NOT LIKE 'd1_%' AND name != 'events' ORDER BY name",
