@@ -41,8 +41,19 @@ const PRUNABLE_SQL = `SELECT seq FROM outbox WHERE sent_at_ms IS NOT NULL
 /** Queue.sendBatch takes at most 100 messages. */
 const PUBLISH_BATCH = 100;
 
+/** Due events on their way to the Queue: their rows, their messages, and when the try started. */
+export interface Sending {
+  rows: OutboxRow[];
+  messages: OutboxMessage[];
+  atMs: number;
+}
+
+const placeholders = (rows: OutboxRow[]) => rows.map(() => "?").join(",");
+
 export class Outbox {
   private readonly sql: SqlStorage;
+  /** Events this instance marked unconfirmed (markSending) and has since sent; confirm() clears their marks. */
+  private readonly confirmed = new Set<number>();
 
   constructor(
     storage: DurableObjectStorage,
@@ -91,18 +102,78 @@ export class Outbox {
 
   /** Publishes due unsent events in sequence order; a failure backs off and waits for the alarm. */
   async publish(run: RunRecord): Promise<void> {
-    (await this.send(run))?.();
+    const sending = this.due(run, Date.now());
+    if (!sending) return;
+    try {
+      await this.env.EVENTS.sendBatch(sending.messages.map((body) => ({ body, contentType: "json" as const })));
+    } catch (err) {
+      this.recordFailure(run, sending, err);
+      return;
+    }
+    this.sql.exec(
+      `UPDATE outbox SET sent_at_ms = ?, attempts = attempts + 1, last_error = NULL WHERE seq IN (${placeholders(sending.rows)})`,
+      sending.atMs,
+      ...sending.rows.map((r) => r.seq),
+    );
+    this.confirm();
+    logPublished(run, sending);
   }
 
   /**
-   * Sends due unsent events in sequence order and answers the write that records how it went (sent,
-   * or backed off until the alarm), for the caller to make together with its own writes: one commit
-   * instead of two. Null when nothing was due. Until it is made the events count as unsent, so a
-   * crash before it only sends them again (consumers dedupe by run and sequence number).
+   * A claim's publish, in two halves, so that its events cost no commit of their own. markSending()
+   * runs inside the claim's transaction: it records the due events as sent and *unconfirmed*, so the
+   * claim's one commit holds them. sendMarked() then sends them; when the send fails they are made
+   * unsent again (and retried from the alarm); when it succeeds, the next transaction of this
+   * instance clears their marks (confirm()). An instance that starts over storage with marks left
+   * (a crash, an eviction or a deploy before the next transaction) sends those events again
+   * (reclaimUnconfirmed): consumers store each (run, seq) once (src/queue/consumer.ts).
    */
-  async send(run: RunRecord): Promise<(() => void) | null> {
-    const now = Date.now();
-    const due = this.sql
+  markSending(run: RunRecord, now: number): Sending | null {
+    const sending = this.due(run, now);
+    if (!sending) return null;
+    this.sql.exec(
+      `UPDATE outbox SET sent_at_ms = ?, attempts = attempts + 1, last_error = NULL, unconfirmed = 1 WHERE seq IN (${placeholders(sending.rows)})`,
+      now,
+      ...sending.rows.map((r) => r.seq),
+    );
+    return sending;
+  }
+
+  /** Sends what markSending() marked; see there. */
+  async sendMarked(run: RunRecord, sending: Sending): Promise<void> {
+    try {
+      await this.env.EVENTS.sendBatch(sending.messages.map((body) => ({ body, contentType: "json" as const })));
+    } catch (err) {
+      this.recordFailure(run, sending, err, { marked: true });
+      return;
+    }
+    for (const r of sending.rows) this.confirmed.add(r.seq);
+    logPublished(run, sending);
+  }
+
+  /** Clears the marks of the events this instance sent; call inside a transaction (a write of its own otherwise). */
+  confirm(): void {
+    if (this.confirmed.size === 0) return;
+    const seqs = [...this.confirmed];
+    this.confirmed.clear();
+    this.sql.exec(`UPDATE outbox SET unconfirmed = 0 WHERE unconfirmed = 1 AND seq IN (${seqs.map(() => "?").join(",")})`, ...seqs);
+  }
+
+  /**
+   * Events an earlier instance marked sent and never confirmed count as unsent again, due now (see
+   * markSending). Answers how many; the caller arms the alarm that publishes them. Reads first, so
+   * an instance with nothing to reclaim writes nothing.
+   */
+  reclaimUnconfirmed(now: number): number {
+    const left = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM outbox WHERE unconfirmed = 1").one().n;
+    if (left === 0) return 0;
+    this.sql.exec("UPDATE outbox SET sent_at_ms = NULL, unconfirmed = 0, next_attempt_at_ms = ? WHERE unconfirmed = 1", now);
+    return left;
+  }
+
+  /** The due unsent events, oldest first, as rows and as the messages that carry them; null when none are due. */
+  private due(run: RunRecord, now: number): Sending | null {
+    const rows = this.sql
       .exec<OutboxRow>(
         "SELECT seq, type, at_ms, data, attempts FROM outbox WHERE sent_at_ms IS NULL AND attempts < ? AND next_attempt_at_ms <= ? ORDER BY seq LIMIT ?",
         this.config.outboxMaxAttempts,
@@ -110,49 +181,26 @@ export class Outbox {
         PUBLISH_BATCH,
       )
       .toArray();
-    if (due.length === 0) return null;
-    const messages: OutboxMessage[] = due.map((r) => {
+    if (rows.length === 0) return null;
+    const messages: OutboxMessage[] = rows.map((r) => {
       const data = JSON.parse(r.data) as Record<string, unknown>;
       return { run_id: run.id, org_id: run.orgId, seq: r.seq, type: r.type, at_ms: r.at_ms, attempt: eventAttempt(data), data };
     });
-    try {
-      await this.env.EVENTS.sendBatch(messages.map((body) => ({ body, contentType: "json" as const })));
-    } catch (err) {
-      return () => this.recordFailure(run, due, messages, now, err);
-    }
-    return () => this.recordSent(run, due, messages, now);
+    return { rows, messages, atMs: now };
   }
 
-  private recordSent(run: RunRecord, due: OutboxRow[], messages: OutboxMessage[], now: number): void {
+  /** A failed send backs the events off until the alarm tries again; `marked`: its try was counted when they were marked. */
+  private recordFailure(run: RunRecord, sending: Sending, err: unknown, opts: { marked?: boolean } = {}): void {
+    const attempts = sending.rows[0].attempts + 1;
+    const retryAt = Date.now() + publishRetryMs(this.config, attempts);
     this.sql.exec(
-      `UPDATE outbox SET sent_at_ms = ?, attempts = attempts + 1, last_error = NULL WHERE seq IN (${due.map(() => "?").join(",")})`,
-      now,
-      ...due.map((r) => r.seq),
-    );
-    // One line per publish try and run attempt, for `wrangler tail`.
-    for (const group of byAttempt(messages)) {
-      logRun("outbox.published", {
-        run: run.id,
-        attempt: group.attempt,
-        seq: group.seq,
-        last_seq: group.lastSeq,
-        count: group.count,
-        try: due[0].attempts + 1,
-        reason: due[0].attempts > 0 ? "retry" : "new",
-      });
-    }
-  }
-
-  private recordFailure(run: RunRecord, due: OutboxRow[], messages: OutboxMessage[], now: number, err: unknown): void {
-    const attempts = due[0].attempts + 1;
-    const retryAt = now + publishRetryMs(this.config, attempts);
-    this.sql.exec(
-      `UPDATE outbox SET attempts = attempts + 1, next_attempt_at_ms = ?, last_error = ? WHERE seq IN (${due.map(() => "?").join(",")})`,
+      `UPDATE outbox SET sent_at_ms = NULL, unconfirmed = 0, attempts = attempts + ?, next_attempt_at_ms = ?, last_error = ? WHERE seq IN (${placeholders(sending.rows)})`,
+      opts.marked ? 0 : 1,
       retryAt,
       String(err),
-      ...due.map((r) => r.seq),
+      ...sending.rows.map((r) => r.seq),
     );
-    for (const group of byAttempt(messages)) {
+    for (const group of byAttempt(sending.messages)) {
       logRun("outbox.publish_failed", {
         run: run.id,
         attempt: group.attempt,
@@ -228,11 +276,28 @@ export class Outbox {
 
   /** Operator redelivery: publish events after `afterSeq` again, sent or not (consumers dedupe). */
   requeue(afterSeq: number, now: number): number {
+    this.confirm();
     return this.sql.exec(
-      "UPDATE outbox SET sent_at_ms = NULL, attempts = 0, next_attempt_at_ms = ? WHERE seq > ?",
+      "UPDATE outbox SET sent_at_ms = NULL, attempts = 0, unconfirmed = 0, next_attempt_at_ms = ? WHERE seq > ?",
       now,
       afterSeq,
     ).rowsWritten;
+  }
+}
+
+/** One line per publish try and run attempt, for `wrangler tail`. */
+function logPublished(run: RunRecord, sending: Sending): void {
+  const tries = sending.rows[0].attempts;
+  for (const group of byAttempt(sending.messages)) {
+    logRun("outbox.published", {
+      run: run.id,
+      attempt: group.attempt,
+      seq: group.seq,
+      last_seq: group.lastSeq,
+      count: group.count,
+      try: tries + 1,
+      reason: tries > 0 ? "retry" : "new",
+    });
   }
 }
 

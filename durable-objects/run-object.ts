@@ -25,7 +25,7 @@ import { SLOT_STATES } from "../src/autopilot/scheduler-gates";
 import { outageMayBeOngoing, readWatermark, reaperGraceFromMs } from "../src/sweep";
 import { ArtifactStore } from "./artifact-store";
 import { CheckpointStore } from "./checkpoint-store";
-import { Outbox, type StoredEvent } from "./outbox";
+import { Outbox, type Sending, type StoredEvent } from "./outbox";
 import { RunStreams, STREAM_ORG_HEADER, streamAfter, tooManyStreams } from "./run-streams";
 import { RUN_OBJECT_MIGRATIONS } from "./run-schema";
 import { migrate } from "./sql-migrations";
@@ -74,6 +74,13 @@ export class RunObject extends DurableObject<Env> {
     // Live event streams: every append wakes this run's open streams.
     this.streams = new RunStreams({ after: (seq, limit) => this.outbox.after(seq, limit), endedState: () => this.endedState(), attempt: () => this.load()?.attempt ?? 0 }, this.config);
     this.outbox.onAppend(() => this.streams.wake());
+    // A claim's events that an earlier instance never confirmed sent go out again (outbox.markSending).
+    const reclaimed = this.outbox.reclaimUnconfirmed(Date.now());
+    const run = reclaimed > 0 ? this.load() : null;
+    if (run) {
+      const at = this.armAlarm();
+      logRun("outbox.reclaimed", { run: run.id, attempt: run.attempt, count: reclaimed, retry_at_ms: at, reason: "sent by an earlier instance and never confirmed: sent again" });
+    }
   }
 
   // ---- reads ---------------------------------------------------------------------------------
@@ -170,12 +177,19 @@ export class RunObject extends DurableObject<Env> {
     if (held) return { answer: held, cost };
     const token = newToken("attempt");
     const tokenHash = await sha256Hex(token);
-    // The claim's side effects are finished just below, so its alarm is its launch deadline.
+    // The claim's side effects are finished just below, so its alarm is its launch deadline; they
+    // are recorded as done in the claim's own commit, and undone if they fail (finishClaim).
+    let sending: Sending | null = null;
+    const projectedBefore = this.projectedVersion();
     const result = this.apply(
       { type: "claim", machineId },
       {
         finishedHere: true,
-        alsoWrite: (run) => this.sql.exec("INSERT INTO attempt_tokens (attempt, machine_id, token_hash) VALUES (?, ?, ?)", run.attempt, machineId, tokenHash),
+        alsoWrite: (run) => {
+          this.sql.exec("INSERT INTO attempt_tokens (attempt, machine_id, token_hash) VALUES (?, ?, ?)", run.attempt, machineId, tokenHash);
+          this.sql.exec("UPDATE run SET projected_version = ?", run.version);
+          sending = this.outbox.markSending(run, Date.now());
+        },
       },
     );
     if ("error" in result) {
@@ -190,7 +204,7 @@ export class RunObject extends DurableObject<Env> {
       return { answer: result, cost };
     }
     const run = result.run;
-    addCost(cost, await this.finishClaim(result.alarmAtMs));
+    addCost(cost, await this.finishClaim(run, projectedBefore, sending, result.alarmAtMs));
     const answer: ClaimGrant = {
       run_id: run.id,
       attempt: run.attempt,
@@ -677,6 +691,7 @@ export class RunObject extends DurableObject<Env> {
       );
       if (cursor.rowsWritten !== 1) throw new Error(`compare-and-swap lost on run ${current.id}`);
       seqs = this.outbox.append(next, decision.events, now);
+      this.outbox.confirm();
       opts.alsoWrite?.(next);
     });
     this.stored = next;
@@ -712,15 +727,17 @@ export class RunObject extends DurableObject<Env> {
   }
 
   /**
-   * finishPending() for a claim. Its events (run.state claimed) need nothing the queue row gives
-   * their consumer, so they are sent while the row is written: one round trip less before the
-   * grant. Both are recorded together with the alarm, in one commit. A claimed run needs no
-   * wake-up, and holds no autopilot slot to give back.
+   * finishPending() for a claim, whose commit already recorded the queue row written and the events
+   * sent (claimCounted). Its events (run.state claimed) need nothing the queue row gives their
+   * consumer, so both go out at once: one round trip before the grant, and no commit after it
+   * unless one failed. A failed queue row write is recorded as not made, failed events as unsent,
+   * and the alarm retries them; a crash before either is repaired by whoever finds the run next
+   * (a stale queue row refuses its claim and is rewritten; events never confirmed go out again from
+   * the next instance). A claimed run needs no wake-up, and holds no autopilot slot to give back.
    */
-  private async finishClaim(armedAtMs: number | null | undefined): Promise<Cost> {
-    const [projected, sent] = await Promise.all([this.project(false), this.outbox.send(this.load()!)]);
-    projected.record?.();
-    sent?.();
+  private async finishClaim(run: RunRecord, projectedBefore: number, sending: Sending | null, armedAtMs: number | null | undefined): Promise<Cost> {
+    const [projected] = await Promise.all([this.writeQueueRow(run), sending ? this.outbox.sendMarked(run, sending) : null]);
+    if (!projected.ok) this.sql.exec("UPDATE run SET projected_version = ? WHERE projected_version = ?", projectedBefore, run.version);
     this.armAlarm(0, { armedAtMs });
     return projected.cost;
   }
@@ -734,26 +751,23 @@ export class RunObject extends DurableObject<Env> {
    * write only lands over an older version. A failure is retried from the alarm.
    */
   private async repairProjection(force: boolean): Promise<Cost> {
-    const { cost, record } = await this.project(force);
-    record?.();
+    const run = this.load();
+    if (!run || (!force && this.projectedVersion() >= run.version)) return noCost();
+    const { ok, cost } = await this.writeQueueRow(run);
+    if (ok) this.sql.exec("UPDATE run SET projected_version = ? WHERE projected_version < ?", run.version, run.version);
     return cost;
   }
 
-  /**
-   * repairProjection(), answering the write that records the projected version instead of making
-   * it, so a caller can make it with its other writes (finishClaim). Null when nothing was written.
-   */
-  private async project(force: boolean): Promise<{ cost: Cost; record: (() => void) | null }> {
+  /** One write of the run's D1 queue row; a failure is logged and answered, never thrown. */
+  private async writeQueueRow(run: RunRecord): Promise<{ ok: boolean; cost: Cost }> {
     const cost = noCost();
-    const run = this.load();
-    if (!run || (!force && this.projectedVersion() >= run.version)) return { cost, record: null };
     try {
       addD1(cost, await projectRun(this.env.DB, run));
+      return { ok: true, cost };
     } catch (err) {
       logRun("run.projection_failed", { run: run.id, attempt: run.attempt, version: run.version, reason: `the queue row was not written: ${String(err)}` });
-      return { cost, record: null };
+      return { ok: false, cost };
     }
-    return { cost, record: () => this.sql.exec("UPDATE run SET projected_version = ? WHERE projected_version < ?", run.version, run.version) };
   }
 
   /**

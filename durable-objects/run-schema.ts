@@ -24,4 +24,8 @@ export const RUN_OBJECT_MIGRATIONS: readonly MigrationStep[] = [
     sql.exec(`CREATE TABLE IF NOT EXISTS checkpoint_chunks (
       part TEXT NOT NULL, idx INTEGER NOT NULL, data TEXT NOT NULL, PRIMARY KEY (part, idx))`);
   },
+  // 3: events a claim recorded as sent before it sent them (durable-objects/outbox.ts, markSending).
+  (sql) => {
+    sql.exec("ALTER TABLE outbox ADD COLUMN unconfirmed INTEGER NOT NULL DEFAULT 0");
+  },
 ];

@@ -5,6 +5,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { RunObject } from "../../durable-objects/run-object";
 import { DEFAULTS } from "../../src/config";
 import { allEvents, finishRun, storedSeqs, waitFor } from "./events-helpers";
 import { attemptCall, call, claim, createOrg, dispatch, getRun, registerRunner, report, runAlarm, runStub } from "./helpers";
@@ -153,6 +154,83 @@ describe("publishing the outbox", () => {
     expect(res.body).toMatchObject({ requeued: 1, outbox: { unsent: 0, exhausted: 0 } });
     await waitFor("the event to be stored", async () => ((await storedSeqs(runId)).length === 2 ? true : undefined));
     expect(await storedSeqs(runId)).toEqual([1, 2]);
+    await runAlarm(runId);
+  });
+});
+
+describe("a claim's events", () => {
+  type Row = { seq: number; sent: number | null; unconfirmed: number; attempts: number };
+  const outboxRows = (runId: string) =>
+    runInDurableObject(runStub(runId), (_o, state) =>
+      state.storage.sql.exec<Row>("SELECT seq, sent_at_ms AS sent, unconfirmed, attempts FROM outbox ORDER BY seq").toArray(),
+    );
+
+  it("are recorded as sent in the claim's own commit, and marked confirmed by the run's next change", async () => {
+    const { admin } = await createOrg();
+    const runner = await registerRunner(admin);
+    const runId = await dispatch(admin);
+    const grant = await claim(runner.token, 0);
+    expect(grant.status).toBe(200);
+    await waitFor("the claim's event to be stored", async () => ((await storedSeqs(runId)).includes(2) ? true : undefined));
+    const [, claimed] = await outboxRows(runId);
+    expect(claimed).toMatchObject({ seq: 2, unconfirmed: 1, attempts: 1 });
+    expect(claimed.sent).not.toBeNull();
+    // The next transition's transaction clears the mark of what this instance has since sent.
+    expect((await attemptCall(runner.token, runId, 1, "launched", { sandbox_id: "sb-1" })).status).toBe(200);
+    const after = await outboxRows(runId);
+    expect(after.length).toBeGreaterThan(2);
+    expect(after.filter((r) => r.unconfirmed === 1)).toEqual([]);
+    await runAlarm(runId);
+  });
+
+  it("that a crash kept from the Queue are sent again by the run object's next instance", async () => {
+    const { admin } = await createOrg();
+    const runner = await registerRunner(admin);
+    const runId = await dispatch(admin);
+    expect((await claim(runner.token, 0)).status).toBe(200);
+    await waitFor("the claim's event to be stored", async () => ((await storedSeqs(runId)).includes(2) ? true : undefined));
+    // As if the object had gone after its commit and before the send: marked, never stored.
+    await env.DB.prepare("DELETE FROM events WHERE run_id = ? AND seq = 2").bind(runId).run();
+    expect(await storedSeqs(runId)).toEqual([1]);
+    const alarm = await runInDurableObject(runStub(runId), async (_o, state) => {
+      const restarted = new RunObject(state, env);
+      const armed = await state.storage.getAlarm();
+      const rows = state.storage.sql.exec<Row>("SELECT seq, sent_at_ms AS sent, unconfirmed, attempts FROM outbox WHERE seq = 2").one();
+      await restarted.alarm();
+      return { armed, rows };
+    });
+    // The new instance made the event unsent again and armed its alarm for it, well before the launch deadline.
+    expect(alarm.rows).toMatchObject({ sent: null, unconfirmed: 0 });
+    expect(alarm.armed).not.toBeNull();
+    expect(alarm.armed!).toBeLessThanOrEqual(Date.now() + DEFAULTS.outboxBackoffMs);
+    await waitFor("the claim's event to be stored again", async () => ((await storedSeqs(runId)).includes(2) ? true : undefined));
+    expect(await storedSeqs(runId)).toEqual([1, 2]);
+    expect((await getRun(admin, runId)).state).toBe("claimed");
+    await runAlarm(runId);
+  });
+
+  it("whose send fails are unsent again and retried from the alarm, not at the launch deadline", async () => {
+    const { admin } = await createOrg();
+    const runner = await registerRunner(admin);
+    const runId = await dispatch(admin);
+    await waitFor("the dispatch event to be stored", async () => ((await storedSeqs(runId)).includes(1) ? true : undefined));
+    await runInDurableObject(runStub(runId), (instance) => {
+      const outbox = (instance as unknown as { outbox: { env: unknown } }).outbox;
+      outbox.env = { ...(outbox.env as object), EVENTS: { sendBatch: async () => Promise.reject(new Error("queue unavailable")) } };
+    });
+    expect((await claim(runner.token, 0)).status).toBe(200);
+    const [, claimed] = await outboxRows(runId);
+    expect(claimed).toMatchObject({ seq: 2, sent: null, unconfirmed: 0, attempts: 1 });
+    const armed = await runInDurableObject(runStub(runId), (_o, state) => state.storage.getAlarm());
+    expect(armed).not.toBeNull();
+    expect(armed!).toBeLessThan(Date.now() + DEFAULTS.launchDeadlineMs / 2);
+    await runInDurableObject(runStub(runId), (instance, state) => {
+      (instance as unknown as { outbox: { env: unknown } }).outbox.env = env;
+      state.storage.sql.exec("UPDATE outbox SET next_attempt_at_ms = 0 WHERE sent_at_ms IS NULL");
+    });
+    await runAlarm(runId);
+    await waitFor("the claim's event to be stored", async () => ((await storedSeqs(runId)).includes(2) ? true : undefined));
+    expect((await outboxRows(runId)).map((r) => r.sent !== null)).toEqual([true, true]);
     await runAlarm(runId);
   });
 });

@@ -4,6 +4,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { DEFAULTS } from "../../src/config";
 import { call, claim, createOrg, dispatch, registerRunner, runAlarm, runStub } from "./helpers";
 
 const row = (runId: string) =>
@@ -24,6 +25,29 @@ describe("the queue projection", () => {
     expect((await row(runId))?.state).toBe("queued");
     expect(await runAlarm(runId)).toBe(true);
     expect(await row(runId)).toEqual({ state: "cancelled", version: 2 });
+  });
+
+  it("a claim whose queue row write fails records it as not made, and its alarm writes it", async () => {
+    const { admin } = await createOrg();
+    const runner = await registerRunner(admin);
+    const runId = await dispatch(admin);
+    await env.DB.prepare("CREATE TRIGGER refuse_claimed BEFORE UPDATE ON runs WHEN NEW.state = 'claimed' BEGIN SELECT RAISE(ABORT, 'refused by the test'); END").run();
+    try {
+      const grant = await claim(runner.token, 0);
+      expect(grant.status).toBe(200);
+    } finally {
+      await env.DB.prepare("DROP TRIGGER refuse_claimed").run();
+    }
+    expect(await row(runId)).toEqual({ state: "queued", version: 1 });
+    const stored = await runInDurableObject(runStub(runId), async (_o, state) => ({
+      projected: state.storage.sql.exec<{ v: number }>("SELECT projected_version AS v FROM run").one().v,
+      alarm: await state.storage.getAlarm(),
+    }));
+    // The claim's commit had recorded the row as written; the failure took that back and armed a retry.
+    expect(stored.projected).toBe(1);
+    expect(stored.alarm!).toBeLessThan(Date.now() + DEFAULTS.launchDeadlineMs / 2);
+    expect(await runAlarm(runId)).toBe(true);
+    expect(await row(runId)).toEqual({ state: "claimed", version: 2 });
   });
 
   it("an older version never overwrites a newer row", async () => {
