@@ -1,5 +1,6 @@
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-pool-workers";
 import { defineConfig } from "vitest/config";
+import { LongestFirst } from "./test/longest-first";
 
 declare const process: { env: Record<string, string | undefined> };
 
@@ -17,6 +18,8 @@ export default defineConfig(async () => {
       // every file one after another, though most of a file's time is waiting (long-polls, leases,
       // child processes). `npm test -- --maxWorkers=1` runs them one at a time again.
       maxWorkers: "100%",
+      // The longest files start first, across both projects (test/longest-first.ts).
+      sequence: { sequencer: LongestFirst },
       projects: [
         {
           plugins: [
@@ -81,8 +84,9 @@ export default defineConfig(async () => {
           test: {
             name: "node",
             environment: "node",
-            // The runner CLI the tests start is its TypeScript build: build it once, before them.
-            globalSetup: ["./runner-cli/test/helpers/build.mjs"],
+            // The runner CLI the tests start is its TypeScript build: build it once, before them; and
+            // apply the D1 migrations once, to the template every local Docket starts from.
+            globalSetup: ["./runner-cli/test/helpers/build.mjs", "./test/e2e/migrated-state.mjs"],
             include: ["test/e2e/**/*.test.{ts,mjs}", "runner-cli/test/**/*.test.{ts,mjs}", "test/unit/**/*.test.ts"],
             testTimeout: 120_000,
             hookTimeout: 120_000,

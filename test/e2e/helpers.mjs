@@ -8,10 +8,10 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { unstable_startWorker } from 'wrangler';
 import { Listener } from '../../runner-cli/test/helpers/listener.mjs';
+import { migratedState } from './migrated-state.mjs';
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const CLI = join(ROOT, 'runner-cli', 'bin', 'docket-runner.mjs');
-const WRANGLER = join(ROOT, 'node_modules', 'wrangler', 'bin', 'wrangler.js');
 export const ADMIN_SECRET = 'e2e-admin-secret';
 /** The deployment secret autopilot projects' secrets are encrypted under (README, "Configuration"). */
 export const AUTOPILOT_SECRET_KEY = 'e2e-autopilot-secret-key-0123456789abcdef';
@@ -51,13 +51,7 @@ export function removeTempDirs() {
  */
 export async function startDocket(vars = {}) {
   const persist = tempDir('state');
-  const migrate = spawnSync(process.execPath, [WRANGLER, 'd1', 'migrations', 'apply', 'DB', '--local', '--persist-to', persist], {
-    cwd: ROOT,
-    env: { ...process.env, CI: 'true', WRANGLER_SEND_METRICS: 'false' },
-    encoding: 'utf8',
-    timeout: 90_000,
-  });
-  if (migrate.status !== 0) throw new Error(`migrations failed: ${migrate.stdout}\n${migrate.stderr}`);
+  migratedState(persist);
   let port = 0;
   let worker = null;
   const boot = async (/** @type {Record<string, string>} */ v) => {

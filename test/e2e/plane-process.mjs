@@ -2,7 +2,7 @@
 // directory, in its own process group, so a test can SIGKILL it (wrangler and its workerd
 // grandchild at once) and start it again on the same state. Its stdout is watched line by line:
 // the Worker's structured log lines (src/lib/log.ts) reach subscribers as parsed objects.
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
@@ -22,17 +22,6 @@ export function freePort() {
       srv.close(() => resolve(port));
     });
   });
-}
-
-/** Applies the D1 migrations to a fresh persist directory. @param {string} persist */
-export function migrate(persist) {
-  const r = spawnSync(process.execPath, [WRANGLER, 'd1', 'migrations', 'apply', 'DB', '--local', '--persist-to', persist], {
-    cwd: ROOT,
-    env: { ...process.env, ...QUIET_ENV },
-    encoding: 'utf8',
-    timeout: 120_000,
-  });
-  if (r.status !== 0) throw new Error(`migrations failed: ${r.stdout}\n${r.stderr}`);
 }
 
 /**

@@ -7,7 +7,8 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { ADMIN_SECRET, FAST_VARS, RunnerHome, agentScript, bareRepo, removeTempDirs, sleep, tempDir } from './helpers.mjs';
 import { TERMINAL, readRunObjects, strandedRuns, summary } from './plane-disk.mjs';
-import { Plane, freePort, migrate } from './plane-process.mjs';
+import { migratedState } from './migrated-state.mjs';
+import { Plane, freePort } from './plane-process.mjs';
 
 /**
  * Server timings: short enough that a lost claim is requeued within the settle period, and a lease
@@ -112,7 +113,7 @@ export async function runChaos(o) {
   let ticking = true;
   let ticker = Promise.resolve();
   try {
-    migrate(persist);
+    migratedState(persist);
     await plane.start();
     say(`plane up at ${plane.url} (state ${persist})`);
     ticker = (async () => {
