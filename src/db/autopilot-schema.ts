@@ -1,4 +1,4 @@
-import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 // Autopilot projects (../shared/spec/run-lifecycle.md, "Admission"): the tracker repository a
 // project watches, its admission policy, and the secrets Docket acts with, encrypted at rest
@@ -38,3 +38,30 @@ export const autopilotProjects = sqliteTable(
     uniqueIndex("autopilot_projects_repository").on(t.orgId, t.provider, t.repositoryKey),
   ],
 );
+
+// Autopilot admission (migrations/0007_autopilot_tickets.sql, restated by 0013): each project's index of its tickets,
+// a projection of the TicketObjects, which are the authority (src/autopilot/admission.ts); and
+// reconciliation's persisted cursor per project (src/autopilot/reconcile.ts).
+
+export const autopilotTickets = sqliteTable(
+  "autopilot_tickets",
+  {
+    projectId: text("project_id").notNull(),
+    ticketKey: text("ticket_key").notNull(), // github:owner/repo#12
+    orgId: text("org_id").notNull(),
+    number: integer("number").notNull(),
+    status: text("status").notNull(),
+    reasons: text("reasons").notNull(), // JSON array
+    generation: text("generation"),
+    runId: text("run_id"),
+    updatedAtMs: integer("updated_at_ms").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.projectId, t.ticketKey] }), index("autopilot_tickets_run").on(t.projectId, t.runId)],
+);
+
+export const autopilotReconcile = sqliteTable("autopilot_reconcile", {
+  projectId: text("project_id").primaryKey(),
+  phase: text("phase").notNull(),
+  cursor: text("cursor"),
+  updatedAtMs: integer("updated_at_ms").notNull(),
+});
