@@ -48,7 +48,8 @@ export interface Sending {
   atMs: number;
 }
 
-const placeholders = (rows: OutboxRow[]) => rows.map(() => "?").join(",");
+/** The `?, ?, …` of an `IN (…)` over `items`. */
+const placeholders = (items: readonly unknown[]) => items.map(() => "?").join(",");
 
 export class Outbox {
   private readonly sql: SqlStorage;
@@ -103,20 +104,9 @@ export class Outbox {
   /** Publishes due unsent events in sequence order; a failure backs off and waits for the alarm. */
   async publish(run: RunRecord): Promise<void> {
     const sending = this.due(run, Date.now());
-    if (!sending) return;
-    try {
-      await this.env.EVENTS.sendBatch(sending.messages.map((body) => ({ body, contentType: "json" as const })));
-    } catch (err) {
-      this.recordFailure(run, sending, err);
-      return;
-    }
-    this.sql.exec(
-      `UPDATE outbox SET sent_at_ms = ?, attempts = attempts + 1, last_error = NULL WHERE seq IN (${placeholders(sending.rows)})`,
-      sending.atMs,
-      ...sending.rows.map((r) => r.seq),
-    );
+    if (!sending || !(await this.send(run, sending, { marked: false }))) return;
+    this.recordSent(sending, { unconfirmed: false });
     this.confirm();
-    logPublished(run, sending);
   }
 
   /**
@@ -130,25 +120,13 @@ export class Outbox {
    */
   markSending(run: RunRecord, now: number): Sending | null {
     const sending = this.due(run, now);
-    if (!sending) return null;
-    this.sql.exec(
-      `UPDATE outbox SET sent_at_ms = ?, attempts = attempts + 1, last_error = NULL, unconfirmed = 1 WHERE seq IN (${placeholders(sending.rows)})`,
-      now,
-      ...sending.rows.map((r) => r.seq),
-    );
+    if (sending) this.recordSent(sending, { unconfirmed: true });
     return sending;
   }
 
   /** Sends what markSending() marked; see there. */
   async sendMarked(run: RunRecord, sending: Sending): Promise<void> {
-    try {
-      await this.env.EVENTS.sendBatch(sending.messages.map((body) => ({ body, contentType: "json" as const })));
-    } catch (err) {
-      this.recordFailure(run, sending, err, { marked: true });
-      return;
-    }
-    for (const r of sending.rows) this.confirmed.add(r.seq);
-    logPublished(run, sending);
+    if (await this.send(run, sending, { marked: true })) for (const r of sending.rows) this.confirmed.add(r.seq);
   }
 
   /** Clears the marks of the events this instance sent; call inside a transaction (a write of its own otherwise). */
@@ -156,7 +134,7 @@ export class Outbox {
     if (this.confirmed.size === 0) return;
     const seqs = [...this.confirmed];
     this.confirmed.clear();
-    this.sql.exec(`UPDATE outbox SET unconfirmed = 0 WHERE unconfirmed = 1 AND seq IN (${seqs.map(() => "?").join(",")})`, ...seqs);
+    this.sql.exec(`UPDATE outbox SET unconfirmed = 0 WHERE unconfirmed = 1 AND seq IN (${placeholders(seqs)})`, ...seqs);
   }
 
   /**
@@ -189,8 +167,33 @@ export class Outbox {
     return { rows, messages, atMs: now };
   }
 
+  /**
+   * One Queue send of `sending`: logged and answered true when it went out; backed off until the
+   * alarm tries again (recordFailure) and answered false when it did not.
+   */
+  private async send(run: RunRecord, sending: Sending, opts: { marked: boolean }): Promise<boolean> {
+    try {
+      await this.env.EVENTS.sendBatch(sending.messages.map((body) => ({ body, contentType: "json" as const })));
+    } catch (err) {
+      this.recordFailure(run, sending, err, opts);
+      return false;
+    }
+    logPublished(run, sending);
+    return true;
+  }
+
+  /** Records a try of `sending` as sent, at its start; `unconfirmed` until this instance sees it go out (markSending). */
+  private recordSent(sending: Sending, opts: { unconfirmed: boolean }): void {
+    this.sql.exec(
+      `UPDATE outbox SET sent_at_ms = ?, attempts = attempts + 1, last_error = NULL, unconfirmed = ? WHERE seq IN (${placeholders(sending.rows)})`,
+      sending.atMs,
+      opts.unconfirmed ? 1 : 0,
+      ...sending.rows.map((r) => r.seq),
+    );
+  }
+
   /** A failed send backs the events off until the alarm tries again; `marked`: its try was counted when they were marked. */
-  private recordFailure(run: RunRecord, sending: Sending, err: unknown, opts: { marked?: boolean } = {}): void {
+  private recordFailure(run: RunRecord, sending: Sending, err: unknown, opts: { marked: boolean }): void {
     const attempts = sending.rows[0].attempts + 1;
     const retryAt = Date.now() + publishRetryMs(this.config, attempts);
     this.sql.exec(

@@ -10,7 +10,9 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const WRANGLER = join(ROOT, 'node_modules', 'wrangler', 'bin', 'wrangler.js');
+/** The installed wrangler's CLI, and the environment that keeps it off the network (test/e2e/plane-process.mjs too). */
+export const WRANGLER = join(ROOT, 'node_modules', 'wrangler', 'bin', 'wrangler.js');
+export const QUIET_ENV = { CI: 'true', WRANGLER_SEND_METRICS: 'false', CLOUDFLARE_CF_FETCH_ENABLED: 'false' };
 /** Where the global setup put the template: test files inherit it with the environment. */
 const TEMPLATE_ENV = 'DOCKET_TEST_MIGRATED_STATE';
 
@@ -18,7 +20,7 @@ const TEMPLATE_ENV = 'DOCKET_TEST_MIGRATED_STATE';
 export function applyMigrations(persist) {
   const r = spawnSync(process.execPath, [WRANGLER, 'd1', 'migrations', 'apply', 'DB', '--local', '--persist-to', persist], {
     cwd: ROOT,
-    env: { ...process.env, CI: 'true', WRANGLER_SEND_METRICS: 'false', CLOUDFLARE_CF_FETCH_ENABLED: 'false' },
+    env: { ...process.env, ...QUIET_ENV },
     encoding: 'utf8',
     timeout: 120_000,
   });

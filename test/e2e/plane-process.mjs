@@ -5,11 +5,9 @@
 import { spawn } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
 import { createServer } from 'node:net';
-import { join } from 'node:path';
 import { ROOT, sleep } from './helpers.mjs';
+import { QUIET_ENV, WRANGLER } from './migrated-state.mjs';
 
-const WRANGLER = join(ROOT, 'node_modules', 'wrangler', 'bin', 'wrangler.js');
-const QUIET_ENV = { CI: 'true', WRANGLER_SEND_METRICS: 'false', CLOUDFLARE_CF_FETCH_ENABLED: 'false' };
 
 /** A free TCP port on 127.0.0.1 (the plane keeps it across restarts). */
 export function freePort() {
