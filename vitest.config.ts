@@ -14,10 +14,11 @@ export default defineConfig(async () => {
   const migrations = await readD1Migrations("./migrations");
   return {
     test: {
-      // One test file per core. Vitest's default leaves one core free, which on a 2-core machine runs
-      // every file one after another, though most of a file's time is waiting (long-polls, leases,
-      // child processes). `npm test -- --maxWorkers=1` runs them one at a time again.
-      maxWorkers: "100%",
+      // Three test files per two cores. Vitest's default leaves one core free, which on a 2-core
+      // machine runs every file one after another; one file per core still left a third of the CPU
+      // idle, because much of a file's time is waiting (long-polls, leases, child processes, the
+      // start of its runtime). `npm test -- --maxWorkers=1` runs them one at a time again.
+      maxWorkers: "150%",
       // The longest files start first, across both projects (test/longest-first.ts).
       sequence: { sequencer: LongestFirst },
       projects: [
