@@ -12,13 +12,16 @@ process.env.CLOUDFLARE_CF_FETCH_ENABLED ??= "false";
 // Queue, all local), and Node tests (the runner CLI and end-to-end runs against a local Worker).
 export default defineConfig(async () => {
   const migrations = await readD1Migrations("./migrations");
+  // Node's os module, typed here: this file is type-checked with the Workers' types, not Node's.
+  const { availableParallelism } = (await import("node:os" as string)) as { availableParallelism: () => number };
   return {
     test: {
-      // Three test files per two cores. Vitest's default leaves one core free, which on a 2-core
-      // machine runs every file one after another; one file per core still left a third of the CPU
-      // idle, because much of a file's time is waiting (long-polls, leases, child processes, the
-      // start of its runtime). `npm test -- --maxWorkers=1` runs them one at a time again.
-      maxWorkers: "150%",
+      // Three test files per two cores (a percentage here would stop at one per core). Vitest's
+      // default leaves one core free, which on a 2-core machine runs every file one after another;
+      // one file per core still left a third of the CPU idle, because much of a file's time is
+      // waiting (long-polls, leases, child processes, the start of its runtime).
+      // `npm test -- --maxWorkers=1` runs them one at a time again.
+      maxWorkers: Math.ceil(availableParallelism() * 1.5),
       // The longest files start first, across both projects (test/longest-first.ts).
       sequence: { sequencer: LongestFirst },
       projects: [
