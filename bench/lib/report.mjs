@@ -1,4 +1,5 @@
 // The benchmark's results as markdown tables (bench/results/*.md and docs/BENCHMARKS.md).
+import { goalRows } from './goals.mjs';
 
 /** @param {number | null | undefined} v @param {number} [digits] */
 function n(v, digits = 1) {
@@ -23,10 +24,15 @@ export function resultTables(r, chartsAt = null) {
     const found = chartsAt === null ? null : (r.charts ?? []).find((/** @type {any} */ c) => c.file.endsWith(suffix));
     if (found) out.push(`\n![${found.title}](${chartsAt}${found.file})\n`);
   };
+  out.push(
+    `### Against the goals\n\n` +
+      `Docket's performance goals, each with this run's figure, what anchors it (the floor Worker in \`bench/floor/\`, runners people already use) and whether this run met it; the sections below have the details.\n`,
+  );
+  out.push(table(['measure', 'this run', 'goal', 'anchor', 'met'], goalRows(r)));
   const c = r.sections.claims;
   if (c) {
     out.push(
-      `### Claim cost against queue depth\n\n` +
+      `\n### Claim cost against queue depth\n\n` +
         `Per successful claim, from its \`Docket-Cost\` header: mean (largest) over ${2 * c.claims_per_depth} claims per depth. ` +
         `"Queued runs" is the bulk behind the head: 3/8 in label sets the runner (labels \`${c.runner.labels.join(',')}\`, protocol \`process\`) covers, ` +
         `5/8 in sets it cannot serve; the ${2 * c.claims_per_depth} real runs the claims take are at the head. ` +
