@@ -5,7 +5,10 @@
 // time, by their own time and with what they call, and the profile for Chrome DevTools.
 //
 //   npm run bench:profile   (BENCH_PROFILE_CLAIMS, default 400; BENCH_PROFILE_PORT, default 9339;
-//                            BENCH_PROFILE_OUT, default docket-claims.cpuprofile in the temp directory)
+//                            BENCH_PROFILE_OUT, default docket-claims.cpuprofile in the temp directory;
+//                            BENCH_PROFILE_IDLE_MS, default 1500: how long the queued runs wait
+//                            before the claims; from about 10 s local workerd has closed their
+//                            run objects, and each claim opens one again)
 //
 // Sampling and the inspector slow the Worker down (console lines go to the inspector too), so the
 // shares matter, not the times. Nothing here reaches the internet.
@@ -22,6 +25,7 @@ const CLAIMS = Number(process.env.BENCH_PROFILE_CLAIMS ?? 400);
 const PORT = Number(process.env.BENCH_PROFILE_PORT ?? 9339);
 const RUNNERS = 4;
 const OUT = process.env.BENCH_PROFILE_OUT ?? join(tmpdir(), 'docket-claims.cpuprofile');
+const IDLE_MS = Number(process.env.BENCH_PROFILE_IDLE_MS ?? 1_500);
 const say = (/** @type {string} */ line) => console.log(line);
 
 /**
@@ -47,7 +51,7 @@ const show = (/** @type {string} */ who, /** @type {Awaited<ReturnType<typeof cl
   for (const [pid, ms] of m.perProcess) say(`  workerd process ${pid}: ${ms.toFixed(2)} ms`);
 };
 
-const docketCpu = await withQueuedDocket({ prefix: 'profile', runs: CLAIMS, runners: RUNNERS }, (api, machines, others) => claimAll(others, (lane) => claim(api, machines[lane].token, 0)));
+const docketCpu = await withQueuedDocket({ prefix: 'profile', runs: CLAIMS, runners: RUNNERS, idleMs: IDLE_MS }, (api, machines, others) => claimAll(others, (lane) => claim(api, machines[lane].token, 0)));
 show('Docket, unsampled', docketCpu);
 const floorCpu = await withQueuedFloor({ prefix: 'profile-floor', rows: CLAIMS }, (api, others) =>
   claimAll(others, (lane) => api.call('POST', '/claim', { body: { org_id: FLOOR_ORG, labels_key: HEAD_SET, machine_id: `m${lane}` } })),
@@ -55,7 +59,7 @@ const floorCpu = await withQueuedFloor({ prefix: 'profile-floor', rows: CLAIMS }
 show('the floor', floorCpu);
 say(`the floor's CPU per claim is ${(floorCpu.total / docketCpu.total).toFixed(2)} of Docket's`);
 
-await withQueuedDocket({ prefix: 'profile', runs: CLAIMS, runners: RUNNERS, inspectorPort: PORT }, async (api, machines, others) => {
+await withQueuedDocket({ prefix: 'profile', runs: CLAIMS, runners: RUNNERS, idleMs: IDLE_MS, inspectorPort: PORT }, async (api, machines, others) => {
   const inspector = await connect(PORT);
   await inspector.send('Profiler.enable');
   await inspector.send('Profiler.setSamplingInterval', { interval: 500 });
