@@ -2,8 +2,10 @@
 // in bench/floor/, runners people already use) and whether the run met it: the first table of the
 // results (docs/BENCHMARKS.md, "Latest results"). A section the run skipped leaves its goals unmeasured.
 
-/** @param {number} v @param {number} [digits] */
-const f = (v, digits = 2) => v.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+import { formatted } from './stats.mjs';
+
+/** The goals' figures: two decimals unless said. @param {number} v @param {number} [digits] */
+const f = (v, digits = 2) => formatted(v, digits);
 
 /** The lowest and highest of `values`, as "a – b" (one figure when they agree). @param {number[]} values @param {number} [digits] */
 function range(values, digits = 2) {

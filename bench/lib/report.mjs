@@ -1,11 +1,6 @@
 // The benchmark's results as markdown tables (bench/results/*.md and docs/BENCHMARKS.md).
 import { goalRows } from './goals.mjs';
-
-/** @param {number | null | undefined} v @param {number} [digits] */
-function n(v, digits = 1) {
-  if (v === null || v === undefined || !Number.isFinite(v)) return '–';
-  return v.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
-}
+import { formatted as n } from './stats.mjs';
 
 /** @param {string[]} head @param {(string | number)[][]} rows */
 function table(head, rows) {

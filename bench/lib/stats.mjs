@@ -22,3 +22,9 @@ export function round(value, digits = 2) {
   const f = 10 ** digits;
   return Math.round(value * f) / f;
 }
+
+/** A figure for the reports' tables, with `digits` decimals and thousands separated; "–" when there is none. */
+export function formatted(value, digits = 1) {
+  if (value === null || value === undefined || !Number.isFinite(value)) return '–';
+  return value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+}

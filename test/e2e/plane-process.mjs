@@ -8,7 +8,6 @@ import { createServer } from 'node:net';
 import { ROOT, sleep } from './helpers.mjs';
 import { QUIET_ENV, WRANGLER } from './migrated-state.mjs';
 
-
 /** A free TCP port on 127.0.0.1 (the plane keeps it across restarts). */
 export function freePort() {
   return new Promise((resolve, reject) => {
