@@ -1,6 +1,6 @@
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-pool-workers";
 import { defineConfig } from "vitest/config";
-import { LongestFirst } from "./test/longest-first";
+import { LongestFirst } from "./test/longest-first.ts";
 
 declare const process: { env: Record<string, string | undefined> };
 

@@ -1,18 +1,24 @@
 #!/usr/bin/env node
 // `npm start`: Docket locally with everything embedded (the Workers runtime, D1, Durable Objects
-// and Queues, all local under .wrangler/), migrations applied, and a note on how to get a token.
+// and Queues, all local under .wrangler/state, or PERSIST_TO), migrations applied, and, once the
+// Worker answers, a note on how to get a token.
 
 import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { dirname } from "node:path";
+import { dirname, join } from "node:path";
 import { createRequire } from "node:module";
 
 const port = process.env.PORT ?? "8787";
+const base = `http://127.0.0.1:${port}`;
+const persistTo = process.env.PERSIST_TO || ".wrangler/state";
 const adminSecret = process.env.ADMIN_SECRET ?? `local-${randomBytes(12).toString("hex")}`;
 // Autopilot projects' secrets are encrypted under this key. Another key would make the stored ones
-// unreadable, so the local one is kept with the local database under .wrangler/.
-const autopilotSecretKey = process.env.AUTOPILOT_SECRET_KEY ?? localSecretKey(".wrangler/autopilot-secret-key");
+// unreadable, so the local one is kept with the local database.
+const autopilotSecretKey =
+  process.env.AUTOPILOT_SECRET_KEY ?? localSecretKey(process.env.PERSIST_TO ? join(persistTo, "autopilot-secret-key") : ".wrangler/autopilot-secret-key");
+const cronEveryMs = Number(process.env.CRON_TICK_MS ?? 60_000);
+const readyTimeoutMs = Number(process.env.START_TIMEOUT_MS ?? 120_000);
 
 function localSecretKey(path) {
   if (existsSync(path)) return readFileSync(path, "utf8").trim();
@@ -26,46 +32,87 @@ const wrangler = [createRequire(import.meta.url).resolve("wrangler/bin/wrangler.
 process.env.WRANGLER_SEND_METRICS ??= "false";
 process.env.CLOUDFLARE_CF_FETCH_ENABLED ??= "false";
 
-console.log("Applying D1 migrations to the local database…");
-const migrate = spawnSync(process.execPath, [...wrangler, "d1", "migrations", "apply", "DB", "--local"], {
-  stdio: "inherit",
+// Wrangler prints a table of every migration after each one it applies: its output is shown only
+// when the migrations fail, and a line names what was applied.
+console.log(`Applying D1 migrations to the local database in ${persistTo}…`);
+const migrate = spawnSync(process.execPath, [...wrangler, "d1", "migrations", "apply", "DB", "--local", "--persist-to", persistTo], {
+  encoding: "utf8",
   env: { ...process.env, CI: "true" },
 });
-if (migrate.status !== 0) process.exit(migrate.status ?? 1);
-
-console.log(`
-Docket is starting at http://127.0.0.1:${port}
-
-  Operator secret (ADMIN_SECRET): ${adminSecret}
-
-  Create an organization and its first admin token:
-    curl -s -X POST http://127.0.0.1:${port}/v1/orgs \\
-      -H 'Authorization: Bearer ${adminSecret}' -H 'Content-Type: application/json' \\
-      -d '{"name": "my-team"}'
-
-  Then mint a runner registration token with that admin token:
-    curl -s -X POST http://127.0.0.1:${port}/v1/tokens \\
-      -H 'Authorization: Bearer <admin token>' -H 'Content-Type: application/json' \\
-      -d '{"kind": "registration"}'
-
-  The operator's dashboard is at http://127.0.0.1:${port}/dash: sign in with a member token.
-
-  The cron tick runs every ${Number(process.env.CRON_TICK_MS ?? 60_000) / 1000} s (CRON_TICK_MS).
-  The API is described in docs/protocol.md. Stop with Ctrl-C.
-`);
+if (migrate.status !== 0) {
+  process.stdout.write(migrate.stdout ?? "");
+  process.stderr.write(migrate.stderr ?? "");
+  console.error(`The D1 migrations failed (exit ${migrate.status ?? migrate.signal}); Docket was not started.`);
+  process.exit(migrate.status ?? 1);
+}
+const applied = [...new Set(migrate.stdout.match(/\b\d{4}_[\w-]+\.sql\b/g) ?? [])];
+console.log(applied.length === 0 ? "  The local database is up to date." : `  Applied ${applied.length}: ${applied[0]} … ${applied[applied.length - 1]}.`);
+console.log(`Starting the Worker at ${base}…\n`);
 
 const dev = spawn(
   process.execPath,
-  [...wrangler, "dev", "--local", "--ip", "127.0.0.1", "--port", port, "--var", `ADMIN_SECRET:${adminSecret}`, "--var", `AUTOPILOT_SECRET_KEY:${autopilotSecretKey}`, "--test-scheduled"],
+  [
+    ...wrangler, "dev", "--local", "--ip", "127.0.0.1", "--port", port, "--persist-to", persistTo,
+    "--var", `ADMIN_SECRET:${adminSecret}`, "--var", `AUTOPILOT_SECRET_KEY:${autopilotSecretKey}`, "--test-scheduled",
+  ],
   { stdio: "inherit" },
 );
+let running = true;
+dev.on("exit", (code, signal) => {
+  running = false;
+  clearInterval(cron);
+  process.exit(code ?? (signal ? 1 : 0));
+});
+for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => dev.kill(signal));
 
 // Cron triggers do not fire under `wrangler dev`: tick the Worker's cron here, as the deployed
 // `[triggers] crons` would (the sweep watermark, the alarm backstop, reconciliation, retention).
-const cronEveryMs = Number(process.env.CRON_TICK_MS ?? 60_000);
 const cron = setInterval(() => {
-  fetch(`http://127.0.0.1:${port}/__scheduled?cron=*+*+*+*+*`).catch(() => undefined);
+  fetch(`${base}/__scheduled?cron=*+*+*+*+*`).catch(() => undefined);
 }, cronEveryMs);
-dev.on("exit", () => clearInterval(cron));
-for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => dev.kill(signal));
-dev.on("exit", (code) => process.exit(code ?? 0));
+
+// The note comes once the Worker answers, after wrangler's own start-up lines, so it is the last
+// thing on the screen.
+const startedAt = Date.now();
+while (running && !(await answers(`${base}/healthz`))) {
+  if (Date.now() - startedAt > readyTimeoutMs) {
+    console.error(`\nDocket did not answer at ${base}/healthz within ${readyTimeoutMs / 1000} s (START_TIMEOUT_MS); see wrangler's output above.`);
+    dev.kill("SIGTERM");
+    break;
+  }
+  await new Promise((resolve) => setTimeout(resolve, 250));
+}
+if (running && Date.now() - startedAt <= readyTimeoutMs) {
+  console.log(`
+Docket is running at ${base}
+
+  Operator secret (ADMIN_SECRET): ${adminSecret}
+
+  1. Create an organization and its first admin token (the answer's token.token, shown once):
+    curl -s -X POST ${base}/v1/orgs \\
+      -H 'Authorization: Bearer ${adminSecret}' -H 'Content-Type: application/json' \\
+      -d '{"name": "my-team"}'
+
+  2. Mint a runner registration token with that admin token (the answer's token):
+    curl -s -X POST ${base}/v1/tokens \\
+      -H 'Authorization: Bearer <admin token>' -H 'Content-Type: application/json' \\
+      -d '{"kind": "registration"}'
+
+  3. Register a runner with it and let it listen (runner-cli/README.md):
+    node runner-cli/bin/docket-runner.mjs register --server ${base} --token <registration token>
+    node runner-cli/bin/docket-runner.mjs listen
+
+  The operator's dashboard is at ${base}/dash: sign in with a member token.
+  The API reference is at ${base}/docs; docs/protocol.md explains it.
+  The cron tick runs every ${cronEveryMs / 1000} s (CRON_TICK_MS). Stop with Ctrl-C.
+`);
+}
+
+/** Whether `url` answers 200. */
+async function answers(url) {
+  try {
+    return (await fetch(url, { signal: AbortSignal.timeout(2_000) })).ok;
+  } catch {
+    return false;
+  }
+}

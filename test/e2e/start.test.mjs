@@ -1,0 +1,110 @@
+// `npm start`, the first command of the README, as a new user runs it: the migrations applied with
+// one line about them, the note printed once the Worker answers, its commands run as printed (curl
+// and the runner CLI), Ctrl-C stopping everything, and a second start on the same state finding
+// the database up to date and the organization still there.
+import { execFileSync, spawn } from 'node:child_process';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { CLI, removeTempDirs, RunnerHome, ROOT, sleep, tempDir } from './helpers.mjs';
+import { QUIET_ENV } from './migrated-state.mjs';
+import { freePort } from './plane-process.mjs';
+
+const ADMIN = 'start-test-secret';
+const MIGRATIONS = readdirSync(join(ROOT, 'migrations')).filter((f) => f.endsWith('.sql')).sort();
+
+/** `npm start` in a process group of its own (as a terminal runs it), its output collected. */
+function npmStart(env) {
+  const child = spawn('npm', ['start'], { cwd: ROOT, detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...QUIET_ENV, ...env } });
+  const run = { child, out: '', exited: new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal }))) };
+  child.stdout.setEncoding('utf8').on('data', (d) => (run.out += d));
+  child.stderr.setEncoding('utf8').on('data', (d) => (run.out += d));
+  return run;
+}
+
+async function until(run, text, timeoutMs = 120_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!run.out.includes(text)) {
+    if (run.child.exitCode !== null || run.child.signalCode !== null) throw new Error(`npm start exited before printing ${JSON.stringify(text)}:\n${run.out}`);
+    if (Date.now() > deadline) throw new Error(`npm start did not print ${JSON.stringify(text)} within ${timeoutMs} ms:\n${run.out}`);
+    await sleep(100);
+  }
+}
+
+/** Ctrl-C: SIGINT to the whole foreground group. Answers how npm start ended. */
+async function ctrlC(run) {
+  process.kill(-run.child.pid, 'SIGINT');
+  return Promise.race([run.exited, sleep(30_000).then(() => ({ code: 'still running' }))]);
+}
+
+/** The shell command of the note's numbered step `n`: its indented lines, joined as the shell would. */
+function step(out, n) {
+  const note = out.slice(out.indexOf('Docket is running at'));
+  const lines = note.split('\n');
+  const at = lines.findIndex((l) => l.trimStart().startsWith(`${n}. `));
+  const body = [];
+  for (const line of lines.slice(at + 1)) {
+    if (!line.startsWith('    ')) break;
+    body.push(line.trim());
+  }
+  return body.join('\n');
+}
+
+const sh = (command, env = {}) => execFileSync('sh', ['-c', command], { cwd: ROOT, encoding: 'utf8', env: { ...process.env, ...env }, timeout: 60_000 });
+
+describe('npm start', () => {
+  const runs = [];
+  const home = new RunnerHome();
+  afterAll(async () => {
+    for (const run of runs) {
+      try {
+        process.kill(-run.child.pid, 'SIGKILL');
+      } catch {
+        // already stopped
+      }
+    }
+    await home.cleanup();
+    removeTempDirs();
+  });
+
+  it('starts Docket on a fresh state, prints working commands once it answers, stops on Ctrl-C and keeps its state', async () => {
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    const env = { PORT: String(port), PERSIST_TO: tempDir('start'), ADMIN_SECRET: ADMIN };
+
+    const first = npmStart(env);
+    runs.push(first);
+    await until(first, `Docket is running at ${base}`);
+    // One line about the migrations instead of wrangler's tables, and the note after wrangler's start-up lines.
+    expect(first.out).toContain(`Applied ${MIGRATIONS.length}: ${MIGRATIONS[0]} … ${MIGRATIONS[MIGRATIONS.length - 1]}.`);
+    expect(first.out).not.toContain('┌');
+    expect(first.out.indexOf(`Ready on ${base}`)).toBeGreaterThan(-1);
+    expect(first.out.indexOf(`Ready on ${base}`)).toBeLessThan(first.out.indexOf('Docket is running at'));
+    expect(first.out).toContain(`Operator secret (ADMIN_SECRET): ${ADMIN}`);
+
+    // The note's commands, as printed: an organization, a registration token, a registered runner.
+    const org = JSON.parse(sh(step(first.out, 1)));
+    expect(org.token.token).toMatch(/^dkt_m_/);
+    const registration = JSON.parse(sh(step(first.out, 2).replace('<admin token>', org.token.token)));
+    expect(registration.token).toMatch(/^dkt_r_/);
+    const [register] = step(first.out, 3).split('\n');
+    expect(register).toBe(`node runner-cli/bin/docket-runner.mjs register --server ${base} --token <registration token>`);
+    expect(CLI.endsWith(join('runner-cli', 'bin', 'docket-runner.mjs'))).toBe(true);
+    sh(register.replace('<registration token>', registration.token), { DOCKET_RUNNER_HOME: home.home });
+    const runners = await (await fetch(`${base}/v1/runners`, { headers: { authorization: `Bearer ${org.token.token}` } })).json();
+    expect(runners.runners).toHaveLength(1);
+
+    expect(await ctrlC(first)).not.toEqual({ code: 'still running' });
+    await expect(fetch(`${base}/healthz`, { signal: AbortSignal.timeout(2_000) })).rejects.toThrow();
+
+    // Again on the same state: nothing to migrate, and the organization and its runner are there.
+    const second = npmStart(env);
+    runs.push(second);
+    await until(second, `Docket is running at ${base}`);
+    expect(second.out).toContain('The local database is up to date.');
+    const again = await fetch(`${base}/v1/runners`, { headers: { authorization: `Bearer ${org.token.token}` } });
+    expect(again.status).toBe(200);
+    expect((await again.json()).runners.map((r) => r.id)).toEqual(runners.runners.map((r) => r.id));
+    expect(await ctrlC(second)).not.toEqual({ code: 'still running' });
+  }, 300_000);
+});
