@@ -116,6 +116,20 @@ function claimAs(token: string) {
 /** The victim organization as the read-back sees it. */
 const victimState = () => orgState({ orgId: A.orgId, admin: A.admin, runIds: [A.run, A.jobRun], jobIds: [A.jobId] });
 
+/** A's state as the last check read it after its call: the tests of a file run one after another, so it is the next call's "before". */
+let lastRead: Awaited<ReturnType<typeof victimState>> | undefined;
+
+/** Runs `call` (the request and its assertions) and checks that it left A as it found it. */
+async function leavesVictimUnchanged(call: () => Promise<void>): Promise<void> {
+  const before = lastRead ?? (await victimState());
+  // A call or assertion that throws leaves nothing behind: the next check reads A again first.
+  lastRead = undefined;
+  await call();
+  const after = await victimState();
+  lastRead = after;
+  expect(after).toEqual(before);
+}
+
 // ---- the matrix ---------------------------------------------------------------------------------
 
 type Expect = { status: number; code?: string } | "own";
@@ -436,34 +450,34 @@ describe("the security matrix", () => {
     for (const [credential, expected] of endpoint.cases()) {
       const label = expected === "own" ? "acts in its own organization only" : `${expected.status} ${expected.code}`;
       it(`${endpoint.method} ${endpoint.route}${endpoint.note ? ` (${endpoint.note})` : ""} with ${credential.name}: ${label}, and A is unchanged`, async () => {
-        const before = await victimState();
-        const headers: Record<string, string> = {};
-        const auth = credential.header();
-        if (auth !== undefined) headers.Authorization = auth;
-        const body = endpoint.body?.();
-        if (body !== undefined) headers["Content-Type"] = "application/json";
-        const res = await send(new Request(`http://docket.test${endpoint.path()}`, { method: endpoint.method, headers, body: body === undefined ? undefined : JSON.stringify(body) }));
-        if (expected === "own") {
-          expect(res.status, res.text).toBeLessThan(300);
-          for (const id of victimIds()) expect(res.text).not.toContain(id);
-        } else {
-          expect(res.status, res.text).toBe(expected.status);
-          expect(res.headers.get("Content-Type") ?? "").toContain("application/json");
-          expect(res.body.error?.code, res.text).toBe(expected.code);
-          expect(typeof res.body.error?.message).toBe("string");
-        }
-        expect(await victimState()).toEqual(before);
+        await leavesVictimUnchanged(async () => {
+          const headers: Record<string, string> = {};
+          const auth = credential.header();
+          if (auth !== undefined) headers.Authorization = auth;
+          const body = endpoint.body?.();
+          if (body !== undefined) headers["Content-Type"] = "application/json";
+          const res = await send(new Request(`http://docket.test${endpoint.path()}`, { method: endpoint.method, headers, body: body === undefined ? undefined : JSON.stringify(body) }));
+          if (expected === "own") {
+            expect(res.status, res.text).toBeLessThan(300);
+            for (const id of victimIds()) expect(res.text).not.toContain(id);
+          } else {
+            expect(res.status, res.text).toBe(expected.status);
+            expect(res.headers.get("Content-Type") ?? "").toContain("application/json");
+            expect(res.body.error?.code, res.text).toBe(expected.code);
+            expect(typeof res.body.error?.message).toBe("string");
+          }
+        });
       });
     }
   }
 
   it("another organization's Idempotency-Key space is its own: the same key makes its own run, never replays A's", async () => {
-    const before = await victimState();
-    const res = await call("POST", "/v1/runs", { token: B.admin, body: runBody(), headers: { "Idempotency-Key": "victim-run" } });
-    expect(res.status).toBe(201);
-    expect(res.body.id).not.toBe(A.run);
-    expect(res.body.org_id).toBe(B.orgId);
-    expect(await victimState()).toEqual(before);
+    await leavesVictimUnchanged(async () => {
+      const res = await call("POST", "/v1/runs", { token: B.admin, body: runBody(), headers: { "Idempotency-Key": "victim-run" } });
+      expect(res.status).toBe(201);
+      expect(res.body.id).not.toBe(A.run);
+      expect(res.body.org_id).toBe(B.orgId);
+    });
   });
 });
 
@@ -539,27 +553,27 @@ describe("the security matrix of the dashboard", () => {
   for (const p of dashPages) {
     for (const [credential, expected] of dashCases(p)) {
       it(`${p.method} ${p.route} with ${credential.name}: ${expected}, and A is unchanged`, async () => {
-        const before = await victimState();
-        const headers: Record<string, string> = {};
-        const cookie = credential.cookie();
-        if (cookie) headers.Cookie = cookie;
-        if (p.method === "POST") {
-          headers["Content-Type"] = "application/x-www-form-urlencoded";
-          headers.Origin = "http://docket.test";
-        }
-        const res = await send(new Request(`http://docket.test${p.path()}`, { method: p.method, headers, body: p.method === "POST" ? (p.form ?? "reason=intruder") : undefined, redirect: "manual" }));
-        if (expected === "sign-in" || expected === "ended") {
-          expect(res.status, res.text).toBe(303);
-          expect(res.headers.get("Location")).toBe(expected === "sign-in" ? "/dash/sign-in" : "/dash/sign-in?ended=1");
-          // A token that stopped working loses its cookie.
-          if (expected === "ended") expect(res.headers.get("Set-Cookie")).toMatch(/^docket_session=;.*Max-Age=0/);
-        } else if (expected === "own") {
-          expect(res.status, res.text).toBe(200);
-          for (const id of victimIds()) expect(res.text).not.toContain(id);
-        } else {
-          expect(res.status, res.text).toBe(expected);
-        }
-        expect(await victimState()).toEqual(before);
+        await leavesVictimUnchanged(async () => {
+          const headers: Record<string, string> = {};
+          const cookie = credential.cookie();
+          if (cookie) headers.Cookie = cookie;
+          if (p.method === "POST") {
+            headers["Content-Type"] = "application/x-www-form-urlencoded";
+            headers.Origin = "http://docket.test";
+          }
+          const res = await send(new Request(`http://docket.test${p.path()}`, { method: p.method, headers, body: p.method === "POST" ? (p.form ?? "reason=intruder") : undefined, redirect: "manual" }));
+          if (expected === "sign-in" || expected === "ended") {
+            expect(res.status, res.text).toBe(303);
+            expect(res.headers.get("Location")).toBe(expected === "sign-in" ? "/dash/sign-in" : "/dash/sign-in?ended=1");
+            // A token that stopped working loses its cookie.
+            if (expected === "ended") expect(res.headers.get("Set-Cookie")).toMatch(/^docket_session=;.*Max-Age=0/);
+          } else if (expected === "own") {
+            expect(res.status, res.text).toBe(200);
+            for (const id of victimIds()) expect(res.text).not.toContain(id);
+          } else {
+            expect(res.status, res.text).toBe(expected);
+          }
+        });
       });
     }
   }
