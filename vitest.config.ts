@@ -24,6 +24,9 @@ export default defineConfig(async () => {
       maxWorkers: Math.ceil(availableParallelism() * 1.5),
       // The longest files start first, across both projects (test/longest-first.ts).
       sequence: { sequencer: LongestFirst },
+      // The Worker's structured log lines (src/lib/log.ts) stay out of the test output; tests that
+      // check them spy on console.log. Vitest reads this option here, not in a project.
+      onConsoleLog: (line: string) => !line.startsWith("{\"msg\""),
       projects: [
         {
           plugins: [
@@ -64,7 +67,6 @@ export default defineConfig(async () => {
           ],
           test: {
             name: "workers",
-            onConsoleLog: (line: string) => !line.startsWith("{\"msg\""),
             include: ["test/workers/**/*.test.ts"],
             setupFiles: ["./test/workers/apply-migrations.ts"],
             // Every test file starts its own runtime and imports the Worker again, module by module: the
