@@ -24,9 +24,10 @@ export default defineConfig(async () => {
       maxWorkers: Math.ceil(availableParallelism() * 1.5),
       // The longest files start first, across both projects (test/longest-first.ts).
       sequence: { sequencer: LongestFirst },
-      // The Worker's structured log lines (src/lib/log.ts) stay out of the test output; tests that
-      // check them spy on console.log. Vitest reads this option here, not in a project.
-      onConsoleLog: (line: string) => !line.startsWith("{\"msg\""),
+      // The Worker's structured log lines (src/lib/log.ts) and a local Worker's Queue deliveries stay
+      // out of the test output; tests that check them spy on console.log. Vitest reads this option
+      // here, not in a project.
+      onConsoleLog: (line: string) => !line.startsWith("{\"msg\"") && !line.startsWith("[wrangler:info] QUEUE "),
       projects: [
         {
           plugins: [
