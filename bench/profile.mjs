@@ -17,8 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
 import { claim } from './lib/docket.mjs';
-import { pool, sleep } from './lib/http.mjs';
-import { FLOOR_ORG, withQueuedDocket, withQueuedFloor, workerdTimes } from './lib/queued.mjs';
+import { claimAtOnce, FLOOR_ORG, withQueuedDocket, withQueuedFloor } from './lib/queued.mjs';
 import { HEAD_SET } from './lib/seed.mjs';
 
 const CLAIMS = Number(process.env.BENCH_PROFILE_CLAIMS ?? 400);
@@ -28,23 +27,9 @@ const OUT = process.env.BENCH_PROFILE_OUT ?? join(tmpdir(), 'docket-claims.cpupr
 const IDLE_MS = Number(process.env.BENCH_PROFILE_IDLE_MS ?? 1_500);
 const say = (/** @type {string} */ line) => console.log(line);
 
-/**
- * 4 runners take `CLAIMS` claims at once; answers the grants, the wall time and the CPU per claim
- * of each workerd process but `others` (those that were running before the Worker started).
- */
-async function claimAll(others, claimOne) {
-  const before = workerdTimes();
-  const started = performance.now();
-  let granted = 0;
-  await pool(CLAIMS, RUNNERS, async (_i, lane) => {
-    if ((await claimOne(lane)).status === 200) granted += 1;
-  });
-  const wallMs = performance.now() - started;
-  await sleep(1_000); // the outbox consumer's share of the claims' events
-  const after = workerdTimes();
-  const perProcess = [...after].filter(([pid]) => !others.has(pid)).map(([pid, ms]) => [pid, (ms - (before.get(pid) ?? 0)) / CLAIMS]).filter(([, ms]) => ms > 0);
-  return { granted, wallMs, perProcess, total: perProcess.reduce((sum, [, ms]) => sum + ms, 0) };
-}
+/** 4 runners take `CLAIMS` claims at once (bench/lib/queued.mjs, claimAtOnce). */
+const claimAll = (/** @type {Set<string>} */ others, /** @type {(lane: number) => Promise<{ status: number }>} */ claimOne) =>
+  claimAtOnce({ claims: CLAIMS, runners: RUNNERS, others, claimOne });
 
 const show = (/** @type {string} */ who, /** @type {Awaited<ReturnType<typeof claimAll>>} */ m) => {
   say(`${who}: ${m.granted} of ${CLAIMS} claims granted by ${RUNNERS} runners at once, ${(CLAIMS / (m.wallMs / 1000)).toFixed(0)} claims/s; workerd CPU per claim ${m.total.toFixed(2)} ms`);

@@ -79,3 +79,24 @@ export function workerdTimes() {
   }
   return times;
 }
+
+/**
+ * `runners` lanes take `claims` claims at once; answers the grants, the wall time and the CPU per
+ * claim of each workerd process but `others` (those that were running before the Worker started),
+ * counted until a second after the last claim (the outbox consumer's share of the claims' events).
+ * @param {{ claims: number, runners: number, others: Set<string>, claimOne: (lane: number) => Promise<{ status: number }> }} o
+ */
+export async function claimAtOnce({ claims, runners, others, claimOne }) {
+  const before = workerdTimes();
+  const started = performance.now();
+  let granted = 0;
+  await pool(claims, runners, async (_i, lane) => {
+    if ((await claimOne(lane)).status === 200) granted += 1;
+  });
+  const wallMs = performance.now() - started;
+  await sleep(1_000);
+  const after = workerdTimes();
+  /** @type {[string, number][]} */
+  const perProcess = [...after].filter(([pid]) => !others.has(pid)).map(([pid, ms]) => /** @type {[string, number]} */ ([pid, (ms - (before.get(pid) ?? 0)) / claims])).filter(([, ms]) => ms > 0);
+  return { granted, wallMs, claimsPerS: claims / (wallMs / 1000), perProcess, total: perProcess.reduce((sum, [, ms]) => sum + ms, 0) };
+}
