@@ -32,7 +32,7 @@ const claimAll = (/** @type {Set<string>} */ others, /** @type {(lane: number) =
   claimAtOnce({ claims: CLAIMS, runners: RUNNERS, others, claimOne });
 
 const show = (/** @type {string} */ who, /** @type {Awaited<ReturnType<typeof claimAll>>} */ m) => {
-  say(`${who}: ${m.granted} of ${CLAIMS} claims granted by ${RUNNERS} runners at once, ${(CLAIMS / (m.wallMs / 1000)).toFixed(0)} claims/s; workerd CPU per claim ${m.total.toFixed(2)} ms`);
+  say(`${who}: ${m.granted} of ${CLAIMS} claims granted by ${RUNNERS} runners at once, ${m.claimsPerS.toFixed(0)} claims/s; workerd CPU per claim ${m.total.toFixed(2)} ms`);
   for (const [pid, ms] of m.perProcess) say(`  workerd process ${pid}: ${ms.toFixed(2)} ms`);
 };
 

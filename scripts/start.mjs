@@ -17,8 +17,19 @@ const adminSecret = process.env.ADMIN_SECRET ?? `local-${randomBytes(12).toStrin
 // unreadable, so the local one is kept with the local database.
 const autopilotSecretKey =
   process.env.AUTOPILOT_SECRET_KEY ?? localSecretKey(process.env.PERSIST_TO ? join(persistTo, "autopilot-secret-key") : ".wrangler/autopilot-secret-key");
-const cronEveryMs = Number(process.env.CRON_TICK_MS ?? 60_000);
-const readyTimeoutMs = Number(process.env.START_TIMEOUT_MS ?? 120_000);
+const cronEveryMs = positiveMs("CRON_TICK_MS", 60_000);
+const readyTimeoutMs = positiveMs("START_TIMEOUT_MS", 120_000);
+
+function positiveMs(name, fallback) {
+  const raw = process.env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const ms = Number(raw);
+  if (!Number.isSafeInteger(ms) || ms < 1) {
+    console.error(`${name} must be a whole number of milliseconds above 0, got ${JSON.stringify(raw)}`);
+    process.exit(2);
+  }
+  return ms;
+}
 
 function localSecretKey(path) {
   if (existsSync(path)) return readFileSync(path, "utf8").trim();
@@ -73,16 +84,17 @@ const cron = setInterval(() => {
 
 // The note comes once the Worker answers, after wrangler's own start-up lines, so it is the last
 // thing on the screen.
-const startedAt = Date.now();
-while (running && !(await answers(`${base}/healthz`))) {
-  if (Date.now() - startedAt > readyTimeoutMs) {
-    console.error(`\nDocket did not answer at ${base}/healthz within ${readyTimeoutMs / 1000} s (START_TIMEOUT_MS); see wrangler's output above.`);
-    dev.kill("SIGTERM");
-    break;
-  }
-  await new Promise((resolve) => setTimeout(resolve, 250));
+const deadline = Date.now() + readyTimeoutMs;
+let ready = false;
+while (running && !ready && Date.now() < deadline) {
+  ready = await answers(`${base}/healthz`);
+  if (!ready) await new Promise((resolve) => setTimeout(resolve, 250));
 }
-if (running && Date.now() - startedAt <= readyTimeoutMs) {
+if (running && !ready) {
+  console.error(`\nDocket did not answer at ${base}/healthz within ${readyTimeoutMs / 1000} s (START_TIMEOUT_MS); see wrangler's output above.`);
+  dev.kill("SIGTERM");
+}
+if (ready) {
   console.log(`
 Docket is running at ${base}
 
