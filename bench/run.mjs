@@ -40,7 +40,25 @@ say(`Docket benchmarks${cfg.quick ? ' (quick)' : ''}: ${cfg.sections.join(', ')}
 
 if (cfg.sections.includes('claims')) {
   say(`claim cost against queue depth (${cfg.claims.depths.map((d) => d.toLocaleString('en-US')).join(', ')}) and the platform floor`);
-  sections.claims = await claimCost(docketConfig, { ...cfg.claims, docketVars: DOCKET_VARS }, say);
+  sections.claims = await againOnRestart(() => claimCost(docketConfig, { ...cfg.claims, docketVars: DOCKET_VARS }, say));
+}
+
+/**
+ * Measures a section, and once more, afresh, when the local runtime restarted under one of its
+ * requests: wrangler's proxy then answers 503 "restarted mid-request", a fault of the local tooling,
+ * not an answer of Docket's. Each section cleans up its own state either way.
+ * @template T
+ * @param {() => Promise<T>} measure
+ * @returns {Promise<T>}
+ */
+async function againOnRestart(measure) {
+  try {
+    return await measure();
+  } catch (err) {
+    if (!String(err).includes('restarted mid-request')) throw err;
+    say(`  the local runtime restarted in the middle of a request; measuring the section again, afresh`);
+    return measure();
+  }
 }
 
 /**
@@ -52,16 +70,8 @@ if (cfg.sections.includes('claims')) {
  * @param {(url: string) => Promise<T>} measure
  * @returns {Promise<T>}
  */
-async function withDocket(vars, measure) {
-  try {
-    return await withDocketOnce(vars, measure);
-  } catch (err) {
-    // wrangler's proxy answers this when the local runtime restarted under a request: a fault of
-    // the local tooling, not an answer of Docket's. The section is measured once more, afresh.
-    if (!String(err).includes('restarted mid-request')) throw err;
-    say(`  the local runtime restarted in the middle of a request; measuring the section again on a fresh Docket`);
-    return withDocketOnce(vars, measure);
-  }
+function withDocket(vars, measure) {
+  return againOnRestart(() => withDocketOnce(vars, measure));
 }
 
 /**
