@@ -4,7 +4,8 @@
 // (bench/reopen/: one SQLite row, a compare-and-swap), 4 runners take BENCH_REOPEN_CLAIMS queued
 // runs at once, 1.5 s after the last dispatch (objects open) and BENCH_REOPEN_IDLE_MS after it
 // (closed), in BENCH_REOPEN_PASSES turns; each pass prints claims per second and the workerd CPU per
-// claim, and the table at the end has the medians (nearest-rank p50) (this machine's spread from pass to pass is large).
+// claim. This machine's spread from pass to pass is large, so the table at the end has the medians
+// (nearest-rank p50).
 //
 //   npm run bench:reopen   (BENCH_REOPEN_CLAIMS, default 400; BENCH_REOPEN_IDLE_MS, default 20000;
 //                           BENCH_REOPEN_PASSES, default 3)
