@@ -114,6 +114,16 @@ Docket is running at ${base}
     node runner-cli/bin/docket-runner.mjs register --server ${base} --token <registration token>
     node runner-cli/bin/docket-runner.mjs listen
 
+  4. In another terminal, dispatch a first run with the admin token (the answer's id); the runner takes it:
+    curl -s -X POST ${base}/v1/runs \\
+      -H 'Authorization: Bearer <admin token>' -H 'Content-Type: application/json' \\
+      -H 'Idempotency-Key: first-run' \\
+      -d '{"brief": "say hello", "launch": {"command": ["sh", "-c", "echo hello"]}}'
+
+  5. Read what it did: its state, then its events (the agent's output among them):
+    curl -s ${base}/v1/runs/<run id> -H 'Authorization: Bearer <admin token>'
+    curl -s ${base}/v1/runs/<run id>/events -H 'Authorization: Bearer <admin token>'
+
   The operator's dashboard is at ${base}/dash: sign in with a member token.
   The API reference is at ${base}/docs; docs/protocol.md explains it.
   The cron tick runs every ${cronEveryMs / 1000} s (CRON_TICK_MS). Stop with Ctrl-C.

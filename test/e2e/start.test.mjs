@@ -1,7 +1,7 @@
 // `npm start`, the first command of the README, as a new user runs it: the migrations applied with
 // one line about them, the note printed once the Worker answers, its commands run as printed (curl
-// and the runner CLI), Ctrl-C stopping everything, and a second start on the same state finding
-// the database up to date and the organization still there.
+// and the runner CLI, up to a first run taken and its output read), Ctrl-C stopping everything, and
+// a second start on the same state finding the database up to date and the organization still there.
 import { execFileSync, spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -54,11 +54,12 @@ const sh = (command, env = {}) => execFileSync('sh', ['-c', command], { cwd: ROO
 
 describe('npm start', () => {
   const runs = [];
+  const listeners = [];
   const home = new RunnerHome();
   afterAll(async () => {
-    for (const run of runs) {
+    for (const pid of [...runs.map((run) => run.child.pid), ...listeners.map((l) => l.pid)]) {
       try {
-        process.kill(-run.child.pid, 'SIGKILL');
+        process.kill(-pid, 'SIGKILL');
       } catch {
         // already stopped
       }
@@ -87,12 +88,30 @@ describe('npm start', () => {
     expect(org.token.token).toMatch(/^dkt_m_/);
     const registration = JSON.parse(sh(step(first.out, 2).replace('<admin token>', org.token.token)));
     expect(registration.token).toMatch(/^dkt_r_/);
-    const [register] = step(first.out, 3).split('\n');
+    const [register, listen] = step(first.out, 3).split('\n');
     expect(register).toBe(`node runner-cli/bin/docket-runner.mjs register --server ${base} --token <registration token>`);
     expect(CLI.endsWith(join('runner-cli', 'bin', 'docket-runner.mjs'))).toBe(true);
     sh(register.replace('<registration token>', registration.token), { DOCKET_RUNNER_HOME: home.home });
     const runners = await (await fetch(`${base}/v1/runners`, { headers: { authorization: `Bearer ${org.token.token}` } })).json();
     expect(runners.runners).toHaveLength(1);
+
+    // The runner listens as printed, takes the first run of step 4, and step 5 shows what it did.
+    expect(listen).toBe('node runner-cli/bin/docket-runner.mjs listen');
+    const listener = spawn('sh', ['-c', listen], { cwd: ROOT, detached: true, stdio: 'ignore', env: { ...process.env, DOCKET_RUNNER_HOME: home.home } });
+    listeners.push(listener);
+    const admin = (text) => text.replaceAll('<admin token>', org.token.token);
+    const dispatched = JSON.parse(sh(admin(step(first.out, 4))));
+    expect(dispatched.state).toBe('queued');
+    const [showRun, showEvents] = step(first.out, 5).split('\n').map((line) => admin(line).replace('<run id>', dispatched.id));
+    let run = JSON.parse(sh(showRun));
+    for (let i = 0; i < 150 && run.state !== 'completed'; i++) {
+      await sleep(200);
+      run = JSON.parse(sh(showRun));
+    }
+    expect(run.state).toBe('completed');
+    const { events } = JSON.parse(sh(showEvents));
+    expect(events.filter((e) => e.type === 'run.output').flatMap((e) => e.data.lines)).toContain('hello');
+    process.kill(-listener.pid, 'SIGKILL');
 
     expect(await ctrlC(first)).not.toEqual({ code: 'still running' });
     await expect(fetch(`${base}/healthz`, { signal: AbortSignal.timeout(2_000) })).rejects.toThrow();
