@@ -78,9 +78,8 @@ for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => dev.kill(si
 
 // Cron triggers do not fire under `wrangler dev`: tick the Worker's cron here, as the deployed
 // `[triggers] crons` would (the sweep watermark, the alarm backstop, reconciliation, retention).
-const cron = setInterval(() => {
-  fetch(`${base}/__scheduled?cron=*+*+*+*+*`).catch(() => undefined);
-}, cronEveryMs);
+const tick = () => fetch(`${base}/__scheduled?cron=*+*+*+*+*`).catch(() => undefined);
+const cron = setInterval(tick, cronEveryMs);
 
 // The note comes once the Worker answers, after wrangler's own start-up lines, so it is the last
 // thing on the screen.
@@ -95,6 +94,9 @@ if (running && !ready) {
   dev.kill("SIGTERM");
 }
 if (ready) {
+  // The first tick comes at once: a start on a state left for longer than SWEEP_OUTAGE_THRESHOLD_MS
+  // is an outage just ended, and its recovery (src/recovery.ts) holds dispatch until a tick starts it.
+  await tick();
   console.log(`
 Docket is running at ${base}
 
@@ -126,7 +128,7 @@ Docket is running at ${base}
 
   The operator's dashboard is at ${base}/dash: sign in with a member token.
   The API reference is at ${base}/docs; docs/protocol.md explains it.
-  The cron tick runs every ${cronEveryMs / 1000} s (CRON_TICK_MS). Stop with Ctrl-C.
+  The cron tick ran at start and runs every ${cronEveryMs / 1000} s (CRON_TICK_MS). Stop with Ctrl-C.
 `);
 }
 
