@@ -10,6 +10,11 @@ export function formatDuration(ms: number) {
   return `${Math.floor(m / 60)}h${String(m % 60).padStart(2, '0')}m`;
 }
 
+/** A wait before a retry: tenths of a second below 10 s ("0.4 s"), whole seconds above ("45 s"). */
+export function formatWait(ms: number) {
+  return ms < 10_000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms / 1000)} s`;
+}
+
 export class Output {
   now: () => number;
   stream: NodeJS.WritableStream;

@@ -10,7 +10,7 @@ import type { JobDb, JobRow } from './jobs.js';
 import { jobPaths, readJson, removeWorkDir } from './launchers/common.js';
 import { type Launcher, launchers } from './launchers/index.js';
 import type { Sandbox } from './launchers/process.js';
-import { formatDuration, type Output } from './output.js';
+import { formatDuration, formatWait, type Output } from './output.js';
 import { sleep } from './procs.js';
 import { CLI_VERSION } from './version.js';
 
@@ -157,8 +157,9 @@ export class Runner {
         this.takeServerConfig(res.body.config);
         return;
       } catch (e) {
-        if (this.handleLoopError(e, 'heartbeat', backoff) === 'stop') return;
-        await sleep(retryDelayMs(e, backoff.fail()), this.stopSignal);
+        const delayMs = retryDelayMs(e, backoff.fail());
+        if (this.handleLoopError(e, 'heartbeat', backoff.failures, delayMs) === 'stop') return;
+        await sleep(delayMs, this.stopSignal);
       }
     }
   }
@@ -196,9 +197,11 @@ export class Runner {
         backoff.succeed();
         this.takeServerConfig(res.body.config);
       } catch (e) {
-        this.handleLoopError(e, 'heartbeat', backoff);
-        // A Retry-After longer than the heartbeat interval is waited out on top of it.
-        const extraMs = retryDelayMs(e, 0) - Math.min(this.heartbeatIntervalMs, HEARTBEAT_CHECK_MAX_MS);
+        backoff.fail();
+        // Still due, it is sent again at the next check; a Retry-After longer than that is waited out on top.
+        const checkMs = Math.min(this.heartbeatIntervalMs, HEARTBEAT_CHECK_MAX_MS);
+        const extraMs = retryDelayMs(e, 0) - checkMs;
+        this.handleLoopError(e, 'heartbeat', backoff.failures, checkMs + Math.max(0, extraMs));
         if (extraMs > 0) await sleep(extraMs, this.stopSignal);
       }
     }
@@ -209,9 +212,10 @@ export class Runner {
   }
 
   /**
-   * Log a failed heartbeat or claim. Returns 'stop' when the runner must stop.
+   * Log a failed heartbeat or claim (its `failures` in a row) and when it is tried again. Returns
+   * 'stop' when the runner must stop.
    */
-  handleLoopError(e: unknown, what: string, backoff: Backoff) {
+  handleLoopError(e: unknown, what: string, failures: number, retryInMs: number) {
     if (this.stopping) return 'stop';
     const kind = classify(e);
     if (kind === 'upgrade') {
@@ -225,8 +229,8 @@ export class Runner {
     }
     const hint = err?.status === 401 ? ' (the machine token was refused; if this lasts, run `docket-runner register` again)'
       : err?.retryAfterMs ? ` (the server asked for ${err.retryAfterMs} ms)` : '';
-    this.out.emit(`${what}_failed`, `${what} failed: ${errorText(e)}${hint}; backing off`, {
-      status: err?.status ?? 0, code: err?.code ?? 'error', failures: backoff.failures + 1, retry_after_ms: err?.retryAfterMs ?? null,
+    this.out.emit(`${what}_failed`, `${what} failed: ${errorText(e)}${hint}; trying again in ${formatWait(retryInMs)}`, {
+      status: err?.status ?? 0, code: err?.code ?? 'error', failures, retry_after_ms: err?.retryAfterMs ?? null, retry_in_ms: retryInMs,
     });
     return 'retry';
   }
@@ -255,9 +259,10 @@ export class Runner {
       try {
         res = await this.client.claim({ ...this.heartbeatBody(), wait_ms: waitMs }, { signal: this.stopSignal });
       } catch (e) {
-        if (this.handleLoopError(e, 'claim', backoff) === 'stop') return;
+        const delayMs = retryDelayMs(e, backoff.fail());
+        if (this.handleLoopError(e, 'claim', backoff.failures, delayMs) === 'stop') return;
         this.claiming = false; // backing off: heartbeats keep the machine seen
-        await sleep(retryDelayMs(e, backoff.fail()), this.stopSignal);
+        await sleep(delayMs, this.stopSignal);
         continue;
       }
       backoff.succeed();

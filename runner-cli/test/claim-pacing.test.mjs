@@ -59,7 +59,8 @@ describe('claim pacing', () => {
       cleanups.push(server.close);
       const l = listen(server.url, ['--claim-min-gap-ms', '0']);
       const failed = await l.waitFor('claim_failed');
-      expect(failed).toMatchObject({ status, code, retry_after_ms: 2000 });
+      expect(failed).toMatchObject({ status, code, retry_after_ms: 2000, retry_in_ms: 2000 });
+      expect(failed.message).toContain('; trying again in 2.0 s');
       await sleep(2_600);
       const times = claimTimes(server);
       expect(times.length).toBeGreaterThanOrEqual(2);
@@ -80,6 +81,9 @@ describe('claim pacing', () => {
     });
     cleanups.push(server.close);
     const l = listen(server.url);
+    const failed = await l.waitFor('heartbeat_failed');
+    expect(failed).toMatchObject({ status: 429, failures: 1, retry_in_ms: 2000 });
+    expect(failed.message).toContain('(the server asked for 2000 ms); trying again in 2.0 s');
     await l.waitFor('started');
     await sleep(2_500);
     const times = server.requests.filter((r) => r.path === '/v1/runners/heartbeat').map((r) => r.at_ms);

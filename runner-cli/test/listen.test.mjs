@@ -86,6 +86,12 @@ describe('listen in bad weather', () => {
     expect(claim.auth).toBe('Bearer dkt_s_t');
     const failures = l.events.filter((e) => e.event === 'claim_failed');
     expect(failures.map((e) => e.status)).toEqual([503, 503, 503, 401, 401, 0]);
+    // Each failure says when the claim is tried again, and it is not tried sooner.
+    expect(failures.map((e) => e.failures)).toEqual([1, 2, 3, 4, 5, 6]);
+    for (const [i, failure] of failures.entries()) {
+      expect(failure.message).toContain(`; trying again in ${(failure.retry_in_ms / 1000).toFixed(1)} s`);
+      expect(claimTimes[i + 1] - claimTimes[i]).toBeGreaterThanOrEqual(failure.retry_in_ms - 15);
+    }
     expect(failures.at(-1).code).toBe('network');
     expect(failures.find((e) => e.status === 401).message).toContain('docket-runner register');
     expect((await l.kill('SIGTERM')).code).toBe(0);
