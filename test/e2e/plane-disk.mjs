@@ -1,7 +1,9 @@
 // What the local plane holds on disk, read while it is down (or read-only while it runs): every
-// run object's stored record, the alarm workerd keeps for it, and its D1 queue row. workerd keeps
-// each Durable Object's SQLite under <persist>/v3/do/<script>-<class>/<actor id>.sqlite and the
-// alarms of a class in that directory's metadata.sqlite (`_cf_ALARM`, scheduled_time in ns).
+// run object's stored record, the alarm workerd keeps for it, its D1 queue row, and the sweep's last
+// cron tick. workerd keeps each Durable Object's SQLite under
+// <persist>/v3/do/<script>-<class>/<actor id>.sqlite and the alarms of a class in that directory's
+// metadata.sqlite (`_cf_ALARM`, scheduled_time in ns); local D1 is under
+// <persist>/v3/d1/miniflare-D1DatabaseObject/.
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -63,20 +65,39 @@ export function readRunObjects(persist) {
   return out;
 }
 
-/** The D1 queue rows' versions by run id. @param {string} persist */
-function readD1Versions(persist) {
+/**
+ * Runs `fn` on each local D1 database under `persist` that has `table`.
+ * @param {string} persist @param {string} table @param {(db: import('better-sqlite3').Database) => void} fn
+ */
+function eachD1WithTable(persist, table, fn) {
   const dir = join(persist, 'v3', 'd1', 'miniflare-D1DatabaseObject');
-  /** @type {Map<string, number>} */
-  const versions = new Map();
-  if (!existsSync(dir)) return versions;
+  if (!existsSync(dir)) return;
   for (const file of readdirSync(dir)) {
     if (!file.endsWith('.sqlite') || file === 'metadata.sqlite') continue;
     withDb(join(dir, file), (db) => {
-      if (!db.prepare("SELECT 1 FROM sqlite_master WHERE name = 'runs'").get()) return;
-      for (const r of db.prepare('SELECT id, version FROM runs').all()) versions.set(r.id, r.version);
+      if (db.prepare('SELECT 1 FROM sqlite_master WHERE name = ?').get(table)) fn(db);
     });
   }
+}
+
+/** The D1 queue rows' versions by run id. @param {string} persist */
+function readD1Versions(persist) {
+  /** @type {Map<string, number>} */
+  const versions = new Map();
+  eachD1WithTable(persist, 'runs', (db) => {
+    for (const r of db.prepare('SELECT id, version FROM runs').all()) versions.set(r.id, r.version);
+  });
   return versions;
+}
+
+/** The cron's last tick as the sweep row in D1 records it (ms), or null before any. @param {string} persist */
+export function readLastTick(persist) {
+  /** @type {number | null} */
+  let lastTickAtMs = null;
+  eachD1WithTable(persist, 'sweep', (db) => {
+    lastTickAtMs = db.prepare('SELECT last_tick_at_ms FROM sweep WHERE id = 1').get()?.last_tick_at_ms ?? lastTickAtMs;
+  });
+  return lastTickAtMs;
 }
 
 /**

@@ -2,13 +2,13 @@
 // one line about them, the note printed once the Worker answers, its commands run as printed (curl
 // and the runner CLI, up to a first run taken and its output read), Ctrl-C stopping everything, and
 // a second start on the same state finding the database up to date and the organization still there.
-import Database from 'better-sqlite3';
 import { execFileSync, spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { CLI, removeTempDirs, RunnerHome, ROOT, sleep, tempDir } from './helpers.mjs';
 import { QUIET_ENV } from './migrated-state.mjs';
+import { readLastTick } from './plane-disk.mjs';
 import { freePort } from './plane-process.mjs';
 
 const ADMIN = 'start-test-secret';
@@ -49,18 +49,6 @@ function step(out, n) {
     body.push(line.trim());
   }
   return body.join('\n');
-}
-
-/** The sweep's last cron tick in the local D1 under `persist`, or null before any. */
-function lastTick(persist) {
-  const dir = join(persist, 'v3', 'd1', 'miniflare-D1DatabaseObject');
-  const [file] = readdirSync(dir).filter((f) => f.endsWith('.sqlite'));
-  const db = new Database(join(dir, file), { readonly: true });
-  try {
-    return db.prepare('SELECT last_tick_at_ms FROM sweep WHERE id = 1').get()?.last_tick_at_ms ?? null;
-  } finally {
-    db.close();
-  }
 }
 
 const sh = (command, env = {}) => execFileSync('sh', ['-c', command], { cwd: ROOT, encoding: 'utf8', env: { ...process.env, ...env }, timeout: 60_000 });
@@ -131,7 +119,7 @@ describe('npm start', () => {
     await expect(fetch(`${base}/healthz`, { signal: AbortSignal.timeout(2_000) })).rejects.toThrow();
     // The cron ticked once as the Worker answered, not a whole CRON_TICK_MS (60 s) later: a start
     // after an outage begins its recovery at once (the sweep row records the tick).
-    expect(lastTick(env.PERSIST_TO)).toBeGreaterThanOrEqual(startedAt);
+    expect(readLastTick(env.PERSIST_TO)).toBeGreaterThanOrEqual(startedAt);
 
     // Again on the same state: nothing to migrate, and the organization and its runner are there.
     const second = npmStart(env);
