@@ -167,7 +167,7 @@ export class JobSupervisor {
     this.out.run('launched', this.view, `launched sandbox ${this.sandbox.id} in ${Date.now() - started} ms`, { sandbox_id: this.sandbox.id });
     const i = interruption as CallResult | null;
     if (i) return i.kind === 'ok' ? this.stopAndReport('a stop was requested') : this.afterRefusal(i);
-    return this.supervise({ launchedAccepted: false });
+    return this.supervise({ launchedAccepted: false, informed: true });
   }
 
   /**
@@ -177,19 +177,21 @@ export class JobSupervisor {
     this.sandbox = sandbox;
     this.move('running', { sandbox_id: sandbox.id }, 'resumed after a restart');
     this.out.run('resumed', this.view, `resumed the lease of sandbox ${sandbox.id}`, { sandbox_id: sandbox.id });
-    return this.supervise(opts);
+    // A pause recorded while this runner was down is acted on at once, not after a lease wait.
+    return this.supervise({ ...opts, informed: false });
   }
 
   /**
    * The lease loop: one waiting `launched` or `lease` call in flight at a time (docs/protocol.md,
    * "Lease waits"), answered at the refresh interval or at once on a stop request, while this loop
-   * watches the sandbox, its lifetime and phase.
+   * watches the sandbox, its lifetime and phase. `informed`: this runner has seen the attempt's
+   * directives as they stand (see LeaseWaits).
    */
-  async supervise({ launchedAccepted }: { launchedAccepted: boolean }) {
+  async supervise({ launchedAccepted, informed }: { launchedAccepted: boolean; informed: boolean }) {
     const sandbox = this.sandbox as Sandbox;
     const deadlineAtMs = (this.launchedAtMs ?? Date.now()) + this.lifetimeMs;
     const backoff = this.backoff();
-    const lease = new LeaseWaits(this);
+    const lease = new LeaseWaits(this, informed);
     let nextCallAtMs = 0;
     let exited = false;
     sandbox.exited.then(() => (exited = true));
@@ -229,7 +231,8 @@ export class JobSupervisor {
         }
         if (!lease.inFlight && Date.now() >= nextCallAtMs) lease.start(launchedAccepted ? 'lease' : 'launched', sandbox.id);
         const waitMs = Math.max(0, Math.min(TICK_MS, deadlineAtMs - Date.now(), lease.inFlight ? TICK_MS : nextCallAtMs - Date.now()));
-        await Promise.race([sleep(waitMs, this.runner.stopSignal), sandbox.exited, lease.answered]);
+        // The last call's answer settled long ago when none is in flight: racing it would spin until the next call is due.
+        await Promise.race([sleep(waitMs, this.runner.stopSignal), sandbox.exited, ...(lease.inFlight ? [lease.answered] : [])]);
       }
     } finally {
       lease.abandon();
@@ -486,21 +489,30 @@ class LeaseWaits {
   job: JobSupervisor;
   ctl = new AbortController();
   inFlight = false;
+  /**
+   * Whether the last answer was received, so no directive can have passed unseen. The server
+   * answers a waiting call at once on a change, or when a stop is pending; a run already pausing is
+   * no change, and would be learnt only when the wait ends. So after a restart, or a call that
+   * failed (its answer may have carried the change), the next call does not wait.
+   */
+  informed: boolean;
   /** Settles when the call in flight is answered. */
   answered: Promise<void> = Promise.resolve();
   result: { call: 'launched' | 'lease'; r: CallResult; startedAtMs: number } | null = null;
-  constructor(job: JobSupervisor) {
+  constructor(job: JobSupervisor, informed: boolean) {
     this.job = job;
+    this.informed = informed;
   }
 
   start(call: 'launched' | 'lease', sandboxId: string) {
-    const waitMs = this.job.leaseRefreshMs;
+    const waitMs = this.informed ? this.job.leaseRefreshMs : 0;
     const body = call === 'launched' ? { sandbox_id: sandboxId, wait_ms: waitMs } : { wait_ms: waitMs };
     const startedAtMs = Date.now();
     this.inFlight = true;
     const opts = { signal: this.ctl.signal, timeoutMs: waitMs + this.job.runner.client.timeoutMs };
     this.answered = this.job.call(call, body, opts).then((r) => {
       this.inFlight = false;
+      this.informed = r.kind === 'ok';
       this.result = { call, r, startedAtMs };
     });
   }

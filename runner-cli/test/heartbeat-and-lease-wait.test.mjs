@@ -1,5 +1,6 @@
 // An idle runner's claim is its heartbeat (no separate heartbeats between claims); a busy runner
-// heartbeats; and a running job holds one waiting lease call, whose stop answer stops the sandbox
+// heartbeats; a running job holds one waiting lease call, whose stop answer stops the sandbox; and
+// a runner that may have missed a pause (a restart, a lost answer) asks without waiting
 // (docs/protocol.md, "Lease waits"). Counts of requests, never timings, are asserted.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -20,8 +21,8 @@ const ok = (body = {}) => ({ status: 200, body });
 const fastBeats = ok(heartbeatAnswer({ ...runnerConfig, heartbeat_interval_ms: 200 }));
 const count = (server, path) => server.requests.filter((r) => r.path === path).length;
 
-function listen(url, args = []) {
-  const l = spawnListen(configuredHome(url, 'docket-beat-', cleanups), ['--stop-grace-ms', '2000', ...args], cleanups);
+function listen(url, args = [], home = configuredHome(url, 'docket-beat-', cleanups)) {
+  const l = spawnListen(home, ['--stop-grace-ms', '2000', ...args], cleanups);
   cleanups.push(() => {
     for (const e of l.events) {
       if (!e.sandbox_id?.startsWith('process-')) continue;
@@ -41,6 +42,25 @@ function agentFile(source) {
   const path = join(dir, 'agent.mjs');
   writeFileSync(path, source);
   return path;
+}
+
+/** An agent that, on SIGUSR1, writes its checkpoint and exits (runner-cli/README.md, "Pause"). */
+function checkpointingAgent() {
+  return agentFile(
+    "import { writeFileSync } from 'node:fs';" +
+      "process.on('SIGUSR1', () => { writeFileSync(process.env.DOCKET_CHECKPOINT_FILE, JSON.stringify({ session_id: 'sess-1', last_phase: 'implementing', pending_actions: [], session: null })); process.exit(0); });" +
+      'setInterval(() => {}, 1000);',
+  );
+}
+
+/** A claim answer that grants one run of `agent`, then no work. */
+function claimOnce(agent) {
+  let granted = false;
+  return () => {
+    if (granted) return { status: 204 };
+    granted = true;
+    return ok(grantOf([process.execPath, agent]));
+  };
 }
 
 function grantOf(command) {
@@ -69,15 +89,10 @@ describe('the claim is the heartbeat', () => {
   });
 
   it('a busy runner (at its concurrency, not claiming) sends heartbeats', async () => {
-    const agent = agentFile('setInterval(() => {}, 1000);');
-    let granted = false;
+    const claim = claimOnce(agentFile('setInterval(() => {}, 1000);'));
     const server = await fakeServer(({ path }) => {
       if (path === '/v1/runners/heartbeat') return fastBeats;
-      if (path === '/v1/runners/claim') {
-        if (granted) return { status: 204 };
-        granted = true;
-        return ok(grantOf([process.execPath, agent]));
-      }
+      if (path === '/v1/runners/claim') return claim();
       return ok(attemptAnswerBody());
     });
     cleanups.push(server.close);
@@ -86,24 +101,23 @@ describe('the claim is the heartbeat', () => {
     const before = count(server, '/v1/runners/heartbeat');
     while (count(server, '/v1/runners/heartbeat') < before + 2) await sleep(50);
     expect(count(server, '/v1/runners/claim')).toBe(1);
+    // Lease calls answered at once (a server past LEASE_WAITERS_MAX does so) are paced by sleeping,
+    // not by a loop that holds the event loop and piles up listeners until the next call is due.
+    expect(l.stderr).toBe('');
   });
 });
 
 describe('lease waits', () => {
   it('a running job holds one waiting lease call, and a stop in its answer stops the sandbox', async () => {
     const agent = agentFile("process.on('SIGTERM', () => process.exit(0)); setInterval(() => {}, 1000);");
-    let granted = false;
+    const claim = claimOnce(agent);
     let releaseStop = () => {};
     const stopAsked = new Promise((r) => (releaseStop = r));
     let waiting = 0;
     let maxWaiting = 0;
     const server = await fakeServer(async ({ path, body }) => {
       if (path === '/v1/runners/heartbeat') return fastBeats;
-      if (path === '/v1/runners/claim') {
-        if (granted) return { status: 204 };
-        granted = true;
-        return ok(grantOf([process.execPath, agent]));
-      }
+      if (path === '/v1/runners/claim') return claim();
       if (path.endsWith('/stopped')) return ok(attemptAnswerBody({ state: 'cancelled', stop_requested: true }));
       if (!body?.wait_ms) return ok(attemptAnswerBody()); // the launch's keepalive does not wait
       // Waiting launched and lease calls are held until the test asks for a stop, as the server's are.
@@ -128,5 +142,61 @@ describe('lease waits', () => {
     expect(ended.outcome).toBe('cancelled');
     expect(maxWaiting).toBe(1);
     expect(server.requests.filter((r) => r.path.endsWith('/stopped'))).toHaveLength(1);
+  });
+});
+
+/**
+ * A server with one run to grant, to an agent that checkpoints when asked; `run.pausing` is an
+ * operator's pause. A waiting call is held for longer than the test runs, as a server holds it
+ * until its wait ends. `loseFirstWait`: the pause lands during the first waiting call, whose answer
+ * never reaches the runner.
+ */
+async function pausableRun({ loseFirstWait = false } = {}) {
+  const claim = claimOnce(checkpointingAgent());
+  const run = { pausing: false };
+  let release = () => {};
+  const held = new Promise((r) => (release = r));
+  const server = await fakeServer(async ({ path, body }) => {
+    if (path === '/v1/runners/heartbeat') return fastBeats;
+    if (path === '/v1/runners/claim') return claim();
+    if (path.endsWith('/checkpoint')) return ok(attemptAnswerBody({ state: 'paused' }));
+    if (body?.wait_ms && loseFirstWait && !run.pausing) {
+      run.pausing = true;
+      return { status: 0 };
+    }
+    const answer = run.pausing ? attemptAnswerBody({ state: 'pausing', pause_requested: true }) : attemptAnswerBody();
+    if (body?.wait_ms) await held;
+    return ok(answer);
+  });
+  cleanups.push(server.close);
+  cleanups.push(() => release());
+  return { server, run };
+}
+
+describe('a pause the runner may have missed', () => {
+  it('recorded while the runner was down, reaches the daemon as soon as the restarted runner resumes the job', async () => {
+    const { server, run } = await pausableRun();
+    const home = configuredHome(server.url, 'docket-pause-', cleanups);
+    const first = listen(server.url, [], home);
+    await first.waitFor('launched');
+    await first.kill('SIGKILL'); // the sandbox outlives its runner
+    run.pausing = true;
+
+    const second = listen(server.url, [], home);
+    await second.waitFor('resumed');
+    expect((await second.waitFor('pause_requested', 15_000)).run_id).toBe(RUN_ID);
+    expect((await second.waitFor('run_ended', 15_000)).outcome).toBe('paused');
+    const checkpoints = server.requests.filter((r) => r.path.endsWith('/checkpoint'));
+    expect(checkpoints).toHaveLength(1);
+    expect(checkpoints[0].body).toMatchObject({ session_id: 'sess-1', last_phase: 'implementing' });
+    expect(second.stderr).toBe(''); // no warning of listeners piling up while the next call is due
+  });
+
+  it('whose answer was lost, reaches the daemon with the next call, which does not wait', async () => {
+    const { server } = await pausableRun({ loseFirstWait: true });
+    const l = listen(server.url);
+    expect((await l.waitFor('pause_requested', 15_000)).run_id).toBe(RUN_ID);
+    expect((await l.waitFor('run_ended', 15_000)).outcome).toBe('paused');
+    expect(l.stderr).toBe(''); // no warning of listeners piling up during the retry's backoff
   });
 });

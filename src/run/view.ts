@@ -99,9 +99,10 @@ function publicationView(p: Publication | null) {
 
 /** What a runner's attempt call answers. */
 /**
- * The directives a runner acts on, as its attempt answer carries them: a stop request (a pause
- * request is one more entry). A waiting lease call answers as soon as one changes, or at once when
- * one is pending (RunObject.leaseWait).
+ * The directives that answer a waiting lease call at once while pending (RunObject.leaseWait): a
+ * stop request. A pause is the run's state (`pausing`, `pause_requested` in the answer): its start
+ * wakes a waiting call, as any change of state does, and a runner that may have missed that answer
+ * asks without waiting (docs/protocol.md, "Lease waits").
  */
 export function directives(run: RunRecord): Record<string, boolean> {
   return { stop_requested: run.stopRequest !== null };
