@@ -28,6 +28,7 @@ export interface ClaimRequest {
 }
 
 interface Waiter {
+  machineId: string;
   labels: string[];
   protocols: string[];
   wake: () => void;
@@ -36,11 +37,13 @@ interface Waiter {
 /**
  * A claim's answer and what it cost: every round's D1 rows and Durable Object requests. `shed`:
  * no work, and the scheduler already holds CLAIM_WAITERS_MAX long-polls, so this one was not kept.
+ * `deregistered`: an admin deregistered the machine while its claim was on its way or waiting.
  */
 export interface ClaimAnswer {
   grant: ClaimGrant | null;
   cost: Cost;
   shed?: { limit: number };
+  deregistered?: true;
 }
 
 interface Candidate {
@@ -119,6 +122,8 @@ const FORGET_LABEL_SET_SQL = `DELETE FROM label_sets WHERE org_id = ?1 AND label
 export class SchedulerObject extends DurableObject<Env> {
   private readonly config: Config;
   private readonly waiters = new Set<Waiter>();
+  /** Machines deregistered in the last claim wait, by when (forgetMachine): their claims get no work. */
+  private readonly deregistered = new Map<string, number>();
   private labelSetCache: LabelSetCache | null = null;
   /** The label-set read under way, shared by the claims that need it meanwhile. */
   private labelSetRead: Promise<LabelSetCache> | null = null;
@@ -168,8 +173,10 @@ export class SchedulerObject extends DurableObject<Env> {
     };
     // Each round is bounded by claimCandidatesMax; rounds are bounded by the deadline.
     for (;;) {
+      // Checked before every round: a deregistration wakes the machine's waiting claims.
+      if (this.deregistered.has(req.machineId)) return { ...answer(null), deregistered: true };
       let woken = false;
-      const waiter: Waiter = { labels: req.labels, protocols: req.protocols, wake: () => (woken = true) };
+      const waiter: Waiter = { machineId: req.machineId, labels: req.labels, protocols: req.protocols, wake: () => (woken = true) };
       // Register before looking, so work that arrives during the look still wakes this claim.
       this.waiters.add(waiter);
       const grant = await this.tryClaim(req, cost);
@@ -199,6 +206,26 @@ export class SchedulerObject extends DurableObject<Env> {
       this.waiters.delete(waiter);
       if (Date.now() >= deadline) return answer(null);
     }
+  }
+
+  /**
+   * An admin deregistered the machine (its D1 row is written first, so no claim authenticates
+   * after): its waiting claims end now, and a claim that authenticated just before and arrives
+   * after gets no work either, so no run is handed to a machine its organization removed
+   * (docs/protocol.md, "Runners"). Remembered for one claim wait (CLAIM_WAIT_MS). Answers how
+   * many waiting claims it ended.
+   */
+  async forgetMachine(machineId: string): Promise<number> {
+    const now = Date.now();
+    for (const [id, atMs] of this.deregistered) if (atMs <= now - this.config.claimWaitMs) this.deregistered.delete(id);
+    this.deregistered.set(machineId, now);
+    let ended = 0;
+    for (const waiter of this.waiters) {
+      if (waiter.machineId !== machineId) continue;
+      waiter.wake();
+      ended += 1;
+    }
+    return ended;
   }
 
   /** Called by a run object when its run becomes claimable. */

@@ -36,12 +36,15 @@ export function tokenStatus(t: Pick<StoredToken, "revoked_at_ms" | "expires_at_m
 export function refusalOf(t: StoredToken, nowMs: number): DocketError | null {
   const status = tokenStatus(t, nowMs);
   if (status === "active") return null;
-  if (status === "revoked" && t.kind === "machine") {
-    return unauthorized("machine_deregistered", "this machine was deregistered by an admin of its organization; register it again with a new registration token");
-  }
+  if (status === "revoked" && t.kind === "machine") return machineDeregistered();
   if (status === "revoked") return unauthorized("revoked", "this token was revoked by an admin of its organization");
   if (status === "expired") return unauthorized("expired", `this token expired at ${new Date(t.expires_at_ms!).toISOString()}`);
   return unauthorized("used_up", `this registration token was already used ${t.uses} of ${t.max_uses} times`);
+}
+
+/** The 401 of a machine an admin deregistered: its token, or its claim already under way. */
+export function machineDeregistered(): DocketError {
+  return unauthorized("machine_deregistered", "this machine was deregistered by an admin of its organization; register it again with a new registration token");
 }
 
 function unauthorized(reason: RefusalReason, message: string): DocketError {

@@ -10,7 +10,7 @@ import { atMost, checkLabels, checkReport } from "../bounds";
 import { runnerConfig, type Config } from "../config";
 import { versionAtLeast } from "../protocol/version";
 import { deregisterMachine, machineView } from "../credentials/machines";
-import { returnRegistrationUse, takeRegistrationUse } from "../credentials/tokens";
+import { machineDeregistered, returnRegistrationUse, takeRegistrationUse } from "../credentials/tokens";
 import { machines, tokens } from "../db/schema";
 import { DocketError, unwrap } from "../errors";
 import { addCost, addD1, COST_HEADER, formatCost, type Cost } from "../lib/cost";
@@ -176,7 +176,7 @@ export const runnerRoutes = new Hono<AppEnv>()
     operation({
       id: "deregisterRunner",
       summary: "Deregister a runner machine and revoke its machine token",
-      description: "Deregistering a deregistered machine answers it unchanged. Attempts it holds are taken back when their leases lapse.",
+      description: "Deregistering a deregistered machine answers it unchanged. Its waiting claims end 401 machine_deregistered, handed no run; attempts it holds are taken back when their leases lapse.",
       tag: "Runners",
       auth: "admin",
       responses: { 200: { description: "The runner, deregistered.", schema: Runner } },
@@ -194,6 +194,9 @@ export const runnerRoutes = new Hono<AppEnv>()
       .where(and(eq(machines.orgId, caller.orgId), eq(machines.id, id)))
       .get();
     if (!row) throw new DocketError("not_found", `no runner ${id} in this organization`);
+    // Its claims already past the token check get no work either; asked again on a repeat, so a
+    // deregistration whose scheduler call failed is finished by the retry.
+    await schedulerStub(c.env, caller.orgId).forgetMachine(id);
     if (changed) log("runner.deregistered", { org: caller.orgId, machine: id, by: caller.tokenId, reason: "an admin deregistered it" });
     return c.json(machineView(row));
   })
@@ -300,7 +303,7 @@ export const runnerRoutes = new Hono<AppEnv>()
     const cost = c.get("cost");
     // The machine's labels came with its token (requireMachineWithRow): no round trip of its own.
     const machine = caller.machine;
-    if (!machine || machine.deregisteredAtMs !== null) throw new DocketError("unauthorized", "this machine is no longer registered", { reason: "machine_deregistered" });
+    if (!machine || machine.deregisteredAtMs !== null) throw machineDeregistered();
     // So did the sweep row: a recovery under way after an outage or a deploy holds dispatch (src/recovery.ts).
     const held = recoveryHold(machine.sweep, Date.now(), config);
     if (held) {
@@ -309,7 +312,7 @@ export const runnerRoutes = new Hono<AppEnv>()
       throw new DocketError("recovering", held, { retry_after_ms: config.recoveryRetryAfterMs });
     }
     const protocols = body.protocols.filter((p) => config.launchProtocols.includes(p));
-    const [{ grant, cost: schedulerCost, shed }] = await Promise.all([
+    const [{ grant, cost: schedulerCost, shed, deregistered }] = await Promise.all([
       schedulerStub(c.env, caller.orgId).claim({
         orgId: caller.orgId,
         machineId: caller.machineId!,
@@ -322,6 +325,7 @@ export const runnerRoutes = new Hono<AppEnv>()
     cost.doRequests += 1;
     addCost(cost, schedulerCost);
     c.header(COST_HEADER, formatCost(cost));
+    if (deregistered) throw machineDeregistered();
     if (shed) {
       throw new DocketError("too_many_waiters", `this organization's scheduler already holds ${shed.limit} waiting claims; try again later`, {
         limit: shed.limit,

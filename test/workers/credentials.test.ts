@@ -289,6 +289,31 @@ describe("deregistering a machine", () => {
     expect((await deregister(admin, `mch_${"0".repeat(24)}`)).status).toBe(404);
   });
 
+  it("a claim already waiting when it is deregistered ends 401 machine_deregistered, and a run dispatched after is left for another machine", async () => {
+    const { orgId, admin } = await createOrg();
+    const gone = await registerRunner(admin, { name: "gone" });
+    const scheduler = env.SCHEDULER.get(env.SCHEDULER.idFromName(orgId));
+    const waiting = claim(gone.token, 20_000);
+    while ((await scheduler.readStats()).waiters === 0) await sleep(10);
+    expect((await deregister(admin, gone.machineId)).status).toBe(200);
+    const runId = await dispatch(admin);
+
+    const answer = await waiting;
+    expect(answer.status).toBe(401);
+    expect(answer.body.error).toMatchObject({ code: "unauthorized", reason: "machine_deregistered" });
+    expect((await scheduler.readStats()).waiters).toBe(0);
+    expect(await getRun(admin, runId)).toMatchObject({ state: "queued", attempt: 0 });
+    // A claim that passed the token check just before the deregistration and reaches the scheduler after it gets no work either.
+    const late = await scheduler.claim({ orgId, machineId: gone.machineId, labels: [], protocols: ["process"], waitMs: 0 });
+    expect(late).toMatchObject({ grant: null, deregistered: true });
+
+    const fresh = await registerRunner(admin, { name: "fresh" });
+    expect((await claim(fresh.token, 0)).body).toMatchObject({ run_id: runId, attempt: 1 });
+    await call("POST", `/v1/runs/${runId}/cancel`, { token: admin, body: {} });
+    await ageRun(runId, 2 * MIN);
+    await runAlarm(runId);
+  });
+
   it("a claimed run it held cannot be launched or leased (401); the reaper requeues it after the launch deadline and another machine takes it", async () => {
     const { admin } = await createOrg();
     const gone = await registerRunner(admin, { name: "gone" });
