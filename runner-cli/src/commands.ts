@@ -23,7 +23,9 @@ export async function register(cfg: Record<string, any>, file: Record<string, an
         { min_cli_version: err.body?.min_cli_version ?? null, upgrade: upgradeHint(e) });
       return 3;
     }
-    out.emit('register_failed', `registration failed: ${errorText(e)}${err?.status === 401 ? ' (is the token a registration token, dkt_r_…?)' : ''}`, {
+    // A token the server knows says why it no longer works (reason); only an unknown one may be of the wrong kind.
+    const hint = err?.status === 401 && !err.body?.reason ? ' (is the token a registration token, dkt_r_…?)' : '';
+    out.emit('register_failed', `registration failed: ${errorText(e)}${hint}`, {
       status: err?.status ?? 0, code: err?.code ?? 'error',
     });
     return 1;

@@ -106,6 +106,24 @@ describe('the command line', () => {
     expect(upgrade.message).not.toContain('docket-runner@latest');
   });
 
+  it('a refused registration asks whether the token is a registration token only when the server does not know it', async () => {
+    const answers = [
+      { status: 401, body: { error: { code: 'unauthorized', message: 'this call needs a runner registration token (a token starting dkt_r_)' } } },
+      { status: 401, body: { error: { code: 'unauthorized', message: 'this registration token was already used 1 of 1 times', reason: 'used_up' } } },
+    ];
+    const server = await fakeServer(() => answers.shift());
+    cleanups.push(server.close);
+    const messages = [];
+    for (let i = 0; i < 2; i++) {
+      const r = await cli(home(server.url), ['register', '--json', '--server', server.url, '--token', 'dkt_r_x']);
+      expect(r.code).toBe(1);
+      messages.push(JSON.parse(r.stdout.trim().split('\n')[0]).message);
+    }
+    expect(messages[0]).toContain('is the token a registration token');
+    expect(messages[1]).toContain('already used 1 of 1 times');
+    expect(messages[1]).not.toContain('is the token a registration token');
+  });
+
   it('a 426 without a hint points at the runner README, not at a package name', async () => {
     const server = await fakeServer(() => ({ status: 426, body: { error: { code: 'listener_upgrade_required', message: 'too old', min_cli_version: '9.0.0' } } }));
     cleanups.push(server.close);
