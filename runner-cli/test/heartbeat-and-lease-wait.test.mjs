@@ -2,9 +2,9 @@
 // heartbeats; a running job holds one waiting lease call, whose stop answer stops the sandbox; and
 // a runner that may have missed a pause (a restart, a lost answer) asks without waiting
 // (docs/protocol.md, "Lease waits"). Counts of requests, never timings, are asserted.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { attemptAnswerBody, heartbeatAnswer, RUN_ID, runnerConfig } from './helpers/answers.mjs';
 import { fakeServer } from './helpers/fake-server.mjs';
@@ -44,13 +44,25 @@ function agentFile(source) {
   return path;
 }
 
-/** An agent that, on SIGUSR1, writes its checkpoint and exits (runner-cli/README.md, "Pause"). */
+/**
+ * An agent that, on SIGUSR1, writes its checkpoint and exits (runner-cli/README.md, "Pause");
+ * `ready()` settles once it listens for the signal (it writes `ready` beside itself).
+ */
 function checkpointingAgent() {
-  return agentFile(
+  const path = agentFile(
     "import { writeFileSync } from 'node:fs';" +
       "process.on('SIGUSR1', () => { writeFileSync(process.env.DOCKET_CHECKPOINT_FILE, JSON.stringify({ session_id: 'sess-1', last_phase: 'implementing', pending_actions: [], session: null })); process.exit(0); });" +
+      "writeFileSync(new URL('./ready', import.meta.url), 'ready');" +
       'setInterval(() => {}, 1000);',
   );
+  const readyFile = join(dirname(path), 'ready');
+  const ready = async () => {
+    for (let waited = 0; !existsSync(readyFile); waited += 20) {
+      if (waited > 15_000) throw new Error('the agent did not start');
+      await sleep(20);
+    }
+  };
+  return { path, ready };
 }
 
 /** A claim answer that grants one run of `agent`, then no work. */
@@ -152,7 +164,8 @@ describe('lease waits', () => {
  * never reaches the runner.
  */
 async function pausableRun({ loseFirstWait = false } = {}) {
-  const claim = claimOnce(checkpointingAgent());
+  const agent = checkpointingAgent();
+  const claim = claimOnce(agent.path);
   const run = { pausing: false };
   let release = () => {};
   const held = new Promise((r) => (release = r));
@@ -161,6 +174,7 @@ async function pausableRun({ loseFirstWait = false } = {}) {
     if (path === '/v1/runners/claim') return claim();
     if (path.endsWith('/checkpoint')) return ok(attemptAnswerBody({ state: 'paused' }));
     if (body?.wait_ms && loseFirstWait && !run.pausing) {
+      await agent.ready(); // a pause comes once the run is under way, not while its agent starts
       run.pausing = true;
       return { status: 0 };
     }
@@ -170,15 +184,16 @@ async function pausableRun({ loseFirstWait = false } = {}) {
   });
   cleanups.push(server.close);
   cleanups.push(() => release());
-  return { server, run };
+  return { server, run, agent };
 }
 
 describe('a pause the runner may have missed', () => {
   it('recorded while the runner was down, reaches the daemon as soon as the restarted runner resumes the job', async () => {
-    const { server, run } = await pausableRun();
+    const { server, run, agent } = await pausableRun();
     const home = configuredHome(server.url, 'docket-pause-', cleanups);
     const first = listen(server.url, [], home);
     await first.waitFor('launched');
+    await agent.ready();
     await first.kill('SIGKILL'); // the sandbox outlives its runner
     run.pausing = true;
 
