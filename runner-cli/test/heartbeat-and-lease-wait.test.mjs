@@ -2,6 +2,7 @@
 // heartbeats; a running job holds one waiting lease call, whose stop answer stops the sandbox; and
 // a runner that may have missed a pause (a restart, a lost answer) asks without waiting
 // (docs/protocol.md, "Lease waits"). Counts of requests, never timings, are asserted.
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -36,10 +37,14 @@ function listen(url, args = [], home = configuredHome(url, 'docket-beat-', clean
   return l;
 }
 
+/** An agent script; after the test, any agent still running it is ended (it runs in a process group of its own). */
 function agentFile(source) {
   const dir = mkdtempSync(join(tmpdir(), 'docket-agent-'));
-  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
   const path = join(dir, 'agent.mjs');
+  cleanups.push(() => {
+    spawnSync('pkill', ['-KILL', '-f', path]);
+    rmSync(dir, { recursive: true, force: true });
+  });
   writeFileSync(path, source);
   return path;
 }
