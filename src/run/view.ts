@@ -97,14 +97,13 @@ function publicationView(p: Publication | null) {
   );
 }
 
-/** What a runner's attempt call answers. */
 /**
  * The directives that answer a waiting lease call at once while pending (RunObject.leaseWait): a
  * stop request. A pause is the run's state (`pausing`, `pause_requested` in the answer): its start
  * wakes a waiting call, as any change of state does, and a runner that may have missed that answer
  * asks without waiting (docs/protocol.md, "Lease waits").
  */
-export function directives(run: RunRecord): Record<string, boolean> {
+export function directives(run: RunRecord): { stop_requested: boolean } {
   return { stop_requested: run.stopRequest !== null };
 }
 
@@ -117,13 +116,14 @@ export function leaseWatch(run: RunRecord): string {
   return JSON.stringify([run.attempt, run.state, directives(run)]);
 }
 
+/** What a runner's attempt call answers. */
 export function attemptView(run: RunRecord) {
   return {
     run_id: run.id,
     attempt: run.attempt,
     state: run.state,
     lease_expires_at_ms: run.leaseExpiresAtMs,
-    stop_requested: run.stopRequest !== null,
+    ...directives(run),
     pause_requested: run.state === "pausing",
   };
 }
