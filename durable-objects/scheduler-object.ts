@@ -212,20 +212,13 @@ export class SchedulerObject extends DurableObject<Env> {
    * An admin deregistered the machine (its D1 row is written first, so no claim authenticates
    * after): its waiting claims end now, and a claim that authenticated just before and arrives
    * after gets no work either, so no run is handed to a machine its organization removed
-   * (docs/protocol.md, "Runners"). Remembered for one claim wait (CLAIM_WAIT_MS). Answers how
-   * many waiting claims it ended.
+   * (docs/protocol.md, "Runners"). Remembered for one claim wait (CLAIM_WAIT_MS).
    */
-  async forgetMachine(machineId: string): Promise<number> {
+  async forgetMachine(machineId: string): Promise<void> {
     const now = Date.now();
     for (const [id, atMs] of this.deregistered) if (atMs <= now - this.config.claimWaitMs) this.deregistered.delete(id);
     this.deregistered.set(machineId, now);
-    let ended = 0;
-    for (const waiter of this.waiters) {
-      if (waiter.machineId !== machineId) continue;
-      waiter.wake();
-      ended += 1;
-    }
-    return ended;
+    for (const waiter of this.waiters) if (waiter.machineId === machineId) waiter.wake();
   }
 
   /** Called by a run object when its run becomes claimable. */
