@@ -2,7 +2,7 @@
 // migrations applied, Durable Objects and Queues all local) on loopback, and the real runner CLI
 // as child processes. Everything it starts it stops; every temp directory it makes it removes.
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -210,12 +210,16 @@ export class RunnerHome {
     return r.stdout.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l)).filter((o) => o.kind === 'job');
   }
 
-  /** Kill every listener and every sandbox process group this home started, then remove it. */
+  /**
+   * Kill every listener, every sandbox process group this home started and every agent's own
+   * process group (each daemon recorded its agent in launch.json), then remove it.
+   */
   async cleanup() {
     for (const c of this.children) c.kill('SIGKILL');
-    for (const j of safeJobs(this)) {
-      const pid = Number(String(j.sandbox_id ?? '').replace('process-', ''));
-      if (pid > 0) {
+    const groups = safeJobs(this).map((j) => Number(String(j.sandbox_id ?? '').replace('process-', '')));
+    groups.push(...agentPids(this.dataDir));
+    for (const pid of groups) {
+      if (pid > 1) {
         try {
           process.kill(-pid, 'SIGKILL');
         } catch {
@@ -226,6 +230,28 @@ export class RunnerHome {
     await sleep(100);
     rmSync(this.home, { recursive: true, force: true });
   }
+}
+
+/** The agent pids the daemons under a data directory recorded (jobs/<run>/<attempt>/docket/launch.json). @param {string} dataDir */
+function agentPids(dataDir) {
+  /** @type {number[]} */
+  const pids = [];
+  let files = [];
+  try {
+    files = readdirSync(join(dataDir, 'jobs'), { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith(join('docket', 'launch.json')));
+  } catch {
+    return pids; // no job was ever launched
+  }
+  for (const f of files) {
+    try {
+      const pid = JSON.parse(readFileSync(join(dataDir, 'jobs', f), 'utf8')).agent_pid;
+      // A live process of that pid is the agent only while it works in this data directory (pids are reused).
+      if (Number.isSafeInteger(pid) && (!existsSync(`/proc/${pid}`) || readlinkSync(`/proc/${pid}/cwd`).startsWith(dataDir))) pids.push(pid);
+    } catch {
+      // unreadable, or gone meanwhile: nothing to end
+    }
+  }
+  return pids;
 }
 
 /** @param {RunnerHome} home */
