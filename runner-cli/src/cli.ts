@@ -104,10 +104,13 @@ export async function main(argv: string[]): Promise<number> {
     process.exit(code);
   }
   let values;
+  const options = { ...parseArgsOptions(spec.keys), help: { type: 'boolean' as const, short: 'h' } };
   try {
-    ({ values } = parseArgs({ args: rest, options: { ...parseArgsOptions(spec.keys), help: { type: 'boolean', short: 'h' } }, strict: true, allowPositionals: false }));
+    ({ values } = parseArgs({ args: rest, options, strict: true, allowPositionals: false }));
   } catch (e) {
-    process.stderr.write(`docket-runner ${command}: ${(e as Error).message}\nRun \`docket-runner ${command} --help\`.\n`);
+    const message = (e as Error).message;
+    const hint = didYouMean(e, Object.keys(options));
+    process.stderr.write(`docket-runner ${command}: ${message}${hint && (message.endsWith('.') ? ' ' : '. ')}${hint}\nRun \`docket-runner ${command} --help\`.\n`);
     return 2;
   }
   if (values.help) {
@@ -133,4 +136,28 @@ export async function main(argv: string[]): Promise<number> {
   if (command === 'register') return (await import('./commands.js')).register(cfg, file, out);
   if (command === 'status') return (await import('./commands.js')).status(cfg, out);
   return (await import('./commands.js')).listen(cfg, file, out);
+}
+
+/** For a mistyped flag, the command's flag it most likely meant (`Did you mean --label?`), or ''. */
+function didYouMean(e: unknown, flags: string[]): string {
+  if ((e as { code?: string }).code !== 'ERR_PARSE_ARGS_UNKNOWN_OPTION') return '';
+  const typed = /'(?:--?)([^'=]+)/.exec((e as Error).message)?.[1];
+  if (!typed) return '';
+  let best: { flag: string; d: number } | null = null;
+  for (const flag of flags) {
+    const d = editDistance(typed, flag);
+    if (d <= Math.max(2, Math.floor(flag.length / 3)) && d < typed.length && (!best || d < best.d)) best = { flag, d };
+  }
+  return best ? `Did you mean --${best.flag}?` : '';
+}
+
+/** Levenshtein distance; flags are short, so the plain table is fine. */
+function editDistance(a: string, b: string): number {
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= b.length; j++) next[j] = Math.min(row[j] + 1, next[j - 1] + 1, row[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+    row = next;
+  }
+  return row[b.length];
 }

@@ -1,5 +1,5 @@
-// The rough edges a new user meets first: a closed pipe on stdout, a second listen, `listen
-// --label`, and the upgrade hint of a 426.
+// The rough edges a new user meets first: a closed pipe on stdout, a mistyped flag, a second
+// listen, `listen --label`, and the upgrade hint of a 426.
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -50,6 +50,19 @@ describe('the command line', () => {
     const r = await cli(dir, ['status'], { closeStdout: true });
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
+  });
+
+  it('a mistyped flag is refused with exit code 2, naming the flag it most likely meant', async () => {
+    const dir = home();
+    const typo = await cli(dir, ['register', '--labels', 'gpu']);
+    expect(typo.code).toBe(2);
+    expect(typo.stderr).toContain("Unknown option '--labels'. Did you mean --label?");
+    expect((await cli(dir, ['listen', '--concurency', '2'])).stderr).toContain('Did you mean --concurrency?');
+    // Nothing close: no guess.
+    const far = await cli(dir, ['listen', '--zzz']);
+    expect(far.code).toBe(2);
+    expect(far.stderr).toContain("Unknown option '--zzz'");
+    expect(far.stderr).not.toContain('Did you mean');
   });
 
   it('a second listen on a data directory in use is refused on stderr with exit code 4', async () => {
