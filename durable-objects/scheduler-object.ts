@@ -32,6 +32,10 @@ interface Waiter {
   labels: string[];
   protocols: string[];
   wake: () => void;
+  /** Asleep until work arrives or its wait ends (not looking at the queue). */
+  sleeping: boolean;
+  /** A newer claim of its machine came while it slept: it ends without work (see claim()). */
+  superseded: boolean;
 }
 
 /**
@@ -171,12 +175,13 @@ export class SchedulerObject extends DurableObject<Env> {
       addCost(this.stats.cost, cost);
       return shed ? { grant, cost, shed: { limit: this.config.claimWaitersMax } } : { grant, cost };
     };
+    this.supersedeSleepers(req);
     // Each round is bounded by claimCandidatesMax; rounds are bounded by the deadline.
     for (;;) {
       // Checked before every round: a deregistration wakes the machine's waiting claims.
       if (this.deregistered.has(req.machineId)) return { ...answer(null), deregistered: true };
       let woken = false;
-      const waiter: Waiter = { machineId: req.machineId, labels: req.labels, protocols: req.protocols, wake: () => (woken = true) };
+      const waiter: Waiter = { machineId: req.machineId, labels: req.labels, protocols: req.protocols, wake: () => (woken = true), sleeping: false, superseded: false };
       // Register before looking, so work that arrives during the look still wakes this claim.
       this.waiters.add(waiter);
       const grant = await this.tryClaim(req, cost);
@@ -195,6 +200,7 @@ export class SchedulerObject extends DurableObject<Env> {
         return answer(null, true);
       }
       if (!woken) {
+        waiter.sleeping = true;
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, remaining);
           waiter.wake = () => {
@@ -204,7 +210,24 @@ export class SchedulerObject extends DurableObject<Env> {
         });
       }
       this.waiters.delete(waiter);
-      if (Date.now() >= deadline) return answer(null);
+      if (waiter.superseded || Date.now() >= deadline) return answer(null);
+    }
+  }
+
+  /**
+   * A runner waits on one claim at a time (docs/protocol.md, "Runner protocol"), so a machine's new
+   * claim means the one it still has asleep here lost its runner: a listener restarted, or a
+   * connection dropped and the claim was sent again. The sleeping one ends now (204), so work that
+   * arrives goes to the claim whose runner is there to take it, not to an answer no one reads (the
+   * run would sit claimed until its lease lapsed). Claims that are looking at the queue are left
+   * to finish their look.
+   */
+  private supersedeSleepers(req: ClaimRequest): void {
+    for (const waiter of this.waiters) {
+      if (waiter.machineId !== req.machineId || !waiter.sleeping || waiter.superseded) continue;
+      waiter.superseded = true;
+      waiter.wake();
+      log("scheduler.claim_superseded", { org: req.orgId, machine: req.machineId, reason: "a newer claim of this machine came while this one waited: it ends without work" });
     }
   }
 

@@ -285,7 +285,7 @@ export const runnerRoutes = new Hono<AppEnv>()
     operation({
       id: "claimRun",
       summary: "Claim the next run this machine can serve (a long poll)",
-      description: "Waits up to wait_ms (default: claim_wait_ms) for matching work.",
+      description: "Waits up to wait_ms (default: claim_wait_ms) for matching work. A machine waits on one claim at a time: its new claim ends the one it still has waiting (204).",
       tag: "Runner protocol",
       auth: "machine",
       responses: {

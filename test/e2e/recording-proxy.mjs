@@ -1,6 +1,7 @@
 // A recording HTTP proxy on loopback: put between a client (the runner CLI) and a local Docket, it
 // forwards every call unchanged and keeps each exchange (request and answer, bodies as text) so a
-// test can check them against the OpenAPI document (test/e2e/openapi-check.mjs).
+// test can check them against the OpenAPI document (test/e2e/openapi-check.mjs), and each call as
+// it arrives, so a test can tell a long-poll is waiting.
 import { createServer } from 'node:http';
 
 /** Headers that describe one hop, not the message: not forwarded. */
@@ -31,7 +32,10 @@ async function readBody(req, maxBytes = 16 * 1024 * 1024) {
 export async function startRecordingProxy(target) {
   /** @type {Exchange[]} */
   const exchanges = [];
+  /** Every call as it arrives, before its answer (a long-poll is here while it waits). @type {{ method: string, path: string, atMs: number }[]} */
+  const started = [];
   const server = createServer(async (req, res) => {
+    started.push({ method: String(req.method), path: String(req.url), atMs: Date.now() });
     try {
       const requestBody = await readBody(req);
       /** @type {Record<string, string>} */
@@ -71,6 +75,7 @@ export async function startRecordingProxy(target) {
   return {
     url: `http://127.0.0.1:${address.port}`,
     exchanges,
+    started,
     async stop() {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(() => resolve(undefined)));

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { attemptCall, call, claim, CLI_VERSION, createOrg, dispatch, getRun, registerRunner, runStub } from "./helpers";
+import { attemptCall, call, claim, CLI_VERSION, createOrg, dispatch, getRun, registerRunner, runStub, sleep } from "./helpers";
 
 describe("claiming work", () => {
   it("a claim with nothing queued answers 204 after its wait", async () => {
@@ -88,6 +88,29 @@ describe("claiming work", () => {
       expect(run.attempt).toBe(1);
       expect(run.steps).toHaveLength(1);
     }
+  });
+
+  it("a machine's new claim ends the one it left waiting (204), and work dispatched after goes to the new one", async () => {
+    const { orgId, admin } = await createOrg();
+    const runner = await registerRunner(admin);
+    const scheduler = env.SCHEDULER.get(env.SCHEDULER.idFromName(orgId));
+    // A listener's claim waits; the listener restarts and claims again, its old connection still open.
+    const abandoned = claim(runner.token, 20_000);
+    while ((await scheduler.readStats()).waiters === 0) await sleep(10);
+    const fresh = claim(runner.token, 20_000);
+    // The old claim ends at once, not at its wait's end (CLAIM_WAIT_MS here is 1 s): a run
+    // dispatched now goes to the new claim (a claim still waiting from before would be served first).
+    await Promise.race([abandoned, sleep(300)]);
+    const runId = await dispatch(admin);
+    expect(await fresh).toMatchObject({ status: 200, body: { run_id: runId, attempt: 1 } });
+    expect((await abandoned).status).toBe(204);
+    // Other machines' claims are left waiting.
+    const other = await registerRunner(admin, { name: "other" });
+    const otherWaiting = claim(other.token, 300);
+    while ((await scheduler.readStats()).waiters === 0) await sleep(10);
+    expect((await claim(runner.token, 0)).status).toBe(204);
+    expect((await scheduler.readStats()).waiters).toBe(1);
+    expect((await otherWaiting).status).toBe(204);
   });
 
   it("a stale queue row is refused by the run object and repaired", async () => {
