@@ -34,8 +34,8 @@ interface Waiter {
   wake: () => void;
   /** Asleep until work arrives or its wait ends (not looking at the queue). */
   sleeping: boolean;
-  /** A newer claim of its machine came while it slept: it ends without work (see claim()). */
-  superseded: boolean;
+  /** Ended while it slept, by a newer claim of its machine or its runner's stop: no work (endSleepers). */
+  ended: boolean;
 }
 
 /**
@@ -175,13 +175,13 @@ export class SchedulerObject extends DurableObject<Env> {
       addCost(this.stats.cost, cost);
       return shed ? { grant, cost, shed: { limit: this.config.claimWaitersMax } } : { grant, cost };
     };
-    this.supersedeSleepers(req);
+    this.endSleepers(req.orgId, req.machineId, "a newer claim of this machine came while this one waited");
     // Each round is bounded by claimCandidatesMax; rounds are bounded by the deadline.
     for (;;) {
       // Checked before every round: a deregistration wakes the machine's waiting claims.
       if (this.deregistered.has(req.machineId)) return { ...answer(null), deregistered: true };
       let woken = false;
-      const waiter: Waiter = { machineId: req.machineId, labels: req.labels, protocols: req.protocols, wake: () => (woken = true), sleeping: false, superseded: false };
+      const waiter: Waiter = { machineId: req.machineId, labels: req.labels, protocols: req.protocols, wake: () => (woken = true), sleeping: false, ended: false };
       // Register before looking, so work that arrives during the look still wakes this claim.
       this.waiters.add(waiter);
       const grant = await this.tryClaim(req, cost);
@@ -210,25 +210,36 @@ export class SchedulerObject extends DurableObject<Env> {
         });
       }
       this.waiters.delete(waiter);
-      if (waiter.superseded || Date.now() >= deadline) return answer(null);
+      if (waiter.ended || Date.now() >= deadline) return answer(null);
     }
   }
 
   /**
-   * A runner waits on one claim at a time (docs/protocol.md, "Runner protocol"), so a machine's new
-   * claim means the one it still has asleep here lost its runner: a listener restarted, or a
-   * connection dropped and the claim was sent again. The sleeping one ends now (204), so work that
-   * arrives goes to the claim whose runner is there to take it, not to an answer no one reads (the
-   * run would sit claimed until its lease lapsed). Claims that are looking at the queue are left
-   * to finish their look.
+   * A stopping runner ends the claim it leaves waiting (POST /v1/runners/claim/cancel), so no run
+   * is handed to an answer no one reads. Answers how many claims it ended.
    */
-  private supersedeSleepers(req: ClaimRequest): void {
+  async cancelClaims(orgId: string, machineId: string): Promise<number> {
+    return this.endSleepers(orgId, machineId, "its runner is stopping");
+  }
+
+  /**
+   * Ends the machine's claims asleep here (204), handed no work. A runner waits on one claim at a
+   * time (docs/protocol.md, "Runner protocol"), so a machine's new claim means the one still asleep
+   * lost its runner (a listener restarted, or a connection dropped and the claim was sent again);
+   * a stopping runner says so itself. Work that arrives then goes to a claim whose runner is there
+   * to take it, not to an answer no one reads (the run would sit claimed until its lease lapsed).
+   * Claims that are looking at the queue are left to finish their look.
+   */
+  private endSleepers(orgId: string, machineId: string, why: string): number {
+    let ended = 0;
     for (const waiter of this.waiters) {
-      if (waiter.machineId !== req.machineId || !waiter.sleeping || waiter.superseded) continue;
-      waiter.superseded = true;
+      if (waiter.machineId !== machineId || !waiter.sleeping || waiter.ended) continue;
+      waiter.ended = true;
       waiter.wake();
-      log("scheduler.claim_superseded", { org: req.orgId, machine: req.machineId, reason: "a newer claim of this machine came while this one waited: it ends without work" });
+      ended += 1;
     }
+    if (ended > 0) log("scheduler.claim_ended", { org: orgId, machine: machineId, count: ended, reason: `${why}: its waiting claim ends without work` });
+    return ended;
   }
 
   /**

@@ -208,7 +208,7 @@ export class DocketClient {
   }
 
   /** `request`, with the answer decoded by the contract schema `schema` names. */
-  async call<K extends 'Registered' | 'AttemptAnswer' | 'PushCredential'>(schema: K, method: string, path: string, options: RequestOptions = {}): Promise<Answer<z.infer<Contract[K]>>> {
+  async call<K extends 'Registered' | 'AttemptAnswer' | 'PushCredential' | 'ClaimCancelled'>(schema: K, method: string, path: string, options: RequestOptions = {}): Promise<Answer<z.infer<Contract[K]>>> {
     const answer = await this.request(method, path, options);
     const decoder = (await contract())[schema] as Contract[K];
     return decodeAnswer(decoder, `${method} ${path}`, answer) as Answer<z.infer<Contract[K]>>;
@@ -233,6 +233,10 @@ export class DocketClient {
     const answer = await this.request('POST', path, { body, signal, timeoutMs });
     if (answer.status === 204) return { status: 204, body: null };
     return decodeAnswer((await contract()).ClaimGrant, `POST ${path}`, answer);
+  }
+  /** A stopping runner ends the claim it leaves waiting at the server (docs/protocol.md, "Runner protocol"). */
+  cancelClaim(opts: RequestOptions = {}) {
+    return this.call('ClaimCancelled', 'POST', '/v1/runners/claim/cancel', { body: {}, ...opts });
   }
   /**
    * One of launched | lease | launch-failed | stopped | checkpoint-unusable.

@@ -3,7 +3,7 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ClaimGrant, RunnerConfig } from '../../src/protocol/index.js';
-import { classify, DocketClient, errorText, retryDelayMs, upgradeHint } from './api.js';
+import { ApiError, classify, DocketClient, errorText, retryDelayMs, upgradeHint } from './api.js';
 import { Backoff } from './backoff.js';
 import { type CallResult, JobSupervisor } from './job.js';
 import type { JobDb, JobRow } from './jobs.js';
@@ -28,6 +28,8 @@ export const EXIT = {
 const RECONCILE_TRIES = 3;
 /** The longest pause between two checks of whether a heartbeat is due. */
 const HEARTBEAT_CHECK_MAX_MS = 5_000;
+/** How long a stopping runner tries to end the claim it leaves waiting (cancelWaitingClaim). */
+const CLAIM_CANCEL_TIMEOUT_MS = 3_000;
 /** Job directories past the log retention removed in one pass, and how often a pass runs. */
 const LOG_PRUNE_BATCH = 100;
 const LOG_PRUNE_EVERY_MS = 3_600_000;
@@ -259,6 +261,8 @@ export class Runner {
       try {
         res = await this.client.claim({ ...this.heartbeatBody(), wait_ms: waitMs }, { signal: this.stopSignal });
       } catch (e) {
+        // Cut short by the stop, not answered: the claim still waits at the server.
+        if (e instanceof ApiError && e.code === 'aborted') return this.cancelWaitingClaim();
         const delayMs = retryDelayMs(e, backoff.fail());
         if (this.handleLoopError(e, 'claim', backoff.failures, delayMs) === 'stop') return;
         this.claiming = false; // backing off: heartbeats keep the machine seen
@@ -268,6 +272,20 @@ export class Runner {
       backoff.succeed();
       if (res.status === 204 || !res.body) continue;
       this.startClaimed(res.body);
+    }
+  }
+
+  /**
+   * The claim this runner stopped waiting for still waits at the server, where a run dispatched
+   * now would be handed to it and sit claimed until its lease lapsed: end it (bounded by
+   * CLAIM_CANCEL_TIMEOUT_MS; a failure is said, and the lease lapse stays the backstop).
+   */
+  async cancelWaitingClaim() {
+    try {
+      await this.client.cancelClaim({ timeoutMs: CLAIM_CANCEL_TIMEOUT_MS });
+    } catch (e) {
+      this.out.emit('claim_cancel_failed', `could not end the waiting claim (${errorText(e)}); a run handed to it is queued again when its lease lapses`,
+        { error: errorText(e) });
     }
   }
 

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { groupAlive } from '../src/procs.ts';
-import { attemptAnswerBody, heartbeatAnswer, RUN_ID } from './helpers/answers.mjs';
+import { attemptAnswerBody, heartbeatAnswer, MACHINE_ID, RUN_ID } from './helpers/answers.mjs';
 import { fakeServer } from './helpers/fake-server.mjs';
 import { configuredHome, spawnListen } from './helpers/listener.mjs';
 
@@ -112,6 +112,33 @@ describe('listen in bad weather', () => {
     expect(gone.message).toContain('docket-runner register');
     expect((await l.exited).code).toBe(6);
     expect(server.requests.filter((r) => r.path === '/v1/runners/claim')).toHaveLength(1);
+  });
+
+  it('a stop while its claim waits ends that claim at the server (claim/cancel), or says it could not', async () => {
+    for (const cancelAnswer of [ok({ machine_id: MACHINE_ID, ended: 1 }), err(503, 'internal')]) {
+      let release = () => {};
+      const held = new Promise((r) => (release = () => r(undefined)));
+      const server = await fakeServer(async ({ path }) => {
+        if (path === '/v1/runners/heartbeat') return ok(heartbeatAnswer());
+        if (path === '/v1/runners/claim') {
+          await held; // a long-poll: no work comes
+          return { status: 204 };
+        }
+        if (path === '/v1/runners/claim/cancel') return cancelAnswer;
+        return err(404, 'not_found');
+      });
+      cleanups.push(server.close, release); // run in reverse: the held claim is answered, then the server closes
+      const l = listen(server.url);
+      await until(() => server.requests.some((r) => r.path === '/v1/runners/claim'));
+      expect((await l.kill('SIGTERM')).code).toBe(0);
+      const cancels = server.requests.filter((r) => r.path === '/v1/runners/claim/cancel');
+      expect(cancels).toHaveLength(1);
+      expect(cancels[0]).toMatchObject({ method: 'POST', body: {}, auth: 'Bearer dkt_s_t' });
+      const failed = l.events.find((e) => e.event === 'claim_cancel_failed');
+      if (cancelAnswer.status === 200) expect(failed).toBeUndefined();
+      else expect(failed.message).toContain('queued again when its lease lapses');
+      expect(l.events.at(-1).event).toBe('stopped');
+    }
   });
 
   it('keeps the sandbox through 503s on the lease, and removes it only when the server says task_gone', async () => {

@@ -27,6 +27,10 @@ export const ClaimBody = z
   .strict();
 export type ClaimBody = z.input<typeof ClaimBody>;
 
+/** A stopping runner ends the claim it leaves waiting: nothing to send. */
+export const CancelClaimBody = z.object({}).strict();
+export type CancelClaimBody = z.input<typeof CancelClaimBody>;
+
 export const ListRunnersQuery = z.object(pageQuery(keysetCursor("mch_[0-9a-f]{24}"))).strict();
 
 export const RunnerPath = z.object({ id: machineId });
@@ -163,6 +167,13 @@ export const HeartbeatAnswer = z.object({
   config: RunnerConfig,
 });
 export type HeartbeatAnswer = z.infer<typeof HeartbeatAnswer>;
+
+export const ClaimCancelled = z.object({
+  machine_id: machineId,
+  /** The machine's waiting claims this call ended (0 when none was waiting). */
+  ended: z.number().int().min(0),
+});
+export type ClaimCancelled = z.infer<typeof ClaimCancelled>;
 
 /** What an attempt runs: its launch protocol, command, image and environment. */
 const GrantLaunch = z.object({

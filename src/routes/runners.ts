@@ -27,9 +27,11 @@ import { operation, type OperationSpec } from "../openapi/operation";
 import {
   AttemptAnswer,
   AttemptPath,
+  CancelClaimBody,
   CheckpointBody,
   CheckpointUnusableBody,
   ClaimBody,
+  ClaimCancelled,
   ClaimGrant,
   HeartbeatAnswer,
   HeartbeatBody,
@@ -334,6 +336,25 @@ export const runnerRoutes = new Hono<AppEnv>()
     }
     if (!grant) return c.body(null, 204);
     return c.json(grant, 200);
+  })
+  .post(
+    "/runners/claim/cancel",
+    operation({
+      id: "cancelClaim",
+      summary: "End the claim this machine leaves waiting (a runner that stops)",
+      description: "The machine's waiting claim answers 204 at once, handed no work, so a run dispatched meanwhile goes to a runner that is there. Answers how many claims it ended; with none waiting, 0.",
+      tag: "Runner protocol",
+      auth: "machine",
+      responses: { 200: { description: "The claims ended.", schema: ClaimCancelled } },
+    }),
+    requireMachine,
+    validate("json", CancelClaimBody), async (c) => {
+    const caller = c.get("caller");
+    const ended = await schedulerStub(c.env, caller.orgId).cancelClaims(caller.orgId, caller.machineId!);
+    const cost = c.get("cost");
+    cost.doRequests += 1;
+    c.header(COST_HEADER, formatCost(cost));
+    return c.json({ machine_id: caller.machineId!, ended });
   })
   .post(
     "/runs/:id/attempts/:n/launched",

@@ -284,12 +284,12 @@ const endpoints: Endpoint[] = [
       [bearer("another organization's registration token", () => B.registration), "own"],
     ],
   },
-  ...(["heartbeat", "claim"] as const).map(
+  ...(["heartbeat", "claim", "claim/cancel"] as const).map(
     (what): Endpoint => ({
       method: "POST",
       route: `/v1/runners/${what}`,
       path: () => `/v1/runners/${what}`,
-      body: () => ({ cli_version: CLI_VERSION, protocols: ["process"], ...(what === "claim" ? { wait_ms: 0 } : {}) }),
+      body: () => (what === "claim/cancel" ? {} : { cli_version: CLI_VERSION, protocols: ["process"], ...(what === "claim" ? { wait_ms: 0 } : {}) }),
       cases: () => [
         [none, unauthorized],
         ...malformed.map((c): [Credential, Expect] => [c, unauthorized]),
