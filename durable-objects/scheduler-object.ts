@@ -32,9 +32,7 @@ interface Waiter {
   labels: string[];
   protocols: string[];
   wake: () => void;
-  /** Asleep until work arrives or its wait ends (not looking at the queue). */
-  sleeping: boolean;
-  /** Ended while it slept, by a newer claim of its machine or its runner's stop: no work (endSleepers). */
+  /** Ended by a newer claim of its machine or its runner's stop: it waits no more (endWaiting). */
   ended: boolean;
 }
 
@@ -175,17 +173,17 @@ export class SchedulerObject extends DurableObject<Env> {
       addCost(this.stats.cost, cost);
       return shed ? { grant, cost, shed: { limit: this.config.claimWaitersMax } } : { grant, cost };
     };
-    this.endSleepers(req.orgId, req.machineId, "a newer claim of this machine came while this one waited");
+    this.endWaiting(req.orgId, req.machineId, "a newer claim of this machine came while this one waited");
     // Each round is bounded by claimCandidatesMax; rounds are bounded by the deadline.
     for (;;) {
       // Checked before every round: a deregistration wakes the machine's waiting claims.
       if (this.deregistered.has(req.machineId)) return { ...answer(null), deregistered: true };
       let woken = false;
-      const waiter: Waiter = { machineId: req.machineId, labels: req.labels, protocols: req.protocols, wake: () => (woken = true), sleeping: false, ended: false };
+      const waiter: Waiter = { machineId: req.machineId, labels: req.labels, protocols: req.protocols, wake: () => (woken = true), ended: false };
       // Register before looking, so work that arrives during the look still wakes this claim.
       this.waiters.add(waiter);
       const grant = await this.tryClaim(req, cost);
-      if (grant) {
+      if (grant || waiter.ended) {
         this.waiters.delete(waiter);
         return answer(grant);
       }
@@ -200,7 +198,6 @@ export class SchedulerObject extends DurableObject<Env> {
         return answer(null, true);
       }
       if (!woken) {
-        waiter.sleeping = true;
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, remaining);
           waiter.wake = () => {
@@ -219,21 +216,21 @@ export class SchedulerObject extends DurableObject<Env> {
    * is handed to an answer no one reads. Answers how many claims it ended.
    */
   async cancelClaims(orgId: string, machineId: string): Promise<number> {
-    return this.endSleepers(orgId, machineId, "its runner is stopping");
+    return this.endWaiting(orgId, machineId, "its runner is stopping");
   }
 
   /**
-   * Ends the machine's claims asleep here (204), handed no work. A runner waits on one claim at a
-   * time (docs/protocol.md, "Runner protocol"), so a machine's new claim means the one still asleep
+   * Ends the machine's waiting claims (204), handed no work. A runner waits on one claim at a time
+   * (docs/protocol.md, "Runner protocol"), so a machine's new claim means the one still waiting
    * lost its runner (a listener restarted, or a connection dropped and the claim was sent again);
    * a stopping runner says so itself. Work that arrives then goes to a claim whose runner is there
    * to take it, not to an answer no one reads (the run would sit claimed until its lease lapsed).
-   * Claims that are looking at the queue are left to finish their look.
+   * A claim in the middle of a look at the queue finishes it, and waits no more.
    */
-  private endSleepers(orgId: string, machineId: string, why: string): number {
+  private endWaiting(orgId: string, machineId: string, why: string): number {
     let ended = 0;
     for (const waiter of this.waiters) {
-      if (waiter.machineId !== machineId || !waiter.sleeping || waiter.ended) continue;
+      if (waiter.machineId !== machineId || waiter.ended) continue;
       waiter.ended = true;
       waiter.wake();
       ended += 1;
