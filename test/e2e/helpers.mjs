@@ -168,6 +168,15 @@ export function sleep(ms) {
   return new Promise((r) => setTimeout(r, ms));
 }
 
+/** Wait until `pred` holds, checking every 100 ms. @param {() => boolean} pred @param {number} [timeoutMs] */
+export async function until(pred, timeoutMs = 20_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!pred()) {
+    if (Date.now() > deadline) throw new Error(`not seen in ${timeoutMs} ms: ${pred}`);
+    await sleep(100);
+  }
+}
+
 /** A runner home (config and data directories) and helpers to run the CLI in it. */
 export class RunnerHome {
   constructor() {

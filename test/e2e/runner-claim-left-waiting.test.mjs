@@ -5,7 +5,7 @@
 // claim (docs/protocol.md, "Runner protocol"): either way the run goes to a listener that is there,
 // at attempt 1.
 import { afterAll, expect, it } from 'vitest';
-import { agentScript, dispatch, runnerSuite, sleep, waitForRun } from './helpers.mjs';
+import { agentScript, dispatch, runnerSuite, sleep, until, waitForRun } from './helpers.mjs';
 import { startRecordingProxy } from './recording-proxy.mjs';
 
 const { home, scratch, start } = runnerSuite(afterAll);
@@ -17,15 +17,6 @@ afterAll(async () => (await setup)?.proxy.stop());
 function plane() {
   setup ??= start({ CLAIM_WAIT_MS: '20000' }).then(async ({ docket, org }) => ({ docket, org, proxy: await startRecordingProxy(docket.url) }));
   return setup;
-}
-
-/** @param {() => boolean} pred */
-async function until(pred, timeoutMs = 20_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!pred()) {
-    if (Date.now() > deadline) throw new Error('timed out');
-    await sleep(50);
-  }
 }
 
 /** A listener through the proxy, once its claim waits at the server. @param {Awaited<ReturnType<typeof plane>>['proxy']} proxy */

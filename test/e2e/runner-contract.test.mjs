@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  ADMIN_SECRET, agentScript, bareRepo, CLI, RunnerHome, removeTempDirs, startDocket, tempDir,
+  ADMIN_SECRET, agentScript, bareRepo, CLI, RunnerHome, removeTempDirs, startDocket, tempDir, until,
 } from './helpers.mjs';
 import { ContractChecker } from './openapi-check.mjs';
 import { startRecordingProxy } from './recording-proxy.mjs';
@@ -86,15 +86,6 @@ async function dispatchRun(admin, launch, extra = {}) {
   });
   expect(res.status, JSON.stringify(res.body)).toBe(201);
   return res.body;
-}
-
-/** Wait until `pred` holds. @param {() => boolean} pred @param {number} timeoutMs */
-async function until(pred, timeoutMs) {
-  const deadline = Date.now() + timeoutMs;
-  while (!pred()) {
-    if (Date.now() > deadline) throw new Error(`not seen in ${timeoutMs} ms: ${pred}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
 }
 
 /** Whether a recorded exchange is the call `method` on a path like `pattern`, answered 2xx. */
