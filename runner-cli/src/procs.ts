@@ -1,12 +1,28 @@
 // Process helpers for sandboxes that run as local process groups.
 import { readdirSync, readFileSync } from 'node:fs';
 
+/**
+ * Whether the process runs. A zombie does not: a listener killed outright stays one until its
+ * parent reaps it, and its lock is free (lock.ts).
+ */
 export function pidAlive(pid: number) {
   try {
     process.kill(pid, 0);
-    return true;
   } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
+    if ((e as NodeJS.ErrnoException).code !== 'EPERM') return false;
+  }
+  const state = statFields(pid)?.[0];
+  return state !== 'Z' && state !== 'X';
+}
+
+/** The fields of /proc/<pid>/stat after the command name (state, ppid, pgrp, …), or null where /proc does not tell. */
+function statFields(pid: number | string): string[] | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The command name (field 2) may contain spaces and parentheses: split after the last ')'.
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  } catch {
+    return null;
   }
 }
 
@@ -35,13 +51,8 @@ function liveGroupMembers(pgid: number) {
   let live = 0;
   for (const name of entries) {
     if (name.charCodeAt(0) < 48 || name.charCodeAt(0) > 57) continue;
-    let stat;
-    try {
-      stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-    } catch {
-      continue; // it exited while we looked
-    }
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // state, ppid, pgrp, …
+    const fields = statFields(name);
+    if (!fields) continue; // it exited while we looked
     if (Number(fields[2]) === pgid && fields[0] !== 'Z' && fields[0] !== 'X') live += 1;
   }
   return live;
@@ -62,14 +73,7 @@ export function signalGroup(pgid: number, signal: NodeJS.Signals): boolean {
  * the original. Null where /proc is not available.
  */
 export function processStartTicks(pid: number): string | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // The command name (field 2) may contain spaces and parentheses: split after the last ')'.
-    const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return rest[19] ?? null; // field 22 overall = index 19 after fields 1-2
-  } catch {
-    return null;
-  }
+  return statFields(pid)?.[19] ?? null; // field 22 overall = index 19 after fields 1-2
 }
 
 export function sleep(ms: number, signal?: AbortSignal) {

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -73,6 +73,20 @@ describe('the data directory lock', () => {
     const release = acquireLock(dir);
     expect(lockHolder(dir)?.pid).toBe(process.pid);
     release();
+  });
+
+  it('a lock held by a zombie (a listener killed outright, not yet reaped by its parent) is taken over', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'docket-lock-'));
+    dirs.push(dir);
+    // The background job exits once its shell has become `sleep 5`, which never reaps it: a zombie.
+    const parent = spawn('sh', ['-c', 'sleep 0.2 & echo $!; exec sleep 5']);
+    const pid = Number(await new Promise((r) => parent.stdout.once('data', (d) => r(String(d).trim()))));
+    for (let i = 0; i < 100 && !readFileSync(`/proc/${pid}/stat`, 'utf8').includes(') Z '); i++) await new Promise((r) => setTimeout(r, 20));
+    expect(readFileSync(`/proc/${pid}/stat`, 'utf8')).toContain(') Z ');
+    writeFileSync(join(dir, 'listen.lock'), JSON.stringify({ pid }));
+    expect(lockHolder(dir)).toBeNull();
+    acquireLock(dir)();
+    parent.kill('SIGKILL');
   });
 });
 
