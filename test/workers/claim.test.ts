@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { attemptCall, call, claim, CLI_VERSION, createOrg, dispatch, getRun, registerRunner, runStub, sleep } from "./helpers";
+import { attemptCall, call, claim, CLI_VERSION, createOrg, dispatch, getRun, registerRunner, runStub, schedulerOf, sleep, untilClaimWaits } from "./helpers";
 
 describe("claiming work", () => {
   it("a claim with nothing queued answers 204 after its wait", async () => {
@@ -96,10 +96,10 @@ describe("claiming work", () => {
   it("a machine's new claim ends the one it left waiting (204), and work dispatched after goes to the new one", async () => {
     const { orgId, admin } = await createOrg();
     const runner = await registerRunner(admin);
-    const scheduler = env.SCHEDULER.get(env.SCHEDULER.idFromName(orgId));
+    const scheduler = schedulerOf(orgId);
     // A listener's claim waits; the listener restarts and claims again, its old connection still open.
     const abandoned = claim(runner.token, 20_000);
-    while ((await scheduler.readStats()).waiters === 0) await sleep(10);
+    await untilClaimWaits(orgId);
     const fresh = claim(runner.token, 20_000);
     // The old claim ends at once, not at its wait's end (CLAIM_WAIT_MS here is 1 s): a run
     // dispatched now goes to the new claim (a claim still waiting from before would be served first).
@@ -110,7 +110,7 @@ describe("claiming work", () => {
     // Other machines' claims are left waiting.
     const other = await registerRunner(admin, { name: "other" });
     const otherWaiting = claim(other.token, 300);
-    while ((await scheduler.readStats()).waiters === 0) await sleep(10);
+    await untilClaimWaits(orgId);
     expect((await claim(runner.token, 0)).status).toBe(204);
     expect((await scheduler.readStats()).waiters).toBe(1);
     expect((await otherWaiting).status).toBe(204);
@@ -119,12 +119,12 @@ describe("claiming work", () => {
   it("a stopping runner's claim cancel ends its waiting claim (204): a run dispatched after stays queued for a runner that is there", async () => {
     const { orgId, admin } = await createOrg();
     const runner = await registerRunner(admin);
-    const scheduler = env.SCHEDULER.get(env.SCHEDULER.idFromName(orgId));
+    const scheduler = schedulerOf(orgId);
     const cancel = (token: string, body: unknown = {}) => call("POST", "/v1/runners/claim/cancel", { token, body });
     expect(await cancel(runner.token)).toMatchObject({ status: 200, body: { machine_id: runner.machineId, ended: 0 } });
 
     const waiting = claim(runner.token, 20_000);
-    while ((await scheduler.readStats()).waiters === 0) await sleep(10);
+    await untilClaimWaits(orgId);
     expect(await cancel(runner.token)).toMatchObject({ status: 200, body: { ended: 1 } });
     const runId = await dispatch(admin);
     expect((await waiting).status).toBe(204);
@@ -134,7 +134,7 @@ describe("claiming work", () => {
     // A body is refused and changes nothing; so is another kind of token.
     const other = await registerRunner(admin, { name: "other" });
     const otherWaiting = claim(other.token, 300);
-    while ((await scheduler.readStats()).waiters === 0) await sleep(10);
+    await untilClaimWaits(orgId);
     expect((await cancel(other.token, { wait_ms: 0 })).body.error).toMatchObject({ code: "invalid_request" });
     expect((await cancel(admin)).status).toBe(401);
     expect((await scheduler.readStats()).waiters).toBe(1);

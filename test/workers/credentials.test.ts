@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { DEFAULTS } from "../../src/config";
 import { revokeStatement } from "../../src/credentials/tokens";
 import { dispatchBuild, readyToBuild } from "./builds-helpers";
-import { ageRun, attemptCall, call, claim, CLI_VERSION, createOrg, dispatch, getRun, registerRunner, runAlarm, sleep } from "./helpers";
+import { ageRun, attemptCall, call, claim, CLI_VERSION, createOrg, dispatch, getRun, registerRunner, runAlarm, schedulerOf, sleep, untilClaimWaits } from "./helpers";
 
 const MIN = 60_000;
 
@@ -292,9 +292,9 @@ describe("deregistering a machine", () => {
   it("a claim already waiting when it is deregistered ends 401 machine_deregistered, and a run dispatched after is left for another machine", async () => {
     const { orgId, admin } = await createOrg();
     const gone = await registerRunner(admin, { name: "gone" });
-    const scheduler = env.SCHEDULER.get(env.SCHEDULER.idFromName(orgId));
+    const scheduler = schedulerOf(orgId);
     const waiting = claim(gone.token, 20_000);
-    while ((await scheduler.readStats()).waiters === 0) await sleep(10);
+    await untilClaimWaits(orgId);
     expect((await deregister(admin, gone.machineId)).status).toBe(200);
     const runId = await dispatch(admin);
 

@@ -73,6 +73,17 @@ export function runStub(runId: string) {
   return env.RUN.get(env.RUN.idFromName(runId));
 }
 
+/** The organization's scheduler object. */
+export function schedulerOf(orgId: string) {
+  return env.SCHEDULER.get(env.SCHEDULER.idFromName(orgId));
+}
+
+/** Waits until the organization's scheduler holds a waiting claim (one started and not awaited). */
+export async function untilClaimWaits(orgId: string): Promise<void> {
+  const scheduler = schedulerOf(orgId);
+  while ((await scheduler.readStats()).waiters === 0) await sleep(10);
+}
+
 /**
  * Moves a run `ms` into the past, as if that much time had gone by for it: every deadline and
  * timestamp it keeps, and its queue row's, shifts back. Run its alarm next to act at that later time.
