@@ -16,6 +16,9 @@ import { claim } from './lib/docket.mjs';
 import { sleep } from './lib/http.mjs';
 import { FLOOR_ORG, withQueuedDocket, withQueuedFloor, workerdTimes } from './lib/queued.mjs';
 import { HEAD_SET } from './lib/seed.mjs';
+import { helpOrRefuse, openingComment } from '../scripts/cli-args.mjs';
+
+helpOrRefuse('npm run bench:commits', () => openingComment(import.meta.url));
 
 const CLAIMS = Number(process.env.BENCH_COMMITS_CLAIMS ?? 40);
 const IDLE_MS = Number(process.env.BENCH_COMMITS_IDLE_MS ?? 20_000);

@@ -19,6 +19,9 @@ import WebSocket from 'ws';
 import { claim } from './lib/docket.mjs';
 import { claimAtOnce, FLOOR_ORG, withQueuedDocket, withQueuedFloor } from './lib/queued.mjs';
 import { HEAD_SET } from './lib/seed.mjs';
+import { helpOrRefuse, openingComment } from '../scripts/cli-args.mjs';
+
+helpOrRefuse('npm run bench:profile', () => openingComment(import.meta.url));
 
 const CLAIMS = Number(process.env.BENCH_PROFILE_CLAIMS ?? 400);
 const PORT = Number(process.env.BENCH_PROFILE_PORT ?? 9339);

@@ -17,6 +17,9 @@ import { client, pool, sleep } from './lib/http.mjs';
 import { ROOT, startWorker, stateDir } from './lib/local-worker.mjs';
 import { claimAtOnce, withQueuedDocket, workerdTimes } from './lib/queued.mjs';
 import { summarize } from './lib/stats.mjs';
+import { helpOrRefuse, openingComment } from '../scripts/cli-args.mjs';
+
+helpOrRefuse('npm run bench:reopen', () => openingComment(import.meta.url));
 
 const CLAIMS = Number(process.env.BENCH_REOPEN_CLAIMS ?? 400);
 const IDLE_MS = Number(process.env.BENCH_REOPEN_IDLE_MS ?? 20_000);

@@ -18,6 +18,24 @@ import { readConfig } from './lib/config.mjs';
 import { ADMIN_SECRET } from './lib/docket.mjs';
 import { applyMigrations, ROOT, snapshotDocket, startWorker, stateDir } from './lib/local-worker.mjs';
 import { resultsPage, resultTables, runLine } from './lib/report.mjs';
+import { docTable, helpOrRefuse } from '../scripts/cli-args.mjs';
+
+helpOrRefuse('npm run bench', () => `npm run bench: Docket's benchmarks against local Workers on 127.0.0.1 (docs/BENCHMARKS.md).
+Sections: claims (claim cost against queue depth, beside the platform floor), latency
+(dispatch-to-claim), lifecycle (runs per second), scale (organizations claiming at once), cancel
+(cancel to sandbox stopped), idle (an idle runner's requests and memory). Nothing reaches the internet.
+
+  npm run bench                     the full run, about 8 minutes on 2 cores
+  BENCH_QUICK=1 npm run bench       a short look, about 1.5 minutes
+  BENCH_SECTIONS=cancel npm run bench
+  BENCH_UPDATE_DOCS=1 npm run bench also replaces "Latest results" in docs/BENCHMARKS.md
+
+A full run with the defaults writes bench/results/latest.json and latest.md (quick.* for a quick
+run, custom.* with other settings). Settings, all environment variables (default, quick default):
+
+${docTable('docs/BENCHMARKS.md', '## Settings')}
+
+Also: npm run bench:profile, bench:commits, bench:reopen (each -- --help).`);
 
 const cfg = readConfig();
 limitRunTime(cfg.timeoutMs);

@@ -9,6 +9,9 @@
 // A failing round prints the MODEL_SEED and MODEL_RUNS that replay it.
 
 import { spawnSync } from "node:child_process";
+import { helpOrRefuse, openingComment } from "./cli-args.mjs";
+
+helpOrRefuse("node scripts/model-soak.mjs", () => openingComment(import.meta.url));
 
 const total = Number(process.env.MODEL_RUNS || 20_000);
 const perRound = Number(process.env.MODEL_ROUND || 1_000);

@@ -6,6 +6,13 @@
 // same kills, pauses and load; the machine decides the exact interleaving).
 import { writeFileSync } from 'node:fs';
 import { runChaos } from '../test/e2e/restart-harness.mjs';
+import { docTable, helpOrRefuse, openingComment } from './cli-args.mjs';
+
+helpOrRefuse('npm run test:restart', () => `${openingComment(import.meta.url)}
+
+Settings (docs/BENCHMARKS.md, "Restart test: the whole plane under kill -9"):
+
+${docTable('docs/BENCHMARKS.md', '## Restart test: the whole plane under kill -9')}`);
 
 process.env.WRANGLER_SEND_METRICS ??= 'false';
 process.env.CLOUDFLARE_CF_FETCH_ENABLED ??= 'false';

@@ -8,6 +8,23 @@ import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { createRequire } from "node:module";
+import { helpOrRefuse } from "./cli-args.mjs";
+
+helpOrRefuse("npm start", () => `npm start: Docket locally with everything embedded: the Workers runtime, D1, Durable Objects
+and Queues, all local. It applies the D1 migrations, starts the Worker, ticks its cron, and once
+the Worker answers prints the operator secret and the first commands to run. Ctrl-C stops it.
+
+Environment:
+  PORT                  8787            the port on 127.0.0.1
+  PERSIST_TO            .wrangler/state the local state directory (database, objects, queues)
+  ADMIN_SECRET          a random one    the operator secret, printed at start
+  AUTOPILOT_SECRET_KEY  kept with the state
+                                        the key autopilot secrets are encrypted under
+  CRON_TICK_MS          60000           how often the Worker's cron tick runs (first at start)
+  START_TIMEOUT_MS      120000          the longest wait for the Worker to answer
+
+Docket's own timings and limits (README.md, "Configuration") are Worker variables: set them for
+a local run in .dev.vars at the repository root, one NAME=value per line.`);
 
 const port = process.env.PORT ?? "8787";
 const base = `http://127.0.0.1:${port}`;

@@ -18,7 +18,10 @@ process.env.CLOUDFLARE_CF_FETCH_ENABLED = 'false';
 process.env.WRANGLER_LOG ??= 'warn'; // no line per Queue batch
 // A config file edited during a run must not rebuild a Worker in the middle of a measurement.
 process.env.WRANGLER_CI_DISABLE_CONFIG_WATCHING = 'true';
-const { getPlatformProxy, unstable_readConfig, unstable_startWorker } = await import('wrangler');
+/** @type {Promise<typeof import('wrangler')> | undefined} */
+let loading;
+/** Wrangler, loaded when a Worker or the database is first needed (so `--help` answers at once). */
+const wrangler = () => (loading ??= import('wrangler'));
 
 /** A temp directory for local state; `remove()` deletes it, and so does an exit before that. */
 export function stateDir(prefix) {
@@ -83,6 +86,7 @@ export async function startWorker({ config, persist, vars = {}, inspectorPort })
   for (const [name, namespace] of [['RATE_LIMIT_ADDRESS', '1001'], ['RATE_LIMIT_MEMBER', '1002'], ['RATE_LIMIT_RUNNER', '1003']]) {
     bindings[name] = { type: 'ratelimit', namespace_id: namespace, simple: { limit: 1_000_000, period: 60 } };
   }
+  const { unstable_startWorker } = await wrangler();
   const worker = await unstable_startWorker({
     config,
     bindings,
@@ -110,6 +114,7 @@ export async function startWorker({ config, persist, vars = {}, inspectorPort })
  * @returns {Promise<T>}
  */
 export async function withLocalD1({ config, persist }, fn) {
+  const { getPlatformProxy, unstable_readConfig } = await wrangler();
   const database = unstable_readConfig({ config }).d1_databases.find((d) => d.binding === 'DB');
   if (!database?.database_id) throw new Error(`${config} has no D1 database bound as DB`);
   const databaseId = database.database_id;

@@ -6,7 +6,6 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlink
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { unstable_startWorker } from 'wrangler';
 import { Listener } from '../../runner-cli/test/helpers/listener.mjs';
 import { migratedState } from './migrated-state.mjs';
 
@@ -58,6 +57,8 @@ export async function startDocket(vars = {}) {
     /** @type {Record<string, { type: 'plain_text', value: string }>} */
     const bindings = {};
     for (const [k, val] of Object.entries({ ...FAST_VARS, ...CHECK_VARS, AUTOPILOT_SECRET_KEY, ...v, ADMIN_SECRET })) bindings[k] = { type: 'plain_text', value: val };
+    // Loaded here, not at the top: the scripts built on these helpers answer --help without it.
+    const { unstable_startWorker } = await import('wrangler');
     worker = await unstable_startWorker({
       config: join(ROOT, 'wrangler.toml'),
       bindings,

@@ -7,6 +7,9 @@ import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { createOrg, removeTempDirs, ROOT, startDocket, tempDir } from './helpers.mjs';
+import { helpOrRefuse, openingComment } from '../../scripts/cli-args.mjs';
+
+helpOrRefuse('npm run test:pack', () => openingComment(import.meta.url));
 
 // Like vitest.config.ts: the local Worker neither sends telemetry nor fetches `Request.cf`.
 process.env.WRANGLER_SEND_METRICS ??= 'false';
