@@ -58,8 +58,16 @@ export const OPTIONS: Record<string, OptionSpec> = {
     help: 'print one JSON object per line instead of readable text' },
 };
 
-/** Environment variables never handed to a sandbox, whatever --pass-env says. */
+/** Environment variables of the runner never handed to a sandbox, whatever --pass-env says. */
 export const NEVER_PASSED_ENV = /^DOCKET_/;
+
+/**
+ * Names of a run's launch.env the runner and its daemon own, so a dispatch cannot set them: the
+ * attempt's plumbing (the runner's values win) and the daemon's own limits (DOCKET_DAEMON_*). Other
+ * DOCKET_* names of launch.env, such as a build's DOCKET_JOB_ID and DOCKET_USD_CAP_CENTS, reach the agent.
+ */
+export const RUNNER_OWNED_ENV =
+  /^DOCKET_(DAEMON_.*|URL|RUN_ID|ATTEMPT|ATTEMPT_TOKEN|STATE_DIR|RESULT_FILE|CHECKPOINT_FILE|RESUME_FILE|SOURCE_REVISION)$/;
 
 /**
  * @param source for error messages

@@ -39,6 +39,19 @@ describe('the sandbox environment', () => {
     );
     expect(env).toEqual({ PATH: '/bin', HOME: '/h', OPENAI_API_KEY: 'k', K: 'V', DOCKET_URL: 'http://docket', DOCKET_ATTEMPT_TOKEN: 'dkt_a_x' });
   });
+
+  it("hands the run's own DOCKET_* variables (a build's job id and cap) to the agent, but none the runner owns", () => {
+    const env = sandboxEnv(
+      { PATH: '/bin' },
+      [],
+      {
+        DOCKET_JOB_ID: 'job_1', DOCKET_USD_CAP_CENTS: '2500',
+        DOCKET_DAEMON_STOP_GRACE_MS: '1', DOCKET_RESUME_FILE: '/x', DOCKET_SOURCE_REVISION: 'f00', DOCKET_RUN_ID: 'run_other',
+      },
+      { DOCKET_RUN_ID: 'run_1' },
+    );
+    expect(env).toEqual({ PATH: '/bin', DOCKET_JOB_ID: 'job_1', DOCKET_USD_CAP_CENTS: '2500', DOCKET_RUN_ID: 'run_1' });
+  });
 });
 
 describe('sandbox lifetime', () => {

@@ -69,12 +69,16 @@ describe('docket-runner against a local Docket', () => {
       writeFileSync('NEW.txt', 'a new file\\n');
       console.log('::phase verifying');
       console.log('token visible to the agent: ' + (process.env.DOCKET_ATTEMPT_TOKEN ? 'yes' : 'no'));
+      console.log('launch env: ' + process.env.DOCKET_JOB_ID + ' ' + process.env.TICKET + ' daemon grace ' + process.env.DOCKET_DAEMON_STOP_GRACE_MS);
       writeFileSync(process.env.DOCKET_RESULT_FILE, JSON.stringify({ model: 'e2e-model', limitations: ['made by a test'], cost_cents: 12 }));
     `);
     const run = await dispatch(docket, org.admin, {
       repository: { url: repo.url, commit: repo.commit },
       labels: ['linux'],
-      launch: { protocol: 'process', command: [process.execPath, agent] },
+      launch: {
+        protocol: 'process', command: [process.execPath, agent],
+        env: { DOCKET_JOB_ID: 'job_e2e', TICKET: 'T-1', DOCKET_DAEMON_STOP_GRACE_MS: '1' },
+      },
     });
     await sleep(2_500); // longer than a claim long-poll: nobody is there to take it
     const waiting = (await docket.api('GET', `/v1/runs/${run.id}`, { token: org.admin })).body;
@@ -96,6 +100,7 @@ describe('docket-runner against a local Docket', () => {
     const lines = events.filter((e) => e.type === 'run.output').flatMap((e) => e.data.lines);
     expect(lines).toContain('reading the brief');
     expect(lines).toContain('token visible to the agent: no');
+    expect(lines).toContain('launch env: job_e2e T-1 daemon grace undefined');
     const phases = events.filter((e) => e.type === 'run.phase').map((e) => e.data.phase);
     expect(phases).toEqual(expect.arrayContaining(['planning', 'implementing', 'verifying']));
 

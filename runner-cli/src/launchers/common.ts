@@ -3,7 +3,7 @@
 import { execFile } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { NEVER_PASSED_ENV } from '../config.js';
+import { NEVER_PASSED_ENV, RUNNER_OWNED_ENV } from '../config.js';
 import { sleep } from '../procs.js';
 
 export class LaunchError extends Error {
@@ -183,7 +183,8 @@ function readSession(cp: GrantCheckpoint): unknown {
 
 /**
  * The sandbox's environment: a small allow-list of the runner's own variables (never a DOCKET_*
- * one, so the machine token cannot leak), the run's launch.env, then the daemon's variables.
+ * one, so the machine token cannot leak), the run's launch.env (but the names the runner owns),
+ * then the daemon's variables.
  */
 export function sandboxEnv(runnerEnv: Record<string, string | undefined>, passEnv: string[], launchEnv: Record<string, string> | null | undefined, docketEnv: Record<string, string>) {
   const env: Record<string, string> = {};
@@ -192,7 +193,7 @@ export function sandboxEnv(runnerEnv: Record<string, string | undefined>, passEn
     if (v !== undefined && !NEVER_PASSED_ENV.test(name)) env[name] = v;
   }
   for (const [k, v] of Object.entries(launchEnv ?? {})) {
-    if (!NEVER_PASSED_ENV.test(k) && typeof v === 'string') env[k] = v;
+    if (!RUNNER_OWNED_ENV.test(k) && typeof v === 'string') env[k] = v;
   }
   return { ...env, ...docketEnv };
 }
