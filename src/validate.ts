@@ -2,7 +2,7 @@
 // invalid_request naming the field, never a 500 (../shared/DESIGN.md, "Protocol essentials").
 
 import type { Context, HonoRequest, ValidationTargets } from "hono";
-import { uniqueSymbol, validator } from "hono-openapi";
+import { resolver, uniqueSymbol, validator } from "hono-openapi";
 import { z } from "zod";
 import type { AppEnv } from "./app-types";
 import type { Config } from "./config";
@@ -34,7 +34,8 @@ const JSON_MEDIA_TYPE = /^application\/([\w.-]+\+)?json$/i;
  * The contract's validator (hono-openapi's, which also puts the schema in the OpenAPI document)
  * whose failures throw invalid_request instead of answering in its own format. A JSON
  * body must say so: the validator would read a body under another Content-Type as {}, so such a
- * body is refused here instead of being ignored (an empty body still counts as {}). `bounds`
+ * body is refused here instead of being ignored. An empty body counts as {} under any Content-Type
+ * (docs/protocol.md), and where the schema accepts {} the document marks the body optional. `bounds`
  * checks the configured limits (src/bounds.ts) on the parsed value.
  */
 export function validate<T extends z.ZodType, Target extends keyof ValidationTargets>(
@@ -42,18 +43,27 @@ export function validate<T extends z.ZodType, Target extends keyof ValidationTar
   schema: T,
   bounds?: (config: Config, data: z.infer<T>) => void,
 ) {
-  const check = validator(target, schema, (result, c) => {
+  const accept = (result: { success: true; data: unknown } | { success: false; error: readonly Issue[] }, c: Context) => {
     if (!result.success) throw invalid(result.error, target === "json" ? "body" : target);
     // The app's first middleware sets the config (src/app.ts); the hook's context is not typed with it.
     if (bounds) bounds((c as unknown as Context<AppEnv>).get("config"), result.data as z.infer<T>);
-  });
+  };
+  const check = validator(target, schema, accept);
   if (target !== "json") return check;
   const jsonOnly: typeof check = async (c, next) => {
     await refuseBodyThatIsNotJson(c.req);
-    return check(c, next);
+    if ((await c.req.text()).trim() !== "") return check(c, next);
+    // An empty body is {}; the validator would refuse it as malformed JSON.
+    const parsed = schema.safeParse({});
+    accept(parsed.success ? { success: true, data: parsed.data } : { success: false, error: parsed.error.issues }, c);
+    c.req.addValidatedData("json", parsed.data as object);
+    await next();
   };
-  // The schema stays attached, so the OpenAPI document still shows the body.
-  return Object.assign(jsonOnly, { [uniqueSymbol]: (check as unknown as Record<symbol, unknown>)[uniqueSymbol] });
+  // The schema stays attached, so the OpenAPI document still shows the body: optional where {} will do.
+  const spec = schema.safeParse({}).success
+    ? { spec: { requestBody: { required: false, content: { "application/json": { schema: resolver(schema) } } } } }
+    : (check as unknown as Record<symbol, unknown>)[uniqueSymbol];
+  return Object.assign(jsonOnly, { [uniqueSymbol]: spec });
 }
 
 /** Refuses a non-empty body sent under another Content-Type than JSON (the text stays readable). */

@@ -90,6 +90,15 @@ describe("the OpenAPI document", () => {
     }
   });
 
+  it("marks a request body optional exactly where an empty body (which counts as {}) is accepted", async () => {
+    const paths = (await document()).paths;
+    expect(paths["/v1/runs/{id}/cancel"].post.requestBody.required).toBe(false);
+    expect(paths["/v1/runs/{id}/attempts/{n}/lease"].post.requestBody.required).toBe(false);
+    expect(paths["/v1/build-requests/{id}/dispatch"].post.requestBody.required).toBe(false);
+    expect(paths["/v1/runs"].post.requestBody.required).toBe(true);
+    expect(paths["/v1/runs/{id}/attempts/{n}/launched"].post.requestBody.required).toBe(true);
+  });
+
   it("is linked from the index and rendered at /docs by a renderer this deployment serves itself", async () => {
     const index = await call("GET", "/");
     expect(index.body.openapi).toBe("/v1/openapi.json");

@@ -71,6 +71,21 @@ describe("malformed input", () => {
     expect(res.body.error.field).toBe("Idempotency-Key");
   });
 
+  it("an empty body under Content-Type: application/json counts as {}: a body that needs fields names the first missing one", async () => {
+    const before = await snapshot();
+    const res = await call("POST", "/v1/runs", { token: admin, rawBody: "", headers: { "Content-Type": "application/json" } });
+    expect(res.status).toBe(400);
+    expect(res.body.error).toMatchObject({ code: "invalid_request", field: "brief" });
+    expect(await snapshot()).toEqual(before);
+  });
+
+  it("an empty body under Content-Type: application/json counts as {}: a cancel without a body cancels", async () => {
+    const queued = await dispatch(admin);
+    const res = await call("POST", `/v1/runs/${queued}/cancel`, { token: admin, rawBody: "", headers: { "Content-Type": "application/json" } });
+    expect(res.status).toBe(200);
+    expect(res.body.state).toBe("cancelled");
+  });
+
   it("an unknown path is a structured 404", async () => {
     const res = await call("GET", "/v1/nothing-here", { token: admin });
     expect(res.status).toBe(404);
