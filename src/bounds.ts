@@ -38,10 +38,19 @@ export function atMost(field: string, actual: number, max: number, unit: string)
 }
 
 interface LaunchInput {
+  protocol?: string;
   env?: Record<string, string>;
 }
 
+/** A launch no runner of this deployment could take (its protocol not in LAUNCH_PROTOCOLS) is refused, as are oversized envs. */
 export function checkLaunch(config: Config, launch: LaunchInput, at = "launch"): void {
+  const protocol = launch.protocol ?? "process";
+  if (!config.launchProtocols.includes(protocol)) {
+    const served = config.launchProtocols.join(", ");
+    throw new DocketError("invalid_request", `body ${at}.protocol: ${JSON.stringify(protocol)} is not a launch protocol of this deployment (${served})`, {
+      field: `${at}.protocol`,
+    });
+  }
   const env = Object.entries(launch.env ?? {});
   atMost(`${at}.env`, env.length, config.launchEnvMaxKeys, "keys");
   const chars = env.reduce((sum, [name, value]) => sum + name.length + value.length, 0);

@@ -30,6 +30,7 @@ const cases: Case[] = [
   { name: "runs: brief missing", method: "POST", path: () => "/v1/runs", token: () => admin, body: { launch: { command: ["x"] } }, field: "brief" },
   { name: "runs: command empty", method: "POST", path: () => "/v1/runs", token: () => admin, body: { brief: "b", launch: { command: [] } }, field: "launch.command" },
   { name: "runs: priority not a number", method: "POST", path: () => "/v1/runs", token: () => admin, body: { brief: "b", priority: "high", launch: { command: ["x"] } }, field: "priority" },
+  { name: "runs: a launch protocol this deployment does not hand out", method: "POST", path: () => "/v1/runs", token: () => admin, body: { brief: "b", launch: { protocol: "ssh", command: ["x"] } }, field: "launch.protocol" },
   { name: "runs: body is an array", method: "POST", path: () => "/v1/runs", token: () => admin, raw: "[]", field: "body" },
   { name: "runs: bad label", method: "POST", path: () => "/v1/runs", token: () => admin, body: { brief: "b", labels: ["a b"], launch: { command: ["x"] } }, field: "labels.0" },
   { name: "runs list: bad state", method: "GET", path: () => "/v1/runs?state=sleeping", token: () => admin, field: "state" },
