@@ -76,11 +76,13 @@ export async function drainScheduler(env: Env, orgId: string, projectId: string,
 }
 
 /**
- * Enable ("scheduler resume"): admission and dequeue again, and the project's paused runs (oldest
- * first, at most AUTOPILOT_SCHEDULER_RESUME_MAX) are queued again unless an operator holds them.
+ * Enable ("scheduler resume"): the project's paused runs (oldest first, at most
+ * AUTOPILOT_SCHEDULER_RESUME_MAX) are queued again unless an operator holds them, then admission
+ * and dequeue open. In that order, a claim already waiting when the gates open finds the
+ * continuations queued beside the new work and takes them first (../shared/spec/run-lifecycle.md,
+ * "Acceptance scenarios": eligible paused work precedes new tickets).
  */
 export async function enableScheduler(env: Env, config: Config, orgId: string, projectId: string, by: string): Promise<CommandResult> {
-  await scheduler(env, orgId).changeGates(projectId, { enabled: true, draining: false });
   const paused = await env.DB.prepare("SELECT id FROM runs WHERE org_id = ? AND project_id = ? AND state = 'paused' ORDER BY queued_at_ms, id LIMIT ?")
     .bind(orgId, projectId, config.autopilotSchedulerResumeMax)
     .all<{ id: string }>();
@@ -90,6 +92,7 @@ export async function enableScheduler(env: Env, config: Config, orgId: string, p
     if (isRefusal(answer)) result.skipped.push({ run_id: id, reason: answer.error.message });
     else result.resumed.push(id);
   }
+  await scheduler(env, orgId).changeGates(projectId, { enabled: true, draining: false });
   log("autopilot.scheduler_enabled", { org: orgId, project: projectId, by, resumed: result.resumed.length, skipped: result.skipped.length, reason: "an admin enabled the project's scheduler" });
   return { ...result, scheduler: await readScheduler(env, orgId, projectId) };
 }

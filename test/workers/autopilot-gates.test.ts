@@ -13,7 +13,7 @@ import { loadConfig } from "../../src/config";
 import { dispatchRun } from "../../src/run/dispatch";
 import { deliverEvents, expectLedgerIdentity, finalReport, grantCredit, runEvents } from "./builds-helpers";
 import { briefBody, createProject, example, installRealAutopilotWithTracker } from "./autopilot-fakes";
-import { attemptCall, call, claim, createOrg, getRun, registerRunner, report, runStub } from "./helpers";
+import { attemptCall, call, claim, createOrg, getRun, registerRunner, report, runStub, untilClaimWaits } from "./helpers";
 
 type Json = Record<string, any>;
 
@@ -162,6 +162,27 @@ describe("enabled and disabled", () => {
     expect(enabled.skipped).toEqual([{ run_id: held, reason: expect.stringContaining("held by an operator") }]);
     expect(await getRun(s.admin, held)).toMatchObject({ state: "paused", hold: true });
     for (const id of [a, b]) expect(await getRun(s.admin, id)).toMatchObject({ state: "queued", continuation: "implementing" });
+  });
+});
+
+describe("enable and a claim already waiting", () => {
+  it("hands the waiting claim the paused run's continuation, not the new work queued meanwhile", async () => {
+    const s = await setup();
+    await patch(s.admin, s.projectId, { concurrency: 1 });
+    const paused = await queueRun(s.orgId, s.projectId);
+    const grant = await start(s.runner.token, paused);
+    await command(s.admin, s.projectId, "disable");
+    await checkpoint(grant);
+    const fresh = await queueRun(s.orgId, s.projectId);
+
+    const waiting = claim(s.runner.token, 5_000);
+    await untilClaimWaits(s.orgId);
+    const enabled = await command(s.admin, s.projectId, "enable");
+    expect(enabled.resumed).toEqual([paused]);
+    const answer = await waiting;
+    expect(answer.status).toBe(200);
+    expect(answer.body).toMatchObject({ run_id: paused, checkpoint: { attempt: 1 } });
+    expect(await getRun(s.admin, fresh)).toMatchObject({ state: "queued", attempt: 0 });
   });
 });
 
