@@ -61,9 +61,9 @@ describe('docket-runner against a local Docket', () => {
     const { org, home } = await registeredRunner();
     const repo = bareRepo();
     const agent = agentScript(scratch, `
-      import { writeFileSync, appendFileSync } from 'node:fs';
+      import { readFileSync, writeFileSync, appendFileSync } from 'node:fs';
       console.log('::phase planning');
-      console.log('reading the brief');
+      console.log('reading the brief: ' + readFileSync(process.env.DOCKET_BRIEF_FILE, 'utf8'));
       console.log('::phase implementing');
       appendFileSync('README.md', 'world\\n');
       writeFileSync('NEW.txt', 'a new file\\n');
@@ -98,7 +98,7 @@ describe('docket-runner against a local Docket', () => {
 
     const events = await allEvents(docket, org.admin, run.id);
     const lines = events.filter((e) => e.type === 'run.output').flatMap((e) => e.data.lines);
-    expect(lines).toContain('reading the brief');
+    expect(lines).toContain('reading the brief: e2e run');
     expect(lines).toContain('token visible to the agent: no');
     expect(lines).toContain('launch env: job_e2e T-1 daemon grace undefined');
     const phases = events.filter((e) => e.type === 'run.phase').map((e) => e.data.phase);

@@ -114,8 +114,11 @@ export async function prepareSandbox(req: LaunchRequest, stateDirInSandbox: stri
   }
   const command = claim.launch?.command;
   if (!Array.isArray(command) || command.length === 0) throw new LaunchError('the run has no launch command');
+  // The task itself: the run's brief, as dispatched (an autopilot run's is its issue's title and body).
+  writeFileSync(join(paths.stateDir, 'brief.md'), String(claim.brief ?? ''), { mode: 0o600 });
   const env = sandboxEnv(process.env, req.passEnv, claim.launch?.env, {
     ...req.docketEnv,
+    DOCKET_BRIEF_FILE: `${stateDirInSandbox}/brief.md`,
     DOCKET_STATE_DIR: stateDirInSandbox,
     DOCKET_RESULT_FILE: `${stateDirInSandbox}/result.json`,
     DOCKET_CHECKPOINT_FILE: `${stateDirInSandbox}/checkpoint.json`,
