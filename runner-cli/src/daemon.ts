@@ -664,12 +664,17 @@ export function readCheckpointFile(path: string | undefined): {
   } catch (e) {
     return { ...none, problem: `the checkpoint file is not a JSON object: ${errorText(e)}` };
   }
+  const sessionId = typeof c.session_id === 'string' && c.session_id ? c.session_id.slice(0, 200) : null;
+  const session = c.session ?? null;
+  // A session named but not carried could never be resumed (the resume checks it is there): the
+  // checkpoint keeps the work without the session, and its note says why.
+  const unnamed = sessionId !== null && session === null;
   return {
-    session_id: typeof c.session_id === 'string' && c.session_id ? c.session_id.slice(0, 200) : null,
+    session_id: unnamed ? null : sessionId,
     last_phase: typeof c.last_phase === 'string' && c.last_phase ? c.last_phase.slice(0, 64) : null,
     pending_actions: Array.isArray(c.pending_actions) ? c.pending_actions.filter((x: unknown): x is string => typeof x === 'string').slice(0, 100).map((x: string) => x.slice(0, 2_000)) : [],
-    session: c.session ?? null,
-    problem: null,
+    session,
+    problem: unnamed ? `the checkpoint file names session ${sessionId} but carries no "session"; stored without a session` : null,
   };
 }
 

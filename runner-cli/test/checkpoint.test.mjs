@@ -6,7 +6,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { computePatch, runDaemon } from '../src/daemon.ts';
+import { computePatch, readCheckpointFile, runDaemon } from '../src/daemon.ts';
 import { CheckpointUnusable, restoreCheckpoint } from '../src/launchers/common.ts';
 import { attemptAnswerBody, heartbeatAnswer, RUN_ID } from './helpers/answers.mjs';
 import { fakeServer } from './helpers/fake-server.mjs';
@@ -166,6 +166,19 @@ describe('the daemon on a pause (SIGUSR1)', () => {
       await server.close();
     }
   }, 60_000);
+});
+
+describe("the agent's checkpoint file", () => {
+  it('naming a session it does not carry is stored without the session, saying why, so the continuation can still resume the work', () => {
+    const file = join(tmp(), 'checkpoint.json');
+    writeFileSync(file, JSON.stringify({ session_id: 'sess-9', last_phase: 'implementing', pending_actions: ['push'] }));
+    expect(readCheckpointFile(file)).toEqual({
+      session_id: null, last_phase: 'implementing', pending_actions: ['push'], session: null,
+      problem: expect.stringContaining('names session sess-9 but carries no "session"'),
+    });
+    writeFileSync(file, JSON.stringify({ session_id: 'sess-9', session: { turns: 1 } }));
+    expect(readCheckpointFile(file)).toMatchObject({ session_id: 'sess-9', session: { turns: 1 }, problem: null });
+  });
 });
 
 describe("restoring a continuation's checkpoint", () => {
