@@ -452,6 +452,10 @@ function decideQuiesced(d: Draft): Decision {
  */
 function decideCheckpoint(d: Draft, command: Command<"checkpoint">): Decision {
   const run = d.run;
+  // A retry after a lost answer: this attempt's checkpoint is stored and paused the run (or carried
+  // out its stop request). It answers the same success and changes nothing, as a replayed report does.
+  const stored = run.checkpoint?.attempt === command.attempt && command.attempt === run.attempt;
+  if (stored && (run.state === "paused" || run.state === "cancelled")) return d.done();
   const bad = checkAttempt(run, command.attempt, null);
   if (bad) return bad;
   if (run.state !== "pausing") {

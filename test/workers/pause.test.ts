@@ -98,6 +98,15 @@ describe("the checkpoint (POST /v1/runs/:id/attempts/:n/checkpoint)", () => {
     expect(run.steps[0].outcome).toBe("paused");
   });
 
+  it("sent again after a lost answer answers the same success and changes nothing", async () => {
+    const { admin, runId, attemptToken } = await pausedWithCheckpoint();
+    const before = await getRun(admin, runId);
+    const again = await postCheckpoint(attemptToken, runId, 1, checkpointBody({ session_id: "sess-other" }));
+    expect(again.status).toBe(200);
+    expect(again.body).toMatchObject({ run_id: runId, attempt: 1, state: "paused" });
+    expect(await getRun(admin, runId)).toEqual(before);
+  });
+
   it("is refused while the run is not pausing: an implementing run is never paused by a checkpoint alone", async () => {
     const { admin, runId, attemptToken } = await launchedRun();
     const res = await postCheckpoint(attemptToken, runId, 1);
