@@ -348,6 +348,9 @@ export function predictPause(m: ModelRun, call: PauseCall, t0: number): Outcome[
     }
     case "checkpoint": {
       if (call.tokenAttempt === null || call.tokenAttempt !== call.attempt) return [refused(m, 401, "unauthorized", "not this attempt's token")];
+      if (m.checkpointAttempt === call.attempt && m.attempt === call.attempt && (m.state === "paused" || m.state === "cancelled")) {
+        return [{ status: 200, code: null, next: m, effect: "none", why: "the stored checkpoint sent again: a retry after a lost answer" }];
+      }
       const bad = attemptRefusal(m, call.attempt, null);
       if (bad) return [bad];
       if (m.state !== "pausing") return [refused(m, 409, "invalid_transition", `a ${m.state} run takes no checkpoint`)];
