@@ -66,12 +66,18 @@ export async function authenticate(c: Context<AppEnv>, token: string, kind: Call
   const cost = noCost();
   const caller = await lookup(c.env.DB, token, cost, withMachine);
   c.set("cost", cost);
-  if (!caller || caller.kind !== kind) {
-    throw new DocketError("unauthorized", `this call needs ${what} (a token starting ${TOKEN_PREFIX[kind]})`);
-  }
+  if (!caller || caller.kind !== kind) throw new DocketError("unauthorized", refusal(token, caller, kind, what));
   c.set("caller", caller);
   await countCall(c.env, c.get("config"), kind === "member" ? "member" : "runner", caller.tokenId);
   return caller;
+}
+
+/** Why a token that works for no one, or for another kind of call, is refused: the prefix only when it is the wrong one. */
+function refusal(token: string, caller: Caller | null, kind: Caller["kind"], what: string): string {
+  const needed = `this call needs ${what} (a token starting ${TOKEN_PREFIX[kind]})`;
+  if (caller) return `${needed}; this is a ${caller.kind} token`;
+  if (token.startsWith(TOKEN_PREFIX[kind])) return `unknown ${what.replace(/^an? /, "")}: this deployment issued no such token (check that it was copied whole)`;
+  return needed;
 }
 
 function requireKind(kind: Caller["kind"], what: string, withMachine = false) {

@@ -76,4 +76,16 @@ describe("organizations and credentials", () => {
     // A malformed token.
     expect((await call("GET", "/v1/runs", { token: "dkt_m_nothex" })).body.error.code).toBe("unauthorized");
   });
+
+  it("a refused token is told what is wrong with it: unknown, of another kind, or without the prefix", async () => {
+    const { admin } = await createOrg();
+    const runner = await registerRunner(admin);
+    const unknown = await call("GET", "/v1/runs", { token: `dkt_m_${"0".repeat(64)}` });
+    expect(unknown.status).toBe(401);
+    expect(unknown.body.error.message).toBe("unknown member token: this deployment issued no such token (check that it was copied whole)");
+    const otherKind = await call("GET", "/v1/runs", { token: runner.token });
+    expect(otherKind.body.error.message).toBe("this call needs a member token (a token starting dkt_m_); this is a machine token");
+    const noPrefix = await claim("not-a-token", 0);
+    expect(noPrefix.body.error.message).toBe("this call needs a machine token (a token starting dkt_s_)");
+  });
 });
