@@ -5,9 +5,10 @@
 
 import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { createRequire } from "node:module";
+import { createServer } from "node:net";
 import { helpOrRefuse } from "./cli-args.mjs";
 
 helpOrRefuse("npm start", () => `npm start: Docket locally with everything embedded: the Workers runtime, D1, Durable Objects
@@ -55,6 +56,51 @@ function localSecretKey(path) {
   writeFileSync(path, `${key}\n`, { mode: 0o600 });
   return key;
 }
+// One process operates one local state (../shared/spec/run-lifecycle.md, "Completion and recovery":
+// a second process must refuse to operate the same runtime store): a second `npm start` on it would
+// take the first one's live runs for an outage's and recover them. The lock names its holder's pid;
+// a lock whose holder is gone (kill -9) is taken over.
+const lockFile = join(persistTo, "docket-start.lock");
+const holder = lockHolder(lockFile);
+if (holder !== null) {
+  console.error(`Another \`npm start\` (pid ${holder}) operates the local state in ${persistTo}; stop it first, or set PERSIST_TO to another directory.`);
+  process.exit(1);
+}
+mkdirSync(persistTo, { recursive: true });
+writeFileSync(lockFile, `${process.pid}\n`);
+process.on("exit", () => {
+  if (lockHolder(lockFile) === process.pid) rmSync(lockFile, { force: true });
+});
+
+// A port another server holds would answer the readiness check and take the cron ticks instead of
+// this Worker: refused before anything starts.
+if (!(await portFree(Number(port)))) {
+  console.error(`Port ${port} on 127.0.0.1 is in use (another Docket, or another program); stop it, or set PORT to another port.`);
+  process.exit(1);
+}
+
+/** The pid holding the state's lock, when that process is alive; null when there is no lock or its holder is gone. */
+function lockHolder(path) {
+  if (!existsSync(path)) return null;
+  const pid = Number(readFileSync(path, "utf8").trim());
+  if (!Number.isSafeInteger(pid) || pid <= 0) return null;
+  try {
+    process.kill(pid, 0);
+    return pid;
+  } catch (e) {
+    return e.code === "EPERM" ? pid : null;
+  }
+}
+
+/** Whether nothing listens on 127.0.0.1:port. */
+function portFree(portNumber) {
+  return new Promise((resolve) => {
+    const probe = createServer();
+    probe.once("error", () => resolve(false));
+    probe.listen(portNumber, "127.0.0.1", () => probe.close(() => resolve(true)));
+  });
+}
+
 // Wrangler runs as a direct child, so a SIGTERM to this process reaches it (npm exec would keep it).
 const wrangler = [createRequire(import.meta.url).resolve("wrangler/bin/wrangler.js")];
 process.env.WRANGLER_SEND_METRICS ??= "false";

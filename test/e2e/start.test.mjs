@@ -85,6 +85,18 @@ describe('npm start', () => {
     expect(first.out.indexOf(`Ready on ${base}`)).toBeLessThan(first.out.indexOf('Docket is running at'));
     expect(first.out).toContain(`Operator secret (ADMIN_SECRET): ${ADMIN}`);
 
+    // A second start on the same state, or on the port the first holds, refuses before it starts anything.
+    const sameState = npmStart({ ...env, PORT: String(await freePort()) });
+    runs.push(sameState);
+    expect(await sameState.exited).toEqual({ code: 1, signal: null });
+    expect(sameState.out).toMatch(new RegExp(`Another \`npm start\` \\(pid \\d+\\) operates the local state in ${env.PERSIST_TO}`));
+    expect(sameState.out).not.toContain('Docket is running');
+    const samePort = npmStart({ ...env, PERSIST_TO: tempDir('start-other') });
+    runs.push(samePort);
+    expect(await samePort.exited).toEqual({ code: 1, signal: null });
+    expect(samePort.out).toContain(`Port ${port} on 127.0.0.1 is in use`);
+    expect(samePort.out).not.toContain('Docket is running');
+
     // The note's commands, as printed: an organization, a registration token, a registered runner.
     const org = JSON.parse(sh(step(first.out, 1)));
     expect(org.token.token).toMatch(/^dkt_m_/);
