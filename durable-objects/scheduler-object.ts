@@ -146,6 +146,11 @@ export class SchedulerObject extends DurableObject<Env> {
    * (CLAIM_READ_AHEAD) until new work arrives. It holds its read open, so the asks settled since stay known.
    */
   private readonly ahead = new Map<string, { heads: Heads; atMs: number }>();
+  /**
+   * Projects whose last budget reservation the organization's credit could not cover, and why: a
+   * queued run of theirs says so in its `waiting` (closedGate) until a reservation succeeds.
+   */
+  private readonly creditShort = new Map<string, GateVerdict>();
   private seq = 0;
   /** notifyWork calls so far: a removal that overlapped one keeps its set (forgetEmpty). */
   private notifications = 0;
@@ -581,10 +586,17 @@ export class SchedulerObject extends DurableObject<Env> {
       log("scheduler.budget_reserve_failed", { org: orgId, run_id: candidate.id, reason: String(err) });
       outcome = "failed";
     }
-    if (outcome === "reserved" || outcome === "already_reserved") return true;
+    if (outcome === "reserved" || outcome === "already_reserved") {
+      this.creditShort.delete(admitted.projectId);
+      return true;
+    }
     this.gates.release(candidate.id);
     this.gates.dropHold(candidate.id);
-    log("scheduler.gate_closed", { org: orgId, run_id: candidate.id, project: admitted.projectId, gate: "budget", reason: outcome === "insufficient_credit" ? "the organization's available credit is short of the per-run reservation" : "the reservation could not be written" });
+    const reason = outcome === "insufficient_credit"
+      ? `the organization's available credit is short of the per-run reservation (${admitted.newHoldCents} cents): grant credit (POST /v1/credits/grants)`
+      : "the reservation could not be written";
+    if (outcome === "insufficient_credit") this.creditShort.set(admitted.projectId, { gate: "budget", open: false, reason });
+    log("scheduler.gate_closed", { org: orgId, run_id: candidate.id, project: admitted.projectId, gate: "budget", reason });
     return false;
   }
 
@@ -612,7 +624,7 @@ export class SchedulerObject extends DurableObject<Env> {
       slots: this.gates.slotHolders(projectId, this.config.autopilotSchedulerConcurrencyMax),
       budget_held_cents: usage.heldCents,
       budget_spent_cents: usage.spentCents,
-      verdicts: this.gates.verdicts(projectId, now),
+      verdicts: this.verdicts(projectId, now),
       admission: admissionRefusal(gates),
     };
   }
@@ -629,7 +641,15 @@ export class SchedulerObject extends DurableObject<Env> {
   /** The first of the project's gates that holds the run back now, or null when all are open (GET /v1/runs/:id, "waiting"). */
   async closedGate(projectId: string, runId: string): Promise<GateVerdict | null> {
     const holdsSlot = this.gates.slotHolders(projectId, this.config.autopilotSchedulerConcurrencyMax).some((s) => s.run_id === runId);
-    return holdsSlot ? null : firstClosed(this.gates.verdicts(projectId, Date.now()));
+    if (holdsSlot) return null;
+    return firstClosed(this.verdicts(projectId, Date.now()));
+  }
+
+  /** The gates' verdicts, the budget's closed while the organization's credit last fell short of a reservation. */
+  private verdicts(projectId: string, nowMs: number): GateVerdict[] {
+    const short = this.creditShort.get(projectId);
+    const verdicts = this.gates.verdicts(projectId, nowMs);
+    return short ? verdicts.map((v) => (v.gate === "budget" && v.open ? short : v)) : verdicts;
   }
 
   /** Why the project's admission of new tickets is refused now (TicketObject), or null. */

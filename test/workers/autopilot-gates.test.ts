@@ -395,8 +395,13 @@ describe("model-spend budget", () => {
     const gated = await queueRun(s.orgId, s.projectId, { priority: 100 });
     const plain = await queueRun(s.orgId, null);
     expect((await claimedRun(s.runner.token)).runId).toBe(plain);
-    expect((await getRun(s.admin, gated)).state).toBe("queued");
+    const waiting = await getRun(s.admin, gated);
+    expect(waiting.state).toBe("queued");
+    // Why it waits is said where an operator looks: the run's waiting and the scheduler's budget verdict.
+    expect(waiting.waiting).toMatchObject({ reason: "scheduler_gate", detail: { gate: "budget" } });
+    expect(waiting.waiting.detail.message).toContain("the organization's available credit is short of the per-run reservation (200 cents)");
     const view = await scheduler(s.admin, s.projectId);
+    expect(view.verdicts.find((v: Json) => v.gate === "budget")).toMatchObject({ open: false, reason: expect.stringContaining("available credit is short") });
     expect(view.concurrency.in_use).toBe(0);
     expect(view.budget).toMatchObject({ held_cents: 0 });
     expect(await expectLedgerIdentity(s.admin)).toMatchObject({ held_cents: 0, available_cents: 100 });
