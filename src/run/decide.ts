@@ -367,6 +367,11 @@ function endByFinalReport(d: Draft, final: FinalReport): void {
     run.publication = publicationIntent(run, final, d.now);
     d.to("publishing", "verified outcome accepted for publication");
     d.emit("run.publication", { step: "intent", branch: run.publication.branch, source_revision: run.publication.sourceRevision, patch_digest: run.publication.patchDigest, attempt: run.attempt });
+  } else if (final.outcome === "completed" && run.state === "implementing" && run.ticketKey) {
+    // An autopilot run is completed only by its pull request (../shared/spec/run-lifecycle.md, "State
+    // transitions"): an outcome without a change has nothing to publish.
+    run.lastError = "the agent reported completed without a change: nothing to publish as a pull request";
+    d.to("failed", run.lastError);
   } else if (final.outcome === "completed" && run.state === "implementing") {
     d.to("completed", "the daemon reported a result for review");
   } else if (final.outcome === "completed") {

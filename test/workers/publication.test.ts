@@ -148,7 +148,7 @@ describe("publication intent", () => {
     expect(intent?.data).toMatchObject({ step: "intent", branch: `docket/${runId}`, attempt });
   });
 
-  it("a run without a ticket completes as before, and an empty patch is never published", async () => {
+  it("a run without a ticket completes as before; an autopilot run with an empty patch is never published and fails, not completed without a PR", async () => {
     const runner = await registerRunner(org.admin);
     const plain = await dispatch(org.admin);
     const grant = (await claim(runner.token)).body;
@@ -158,8 +158,9 @@ describe("publication intent", () => {
 
     const runId = await admit();
     const { grant: g } = await claimRun(runId);
-    expect((await finish(runId, g.attempt_token, "  \n")).state).toBe("completed");
-    expect((await getRun(org.admin, runId)).publication).toBeNull();
+    expect((await finish(runId, g.attempt_token, "  \n")).state).toBe("failed");
+    expect(await getRun(org.admin, runId)).toMatchObject({ publication: null, last_error: expect.stringContaining("nothing to publish") });
+    expect(host.calls).toEqual([]);
   });
 
   it("while publishing, the attempt's machine keeps its lease until it reports the push", async () => {
