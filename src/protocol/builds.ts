@@ -71,7 +71,7 @@ export const ReconcileBuildJobBody = z.object({ action: z.enum(["dispatch", "rel
 
 export const ResolveBuildJobBody = z
   .object({
-    cost_cents: z.number().int().min(0).max(100_000_000),
+    cost_cents: z.number().min(0).max(100_000_000).int(),
     note: z.string().trim().min(1).max(1_000),
   })
   .strict();

@@ -19,7 +19,7 @@ export const GetCreditsQuery = z
 
 export const GrantCreditsBody = z
   .object({
-    amount_cents: z.number().int().min(1).max(MAX_GRANT_CENTS),
+    amount_cents: z.number().min(1).max(MAX_GRANT_CENTS).int(),
     note: z.string().trim().min(1).max(1_000).optional(),
   })
   .strict();

@@ -21,6 +21,7 @@ function registrationExpiry(body: CreateTokenBody, config: Config, nowMs: number
     }
     return null;
   }
+  if (body.role !== undefined) throw new DocketError("invalid_request", "body role: only member tokens have a role", { field: "role" });
   const ttlMs = body.expires_in_ms ?? config.registrationTokenTtlMs;
   if (ttlMs > config.registrationTokenTtlMaxMs) {
     throw new DocketError("invalid_request", `body expires_in_ms: must be at most ${config.registrationTokenTtlMaxMs}`, { field: "expires_in_ms" });

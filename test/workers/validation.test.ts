@@ -26,6 +26,7 @@ const cases: Case[] = [
   { name: "orgs: name missing", method: "POST", path: () => "/v1/orgs", token: () => ADMIN_SECRET, body: {}, field: "name" },
   { name: "orgs: not JSON", method: "POST", path: () => "/v1/orgs", token: () => ADMIN_SECRET, raw: "{not json", field: "body" },
   { name: "tokens: unknown kind", method: "POST", path: () => "/v1/tokens", token: () => admin, body: { kind: "god" }, field: "kind" },
+  { name: "tokens: a role on a registration token", method: "POST", path: () => "/v1/tokens", token: () => admin, body: { kind: "registration", role: "admin" }, field: "role" },
   { name: "tokens: unknown field", method: "POST", path: () => "/v1/tokens", token: () => admin, body: { kind: "member", extra: 1 }, field: "body" },
   { name: "runs: brief missing", method: "POST", path: () => "/v1/runs", token: () => admin, body: { launch: { command: ["x"] } }, field: "brief" },
   { name: "runs: command empty", method: "POST", path: () => "/v1/runs", token: () => admin, body: { brief: "b", launch: { command: [] } }, field: "launch.command" },
