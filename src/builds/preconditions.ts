@@ -28,7 +28,8 @@ export async function checkPreconditions(env: Env, config: Config, project: Proj
   if (held) refuseHeld(request, held);
   const launch = JSON.parse(project.launch) as LaunchSpec;
   if (!(await hasConnectedRunner(env.DB, request.orgId, { protocol: launch.protocol, labels: JSON.parse(project.labels) }, config.runnerConnectedWindowMs, nowMs))) {
-    throw new DocketError("no_connected_runner", `no runner that can serve this project was heard from within ${config.runnerConnectedWindowMs} ms`, {
+    const needs = [`protocol ${launch.protocol ?? "process"}`, ...(JSON.parse(project.labels) as string[]).map((l) => `label ${l}`)].join(", ");
+    throw new DocketError("no_connected_runner", `no runner that can serve this project (${needs}) was heard from within ${config.runnerConnectedWindowMs} ms`, {
       window_ms: config.runnerConnectedWindowMs,
     });
   }
@@ -56,7 +57,7 @@ export function refuseCredit(config: Config, availableCents: number): never {
 }
 
 /** The request's job that holds a reservation or waits for review, if any. */
-async function findHeldJob(env: Env, request: RequestRow): Promise<{ id: string; status: string } | undefined> {
+export async function findHeldJob(env: Env, request: RequestRow): Promise<{ id: string; status: string } | undefined> {
   return drizzle(env.DB)
     .select({ id: buildJobs.id, status: buildJobs.status })
     .from(buildJobs)

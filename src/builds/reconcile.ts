@@ -43,7 +43,10 @@ export async function reconcileJob(
     return { job, outcome: "in_progress", message: run ? `run ${run.id} is ${run.state}` : "the run could not be read" };
   }
   const outcome: ReconcileOutcome = job.status === "released" ? "released" : job.status === "settled" ? "settled" : "held";
-  return { job, outcome, message: `the job is ${job.status}; nothing to reconcile${outcome === "held" ? " (resolve it: POST /v1/build-jobs/:id/resolve)" : ""}` };
+  const message = outcome === "held"
+    ? `the job waits for an admin's resolution (${job.status}), which reconciling cannot give: POST /v1/build-jobs/:id/resolve with its cost`
+    : `the job is ${job.status} already; nothing to reconcile`;
+  return { job, outcome, message };
 }
 
 /** An unconfirmed dispatch: confirmed when its run exists, else released (when asked, after the timeout) or retried. */

@@ -8,6 +8,7 @@ import { resolver, uniqueSymbol } from "hono-openapi";
 import type { AppEnv, Caller } from "../app-types";
 import { requireMember } from "../auth";
 import { dispatchBuild } from "../builds/dispatcher";
+import { findHeldJob } from "../builds/preconditions";
 import { jobView, projectView, requestView, type RequestRow } from "../builds/payload";
 import { PLAN_EDITABLE_LABELS } from "../builds/states";
 import { loadProject, loadRequest } from "../builds/store";
@@ -278,7 +279,9 @@ export const projectRoutes = new Hono<AppEnv>()
         .run();
       const after = await loadRequest(c.env.DB, caller.orgId, request.id);
       if (saved.meta.changes !== 1) {
-        throw new DocketError("request_locked", `the plan of a request labelled ${after.label} or with a held job cannot change`, { label: after.label });
+        const held = PLAN_EDITABLE_LABELS.includes(after.label as never) ? await findHeldJob(c.env, after) : undefined;
+        const why = held ? `while its job ${held.id} is ${held.status} and holds credit` : `once the request is labelled ${after.label}`;
+        throw new DocketError("request_locked", `the plan cannot change ${why}`, { label: after.label });
       }
       log("build.plan_saved", { org: caller.orgId, request: request.id, by: caller.tokenId, reason: "a member saved the plan" });
       return c.json(await requestAnswer(c.env.DB, after));

@@ -160,6 +160,7 @@ describe("the dispatcher's preconditions, each with its own code", () => {
     const none = await dispatchBuild(admin, requestId, "no-runner");
     expect(none.status).toBe(409);
     expect(none.body.error).toMatchObject({ code: "no_connected_runner", window_ms: 90_000 });
+    expect(none.body.error.message).toMatch(/^no runner that can serve this project \(protocol process(, label [^,)]+)*\) was heard from/);
 
     await registerRunner(admin);
     await ageRunners(orgId, 90_001);
@@ -207,7 +208,7 @@ describe("the dispatcher's preconditions, each with its own code", () => {
     expect(second.body.error).toMatchObject({ code: "job_already_queued", job_id: "first" });
     const replan = await call("PUT", `/v1/build-requests/${requestId}/plan`, { token: admin, body: plan({ chain_target: "base" }) });
     expect(replan.status).toBe(409);
-    expect(replan.body.error).toMatchObject({ code: "request_locked", label: "queued" });
+    expect(replan.body.error).toMatchObject({ code: "request_locked", label: "queued", message: "the plan cannot change once the request is labelled queued" });
   });
 });
 
