@@ -62,7 +62,11 @@ export async function reconcileProject(
   const provider = deps.provider(project, project.secrets, config);
   const summary: ReconcileSummary = { project_id: project.id, door, examined: 0, results: [], failures: [], pass_complete: false };
   let at = await readCursor(env, project.id);
+  // A ready issue with a run is in both phases: one step examines it once.
+  const seen = new Set<number>();
   const examine = async (number: number) => {
+    if (seen.has(number)) return;
+    seen.add(number);
     summary.examined += 1;
     try {
       summary.results.push(await admitTicket(env, config, project, provider, deps.rules, number, { door, deliveryId: null, sender: null }));

@@ -80,4 +80,14 @@ describe("reconciliation from the cron", () => {
     const history = await env.TICKET.get(env.TICKET.idFromName(`github:${project.repository}#1`)).read();
     expect(history?.history[0]).toMatchObject({ kind: "admitted", door: "startup", run_id: after.get(1) });
   });
+
+  it("an operator's reconcile examines each issue once, though a ready issue with a run is in both phases of the pass", async () => {
+    // Every ready issue holds a run now: one whole pass in one step (the default batch of 50).
+    const res = await call("POST", `/v1/autopilot/projects/${project.id}/reconcile`, { token: org.admin, body: {} });
+    expect(res.status).toBe(200);
+    const tickets = res.body.results.map((r: Record<string, any>) => r.ticket);
+    expect(tickets.length).toBe(new Set(tickets).size);
+    expect(res.body.examined).toBe(tickets.length + res.body.failures.length);
+    expect(new Set(tickets)).toEqual(new Set([1, 2, 3, 4].map((n) => `github:${project.repository}#${n}`)));
+  });
 });
