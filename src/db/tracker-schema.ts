@@ -1,14 +1,14 @@
 import { index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
 
 // Tracker deliveries (docs/protocol.md, "Tracker deliveries"): one receipt per run and kind
-// (blocker_comment, review_label, pr_comment), pending until the tracker confirmed it (delivered)
+// (blocker_comment, review_label, pr_comment, failure_comment), pending until the tracker confirmed it (delivered)
 // or its tries ran out (failed). The request itself is kept, so a retry needs nothing else.
 
 export const trackerDeliveries = sqliteTable(
   "tracker_deliveries",
   {
     runId: text("run_id").notNull(),
-    kind: text("kind", { enum: ["blocker_comment", "review_label", "pr_comment"] }).notNull(),
+    kind: text("kind", { enum: ["blocker_comment", "review_label", "pr_comment", "failure_comment"] }).notNull(),
     orgId: text("org_id").notNull(),
     projectId: text("project_id").notNull(),
     ticketKey: text("ticket_key").notNull(),

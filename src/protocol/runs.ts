@@ -308,10 +308,10 @@ export const RedeliveredCallback = z.object({ run_id: runId, callback: CallbackD
 
 // ---- tracker deliveries (docs/protocol.md, "Tracker deliveries") -----------------------------------
 
-export const TRACKER_DELIVERY_KINDS = ["blocker_comment", "review_label", "pr_comment"] as const;
+export const TRACKER_DELIVERY_KINDS = ["blocker_comment", "review_label", "pr_comment", "failure_comment"] as const;
 
 export const TrackerDelivery = z.object({
-  kind: z.enum(TRACKER_DELIVERY_KINDS).describe("blocker_comment: the blocker on the issue; review_label: ready label off, review label on; pr_comment: a link to the pull request"),
+  kind: z.enum(TRACKER_DELIVERY_KINDS).describe("blocker_comment: the blocker on the issue; review_label: ready label off, review label on; pr_comment: a link to the pull request; failure_comment: why the run failed"),
   ticket_key: z.string().describe("the ticket it goes to, like github:owner/repo#12"),
   project_id: z.string().describe("the autopilot project whose tracker credentials perform it"),
   status: z.enum(["pending", "delivered", "failed"]).describe("failed: the tries ran out; an operator may retry it"),

@@ -22,8 +22,8 @@ export interface TrackerDeliveryMessage {
   kind: "tracker_delivery";
   run_id: string;
   org_id: string;
-  /** The delivery's kind: blocker_comment, review_label or pr_comment. */
-  delivery: "blocker_comment" | "review_label" | "pr_comment";
+  /** The delivery's kind: blocker_comment, review_label, pr_comment or failure_comment. */
+  delivery: "blocker_comment" | "review_label" | "pr_comment" | "failure_comment";
   /** The run's attempt when the delivery was asked for, for the log lines. */
   attempt: number;
 }

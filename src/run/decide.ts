@@ -7,7 +7,7 @@ import type { ErrorBody } from "../errors";
 import { exponentialBackoffMs } from "../lib/backoff";
 import { awaitingPush, publicationIntent, publishable, queuedPublication } from "./publication";
 import { canTransition, HELD_STATES, isTerminal, type RunState } from "./states";
-import { blockerCommentBody, deliveryFor, TRACKER_DELIVERY_EVENT } from "../tracker/requests";
+import { blockerCommentBody, deliveryFor, failureCommentBody, TRACKER_DELIVERY_EVENT } from "../tracker/requests";
 import type { BlockerReport, FinalReport, Hop, RunCommand, RunEventDraft, RunRecord, Step } from "./types";
 
 export type DecideConfig = Pick<
@@ -42,6 +42,9 @@ class Draft {
       this.run.launchDeadlineAtMs = null;
       this.endStep(state, state === "failed" ? this.run.lastError : null);
     }
+    // An autopilot run's failure is told on its issue, which still carries its ready label.
+    const failure = state === "failed" ? deliveryFor(this.run, "failure_comment", { body: failureCommentBody(this.run.id, this.run.lastError ?? reason) }) : null;
+    if (failure) this.emit(TRACKER_DELIVERY_EVENT, { ...failure });
   }
 
   touch(): void {

@@ -1,12 +1,12 @@
 // What a run asks of its tracker ticket, as outbox event data: a comment with the blocker, the
-// review label, a comment linking the pull request (docs/protocol.md, "Tracker deliveries"). Pure:
+// review label, a comment linking the pull request, a comment saying why the run failed (docs/protocol.md, "Tracker deliveries"). Pure:
 // the run's transition emits the event in its own transaction; src/tracker/deliver.ts performs it.
 
 import type { BlockerReport, RunRecord } from "../run/types";
 
 export const TRACKER_DELIVERY_EVENT = "run.tracker_delivery";
 
-export const DELIVERY_KINDS = ["blocker_comment", "review_label", "pr_comment"] as const;
+export const DELIVERY_KINDS = ["blocker_comment", "review_label", "pr_comment", "failure_comment"] as const;
 export type DeliveryKind = (typeof DELIVERY_KINDS)[number];
 
 export function isDeliveryKind(value: unknown): value is DeliveryKind {
@@ -18,7 +18,7 @@ export interface DeliveryRequest {
   kind: DeliveryKind;
   ticket_key: string;
   project_id: string;
-  /** blocker_comment, pr_comment: the comment's text (without the marker). */
+  /** blocker_comment, failure_comment: the comment's text (without the marker). */
   body?: string;
   /** pr_comment, review_label: the pull request (publication). */
   pr_url?: string;
@@ -64,5 +64,16 @@ export function blockerCommentBody(runId: string, blocker: BlockerReport): strin
     blocker.humanAction,
     "",
     "Answer in a comment; the run continues only when a person makes the issue ready again (removes and adds the ready label).",
+  ].join("\n");
+}
+
+/** Why the run failed, on its issue: the issue still carries its ready label, so say how to try again. */
+export function failureCommentBody(runId: string, error: string | null): string {
+  return [
+    `**Docket run ${runId} failed.**`,
+    "",
+    error ?? "The run ended failed without a reason.",
+    "",
+    "Nothing was published. To try again, a person makes the issue ready again (removes and adds the ready label).",
   ].join("\n");
 }

@@ -176,6 +176,32 @@ describe("the daemon's blocked outcome", () => {
   });
 });
 
+describe("the failure comment on the issue", () => {
+  it("an autopilot run that fails says why on its issue, once, and a plain run asks for nothing", async () => {
+    const s = await setup("failure-comment");
+    const number = nextNumber++;
+    const runId = await admit(s, number);
+    const { token } = await start(s, runId);
+    const failed = await report(token, runId, { final: { outcome: "failed", error: "the tests did not pass", exit_codes: { agent: 1 } } });
+    expect(failed.status).toBe(200);
+    expect(failed.body.state).toBe("failed");
+
+    const delivered = await waitFor("the failure comment to be delivered", async () =>
+      (await deliveries(s.org.admin, runId)).find((d) => d.kind === "failure_comment" && d.status === "delivered"));
+    const comments = s.tracker.comments.get(number) ?? [];
+    expect(comments).toHaveLength(1);
+    expect(comments[0].body).toContain(`Docket run ${runId} failed.`);
+    expect(comments[0].body).toContain("the tests did not pass");
+    expect(comments[0].body).toContain("removes and adds the ready label");
+    expect(comments[0].body).toContain(deliveryMarker(runId, "failure_comment"));
+    expect(delivered.receipt).toEqual({ comment_id: comments[0].id, url: comments[0].url });
+
+    const plain = await dispatch(s.org.admin);
+    await call("POST", `/v1/runs/${plain}/cancel`, { token: s.org.admin, body: {} });
+    expect(await deliveries(s.org.admin, plain)).toEqual([]);
+  });
+});
+
 describe("the blocker comment on the issue", () => {
   it("is delivered once with its receipt, and a redelivered event never posts it again", async () => {
     const s = await setup("deliver-once");
