@@ -259,9 +259,15 @@ export class TicketObject extends DurableObject<Env> {
       const reason = obs.readiness && !obs.readiness.ok ? obs.readiness.reason : "the tracker records no addition of the ready label to this issue";
       return this.refuse(obs, row, now, "refused", [reason], generation);
     }
-    // The ready transition that already has its run: an edit or a comment changes nothing.
+    // The ready transition that already has its run: an edit or a comment changes nothing. One
+    // whose run was withdrawn when its eligibility lapsed says so, and how to get a new run.
     if (obs.transition.eventId === row.admitted_generation) {
-      return this.settle(obs, { ...row, generation }, now, { outcome: "unchanged", runId: null, reasons: [] });
+      if (row.status !== "lapsed") return this.settle(obs, { ...row, generation }, now, { outcome: "unchanged", runId: null, reasons: [] });
+      const reason = `eligible again, but this ready label's run was withdrawn when its eligibility lapsed; a person makes the issue ready again (removes and adds its ready label) for a new run`;
+      const told: TicketRow = { ...row, generation, reasons: JSON.stringify([reason]), updated_at_ms: now };
+      this.write(obs, told, now, null);
+      await this.project(told);
+      return { outcome: "unchanged", runId: null, reasons: [reason] };
     }
     const readiness = obs.readiness;
     if (!readiness || !readiness.ok) {

@@ -347,6 +347,13 @@ describe("the pre-claim recheck", () => {
     const ticket = await ticketOf(labeled.issue.number);
     expect(ticket).toMatchObject({ status: "lapsed", run_id: null });
     expect(ticket!.reasons).toEqual(["blocked by Codertocat/Hello-World#9001, which is still open"]);
+
+    // The blocker is closed as done: eligible again, but the lapsed generation admits nothing, and the ticket says what to do.
+    issue.blockers = [];
+    const again = await handleDelivery(env, config, fake.deps, delivery(labeled));
+    expect(again).toMatchObject({ outcome: "unchanged", runId: null, reasons: [expect.stringContaining("removes and adds its ready label")] });
+    expect((await ticketOf(labeled.issue.number))!.reasons).toEqual(again!.reasons);
+    expect(await runsOf(labeled.issue.number)).toHaveLength(1);
   });
 
   it("a run already handed out is not withdrawn: the ticket keeps its claim on it", async () => {
@@ -382,11 +389,10 @@ describe("capacity", () => {
     smallTracker.fromPayload(first);
     smallTracker.fromPayload(second);
     const step = await reconcileProject(env, config, fake.deps, small, 50, "operator");
-    // The ready issues first, then the tickets holding a run (#1 again: nothing new).
+    // The ready issues first, then the tickets holding a run (#1, examined already in this step).
     expect(step.results.map((r) => [r.ticket, r.outcome])).toEqual([
       ["github:Codertocat/Small#1", "admitted"],
       ["github:Codertocat/Small#2", "capacity_wait"],
-      ["github:Codertocat/Small#1", "already_admitted"],
     ]);
     expect(step.results[1].reasons[0]).toContain("queue capacity 1");
     const listed = await call("GET", `/v1/autopilot/projects/${small.id}/tickets?status=capacity_wait`, { token: org.admin });
