@@ -14,8 +14,9 @@ import { keyExpired } from "./idempotency";
 import { normalizeLabels } from "./labels";
 
 /**
- * A dispatch as the API takes it (field names of the request body, already validated). Its
- * canonical JSON is what an Idempotency-Key is bound to, so it stays the body's own shape.
+ * A dispatch as the API takes it (field names of the request body, already validated). An
+ * Idempotency-Key is bound to its canonical JSON with every default filled in (dispatchedPayload),
+ * so a body that spells out a default makes the same run.
  */
 export interface DispatchInput {
   brief: string;
@@ -33,21 +34,21 @@ export interface DispatchInput {
  * that finds the run also finishes its queue row, events and alarm (RunObject.create).
  */
 export async function dispatchRun(env: Env, orgId: string, body: DispatchInput, key: string | null, opts: { ticketKey?: string; projectId?: string } = {}) {
-  const payloadHash = await sha256Hex(canonicalJson(body));
-  const claimed = key === null ? { runId: newId("run"), replayed: false } : await claimKey(env, orgId, key, payloadHash);
+  const payload = dispatchedPayload(body);
+  // Keys bound before defaults were filled in hold the hash of the body as it was sent.
+  const hashes = [await sha256Hex(canonicalJson(payload)), await sha256Hex(canonicalJson(body))];
+  const claimed = key === null ? { runId: newId("run"), replayed: false } : await claimKey(env, orgId, key, hashes);
   const runId = claimed.runId;
-  const protocol = body.launch.protocol ?? "process";
-  const labels = normalizeLabels(body.labels ?? []);
   const run = await runStub(env, runId).create({
     id: runId,
     orgId,
-    brief: body.brief,
-    repository: body.repository ? { url: body.repository.url, commit: body.repository.commit ?? null } : null,
-    labels,
-    priority: body.priority ?? 0,
-    launch: { protocol, command: body.launch.command, image: body.launch.image ?? null, env: body.launch.env ?? {} },
-    callbackUrl: body.callback_url ?? null,
-    metadata: body.metadata ?? {},
+    brief: payload.brief,
+    repository: payload.repository,
+    labels: payload.labels,
+    priority: payload.priority,
+    launch: payload.launch,
+    callbackUrl: payload.callback_url,
+    metadata: payload.metadata,
     ...(opts.ticketKey ? { ticketKey: opts.ticketKey } : {}),
     ...(opts.projectId ? { projectId: opts.projectId } : {}),
     createdAtMs: Date.now(),
@@ -55,8 +56,25 @@ export async function dispatchRun(env: Env, orgId: string, body: DispatchInput, 
   return { run, replayed: claimed.replayed };
 }
 
-/** Binds the key to a new run id, or finds the run it already names (same payload) or refuses (another payload). */
-async function claimKey(env: Env, orgId: string, key: string, payloadHash: string): Promise<{ runId: string; replayed: boolean }> {
+/** The run a dispatch makes: its body with every default filled in and its labels normalized. */
+function dispatchedPayload(body: DispatchInput) {
+  return {
+    brief: body.brief,
+    repository: body.repository ? { url: body.repository.url, commit: body.repository.commit ?? null } : null,
+    labels: normalizeLabels(body.labels ?? []),
+    priority: body.priority ?? 0,
+    launch: { protocol: body.launch.protocol ?? "process", command: body.launch.command, image: body.launch.image ?? null, env: body.launch.env ?? {} },
+    callback_url: body.callback_url ?? null,
+    metadata: body.metadata ?? {},
+  };
+}
+
+/**
+ * Binds the key to a new run id (under the first of `hashes`), or finds the run it already names
+ * (a payload hashing to any of them) or refuses (another payload).
+ */
+async function claimKey(env: Env, orgId: string, key: string, hashes: string[]): Promise<{ runId: string; replayed: boolean }> {
+  const payloadHash = hashes[0];
   const db = drizzle(env.DB);
   const runId = newId("run");
   const inserted = await db
@@ -76,7 +94,7 @@ async function claimKey(env: Env, orgId: string, key: string, payloadHash: strin
     .where(and(eq(idempotencyKeys.orgId, orgId), eq(idempotencyKeys.key, key)))
     .get();
   if (!existing) throw new DocketError("internal", "idempotency key vanished");
-  if (existing.payloadHash !== payloadHash) {
+  if (!hashes.includes(existing.payloadHash)) {
     throw new DocketError("idempotency_conflict", "this Idempotency-Key was used with another payload", {
       run_id: existing.runId,
     });

@@ -15,6 +15,14 @@ describe("dispatch and the runs API", () => {
     });
     expect(again.status).toBe(200);
     expect(again.body.id).toBe(first.body.id);
+    // Same run, its defaults spelled out: the same payload.
+    const spelled = await call("POST", "/v1/runs", {
+      token: admin,
+      body: { brief: "fix the bug", priority: 3, labels: [], metadata: {}, callback_url: null, launch: { protocol: "process", command: ["node", "agent.mjs"], image: null, env: {} } },
+      headers,
+    });
+    expect(spelled.status).toBe(200);
+    expect(spelled.body.id).toBe(first.body.id);
     const other = await call("POST", "/v1/runs", { token: admin, body: runBody({ priority: 4 }), headers });
     expect(other.status).toBe(409);
     expect(other.body.error.code).toBe("idempotency_conflict");
