@@ -23,7 +23,7 @@ Usage:
   docket-runner daemon -- <agent command...>      (inside a sandbox; started by listen)
 
 Run \`docket-runner <command> --help\` for a command's options.
-  Configuration: flags, then DOCKET_* environment variables, then <config-dir>/config.json, then defaults.`;
+Configuration: flags, then DOCKET_* environment variables, then <config-dir>/config.json, then defaults.`;
 
 const COMMANDS: Record<string, { keys: string[]; help: string }> = {
   register: {
@@ -51,7 +51,8 @@ directory, 5 not registered, 6 an admin deregistered this machine (register it a
     help: `docket-runner status: the local jobs and their states.
 
 States: queued (claimed, not launched), running, interrupted (the listener stopped while it ran),
-reconcile (waits for an operator or the next start), cost-review, done.`,
+reconcile (waits for an operator or the next start), cost-review (the run ended with a cost to look
+at; the next listen start says so once more and marks it done), done.`,
   },
   daemon: {
     keys: [],
@@ -93,11 +94,11 @@ export async function main(argv: string[]): Promise<number> {
     return 2;
   }
   if (command === 'daemon') {
+    const { daemonLimitsHelp, runDaemon } = await import('./daemon.js');
     if (rest[0] === '--help' || rest[0] === '-h') {
-      process.stdout.write(spec.help + '\n');
+      process.stdout.write(`${spec.help}\n\nLimits, from the environment (for tests and unusual agents; the agent never sees them):\n${daemonLimitsHelp()}\n`);
       return 0;
     }
-    const { runDaemon } = await import('./daemon.js');
     const code = await runDaemon(rest[0] === '--' ? rest.slice(1) : rest);
     // Exit now: retry timers still pending must not keep the sandbox alive once the result is in.
     await new Promise((resolve) => process.stdout.write('', resolve));
@@ -108,7 +109,7 @@ export async function main(argv: string[]): Promise<number> {
   try {
     ({ values } = parseArgs({ args: rest, options, strict: true, allowPositionals: false }));
   } catch (e) {
-    const message = (e as Error).message;
+    const message = parseErrorText(e);
     const hint = didYouMean(e, Object.keys(options));
     process.stderr.write(`docket-runner ${command}: ${message}${hint && (message.endsWith('.') ? ' ' : '. ')}${hint}\nRun \`docket-runner ${command} --help\`.\n`);
     return 2;
@@ -121,9 +122,9 @@ export async function main(argv: string[]): Promise<number> {
   let file;
   try {
     const flags = flagsToKeys(spec.keys, values);
-    const pre = resolveConfig({ flags, env: process.env });
+    const pre = resolveConfig({ flags, env: process.env, keys: ['config_dir'] });
     file = readConfigFile(pre.config_dir);
-    cfg = resolveConfig({ flags, env: process.env, file });
+    cfg = resolveConfig({ flags, env: process.env, file, keys: spec.keys });
   } catch (e) {
     if (e instanceof ConfigError) {
       process.stderr.write(`docket-runner ${command}: ${e.message}\n`);
@@ -136,6 +137,12 @@ export async function main(argv: string[]): Promise<number> {
   if (command === 'register') return (await import('./commands.js')).register(cfg, file, out);
   if (command === 'status') return (await import('./commands.js')).status(cfg, out);
   return (await import('./commands.js')).listen(cfg, file, out);
+}
+
+/** parseArgs's message (`Unknown option '--x'`) in lower case, as every other message here. */
+function parseErrorText(e: unknown): string {
+  const message = (e as Error).message;
+  return message.charAt(0).toLowerCase() + message.slice(1);
 }
 
 /** For a mistyped flag, the command's flag it most likely meant (`Did you mean --label?`), or ''. */

@@ -1,4 +1,5 @@
 // register, status and listen: the commands that talk to the user.
+import { resolve } from 'node:path';
 import { classify, DocketClient, errorText, upgradeHint } from './api.js';
 import { configFilePath, ensurePrivateDir, writeConfigFile } from './config.js';
 import { formatDuration, type Output } from './output.js';
@@ -23,8 +24,16 @@ export async function register(cfg: Record<string, any>, file: Record<string, an
         { min_cli_version: err.body?.min_cli_version ?? null, upgrade: upgradeHint(e) });
       return 3;
     }
-    // A token the server knows says why it no longer works (reason); only an unknown one may be of the wrong kind.
-    const hint = err?.status === 401 && !err.body?.reason ? ' (is the token a registration token, dkt_r_…?)' : '';
+    if (err?.status === 400 && err?.code === 'invalid_request') {
+      // What register sends is its configuration (name, labels, launchers): a retry is refused the same.
+      out.emit('bad_configuration', `the server refused the registration (400 invalid_request): ${err.message}`, {
+        status: 400, code: err.code, field: typeof err.body?.field === 'string' ? err.body.field : null,
+      });
+      return 2;
+    }
+    // A token the server knows says why it no longer works (reason), and one it never issued says so
+    // (unknown …); only a refusal that says neither may be of the wrong kind.
+    const hint = err?.status === 401 && !err.body?.reason && !/^unknown /.test(err.message ?? '') ? ' (is the token a registration token, dkt_r_…?)' : '';
     out.emit('register_failed', `registration failed: ${errorText(e)}${hint}`, {
       status: err?.status ?? 0, code: err?.code ?? 'error',
     });
@@ -43,9 +52,17 @@ export async function register(cfg: Record<string, any>, file: Record<string, an
     registered_at_ms: Date.now(),
     server_config: b.config ?? {},
   });
+  // `listen` must look where register wrote: a --config-dir given here goes into the hint.
+  const listenCommand = cfg.sources?.config_dir === 'flag' ? `docket-runner listen --config-dir ${shellWord(resolve(cfg.config_dir))}` : 'docket-runner listen';
   out.emit('registered', `registered ${cfg.name} as ${b.machine_id} with ${cfg.server_url}; credentials saved in ${path}. ` +
-    'Start it with `docket-runner listen`.', { machine_id: b.machine_id, org_id: b.org_id ?? null, config_file: path, server_url: cfg.server_url });
+    `Start it with \`${listenCommand}\`.`, { machine_id: b.machine_id, org_id: b.org_id ?? null, config_file: path, server_url: cfg.server_url,
+    listen_command: listenCommand });
   return 0;
+}
+
+/** A word as a POSIX shell reads it back: as is when plain, else single-quoted. */
+export function shellWord(word: string) {
+  return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
 }
 
 export async function status(cfg: Record<string, any>, _out: Output) {

@@ -5,7 +5,10 @@ import { homedir, hostname } from 'node:os';
 import { join } from 'node:path';
 
 export type OptionType = 'string' | 'int' | 'list' | 'bool';
-export type OptionSpec = { key: string; flag: string; env?: string; file?: boolean; type: OptionType; default?: any; help: string };
+/** `min` and `max` bound an int option (min defaults to 0). */
+export type OptionSpec = {
+  key: string; flag: string; env?: string; file?: boolean; type: OptionType; default?: any; help: string; min?: number; max?: number;
+};
 
 export const OPTIONS: Record<string, OptionSpec> = {
   config_dir: { key: 'config_dir', flag: 'config-dir', env: 'DOCKET_RUNNER_HOME', type: 'string',
@@ -26,13 +29,14 @@ export const OPTIONS: Record<string, OptionSpec> = {
     help: 'a label this machine serves (repeatable, or comma-separated); a run is claimed only if all its labels are here' },
   launchers: { key: 'launchers', flag: 'launcher', env: 'DOCKET_LAUNCHER', file: true, type: 'list', default: ['process'],
     help: 'launch protocols to serve: process, docker (comma-separated); default process' },
-  concurrency: { key: 'concurrency', flag: 'concurrency', env: 'DOCKET_CONCURRENCY', file: true, type: 'int', default: 1,
+  concurrency: { key: 'concurrency', flag: 'concurrency', env: 'DOCKET_CONCURRENCY', file: true, type: 'int', default: 1, min: 1,
     help: 'how many runs at once; default 1' },
   sandbox_lifetime_ms: { key: 'sandbox_lifetime_ms', flag: 'sandbox-lifetime-ms', env: 'DOCKET_SANDBOX_LIFETIME_MS', file: true,
     type: 'int', help: "cap on a sandbox's lifetime; the server's sandbox_lifetime_ms (default 600000) applies when lower or when unset" },
   stop_grace_ms: { key: 'stop_grace_ms', flag: 'stop-grace-ms', env: 'DOCKET_STOP_GRACE_MS', file: true, type: 'int', default: 10_000,
     help: 'time between SIGTERM and SIGKILL when stopping a sandbox; default 10000' },
-  claim_wait_ms: { key: 'claim_wait_ms', flag: 'claim-wait-ms', env: 'DOCKET_CLAIM_WAIT_MS', file: true, type: 'int',
+  // The claim's wait_ms is at most 600000 (ClaimBody, src/protocol/runners.ts).
+  claim_wait_ms: { key: 'claim_wait_ms', flag: 'claim-wait-ms', env: 'DOCKET_CLAIM_WAIT_MS', file: true, type: 'int', max: 600_000,
     help: "long-poll wait per claim; default the server's claim_wait_ms" },
   claim_min_gap_ms: { key: 'claim_min_gap_ms', flag: 'claim-min-gap-ms', env: 'DOCKET_CLAIM_MIN_GAP_MS', file: true, type: 'int', default: 1_000,
     help: 'the least time between the starts of two claims, so an answer that comes back at once never makes a tight loop; default 1000' },
@@ -41,7 +45,7 @@ export const OPTIONS: Record<string, OptionSpec> = {
   backoff_max_ms: { key: 'backoff_max_ms', flag: 'backoff-max-ms', env: 'DOCKET_BACKOFF_MAX_MS', file: true, type: 'int', default: 60_000,
     help: 'upper bound of a retry delay; default 60000' },
   request_timeout_ms: { key: 'request_timeout_ms', flag: 'request-timeout-ms', env: 'DOCKET_REQUEST_TIMEOUT_MS', file: true, type: 'int',
-    default: 30_000, help: 'timeout of one HTTP call (a claim adds its long-poll wait); default 30000' },
+    default: 30_000, min: 1, help: 'timeout of one HTTP call (a claim adds its long-poll wait); default 30000' },
   cost_review_above_cents: { key: 'cost_review_above_cents', flag: 'cost-review-above-cents', env: 'DOCKET_COST_REVIEW_ABOVE_CENTS',
     file: true, type: 'int', help: 'a run that reports a higher cost ends in the local cost-review state; default no threshold' },
   log_retention_ms: { key: 'log_retention_ms', flag: 'log-retention-ms', env: 'DOCKET_LOG_RETENTION_MS', file: true, type: 'int',
@@ -70,22 +74,47 @@ export const RUNNER_OWNED_ENV =
   /^DOCKET_(DAEMON_.*|URL|RUN_ID|ATTEMPT|ATTEMPT_TOKEN|STATE_DIR|BRIEF_FILE|RESULT_FILE|CHECKPOINT_FILE|RESUME_FILE|SOURCE_REVISION)$/;
 
 /**
- * @param source for error messages
+ * The contract's runner label (`label`, `labelList` in src/protocol/common.ts), checked without
+ * zod: the contract's schemas load only when an answer needs them, zod being most of an idle
+ * listener's memory. runner-cli/test/config.test.mjs checks that this agrees with the contract.
  */
-function coerce(spec: string, type: OptionType, raw: any, source: string) {
+const LABEL = /^[A-Za-z0-9_.:/-]{1,64}$/;
+const LABELS_MAX = 64;
+/** The contract's machine name (RegisterBody.name): 1 to 100 characters once trimmed. */
+const NAME_MAX_CHARS = 100;
+
+/** What is wrong with a list of labels as the contract sees it, or null. */
+export function labelsProblem(labels: string[]): string | null {
+  const bad = labels.find((l) => !LABEL.test(l));
+  if (bad !== undefined) return `${JSON.stringify(bad)} is not a label: labels are letters, digits and _ . : / -, at most 64 characters`;
+  if (labels.length > LABELS_MAX) return `at most ${LABELS_MAX} labels, got ${labels.length}`;
+  return null;
+}
+
+/** The bound an int option must meet, said once: "a non-negative integer", "an integer of at least 1". */
+function intBound(spec: OptionSpec) {
+  const min = spec.min ?? 0;
+  if (spec.max !== undefined) return `an integer from ${min} to ${spec.max}`;
+  return min === 0 ? 'a non-negative integer' : `an integer of at least ${min}`;
+}
+
+/**
+ * @param source the option as the user gave it, for error messages: `--concurrency`, `DOCKET_CONCURRENCY`, `config.json concurrency`
+ */
+function coerce(spec: OptionSpec, raw: any, source: string) {
   if (raw === undefined || raw === null) return undefined;
-  switch (type) {
+  switch (spec.type) {
     case 'string':
       return String(raw);
     case 'bool':
       if (typeof raw === 'boolean') return raw;
       if (/^(1|true|yes|on)$/i.test(String(raw))) return true;
       if (/^(0|false|no|off|)$/i.test(String(raw))) return false;
-      throw new ConfigError(`${source}: ${spec} must be true or false, got ${JSON.stringify(raw)}`);
+      throw new ConfigError(`${source}: must be true or false, got ${JSON.stringify(raw)}`);
     case 'int': {
       const n = typeof raw === 'number' ? raw : Number(String(raw).trim());
-      if (!Number.isSafeInteger(n) || n < 0) {
-        throw new ConfigError(`${source}: ${spec} must be a non-negative integer, got ${JSON.stringify(raw)}`);
+      if (!Number.isSafeInteger(n) || n < (spec.min ?? 0) || (spec.max !== undefined && n > spec.max)) {
+        throw new ConfigError(`${source}: must be ${intBound(spec)}, got ${JSON.stringify(raw)}`);
       }
       return n;
     }
@@ -104,27 +133,32 @@ export class ConfigError extends Error {
 }
 
 /**
- * Resolve every option from its sources. Pure: callers pass what they read.
- * @param sources flags keyed by option key (parsed by parseArgs)
+ * Resolve the options a command uses from their sources; the others are left at their defaults,
+ * unread, so a bad value of an option a command does not use never stops it. Pure: callers pass
+ * what they read.
+ * @param keys the command's options (default all)
  */
-export function resolveConfig({ flags = {}, env = {}, file = {}, home = homedir(), host = hostname() }: {
+export function resolveConfig({ flags = {}, env = {}, file = {}, home = homedir(), host = hostname(), keys = Object.keys(OPTIONS) }: {
   flags?: Record<string, any>; env?: Record<string, string | undefined>; file?: Record<string, any>;
-  home?: string; host?: string;
+  home?: string; host?: string; keys?: string[];
 }): Record<string, any> {
   const out: Record<string, any> = {};
   const from: Record<string, string> = {};
+  /** Each option's source as the user gave it (`--label`, `DOCKET_LABELS`…), for error messages. */
+  const givenAs: Record<string, string> = {};
   for (const spec of Object.values(OPTIONS)) {
-    const candidates = [
+    const candidates = keys.includes(spec.key) ? [
       ['flag', `--${spec.flag}`, flags[spec.key]],
       ['env', spec.env ?? '', spec.env ? env[spec.env] : undefined],
       ['file', `config.json ${spec.key}`, spec.file ? file[spec.key] : undefined],
-    ];
+    ] : [];
     let value;
     for (const [kind, label, raw] of candidates) {
       if (raw === undefined || raw === null || (kind === 'env' && raw === '')) continue;
       if (kind === 'flag' && Array.isArray(raw) && raw.length === 0) continue;
-      value = coerce(label, spec.type, raw, kind);
+      value = coerce(spec, raw, label);
       from[spec.key] = kind;
+      givenAs[spec.key] = label;
       break;
     }
     if (value === undefined) {
@@ -136,16 +170,32 @@ export function resolveConfig({ flags = {}, env = {}, file = {}, home = homedir(
   out.config_dir ??= join(home, '.config', 'docket-runner');
   out.data_dir ??= join(out.config_dir, 'data');
   out.name ??= host;
-  if (out.concurrency < 1) throw new ConfigError('--concurrency must be at least 1');
-  for (const l of out.launchers) {
-    if (l !== 'process' && l !== 'docker') throw new ConfigError(`unknown launcher ${JSON.stringify(l)}: use process or docker`);
-  }
-  if (out.launchers.length === 0) throw new ConfigError('at least one launcher is needed');
-  if (out.server_url && !/^https?:\/\//.test(out.server_url)) {
-    throw new ConfigError(`server URL must start with http:// or https://, got ${JSON.stringify(out.server_url)}`);
-  }
+  checkValues(out, keys, (key) => givenAs[key] ?? `--${OPTIONS[key].flag}`);
   Object.defineProperty(out, 'sources', { value: from, enumerable: false });
   return out;
+}
+
+/** The checks across one option's items, and the contract's (labels, name), for the options in use. */
+function checkValues(cfg: Record<string, any>, keys: string[], givenAs: (key: string) => string) {
+  const fail = (key: string, problem: string) => {
+    throw new ConfigError(`${givenAs(key)}: ${problem}`);
+  };
+  if (keys.includes('launchers')) {
+    const unknown = cfg.launchers.find((l: string) => l !== 'process' && l !== 'docker');
+    if (unknown !== undefined) fail('launchers', `unknown launcher ${JSON.stringify(unknown)}; use process or docker`);
+    if (cfg.launchers.length === 0) fail('launchers', 'at least one launcher is needed');
+  }
+  if (keys.includes('server_url') && cfg.server_url && !/^https?:\/\//.test(cfg.server_url)) {
+    fail('server_url', `must start with http:// or https://, got ${JSON.stringify(cfg.server_url)}`);
+  }
+  if (keys.includes('labels')) {
+    const problem = labelsProblem(cfg.labels);
+    if (problem) fail('labels', problem);
+  }
+  if (keys.includes('name')) {
+    const length = String(cfg.name).trim().length;
+    if (length < 1 || length > NAME_MAX_CHARS) fail('name', `must be 1 to ${NAME_MAX_CHARS} characters, got ${length}`);
+  }
 }
 
 export function configFilePath(configDir: string) {
@@ -164,13 +214,17 @@ export function readConfigFile(configDir: string): Record<string, any> {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return {};
     throw new ConfigError(`cannot read ${path}: ${(e as Error).message}`);
   }
+  let parsed;
   try {
-    const parsed = JSON.parse(text);
-    if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('not an object');
-    return parsed;
+    parsed = JSON.parse(text);
   } catch (e) {
-    throw new ConfigError(`${path} is not a JSON object: ${(e as Error).message}`);
+    throw new ConfigError(`${path} is not valid JSON: ${(e as Error).message}`);
   }
+  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    const held = parsed === null ? 'null' : Array.isArray(parsed) ? 'an array' : `a ${typeof parsed}`;
+    throw new ConfigError(`${path} is not a JSON object (it holds ${held})`);
+  }
+  return parsed;
 }
 
 /**

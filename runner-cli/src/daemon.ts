@@ -22,29 +22,39 @@ const BLOCKER_ITEMS_MAX = 20;
 export const DAEMON_EXIT = { delivered: 0, undelivered: 1, usage: 2, attemptOver: 3, paused: 4, stopped: 143 };
 
 /**
- * Limits, each overridable through the environment (DOCKET_DAEMON_*), for tests and odd agents.
+ * Limits, each overridable through the environment (DOCKET_DAEMON_*), for tests and odd agents:
+ * the variable, its default and what it bounds (`docket-runner daemon --help` lists them).
  */
+const DAEMON_LIMITS = {
+  flushIntervalMs: { env: 'DOCKET_DAEMON_FLUSH_MS', default: 1_000, help: 'how often buffered output is sent' },
+  heartbeatMs: { env: 'DOCKET_DAEMON_HEARTBEAT_MS', default: 30_000, help: 'a report at least this often while the agent is silent' },
+  maxBatchLines: { env: 'DOCKET_DAEMON_BATCH_LINES', default: 200, help: 'output lines per report' },
+  maxLineChars: { env: 'DOCKET_DAEMON_LINE_CHARS', default: 4_000, help: 'a longer output line is cut' },
+  maxBufferedLines: { env: 'DOCKET_DAEMON_BUFFER_LINES', default: 10_000, help: 'lines kept while the server is away; older ones are dropped with a note' },
+  // The server takes up to 5,000,000 characters.
+  maxPatchBytes: { env: 'DOCKET_DAEMON_MAX_PATCH_BYTES', default: 4_900_000, help: 'a larger patch is left out of the final report, saying so' },
+  finalTries: { env: 'DOCKET_DAEMON_FINAL_TRIES', default: 8, help: 'tries of the final report and of the checkpoint' },
+  stopGraceMs: { env: 'DOCKET_DAEMON_STOP_GRACE_MS', default: 10_000, help: "SIGTERM to SIGKILL when stopping the agent's process group" },
+  checkpointGraceMs: { env: 'DOCKET_DAEMON_CHECKPOINT_GRACE_MS', default: 60_000, help: 'time an agent asked to checkpoint (SIGUSR1) gets to write it and exit' },
+  // See superviseAgent.
+  stopSignalWaitMs: { env: 'DOCKET_DAEMON_STOP_SIGNAL_WAIT_MS', default: 1_000, help: "how long an agent that died of a signal waits for the daemon's own stop signal" },
+  backoffBaseMs: { env: 'DOCKET_DAEMON_BACKOFF_BASE_MS', default: 1_000, help: 'first retry delay of a report (doubles, with jitter)' },
+  backoffMaxMs: { env: 'DOCKET_DAEMON_BACKOFF_MAX_MS', default: 15_000, help: 'longest retry delay of a report' },
+} as const;
+
+/** The limits from the environment; a value that is not a positive integer keeps its default. */
 export function daemonLimits(env: Record<string, string | undefined>) {
-  const int = (name: string, dflt: number) => {
-    const n = Number(env[name]);
-    return Number.isSafeInteger(n) && n > 0 ? n : dflt;
-  };
-  return {
-    flushIntervalMs: int('DOCKET_DAEMON_FLUSH_MS', 1_000),
-    heartbeatMs: int('DOCKET_DAEMON_HEARTBEAT_MS', 30_000),
-    maxBatchLines: int('DOCKET_DAEMON_BATCH_LINES', 200),
-    maxLineChars: int('DOCKET_DAEMON_LINE_CHARS', 4_000),
-    maxBufferedLines: int('DOCKET_DAEMON_BUFFER_LINES', 10_000),
-    maxPatchBytes: int('DOCKET_DAEMON_MAX_PATCH_BYTES', 4_900_000), // the server takes up to 5,000,000 characters
-    finalTries: int('DOCKET_DAEMON_FINAL_TRIES', 8),
-    stopGraceMs: int('DOCKET_DAEMON_STOP_GRACE_MS', 10_000),
-    // How long an agent asked to checkpoint (SIGUSR1) gets to write its checkpoint file and exit.
-    checkpointGraceMs: int('DOCKET_DAEMON_CHECKPOINT_GRACE_MS', 60_000),
-    // How long an agent that died of a signal waits for the daemon's own stop signal (see superviseAgent).
-    stopSignalWaitMs: int('DOCKET_DAEMON_STOP_SIGNAL_WAIT_MS', 1_000),
-    backoffBaseMs: int('DOCKET_DAEMON_BACKOFF_BASE_MS', 1_000),
-    backoffMaxMs: int('DOCKET_DAEMON_BACKOFF_MAX_MS', 15_000),
-  };
+  const limits = {} as { -readonly [K in keyof typeof DAEMON_LIMITS]: number };
+  for (const [key, spec] of Object.entries(DAEMON_LIMITS) as [keyof typeof DAEMON_LIMITS, (typeof DAEMON_LIMITS)[keyof typeof DAEMON_LIMITS]][]) {
+    const n = Number(env[spec.env]);
+    limits[key] = Number.isSafeInteger(n) && n > 0 ? n : spec.default;
+  }
+  return limits;
+}
+
+/** Help lines for the DOCKET_DAEMON_* variables, with their defaults. */
+export function daemonLimitsHelp() {
+  return Object.values(DAEMON_LIMITS).map((s) => `  ${s.env.padEnd(36)} ${s.help}; default ${s.default}`).join('\n');
 }
 
 /**
@@ -572,10 +582,22 @@ function hasOutputToSend(d: Daemon) {
   return d.reports.inFlight || d.buffer.hasNews;
 }
 
-/** Whether an error answer means this attempt can never report again. */
+/**
+ * Whether an error answer means this attempt can never report again. A 401 is one for the daemon:
+ * its attempt token is fixed for the attempt, so a token refused now is refused on every retry.
+ */
 function endsAttempt(e: unknown) {
   const kind = classify(e);
-  return kind === 'definitive' || kind === 'attempt_over';
+  return kind === 'definitive' || kind === 'attempt_over' || (e instanceof ApiError && e.status === 401);
+}
+
+/** Nothing more is sent for this attempt: say why, once (the first answer that ended it). */
+function attemptEnded(d: Daemon, e: unknown) {
+  if (d.attemptOver) return;
+  const err = e as ApiError;
+  d.attemptOver = err.code;
+  const why = err.status === 401 ? 'the attempt token was refused' : 'this attempt is over';
+  d.log(`docket-runner daemon: the server answered ${err.status} ${err.code} (${err.message}): ${why}; nothing more is sent`);
 }
 
 /** The report in flight, or the next batch; returns false when it must be retried later. */
@@ -588,7 +610,7 @@ async function sendBatch(d: Daemon): Promise<boolean> {
     return true;
   } catch (e) {
     d.lastFailure = e;
-    if (endsAttempt(e)) d.attemptOver = (e as ApiError).code;
+    if (endsAttempt(e)) attemptEnded(d, e);
     else if (d.reports.refused(e)) {
       d.log(`docket-runner daemon: report ${body.seq} dropped: ${errorText(e)}`);
       return true;
@@ -688,7 +710,7 @@ async function sendCheckpoint(d: Daemon, body: Parameters<DocketClient['checkpoi
       return { delivered: true, answerState: res.body?.state ?? null, lastError };
     } catch (e) {
       lastError = errorText(e);
-      if (endsAttempt(e)) d.attemptOver = (e as ApiError).code;
+      if (endsAttempt(e)) attemptEnded(d, e);
       else if (e instanceof ApiError && e.status >= 400 && e.status < 500 && e.status !== 429) break; // refused for good
       else {
         d.log(`docket-runner daemon: checkpoint failed (${lastError}); try ${tryNo} of ${d.limits.finalTries}`);
@@ -782,7 +804,7 @@ async function sendFinalReport(d: Daemon, final: FinalResult, limitations: strin
     } catch (e) {
       lastError = errorText(e);
       if (endsAttempt(e)) {
-        d.attemptOver = (e as ApiError).code;
+        attemptEnded(d, e);
         break;
       }
       if (body.final && e instanceof ApiError && (e.status === 400 || e.status === 413) && final.artifact.patch) {

@@ -16,6 +16,13 @@ const CLOSING_CALL_TRIES = 6;
 const TICK_MS = 500;
 /** How long a sandbox whose run just ended gets to exit by itself before it is removed. */
 const ENDING_WAIT_MS = 5_000;
+/** How long a sandbox whose daemon's own call paused or blocked the run gets to exit by itself before it is stopped. */
+const MOVED_ON_EXIT_WAIT_MS = 30_000;
+/**
+ * Run states in which the server refuses the lease (409 invalid_transition) because the daemon's
+ * own call ended the attempt's work: a stored checkpoint (paused), a final report with a blocker (blocked).
+ */
+const MOVED_ON_STATES = new Set(['paused', 'blocked']);
 const DEFAULT_LIFETIME_MS = 600_000;
 /** The shortest time between the starts of two lease calls of one job, however fast they are answered. */
 const LEASE_CALL_MIN_GAP_MS = 1_000;
@@ -217,6 +224,9 @@ export class JobSupervisor {
               return this.stopAndReport('stop requested');
             }
             if (r.body?.pause_requested) await this.askToCheckpoint(sandbox);
+          } else if (movedOnState(r)) {
+            // The expected end of a pause (or a blocker), not a failure: the daemon's final.json says how it went.
+            return this.afterRunMovedOn(sandbox, movedOnState(r)!);
           } else if (r.kind === 'transient') {
             const delay = Math.min(retryDelayMs(r.error, backoff.fail()), this.leaseRefreshMs);
             nextCallAtMs = Date.now() + delay;
@@ -271,6 +281,29 @@ export class JobSupervisor {
     return exited && readJson(join(this.paths.stateDir, 'final.json'))?.delivered === true;
   }
 
+  /**
+   * The server refused the lease because the run is paused or blocked: the daemon's checkpoint or
+   * final report did that, and the sandbox exits by itself once the daemon has its answer. The job
+   * ends as final.json says; a sandbox that does not exit in time is stopped (its files kept).
+   */
+  async afterRunMovedOn(sandbox: Sandbox, state: string) {
+    const waited = new AbortController();
+    const exited = await Promise.race([
+      sandbox.exited.then(() => true),
+      sleep(MOVED_ON_EXIT_WAIT_MS, AbortSignal.any([waited.signal, this.runner.stopSignal])).then(() => false),
+    ]);
+    waited.abort();
+    if (!exited && this.runner.stopping) return this.leaveRunning();
+    const final = readJson(join(this.paths.stateDir, 'final.json'));
+    if (exited && (final?.checkpoint_delivered || final?.delivered)) return this.finishExited(await sandbox.exited);
+    if (!exited) {
+      this.out.run('stopping', this.view, `the run is ${state} but its sandbox did not exit: stopping it (files kept)`, { state });
+      await sandbox.stop(this.runner.cfg.stop_grace_ms);
+    }
+    const how = exited ? 'the sandbox ended without saying how' : 'the sandbox did not exit by itself and was stopped';
+    return this.finish(state, `the run is ${state} on the server; ${how}`);
+  }
+
   /** Print a phase change the daemon wrote to its status file. */
   pollPhase() {
     const status = readJson(join(this.paths.stateDir, 'status.json'));
@@ -288,7 +321,9 @@ export class JobSupervisor {
     this.pollPhase();
     const final = readJson(join(this.paths.stateDir, 'final.json'));
     if (final?.checkpoint_delivered) {
-      this.finish('paused', `checkpoint stored (the run is ${final.answer_state ?? 'paused'})`);
+      const state = final.answer_state ?? 'paused';
+      // A stop request pending at the pause makes the stored checkpoint cancel the run instead.
+      this.finish('paused', state === 'paused' ? 'checkpoint stored' : `checkpoint stored; the run is ${state}`);
       removeWorkDir(this.paths); // the work is on the server as the checkpoint's patch
       return;
     }
@@ -461,6 +496,13 @@ export class JobSupervisor {
   backoff() {
     return new Backoff({ baseMs: this.runner.cfg.backoff_base_ms, maxMs: this.runner.cfg.backoff_max_ms });
   }
+}
+
+/** The state a lease refusal names when the daemon's own call moved the run on (MOVED_ON_STATES), or null. */
+function movedOnState(r: CallResult): string | null {
+  if (r.kind !== 'transient') return null;
+  const state = r.error?.code === 'invalid_transition' ? r.error.body?.state : null;
+  return MOVED_ON_STATES.has(state) ? state : null;
 }
 
 /**

@@ -117,6 +117,21 @@ export class Runner {
     this.stop('machine deregistered');
   }
 
+  /**
+   * The server answered a heartbeat or claim 400 invalid_request: what this runner sends comes
+   * from its configuration (labels, launchers, the claim wait), so every retry would be refused
+   * the same. Say what the server said and stop as a bad configuration (exit code 2).
+   */
+  refusedAsInvalid(what: string, err: any) {
+    if (this.exitCode === EXIT.usage) return;
+    this.exitCode = EXIT.usage;
+    const field = typeof err.body?.field === 'string' ? err.body.field : null;
+    this.out.emit('bad_configuration', `the server refused this runner's ${what} (400 invalid_request): ${err.message}. ` +
+      'Fix the configuration (`docket-runner listen --help`) and start `docket-runner listen` again; running sandboxes are ' +
+      'left as they are and the next start reconciles them.', { call: what, field, error: err.message });
+    this.stop('the server refused the configuration');
+  }
+
   /** @returns the exit code */
   async run(): Promise<number> {
     this.out.emit('started', `docket-runner ${CLI_VERSION} listening to ${this.cfg.server_url} as ${this.cfg.machine_id ?? 'this machine'} ` +
@@ -227,6 +242,10 @@ export class Runner {
     const err = e as any;
     if (err?.status === 401 && err?.body?.reason === 'machine_deregistered') {
       this.deregistered();
+      return 'stop';
+    }
+    if (err?.status === 400 && err?.code === 'invalid_request') {
+      this.refusedAsInvalid(what, err);
       return 'stop';
     }
     const hint = err?.status === 401 ? ' (the machine token was refused; if this lasts, run `docket-runner register` again)'
@@ -342,10 +361,7 @@ export class Runner {
 
   async reconcileOne(row: JobRow) {
     const view = { run_id: row.run_id, attempt: row.attempt, phase: row.phase };
-    if (row.state === 'cost-review') {
-      this.out.run('cost_review', view, 'waits for an operator: cost review');
-      return;
-    }
+    if (row.state === 'cost-review') return this.closeCostReview(row);
     if (row.state === 'queued' || row.state === 'running') {
       this.db.transition(row.run_id, row.attempt, 'interrupted', { reason: 'the listener that ran it is gone' });
     }
@@ -387,6 +403,21 @@ export class Runner {
     if (sandbox) return this.track(sup, sup.resume(sandbox, { launchedAccepted: true }));
     // The sandbox ended while no listener watched it: the daemon's final.json says how.
     return sup.finishExited({ code: null, signal: null });
+  }
+
+  /**
+   * A job in cost-review ended with its final report accepted, so its run's end and cost are the
+   * server's (a budgeted run's reservation waits for an admin's cost review there). Here it is a
+   * record: said once more at this start, then done, its outcome and the review's reason kept for
+   * `status` (runner-cli/README.md, "The job database and restarts").
+   */
+  closeCostReview(row: JobRow) {
+    const cost = row.cost_cents === null ? 'an unknown cost' : `a cost of ${row.cost_cents} cents`;
+    const reason = `cost review: ${row.reason ?? 'the reported cost was uncertain or above the review threshold'}`;
+    this.db.transition(row.run_id, row.attempt, 'done', { reason }, 'cost review noted at a listener start');
+    this.out.run('cost_review', { run_id: row.run_id, attempt: row.attempt, phase: row.phase },
+      `ended ${row.outcome ?? 'unknown'} with ${cost} that needs review; recorded as done (\`docket-runner status\` keeps the reason)`,
+      { outcome: row.outcome, cost_cents: row.cost_cents, reason });
   }
 
   /**

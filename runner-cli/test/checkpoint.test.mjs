@@ -38,6 +38,16 @@ function gitRepo() {
   return { dir: d, rev: git('rev-parse', 'HEAD').stdout.trim(), git };
 }
 
+/** A claim grant for RUN_ID that runs `agent` with the process launcher. */
+function grant(agent, fields) {
+  return {
+    run_id: RUN_ID, attempt_token: 'dkt_a_t', lease_expires_at_ms: Date.now() + 5000, lease_ttl_ms: 5000, lease_refresh_ms: 300,
+    launch_deadline_at_ms: Date.now() + 60_000, sandbox_lifetime_ms: 600_000, repository: null,
+    launch: { protocol: 'process', command: [process.execPath, agent], image: null, env: {} },
+    ...fields,
+  };
+}
+
 /** A server that takes every report and answers the checkpoint as stored (paused). */
 async function pausingServer() {
   return fakeServer(({ path }) => {
@@ -239,6 +249,69 @@ describe("restoring a continuation's checkpoint", () => {
   });
 });
 
+describe('the runner on a pause', () => {
+  it('ends the job paused once the checkpoint is stored, and never calls the lease the pause ends a failure', async () => {
+    const dir = tmp();
+    const ready = join(dir, 'agent-ready');
+    const agent = join(dir, 'agent.mjs');
+    writeFileSync(agent, `
+      import { writeFileSync } from 'node:fs';
+      // Checkpointing takes a while, so the runner's next lease call waits at the server meanwhile.
+      process.on('SIGUSR1', () => setTimeout(() => {
+        writeFileSync(process.env.DOCKET_CHECKPOINT_FILE, JSON.stringify({ session_id: 's', last_phase: 'implementing', pending_actions: [], session: {} }));
+        process.exit(0);
+      }, 1_500));
+      writeFileSync(${JSON.stringify(ready)}, 'ready');
+      setInterval(() => {}, 1000);
+    `);
+    let claimed = false;
+    let pauseSent = false;
+    let paused = false;
+    /** Lease waits the server holds until the run is paused, as a real one answers a waiting call at a change. */
+    const held = [];
+    const refused = () => ({ status: 409, body: { error: { code: 'invalid_transition', message: `run ${RUN_ID} is paused`, state: 'paused' } } });
+    const server = await fakeServer(async ({ path }) => {
+      if (path === '/v1/runners/heartbeat') return { status: 200, body: heartbeatAnswer() };
+      if (path === '/v1/runners/claim') {
+        if (claimed) return { status: 204 };
+        claimed = true;
+        return { status: 200, body: grant(agent, { attempt: 1, brief: 'pause me' }) };
+      }
+      if (path.endsWith('/checkpoint')) {
+        // The run is paused the moment the checkpoint is stored; its answer reaches the daemon a little later.
+        paused = true;
+        for (const release of held.splice(0)) release(refused());
+        await new Promise((r) => setTimeout(r, 500));
+        return { status: 200, body: attemptAnswerBody({ state: 'paused', lease_expires_at_ms: null }) };
+      }
+      if (path.endsWith('/launched') || path.endsWith('/lease')) {
+        if (paused) return refused();
+        // The pause comes once the agent listens for it; until the checkpoint, calls wait.
+        if (!existsSync(ready)) return { status: 200, body: attemptAnswerBody() };
+        if (!pauseSent) {
+          pauseSent = true;
+          return { status: 200, body: attemptAnswerBody({ state: 'pausing', pause_requested: true }) };
+        }
+        return new Promise((resolve) => held.push(resolve));
+      }
+      return { status: 200, body: attemptAnswerBody({ state: 'pausing' }) };
+    });
+    cleanups.push(server.close);
+    const home = configuredHome(server.url, 'docket-pause-', cleanups);
+    const l = spawnListen(home, [], cleanups);
+    const ended = await l.waitFor('run_ended', 60_000);
+    expect(ended).toMatchObject({ outcome: 'paused', reason: 'checkpoint stored' });
+    expect(ended.message).toContain('ended: paused (checkpoint stored)');
+    expect(l.events.map((e) => e.event)).toContain('pause_requested');
+    // The lease refused because the run is paused is the pause's end, not a failure to retry.
+    expect(l.events.filter((e) => e.event === 'lease_retry')).toEqual([]);
+    expect(server.requests.filter((r) => r.path.endsWith('/stopped'))).toEqual([]);
+    // The test made the case it means to: a lease call was answered with the refusal.
+    expect(server.requests.filter((r) => r.path.endsWith('/lease')).length).toBeGreaterThan(1);
+    await l.kill('SIGTERM');
+  }, 120_000);
+});
+
 describe('the runner with a continuation whose checkpoint does not verify', () => {
   it('reports checkpoint-unusable with the reason and never launches the agent', async () => {
     const origin = gitRepo();
@@ -253,17 +326,13 @@ describe('the runner with a continuation whose checkpoint does not verify', () =
         claimed = true;
         return {
           status: 200,
-          body: {
-            run_id: RUN_ID, attempt: 2, attempt_token: 'dkt_a_t', lease_expires_at_ms: Date.now() + 5000, lease_ttl_ms: 5000,
-            lease_refresh_ms: 300, launch_deadline_at_ms: Date.now() + 60_000, sandbox_lifetime_ms: 600_000, brief: 'continue',
-            repository: { url: origin.dir, commit: origin.rev },
-            launch: { protocol: 'process', command: [process.execPath, agent], image: null, env: {} },
+          body: grant(agent, { attempt: 2, brief: 'continue', repository: { url: origin.dir, commit: origin.rev },
             checkpoint: {
               attempt: 1, session_id: null, last_phase: 'implementing', pending_actions: [], session: null,
               patch: 'diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-not what is there\n+b\n',
               source_revision: origin.rev, note: null, at_ms: 1,
             },
-          },
+          }),
         };
       }
       if (path.endsWith('/checkpoint-unusable')) return { status: 200, body: attemptAnswerBody({ attempt: 2, state: 'paused', lease_expires_at_ms: null }) };

@@ -1,12 +1,13 @@
-// The rough edges a new user meets first: a closed pipe on stdout, a mistyped flag, a second
-// listen, `listen --label`, and the upgrade hint of a 426.
+// The rough edges a new user meets first: a closed pipe on stdout, a mistyped flag, a bad label,
+// a second listen, `listen --label`, the upgrade hint of a 426, the hints and help texts, and a
+// checkout whose runner was never built.
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { heartbeatAnswer } from './helpers/answers.mjs';
+import { heartbeatAnswer, MACHINE_ID, runnerConfig } from './helpers/answers.mjs';
 import { fakeServer } from './helpers/fake-server.mjs';
 
 const CLI = fileURLToPath(new URL('../bin/docket-runner.mjs', import.meta.url));
@@ -26,10 +27,12 @@ function home(serverUrl = 'http://127.0.0.1:9', extra = {}) {
 /**
  * Runs the CLI to its end. `closeStdout` closes our end of its stdout pipe at once, as `| head -1`
  * does once it has its line.
- * @param {string} dir @param {string[]} args @param {{ closeStdout?: boolean, timeoutMs?: number }} [opts]
+ * @param {string} dir @param {string[]} args @param {{ closeStdout?: boolean, timeoutMs?: number, env?: Record<string, string>, bin?: string }} [opts]
  */
-function cli(dir, args, { closeStdout = false, timeoutMs = 20_000 } = {}) {
-  const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH, HOME: dir, DOCKET_RUNNER_HOME: dir }, stdio: ['ignore', 'pipe', 'pipe'] });
+function cli(dir, args, { closeStdout = false, timeoutMs = 20_000, env = {}, bin = CLI } = {}) {
+  const child = spawn(process.execPath, [bin, ...args], {
+    env: { PATH: process.env.PATH, HOME: dir, DOCKET_RUNNER_HOME: dir, ...env }, stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   if (closeStdout) child.stdout.destroy();
@@ -56,12 +59,12 @@ describe('the command line', () => {
     const dir = home();
     const typo = await cli(dir, ['register', '--labels', 'gpu']);
     expect(typo.code).toBe(2);
-    expect(typo.stderr).toContain("Unknown option '--labels'. Did you mean --label?");
+    expect(typo.stderr).toContain("docket-runner register: unknown option '--labels'. Did you mean --label?");
     expect((await cli(dir, ['listen', '--concurency', '2'])).stderr).toContain('Did you mean --concurrency?');
     // Nothing close: no guess.
     const far = await cli(dir, ['listen', '--zzz']);
     expect(far.code).toBe(2);
-    expect(far.stderr).toContain("Unknown option '--zzz'");
+    expect(far.stderr).toContain("unknown option '--zzz'");
     expect(far.stderr).not.toContain('Did you mean');
   });
 
@@ -123,11 +126,12 @@ describe('the command line', () => {
     const answers = [
       { status: 401, body: { error: { code: 'unauthorized', message: 'this call needs a runner registration token (a token starting dkt_r_)' } } },
       { status: 401, body: { error: { code: 'unauthorized', message: 'this registration token was already used 1 of 1 times', reason: 'used_up' } } },
+      { status: 401, body: { error: { code: 'unauthorized', message: 'unknown runner registration token: this deployment issued no such token (check that it was copied whole)' } } },
     ];
     const server = await fakeServer(() => answers.shift());
     cleanups.push(server.close);
     const messages = [];
-    for (let i = 0; i < 2; i++) {
+    for (let i = 0; i < 3; i++) {
       const r = await cli(home(server.url), ['register', '--json', '--server', server.url, '--token', 'dkt_r_x']);
       expect(r.code).toBe(1);
       messages.push(JSON.parse(r.stdout.trim().split('\n')[0]).message);
@@ -135,6 +139,8 @@ describe('the command line', () => {
     expect(messages[0]).toContain('is the token a registration token');
     expect(messages[1]).toContain('already used 1 of 1 times');
     expect(messages[1]).not.toContain('is the token a registration token');
+    expect(messages[2]).toContain('this deployment issued no such token');
+    expect(messages[2]).not.toContain('is the token a registration token');
   });
 
   it('a 426 without a hint points at the runner README, not at a package name', async () => {
@@ -146,5 +152,101 @@ describe('the command line', () => {
     expect(line.event).toBe('upgrade_required');
     expect(line.message).toContain('runner-cli/README.md');
     expect(line.message).not.toContain('docket-runner@latest');
+  });
+
+  it('a label the server would refuse stops `listen` and `register` with exit code 2 naming the option, before any call', async () => {
+    const server = await fakeServer(() => ({ status: 500, body: { error: { code: 'internal', message: 'not expected' } } }));
+    cleanups.push(server.close);
+    const dir = home(server.url);
+    const listen = await cli(dir, ['listen', '--label', 'a b']);
+    expect(listen.code).toBe(2);
+    expect(listen.stderr).toBe('docket-runner listen: --label: "a b" is not a label: labels are letters, digits and _ . : / -, at most 64 characters\n');
+    const register = await cli(dir, ['register', '--server', server.url, '--token', 'dkt_r_x', '--label', 'a b']);
+    expect(register.code).toBe(2);
+    expect(register.stderr).toContain('docket-runner register: --label: "a b" is not a label');
+    const fromEnv = await cli(dir, ['listen'], { env: { DOCKET_LABELS: 'linux,x!' } });
+    expect(fromEnv.code).toBe(2);
+    expect(fromEnv.stderr).toContain('docket-runner listen: DOCKET_LABELS: "x!" is not a label');
+    expect(server.requests).toEqual([]);
+  });
+
+  it('a heartbeat or claim the server refuses as invalid (400) ends `listen` with exit code 2 and the server\'s message, not a retry loop', async () => {
+    const invalid = { status: 400, body: { error: { code: 'invalid_request', message: 'body labels.0: labels are letters, digits and _ . : / -', field: 'labels.0' } } };
+    const refusesHeartbeat = await fakeServer(() => invalid);
+    cleanups.push(refusesHeartbeat.close);
+    const r = await cli(home(refusesHeartbeat.url), ['listen', '--json', '--backoff-base-ms', '50']);
+    expect(r.code).toBe(2);
+    const events = r.stdout.trim().split('\n').map((l) => JSON.parse(l));
+    expect(events.some((e) => e.event === 'heartbeat_failed')).toBe(false);
+    const refused = events.find((e) => e.event === 'bad_configuration');
+    expect(refused).toMatchObject({ call: 'heartbeat', field: 'labels.0' });
+    expect(refused.message).toContain('body labels.0: labels are letters, digits and _ . : / -');
+    expect(refusesHeartbeat.requests).toHaveLength(1);
+
+    const refusesClaim = await fakeServer(({ path }) => (path === '/v1/runners/heartbeat' ? ok(heartbeatAnswer()) : invalid));
+    cleanups.push(refusesClaim.close);
+    const c = await cli(home(refusesClaim.url), ['listen', '--json', '--backoff-base-ms', '50']);
+    expect(c.code).toBe(2);
+    expect(c.stdout).toContain('"event":"bad_configuration"');
+    expect(refusesClaim.requests.filter((q) => q.path === '/v1/runners/claim')).toHaveLength(1);
+
+    const refusesRegistration = await fakeServer(() => invalid);
+    cleanups.push(refusesRegistration.close);
+    const g = await cli(home(refusesRegistration.url), ['register', '--server', refusesRegistration.url, '--token', 'dkt_r_x']);
+    expect(g.code).toBe(2);
+    expect(g.stdout).toContain('the server refused the registration (400 invalid_request): body labels.0');
+  });
+
+  it('after `register --config-dir X` the hint starts `listen` with the same --config-dir', async () => {
+    const server = await fakeServer(() => ok({ machine_id: MACHINE_ID, machine_token: 'dkt_s_new', org_id: 'org_00000000000000000000000a', config: runnerConfig }));
+    cleanups.push(server.close);
+    const dir = home();
+    const elsewhere = join(dir, 'other home');
+    const r = await cli(dir, ['register', '--config-dir', elsewhere, '--server', server.url, '--token', 'dkt_r_x']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain(`Start it with \`docket-runner listen --config-dir '${elsewhere}'\`.`);
+    // Without --config-dir the hint stays short.
+    const plain = await cli(dir, ['register', '--server', server.url, '--token', 'dkt_r_x']);
+    expect(plain.stdout).toContain('Start it with `docket-runner listen`.');
+  });
+
+  it('`status` is not stopped by a bad value of an option it does not use', async () => {
+    const r = await cli(home(), ['status'], { env: { DOCKET_CONCURRENCY: '-1', DOCKET_LABELS: 'a b' } });
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('no jobs yet');
+    // listen uses it: there it is refused.
+    const listen = await cli(home(), ['listen'], { env: { DOCKET_CONCURRENCY: '-1' } });
+    expect(listen.code).toBe(2);
+    expect(listen.stderr).toBe('docket-runner listen: DOCKET_CONCURRENCY: must be an integer of at least 1, got "-1"\n');
+  });
+
+  it('a config.json that is not valid JSON is said to be so, with the parse error', async () => {
+    const dir = home();
+    writeFileSync(join(dir, 'config.json'), '{"server_url": "http://x",');
+    const r = await cli(dir, ['status']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/^docket-runner status: .*config\.json is not valid JSON: .+\n$/);
+  });
+
+  it('the usage text starts its Configuration line at the margin; `daemon --help` lists its DOCKET_DAEMON_* limits with defaults', async () => {
+    const usage = await cli(home(), ['--help']);
+    expect(usage.stdout).toContain('\nConfiguration: flags, then DOCKET_* environment variables');
+    const daemon = await cli(home(), ['daemon', '--help']);
+    expect(daemon.code).toBe(0);
+    for (const [name, dflt] of [['DOCKET_DAEMON_HEARTBEAT_MS', 30000], ['DOCKET_DAEMON_FINAL_TRIES', 8], ['DOCKET_DAEMON_CHECKPOINT_GRACE_MS', 60000]]) {
+      expect(daemon.stdout).toMatch(new RegExp(`\\n  ${name} +.*; default ${dflt}\\n`));
+    }
+    expect(daemon.stdout.match(/DOCKET_DAEMON_\w+/g)).toHaveLength(12);
+  });
+
+  it('a runner that was never built says how to build it in one line, exit code 1', async () => {
+    const dir = home();
+    const bin = join(dir, 'runner', 'bin', 'docket-runner.mjs');
+    mkdirSync(join(dir, 'runner', 'bin'), { recursive: true });
+    copyFileSync(CLI, bin); // the same bin, with no dist/ beside it
+    const r = await cli(dir, ['--version'], { bin });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe('docket-runner: the CLI is not built (no runner-cli/dist); run `npm run build -w runner-cli` (or `npm ci`) at the repository root\n');
   });
 });

@@ -2,7 +2,8 @@ import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, readConfigFile, resolveConfig, writeConfigFile } from '../src/config.ts';
+import { labelList } from '../../src/protocol/common.ts';
+import { ConfigError, labelsProblem, readConfigFile, resolveConfig, writeConfigFile } from '../src/config.ts';
 
 describe('configuration precedence', () => {
   it('a flag beats the environment, which beats the config file, which beats the default', () => {
@@ -43,12 +44,41 @@ describe('configuration precedence', () => {
     expect(resolveConfig({ env: { DOCKET_SERVER_URL: '' }, file: { server_url: 'http://file' } }).server_url).toBe('http://file');
   });
 
-  it('bad values are refused with the option named', () => {
-    expect(() => resolveConfig({ flags: { concurrency: 'many' } })).toThrow(/--concurrency must be a non-negative integer/);
+  it('bad values are refused naming the option as it was given, with the real bound said once', () => {
+    expect(() => resolveConfig({ flags: { concurrency: 'many' } })).toThrow('--concurrency: must be an integer of at least 1, got "many"');
+    expect(() => resolveConfig({ flags: { concurrency: '0' } })).toThrow('--concurrency: must be an integer of at least 1, got "0"');
+    expect(() => resolveConfig({ env: { DOCKET_CONCURRENCY: '-1' } })).toThrow('DOCKET_CONCURRENCY: must be an integer of at least 1, got "-1"');
+    expect(() => resolveConfig({ file: { concurrency: 0 } })).toThrow('config.json concurrency: must be an integer of at least 1, got 0');
+    expect(() => resolveConfig({ env: { DOCKET_STOP_GRACE_MS: '-5' } })).toThrow('DOCKET_STOP_GRACE_MS: must be a non-negative integer, got "-5"');
+    expect(() => resolveConfig({ flags: { claim_wait_ms: '700000' } })).toThrow('--claim-wait-ms: must be an integer from 0 to 600000, got "700000"');
     expect(() => resolveConfig({ flags: { concurrency: '0' } })).toThrow(ConfigError);
-    expect(() => resolveConfig({ flags: { launchers: ['podman'] } })).toThrow(/unknown launcher "podman"/);
-    expect(() => resolveConfig({ flags: { server_url: 'ftp://x' } })).toThrow(/must start with http/);
-    expect(() => resolveConfig({ env: { DOCKET_JSON: 'maybe' } })).toThrow(/true or false/);
+    expect(() => resolveConfig({ flags: { launchers: ['podman'] } })).toThrow('--launcher: unknown launcher "podman"; use process or docker');
+    expect(() => resolveConfig({ flags: { server_url: 'ftp://x' } })).toThrow('--server: must start with http:// or https://, got "ftp://x"');
+    expect(() => resolveConfig({ env: { DOCKET_JSON: 'maybe' } })).toThrow('DOCKET_JSON: must be true or false, got "maybe"');
+  });
+
+  it('labels the server would refuse are refused here, naming where they came from', () => {
+    expect(() => resolveConfig({ flags: { labels: ['linux', 'a b'] } })).toThrow('--label: "a b" is not a label: labels are letters, digits and _ . : / -');
+    expect(() => resolveConfig({ env: { DOCKET_LABELS: 'gpu,x!' } })).toThrow(/^DOCKET_LABELS: "x!" is not a label/);
+    expect(() => resolveConfig({ file: { labels: ['l'.repeat(65)] } })).toThrow(/^config\.json labels: "l{65}" is not a label/);
+    expect(() => resolveConfig({ flags: { labels: Array.from({ length: 65 }, (_, i) => `l${i}`) } })).toThrow('--label: at most 64 labels, got 65');
+    expect(() => resolveConfig({ flags: { name: ' ' } })).toThrow('--name: must be 1 to 100 characters, got 0');
+    expect(resolveConfig({ flags: { labels: ['linux', 'gpu:a100', 'team/x-1.2_b'] } }).labels).toEqual(['linux', 'gpu:a100', 'team/x-1.2_b']);
+  });
+
+  it("the runner's label check agrees with the contract's labelList", () => {
+    const lists = [
+      ['linux'], ['gpu:a100', 'a/b', 'x.y_z-1'], ['a b'], ['é'], ['a\n'], ['l'.repeat(64)], ['l'.repeat(65)], ['a,b'], ['a*'],
+      Array.from({ length: 64 }, (_, i) => `l${i}`), Array.from({ length: 65 }, (_, i) => `l${i}`), [],
+    ];
+    for (const labels of lists) expect(labelsProblem(labels) === null, JSON.stringify(labels)).toBe(labelList.safeParse(labels).success);
+  });
+
+  it('a command reads only the options it uses: a bad value of another one does not stop it', () => {
+    const env = { DOCKET_CONCURRENCY: '-1', DOCKET_LABELS: 'a b', DOCKET_SERVER_URL: 'ftp://x' };
+    const cfg = resolveConfig({ env, keys: ['config_dir', 'data_dir', 'json'], home: '/h' });
+    expect(cfg.data_dir).toBe('/h/.config/docket-runner/data');
+    expect(() => resolveConfig({ env, keys: ['config_dir', 'data_dir', 'json', 'concurrency'] })).toThrow(/^DOCKET_CONCURRENCY:/);
   });
 });
 
@@ -66,12 +96,14 @@ describe('the config file', () => {
     }
   });
 
-  it('a missing file is an empty config; a broken one is an error that names it', () => {
+  it('a missing file is an empty config; a broken one is an error that names it and says what is wrong', () => {
     const dir = mkdtempSync(join(tmpdir(), 'docket-cfg-'));
     try {
       expect(readConfigFile(dir)).toEqual({});
       writeFileSync(join(dir, 'config.json'), '[1,2]');
-      expect(() => readConfigFile(dir)).toThrow(/config.json is not a JSON object/);
+      expect(() => readConfigFile(dir)).toThrow(/config\.json is not a JSON object \(it holds an array\)$/);
+      writeFileSync(join(dir, 'config.json'), '{"server_url": "http://x",');
+      expect(() => readConfigFile(dir)).toThrow(/config\.json is not valid JSON: .*JSON/);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -320,6 +320,40 @@ describe('the daemon against a flaky server', () => {
     }
   });
 
+  it('a refused attempt token (401) ends the attempt at the first refusal, said once: no report is retried, nor the final one', async () => {
+    const server = await fakeServer(() => ({ status: 401, body: { error: { code: 'unauthorized', message: 'this run-attempt token is not valid' } } }));
+    const env = { DOCKET_DAEMON_BACKOFF_BASE_MS: '20', DOCKET_DAEMON_BACKOFF_MAX_MS: '40', DOCKET_DAEMON_FLUSH_MS: '20' };
+    const run = async (source) => {
+      const state = tmp();
+      const agent = join(state, 'agent.mjs');
+      writeFileSync(agent, source);
+      const logged = [];
+      const code = await runDaemon([process.execPath, agent], {
+        cwd: state, log: (s) => logged.push(s), echo: () => {},
+        env: { ...process.env, ...env, DOCKET_URL: server.url, DOCKET_RUN_ID: RUN_ID, DOCKET_ATTEMPT: '1', DOCKET_ATTEMPT_TOKEN: 'dkt_a_t', DOCKET_STATE_DIR: state },
+      });
+      return { code, logged, final: JSON.parse(readFileSync(join(state, 'final.json'), 'utf8')) };
+    };
+    try {
+      // Output while the agent runs: the first report is refused, the agent is stopped, nothing more is sent.
+      const running = await run(`console.log('working'); setInterval(() => {}, 1000);`);
+      expect(running.code).toBe(3);
+      expect(server.requests).toHaveLength(1);
+      expect(running.final).toMatchObject({ delivered: false, attempt_over: 'unauthorized' });
+      expect(running.logged.filter((l) => l.includes('the attempt token was refused'))).toEqual([
+        'docket-runner daemon: the server answered 401 unauthorized (this run-attempt token is not valid): the attempt token was refused; nothing more is sent',
+      ]);
+      // A silent agent that ends at once: its final report is sent once, not finalTries times.
+      const quiet = await run('');
+      expect(quiet.code).toBe(3);
+      expect(server.requests).toHaveLength(2);
+      expect(server.requests[1].body.final).toMatchObject({ outcome: 'completed' });
+      expect(quiet.logged.some((l) => l.includes('try 2 of'))).toBe(false);
+    } finally {
+      await server.close();
+    }
+  });
+
   it('reports a missing agent command in its launch handshake', async () => {
     const state = tmp();
     const code = await runDaemon(['/nonexistent/agent'], {

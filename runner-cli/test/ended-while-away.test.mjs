@@ -112,4 +112,34 @@ describe('a run that ended while the listener was down', () => {
     await l.kill('SIGTERM');
     expect(existsSync(recent.jobDir)).toBe(false);
   });
+
+  it('a job left in cost-review is said once more at the next start and recorded done, its reason kept; later starts are silent about it', async () => {
+    const server = await serverWhereRunsEnded({});
+    const { home, dataDir } = runnerHome(server.url);
+    const db = new JobDb(dataDir);
+    db.admitClaim({ run_id: 'run_costly', attempt: 1, launch: { protocol: 'process', command: ['true'], image: null, env: {} } });
+    db.transition('run_costly', 1, 'running', { launched_at_ms: Date.now() - 60_000 });
+    db.transition('run_costly', 1, 'cost-review', { outcome: 'completed', ended_at_ms: Date.now() - 1_000, reason: 'the reported cost is uncertain or above the review threshold' });
+    db.close();
+
+    const first = listen(home);
+    const review = await first.waitFor('cost_review');
+    expect(review).toMatchObject({ run_id: 'run_costly', outcome: 'completed', cost_cents: null });
+    expect(review.message).toContain('ended completed with an unknown cost that needs review; recorded as done');
+    await first.kill('SIGTERM');
+    const after = new JobDb(dataDir, { readonly: true });
+    expect(after.get('run_costly', 1)).toMatchObject({
+      state: 'done', outcome: 'completed', reason: 'cost review: the reported cost is uncertain or above the review threshold',
+    });
+    after.close();
+
+    const claimsBefore = server.requests.filter((r) => r.path === '/v1/runners/claim').length;
+    const second = listen(home);
+    // Claims start once the start's reconciliation is over.
+    while (server.requests.filter((r) => r.path === '/v1/runners/claim').length === claimsBefore) await new Promise((r) => setTimeout(r, 50));
+    await second.kill('SIGTERM');
+    expect(second.events.filter((e) => e.event === 'cost_review' || e.event === 'reconciling')).toEqual([]);
+    // The cost review is a record: the server was never asked about the run.
+    expect(server.requests.filter((r) => r.path.includes('run_costly'))).toEqual([]);
+  });
 });

@@ -56,7 +56,7 @@ function agentFile(source) {
 function checkpointingAgent() {
   const path = agentFile(
     "import { writeFileSync } from 'node:fs';" +
-      "process.on('SIGUSR1', () => { writeFileSync(process.env.DOCKET_CHECKPOINT_FILE, JSON.stringify({ session_id: 'sess-1', last_phase: 'implementing', pending_actions: [], session: null })); process.exit(0); });" +
+      "process.on('SIGUSR1', () => { writeFileSync(process.env.DOCKET_CHECKPOINT_FILE, JSON.stringify({ session_id: 'sess-1', last_phase: 'implementing', pending_actions: [], session: { turns: 1 } })); process.exit(0); });" +
       "writeFileSync(new URL('./ready', import.meta.url), 'ready');" +
       'setInterval(() => {}, 1000);',
   );
