@@ -62,9 +62,9 @@ app.route("/dash", dashboardRoutes(app));
 app.get("/v1/openapi.json", openApiDocument(app));
 
 /** Each registered route's path as a pattern and the methods it answers (middleware, "ALL", is left out). */
-let routeTable: { pattern: RegExp; methods: Set<string> }[] | null = null;
+let routeTable: { pattern: RegExp; literal: boolean; methods: Set<string> }[] | null = null;
 
-function routesOf(): { pattern: RegExp; methods: Set<string> }[] {
+function routesOf(): { pattern: RegExp; literal: boolean; methods: Set<string> }[] {
   if (routeTable) return routeTable;
   const byPath = new Map<string, Set<string>>();
   for (const route of app.routes) {
@@ -75,16 +75,20 @@ function routesOf(): { pattern: RegExp; methods: Set<string> }[] {
   }
   routeTable = [...byPath].map(([path, methods]) => {
     const segments = path.split("/").map((s) => (s.startsWith(":") ? "[^/]+" : s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")));
-    return { pattern: new RegExp(`^${segments.join("/")}$`), methods };
+    return { pattern: new RegExp(`^${segments.join("/")}$`), literal: !path.includes(":"), methods };
   });
   return routeTable;
 }
 
-/** The methods a known path answers, in a stable order; empty for a path no route has. */
+/**
+ * The methods a known path answers, in a stable order; empty for a path no route has. A path that
+ * is a route of its own (/v1/runners/claim) answers its own methods, not those of a pattern it also
+ * fits (/v1/runners/:id).
+ */
 export function allowedMethods(path: string): string[] {
-  const methods = new Set<string>();
-  for (const route of routesOf()) if (route.pattern.test(path)) for (const m of route.methods) methods.add(m);
-  return [...methods].sort();
+  const matching = routesOf().filter((route) => route.pattern.test(path));
+  const own = matching.some((route) => route.literal) ? matching.filter((route) => route.literal) : matching;
+  return [...new Set(own.flatMap((route) => [...route.methods]))].sort();
 }
 
 // A known path asked with a method it does not answer is 405 with Allow; an unknown path is 404.

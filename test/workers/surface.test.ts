@@ -59,13 +59,14 @@ describe("an unsupported method on a known path", () => {
     expect(routes.size).toBeGreaterThan(20);
     for (const [path, methods] of routes) {
       const url = concrete(path);
-      // Other patterns may match the same concrete path (e.g. /v1/runs/:id and /v1/runs/events): Allow is their union.
-      const allow = new Set<string>();
-      for (const [other, otherMethods] of routes) {
-        const pattern = new RegExp(`^${other.replace(/:\w+/g, "[^/]+")}$`);
-        if (pattern.test(url)) otherMethods.forEach((m) => allow.add(m));
-      }
-      for (const method of METHODS.filter((m) => !allow.has(m))) {
+      // Other patterns may match the same concrete path (/v1/runners/claim fits /v1/runners/:id too):
+      // a method any of them answers is routed; Allow names the path's own route's methods when it
+      // has one of its own, else the union of the patterns'.
+      const matching = [...routes].filter(([other]) => new RegExp(`^${other.replace(/:\w+/g, "[^/]+")}$`).test(url));
+      const literal = matching.filter(([other]) => !other.includes(":"));
+      const routed = new Set(matching.flatMap(([, m]) => [...m]));
+      const allow = new Set((literal.length > 0 ? literal : matching).flatMap(([, m]) => [...m]));
+      for (const method of METHODS.filter((m) => !routed.has(m))) {
         const res = await call(method, url);
         expect(res.status, `${method} ${url}`).toBe(405);
         expect(res.body.error.code).toBe("method_not_allowed");
@@ -74,6 +75,12 @@ describe("an unsupported method on a known path", () => {
       }
       expect(methods.size).toBeGreaterThan(0);
     }
+  });
+
+  it("GET /v1/runners/claim is 405 with Allow: POST, its own method, not the DELETE of /v1/runners/:id", async () => {
+    const res = await call("GET", "/v1/runners/claim");
+    expect(res.status).toBe(405);
+    expect(res.headers.get("Allow")).toBe("POST");
   });
 
   it("DELETE /v1/runs is 405 with Allow: GET, POST; an unknown path is still 404", async () => {
