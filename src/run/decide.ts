@@ -140,7 +140,9 @@ function checkAttempt(run: RunRecord, attempt: number, machineId: string | null)
   }
   if (!HELD_STATES.includes(run.state) && !awaitingPush(run)) {
     if (run.state === "queued") {
-      return refuse("lease_expired", `the lease of attempt ${attempt} lapsed and the run was requeued`, {
+      // The step says why the attempt ended: its lease lapsed, or its launch failed.
+      const why = run.steps.find((s) => s.attempt === attempt)?.error ?? "its lease lapsed";
+      return refuse("lease_expired", `attempt ${attempt} is over and the run was requeued: ${why}`, {
         state: run.state,
         current_attempt: run.attempt,
       });

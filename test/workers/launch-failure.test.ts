@@ -44,6 +44,10 @@ describe("launch failures", () => {
     const runId = await dispatch(admin);
     await claim(runner.token, 0);
     await attemptCall(runner.token, runId, 1, "launch-failed", { error: "boom" });
+    // A late call of the failed attempt is told why it is over.
+    const late = await attemptCall(runner.token, runId, 1, "lease");
+    expect(late.status).toBe(409);
+    expect(late.body.error).toMatchObject({ code: "lease_expired", message: "attempt 1 is over and the run was requeued: launch failed: boom" });
     const waiting = claim(runner.token, 10_000);
     await ageRun(runId, 60_000);
     await runAlarm(runId); // the alarm at not-before tells the scheduler
