@@ -314,8 +314,12 @@ function checkPublication(before: RunRecord, next: RunRecord, events: { type: st
   if (!before.publication?.headSha && p?.headSha) count("publication pushed");
   if (before.publication?.pr && p?.pr?.number !== before.publication.pr.number) fail("a stored PR is never replaced", trace);
   // A blocker's comment is the blocked transition's own delivery (checked with the blockers).
-  const deliveries = events.filter((e) => e.type === "run.tracker_delivery" && (e as { data?: { kind?: string } }).data?.kind !== "blocker_comment").length;
+  const kinds = events.filter((e) => e.type === "run.tracker_delivery").map((e) => (e as { data?: { kind?: string } }).data?.kind);
+  const deliveries = kinds.filter((k) => k === "review_label" || k === "pr_comment").length;
   if (deliveries !== (before.state === "publishing" && next.state === "completed" ? 2 : 0)) fail("the publication's tracker deliveries go out with the published transition only", trace, { deliveries });
+  // A failure's comment is the failed transition's own delivery, once.
+  const failures = kinds.filter((k) => k === "failure_comment").length;
+  if (failures !== (next.ticketKey && before.state !== "failed" && next.state === "failed" ? 1 : 0)) fail("an autopilot run's failure is told on its issue with the failed transition only", trace, { failures });
   if (p && p.tries > config.publicationTriesMax) fail("failed PR tries are bounded by PUBLICATION_TRIES_MAX", trace, p);
   if (p && p.tries === config.publicationTriesMax && next.state === "publishing") fail("the last failed try ends the publication", trace, p);
 }
