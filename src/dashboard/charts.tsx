@@ -92,18 +92,22 @@ export function HourlyChart(props: { id: string; title: string; values: number[]
   const { values, hours } = props;
   const width = 264;
   const height = 80;
-  const max = Math.max(1, ...values);
+  const peak = Math.max(0, ...values);
+  // The scale is at least 1 so an empty day draws flat; the axis names the real peak, 0 when empty.
+  const max = Math.max(1, peak);
   const barWidth = (width - 24) / values.length;
   const y = (v: number) => height - 16 - (v / max) * (height - 28);
   const words = values.map((v, i) => `${new Date(hours[i]).toISOString().slice(11, 16)}Z ${v}`).join(", ");
   const total = values.reduce((a, b) => a + b, 0);
+  const empty = peak === 0;
   return (
     <figure>
       <svg role="img" aria-labelledby={`${props.id}-title ${props.id}-desc`} width={width} height={height} viewBox={`0 0 ${width} ${height}`} id={props.id}>
-        <title id={`${props.id}-title`}>{`${props.title}, per hour over the last day (peak ${Math.max(0, ...values)}${props.line ? "" : `, total ${total}`})`}</title>
-        <desc id={`${props.id}-desc`}>{`Hour starting (UTC) and value: ${words}.`}</desc>
+        <title id={`${props.id}-title`}>{empty ? `${props.title}: no data for the last day` : `${props.title}, per hour over the last day (peak ${peak}${props.line ? "" : `, total ${total}`})`}</title>
+        <desc id={`${props.id}-desc`}>{empty ? "Every hour of the last day is 0." : `Hour starting (UTC) and value: ${words}.`}</desc>
         <line x1={20} x2={width - 4} y1={height - 16} y2={height - 16} stroke="#4b5563" />
-        <text x={0} y={y(max) + 4} font-size="10" fill="#4b5563">{String(max)}</text>
+        <text x={0} y={y(peak) + 4} font-size="10" fill="#4b5563" class="y-peak">{String(peak)}</text>
+        {empty && <text x={width / 2} y={height / 2} font-size="11" fill="#4b5563" text-anchor="middle" class="no-data">No data for the last day</text>}
         {props.line ? (
           <polyline fill="none" stroke="#0b57d0" stroke-width="2" points={values.map((v, i) => `${20 + i * barWidth},${y(v)} ${20 + (i + 1) * barWidth},${y(v)}`).join(" ")} />
         ) : (

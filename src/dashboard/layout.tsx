@@ -10,20 +10,24 @@ const STYLE = `
 :root { --fg: #1b1f24; --bg: #ffffff; --muted: #4b5563; --link: #0b57d0; --line: #d0d7de; --panel: #f6f8fa;
   --ok: #116329; --bad: #a40e26; --warn: #7a4a00; --add-bg: #dafbe1; --del-bg: #ffebe9; --hunk: #0550ae; --focus: #0b57d0; }
 * { box-sizing: border-box; }
-body { margin: 0; font: 15px/1.5 system-ui, sans-serif; color: var(--fg); background: var(--bg); }
+body { margin: 0; font: 15px/1.5 system-ui, sans-serif; color: var(--fg); background: var(--bg); overflow-wrap: anywhere; }
 a { color: var(--link); }
 header { display: flex; flex-wrap: wrap; gap: 1rem; align-items: center; padding: .5rem 1rem; border-bottom: 1px solid var(--line); background: var(--panel); }
 header nav a { margin-right: .75rem; }
 main { padding: 1rem; max-width: 72rem; }
 h1 { font-size: 1.4rem; margin: .25rem 0 .75rem; } h2 { font-size: 1.1rem; margin: 1.5rem 0 .5rem; }
-table { border-collapse: collapse; width: 100%; } th, td { text-align: left; padding: .3rem .5rem; border-bottom: 1px solid var(--line); vertical-align: top; }
+/* A phone's narrow window: long ids break anywhere in running text; a table keeps its words whole
+   (long names still break at their hyphens) and scrolls inside its wrapper, never the page. */
+.table-wrap { overflow-x: auto; max-width: 100%; }
+table { border-collapse: collapse; width: 100%; } th, td { overflow-wrap: break-word; text-align: left; padding: .3rem .5rem; border-bottom: 1px solid var(--line); vertical-align: top; }
 th { background: var(--panel); }
 .muted { color: var(--muted); } .ok { color: var(--ok); } .bad { color: var(--bad); } .warn { color: var(--warn); }
 .state { font-weight: 600; }
 button, input[type=text], input[type=password], input[type=number] { font: inherit; padding: .3rem .6rem; border: 1px solid var(--muted); border-radius: 4px; color: var(--fg); background: var(--bg); }
 button { cursor: pointer; background: var(--panel); }
+input { max-width: 100%; } svg { max-width: 100%; height: auto; }
 button.danger { color: var(--bad); border-color: var(--bad); }
-a:focus-visible, button:focus-visible, input:focus-visible, summary:focus-visible { outline: 3px solid var(--focus); outline-offset: 2px; }
+a:focus-visible, button:focus-visible, input:focus-visible, summary:focus-visible, .table-wrap:focus-visible { outline: 3px solid var(--focus); outline-offset: 2px; }
 .skip { position: absolute; left: -999px; } .skip:focus { left: 1rem; top: .5rem; background: var(--bg); padding: .25rem .5rem; }
 pre.diff { background: var(--bg); border: 1px solid var(--line); padding: .5rem; overflow-x: auto; font: 13px/1.4 ui-monospace, monospace; }
 .diff .add { background: var(--add-bg); display: block; } .diff .del { background: var(--del-bg); display: block; }
@@ -34,13 +38,16 @@ ol.events { font: 13px/1.4 ui-monospace, monospace; padding-left: 3rem; max-heig
 form.inline { display: inline; }
 `;
 
-export function Layout(props: { title: string; signedIn?: boolean; children?: Child }) {
+/** `admin`: the signed-in member has the admin role, so the navigation offers the token list. */
+export function Layout(props: { title: string; signedIn?: boolean; admin?: boolean; children?: Child }) {
   return (
     <html lang="en">
       <head>
         <meta charset="utf-8" />
         <meta name="viewport" content="width=device-width, initial-scale=1" />
         <title>{`${props.title} · Docket`}</title>
+        {/* An empty icon, so the browser does not ask for /favicon.ico (a 404 on every page). */}
+        <link rel="icon" href="data:," />
         <style>{raw(STYLE)}</style>
       </head>
       <body>
@@ -53,7 +60,7 @@ export function Layout(props: { title: string; signedIn?: boolean; children?: Ch
               <a href={`${DASH}/runs`}>Runs</a>
               <a href={`${DASH}/runners`}>Runners</a>
               <a href={`${DASH}/credits`}>Credits</a>
-              <a href={`${DASH}/tokens`}>Tokens</a>
+              {props.admin && <a href={`${DASH}/tokens`}>Tokens</a>}
             </nav>
           )}
           {props.signedIn && (
@@ -66,6 +73,11 @@ export function Layout(props: { title: string; signedIn?: boolean; children?: Ch
       </body>
     </html>
   );
+}
+
+/** A table that scrolls sideways inside its own box when the window is narrower than it. */
+export function TableWrap(props: { children?: Child }) {
+  return <div class="table-wrap">{props.children}</div>;
 }
 
 /** A time as UTC text, or a dash. */

@@ -4,7 +4,7 @@
 import { raw } from "hono/html";
 import type { HourlyActivity } from "./activity";
 import { ActivityCharts, AttemptTimeline, type Mark } from "./charts";
-import { at, cents, Layout } from "./layout";
+import { at, cents, Layout, TableWrap } from "./layout";
 import { DASH } from "./session";
 
 type Json = Record<string, any>;
@@ -28,12 +28,14 @@ export function SignInPage(props: { message?: string; error?: string }) {
   );
 }
 
-export function ErrorPage(props: { status: number; error: Json }) {
+/** An API refusal, or a page that does not exist (404), inside the dashboard's own frame. */
+export function ErrorPage(props: { status: number; error: Json; admin?: boolean }) {
+  const notFound = props.status === 404;
   return (
-    <Layout title={`Error ${props.status}`} signedIn>
-      <h1>{props.status === 404 ? "Not found" : `Error ${props.status}`}</h1>
+    <Layout title={notFound ? "Not found" : `Error ${props.status}`} signedIn admin={props.admin}>
+      <h1>{notFound ? "Not found" : `Error ${props.status}`}</h1>
       <p class="error" role="alert">
-        <code>{props.error.code}</code>: {props.error.message}
+        {notFound ? props.error.message : <><code>{props.error.code}</code>: {props.error.message}</>}
       </p>
       <p>
         <a href={DASH}>Back to the queue</a>
@@ -51,16 +53,16 @@ function Waiting(props: { waiting: Json | null }) {
   );
 }
 
-export function QueuePage(props: { queue: Json; recent: Json[]; activity: HourlyActivity }) {
+export function QueuePage(props: { queue: Json; recent: Json[]; activity: HourlyActivity; admin: boolean }) {
   return (
-    <Layout title="Queue" signedIn>
+    <Layout title="Queue" signedIn admin={props.admin}>
       <h1>Queue</h1>
       <ActivityCharts activity={props.activity} />
       <h2>Queued runs, in dispatch order</h2>
       {props.queue.runs.length === 0 ? (
         <p class="muted">Nothing is queued.</p>
       ) : (
-        <table id="queue">
+        <TableWrap><table id="queue">
           <thead>
             <tr><th scope="col">#</th><th scope="col">Run</th><th scope="col">Needs</th><th scope="col">Priority</th><th scope="col">Queued</th><th scope="col">Why it waits</th></tr>
           </thead>
@@ -76,7 +78,7 @@ export function QueuePage(props: { queue: Json; recent: Json[]; activity: Hourly
               </tr>
             ))}
           </tbody>
-        </table>
+        </table></TableWrap>
       )}
       {props.queue.truncated && <p class="muted">More runs are queued than this page lists.</p>}
       <h2>Recent runs</h2>
@@ -85,10 +87,10 @@ export function QueuePage(props: { queue: Json; recent: Json[]; activity: Hourly
   );
 }
 
-function RunList(props: { runs: Json[] }) {
-  if (props.runs.length === 0) return <p class="muted">No runs yet.</p>;
+function RunList(props: { runs: Json[]; empty?: string }) {
+  if (props.runs.length === 0) return <p class="muted">{props.empty ?? "No runs yet."}</p>;
   return (
-    <table>
+    <TableWrap><table>
       <thead><tr><th scope="col">Run</th><th scope="col">State</th><th scope="col">Attempt</th><th scope="col">Dispatched</th></tr></thead>
       <tbody>
         {props.runs.map((r) => (
@@ -100,13 +102,13 @@ function RunList(props: { runs: Json[] }) {
           </tr>
         ))}
       </tbody>
-    </table>
+    </table></TableWrap>
   );
 }
 
-export function RunsPage(props: { runs: Json[] }) {
+export function RunsPage(props: { runs: Json[]; admin: boolean }) {
   return (
-    <Layout title="Runs" signedIn>
+    <Layout title="Runs" signedIn admin={props.admin}>
       <h1>Runs</h1>
       <RunList runs={props.runs} />
     </Layout>
@@ -153,7 +155,7 @@ function Callback(props: { run: Json; canAct: boolean }) {
   if (!cb) return <p class="muted">No completion callback (dispatched without a callback_url).</p>;
   return (
     <>
-      <table id="callback">
+      <TableWrap><table id="callback">
         <tbody>
           <tr><th scope="row">URL</th><td>{cb.url}</td></tr>
           <tr><th scope="row">Status</th><td class="state">{cb.status}</td></tr>
@@ -161,7 +163,7 @@ function Callback(props: { run: Json; canAct: boolean }) {
           <tr><th scope="row">Last attempt</th><td>{at(cb.last_attempt_at_ms)} {cb.last_status_code ? `HTTP ${cb.last_status_code}` : ""} {cb.last_error ?? ""}</td></tr>
           <tr><th scope="row">Delivered</th><td>{at(cb.delivered_at_ms)}</td></tr>
         </tbody>
-      </table>
+      </table></TableWrap>
       {props.canAct && props.run.ended_at_ms && (
         <form method="post" action={`${DASH}/runs/${props.run.id}/redeliver`}>
           <button type="submit">Send the callback again</button>
@@ -189,12 +191,12 @@ const LIVE_SCRIPT = `
 })();
 `;
 
-export function RunPage(props: { run: Json; events: Json[]; marks: Mark[][]; nowMs: number; notice?: string }) {
+export function RunPage(props: { run: Json; events: Json[]; marks: Mark[][]; nowMs: number; admin: boolean; notice?: string }) {
   const { run, events } = props;
   const ended = run.ended_at_ms !== null;
   const lastSeq = events.length ? events[events.length - 1].seq : 0;
   return (
-    <Layout title={`Run ${run.id}`} signedIn>
+    <Layout title={`Run ${run.id}`} signedIn admin={props.admin}>
       <h1>Run {run.id}</h1>
       {props.notice && <p role="status">{props.notice}</p>}
       <p>
@@ -216,14 +218,14 @@ export function RunPage(props: { run: Json; events: Json[]; marks: Mark[][]; now
       <p class="muted">Needs {run.launch.protocol}{run.labels.length ? ` · labels ${run.labels.join(", ")}` : ""} · command <code>{run.launch.command.join(" ")}</code></p>
       <h2>Attempts</h2>
       <AttemptTimeline run={run} marks={props.marks} nowMs={props.nowMs} />
-      {run.steps.length > 0 && <table id="attempts">
+      {run.steps.length > 0 && <TableWrap><table id="attempts">
         <thead><tr><th scope="col">Attempt</th><th scope="col">Machine</th><th scope="col">Claimed</th><th scope="col">Launched</th><th scope="col">Ended</th><th scope="col">Outcome</th></tr></thead>
         <tbody>
           {run.steps.map((s: Json) => (
             <tr><td>{s.attempt}</td><td>{s.machine_id}</td><td>{at(s.claimed_at_ms)}</td><td>{at(s.launched_at_ms)}</td><td>{at(s.ended_at_ms)}</td><td>{s.outcome ?? "—"}{s.error ? `: ${s.error}` : ""}</td></tr>
           ))}
         </tbody>
-      </table>}
+      </table></TableWrap>}
       <h2>State timeline</h2>
       <StateTimeline events={events} />
       <h2>Artifact</h2>
@@ -233,7 +235,8 @@ export function RunPage(props: { run: Json; events: Json[]; marks: Mark[][]; now
         <p class="muted">No artifact yet.</p>
       )}
       <h2>Completion callback</h2>
-      <Callback run={run} canAct />
+      {/* Sending a callback again needs the admin role in the API: a member is not offered it. */}
+      <Callback run={run} canAct={props.admin} />
       <h2>Events</h2>
       <ol class="events" id="events" data-stream={`${DASH}/runs/${run.id}/events/stream`} data-after={String(lastSeq)} aria-live="polite">
         {events.map((e) => <li>{eventLine(e)}</li>)}
@@ -248,18 +251,20 @@ export function RunPage(props: { run: Json; events: Json[]; marks: Mark[][]; now
   );
 }
 
-function RevokeButton(props: { action: string; label: string }) {
+/** A short button (it sits in a narrow column); its accessible name says what it acts on. */
+function RevokeButton(props: { action: string; label: string; name: string }) {
   return (
     <form class="inline" method="post" action={props.action}>
-      <button type="submit" class="danger">{props.label}</button>
+      <button type="submit" class="danger" aria-label={`${props.label} ${props.name}`}>{props.label}</button>
     </form>
   );
 }
 
-function RunnerRows(props: { runners: Json[]; nowMs: number; connectedWindowMs: number }) {
+/** `admin`: deregistering needs the admin role in the API, so only an admin is offered the button. */
+function RunnerRows(props: { runners: Json[]; nowMs: number; connectedWindowMs: number; admin: boolean }) {
   return (
-    <table id="runners">
-      <thead><tr><th scope="col">Runner</th><th scope="col">Labels</th><th scope="col">Protocols</th><th scope="col">CLI</th><th scope="col">Last seen</th><th scope="col">Action</th></tr></thead>
+    <TableWrap><table id="runners">
+      <thead><tr><th scope="col">Runner</th><th scope="col">Labels</th><th scope="col">Protocols</th><th scope="col">CLI</th><th scope="col">Last seen</th>{props.admin && <th scope="col">Action</th>}</tr></thead>
       <tbody>
         {props.runners.map((r) => {
           const connected = props.nowMs - r.last_seen_at_ms <= props.connectedWindowMs;
@@ -270,18 +275,18 @@ function RunnerRows(props: { runners: Json[]; nowMs: number; connectedWindowMs: 
               <td>{r.protocols.join(", ")}</td>
               <td>{r.cli_version}</td>
               <td>{at(r.last_seen_at_ms)} <span class={connected ? "ok" : "muted"}>{connected ? "connected" : "not connected"}</span></td>
-              <td><RevokeButton action={`${DASH}/runners/${r.id}/revoke`} label={`Deregister ${r.name}`} /></td>
+              {props.admin && <td><RevokeButton action={`${DASH}/runners/${r.id}/revoke`} label="Deregister" name={r.name} /></td>}
             </tr>
           );
         })}
       </tbody>
-    </table>
+    </table></TableWrap>
   );
 }
 
-export function RunnersPage(props: { runners: Json[]; nowMs: number; connectedWindowMs: number; title?: string }) {
+export function RunnersPage(props: { runners: Json[]; nowMs: number; connectedWindowMs: number; admin: boolean; title?: string }) {
   return (
-    <Layout title={props.title ?? "Runners"} signedIn>
+    <Layout title={props.title ?? "Runners"} signedIn admin={props.admin}>
       <h1>{props.title ?? "Runners"}</h1>
       {props.runners.length === 0 ? <p class="muted">No runner is registered.</p> : <RunnerRows {...props} />}
     </Layout>
@@ -293,12 +298,12 @@ export function RunnersPage(props: { runners: Json[]; nowMs: number; connectedWi
  * cents, and why (docs/protocol.md, "Cost review and reconciliation (admin)", "Run reservations and
  * cost review"). The API checks both, and the admin role.
  */
-function ResolveForm(props: { action: string; label: string }) {
+function ResolveForm(props: { action: string; name: string }) {
   return (
     <form class="inline" method="post" action={props.action}>
       <label>Cost in cents <input type="number" name="cost_cents" min="0" step="1" required /></label>{" "}
       <label>Note <input type="text" name="note" maxlength={1000} required /></label>{" "}
-      <button type="submit">{props.label}</button>
+      <button type="submit" aria-label={`Resolve ${props.name}`}>Resolve</button>
     </form>
   );
 }
@@ -306,7 +311,7 @@ function ResolveForm(props: { action: string; label: string }) {
 function JobTable(props: { id: string; jobs: Json[]; resolvable?: boolean }) {
   if (props.jobs.length === 0) return <p class="muted">None.</p>;
   return (
-    <table id={props.id}>
+    <TableWrap><table id={props.id}>
       <thead><tr><th scope="col">Job</th><th scope="col">Status</th><th scope="col">Run</th><th scope="col">Reserved</th><th scope="col">Cost</th><th scope="col">Why</th>{props.resolvable && <th scope="col">Resolve</th>}</tr></thead>
       <tbody>
         {props.jobs.map((j) => (
@@ -314,11 +319,11 @@ function JobTable(props: { id: string; jobs: Json[]; resolvable?: boolean }) {
             <td>{j.id}</td><td>{j.status}</td>
             <td>{j.run_id ? <a href={`${DASH}/runs/${j.run_id}`}>{j.run_id}</a> : "—"}</td>
             <td>{cents(j.reserved_cents)}</td><td>{cents(j.cost_cents)}</td><td>{j.review_reason ?? j.dispatch?.last_error ?? "—"}</td>
-            {props.resolvable && <td><ResolveForm action={`${DASH}/build-jobs/${encodeURIComponent(j.id)}/resolve`} label={`Resolve ${j.id}`} /></td>}
+            {props.resolvable && <td><ResolveForm action={`${DASH}/build-jobs/${encodeURIComponent(j.id)}/resolve`} name={j.id} /></td>}
           </tr>
         ))}
       </tbody>
-    </table>
+    </table></TableWrap>
   );
 }
 
@@ -326,37 +331,42 @@ function JobTable(props: { id: string; jobs: Json[]; resolvable?: boolean }) {
 function ReservationTable(props: { id: string; reservations: Json[]; resolvable?: boolean }) {
   if (props.reservations.length === 0) return <p class="muted">None.</p>;
   return (
-    <table id={props.id}>
+    <TableWrap><table id={props.id}>
       <thead><tr><th scope="col">Run</th><th scope="col">Project</th><th scope="col">Status</th><th scope="col">Reserved</th><th scope="col">Cost</th><th scope="col">Since</th>{props.resolvable && <th scope="col">Resolve</th>}</tr></thead>
       <tbody>
         {props.reservations.map((r) => (
           <tr data-run={r.run_id}>
             <td><a href={`${DASH}/runs/${r.run_id}`}>{r.run_id}</a></td><td>{r.project_name}</td><td>{r.status}</td>
             <td>{cents(r.reserved_cents)}</td><td>{r.cost_cents === null ? "unknown" : cents(r.cost_cents)}</td><td>{at(r.created_at_ms)}</td>
-            {props.resolvable && <td><ResolveForm action={`${DASH}/autopilot/projects/${r.project_id}/reservations/${r.run_id}/resolve`} label={`Resolve ${r.run_id}`} /></td>}
+            {props.resolvable && <td><ResolveForm action={`${DASH}/autopilot/projects/${r.project_id}/reservations/${r.run_id}/resolve`} name={r.run_id} /></td>}
           </tr>
         ))}
       </tbody>
-    </table>
+    </table></TableWrap>
   );
 }
 
-export function CreditsPage(props: { credits: Json; held: Json[]; review: Json[]; paused: Json[]; reservations: Json[]; notice?: string }) {
+/**
+ * `held`: every build job whose reservation is still held, whatever its status (queued, dispatch
+ * unconfirmed, cost review, reconcile), so the Holds rows account for the balance's Held. `review`:
+ * those an admin resolves. `admin`: only an admin is offered the resolve forms (the API checks it).
+ */
+export function CreditsPage(props: { credits: Json; held: Json[]; review: Json[]; paused: Json[]; reservations: Json[]; admin: boolean; notice?: string }) {
   const c = props.credits;
   const runHolds = props.reservations.filter((r) => r.status === "held");
   const runReview = props.reservations.filter((r) => r.status !== "held");
   return (
-    <Layout title="Credits" signedIn>
+    <Layout title="Credits" signedIn admin={props.admin}>
       <h1>Credits</h1>
       {props.notice && <p role="status">{props.notice}</p>}
-      <table id="balance">
+      <TableWrap><table id="balance">
         <tbody>
           <tr><th scope="row">Granted</th><td>{cents(c.granted_cents)}</td></tr>
           <tr><th scope="row">Available</th><td>{cents(c.available_cents)}</td></tr>
           <tr><th scope="row">Held</th><td>{cents(c.held_cents)}</td></tr>
           <tr><th scope="row">Spent</th><td>{cents(c.spent_cents)}</td></tr>
         </tbody>
-      </table>
+      </table></TableWrap>
       <h2>Holds: build jobs holding reserved credit</h2>
       <JobTable id="holds" jobs={props.held} />
       <h2>Holds: autopilot runs' model-spend reservations</h2>
@@ -364,38 +374,39 @@ export function CreditsPage(props: { credits: Json; held: Json[]; review: Json[]
       <h2>Cost review and reconciliation</h2>
       {(props.review.length > 0 || runReview.length > 0) && (
         <p class="muted">
-          An admin resolves each with its reconciled cost: within the reservation the cost is settled and the rest released;
+          These still hold their reservations. An admin resolves each with its reconciled cost: within the reservation the cost is settled and the rest released;
           a cost above it is charged to available credit, which must cover it.
         </p>
       )}
       <h3>Build jobs</h3>
-      <JobTable id="review" jobs={props.review} resolvable />
+      <JobTable id="review" jobs={props.review} resolvable={props.admin} />
       <h3>Autopilot runs</h3>
-      <ReservationTable id="run-review" reservations={runReview} resolvable />
+      <ReservationTable id="run-review" reservations={runReview} resolvable={props.admin} />
       <h2>Paused runs (operator holds)</h2>
-      <RunList runs={props.paused} />
+      <RunList runs={props.paused} empty="No paused runs." />
       <h2>Ledger</h2>
-      <table id="ledger">
-        <thead><tr><th scope="col">#</th><th scope="col">Kind</th><th scope="col">Amount</th><th scope="col">Job</th><th scope="col">By</th><th scope="col">When</th></tr></thead>
+      <TableWrap><table id="ledger">
+        <thead><tr><th scope="col">#</th><th scope="col">Kind</th><th scope="col">Amount</th><th scope="col">Job</th><th scope="col">Note</th><th scope="col">By</th><th scope="col">When</th></tr></thead>
         <tbody>
           {(c.entries as Json[]).map((e) => (
-            <tr><td>{e.seq}</td><td>{e.kind}</td><td>{cents(e.amount_cents)}</td><td>{e.job_id ?? "—"}</td><td>{e.actor}</td><td>{at(e.created_at_ms)}</td></tr>
+            <tr><td>{e.seq}</td><td>{e.kind}</td><td>{cents(e.amount_cents)}</td><td>{e.job_id ?? "—"}</td><td class="note">{e.note ?? "—"}</td><td>{e.actor}</td><td>{at(e.created_at_ms)}</td></tr>
           ))}
         </tbody>
-      </table>
+      </table></TableWrap>
     </Layout>
   );
 }
 
-export function TokensPage(props: { tokens: Json[] | null; runners: Json[]; nowMs: number; connectedWindowMs: number; forbidden?: string; title?: string }) {
+/** `tokens` is null for a member without the admin role: listing and revoking tokens is an admin's. */
+export function TokensPage(props: { tokens: Json[] | null; runners: Json[]; nowMs: number; connectedWindowMs: number; admin: boolean; title?: string }) {
   return (
-    <Layout title={props.title ?? "Tokens and machines"} signedIn>
+    <Layout title={props.title ?? "Tokens and machines"} signedIn admin={props.admin}>
       <h1>{props.title ?? "Tokens and machines"}</h1>
       <h2>Member and registration tokens</h2>
       {props.tokens === null ? (
-        <p class="muted">{props.forbidden}</p>
+        <p id="tokens-for-admins">Tokens are for admins: sign in with an admin member token to list, and revoke, your organization's tokens.</p>
       ) : (
-        <table id="tokens">
+        <TableWrap><table id="tokens">
           <thead><tr><th scope="col">Token</th><th scope="col">Kind</th><th scope="col">Status</th><th scope="col">Created</th><th scope="col">Action</th></tr></thead>
           <tbody>
             {props.tokens.map((t) => (
@@ -404,14 +415,14 @@ export function TokensPage(props: { tokens: Json[] | null; runners: Json[]; nowM
                 <td>{t.kind}{t.role ? ` (${t.role})` : ""}</td>
                 <td class={t.status === "active" ? "ok" : "muted"}>{t.status}</td>
                 <td>{at(t.created_at_ms)}</td>
-                <td>{t.status === "active" ? <RevokeButton action={`${DASH}/tokens/${t.id}/revoke`} label={`Revoke ${t.name ?? t.id}`} /> : "—"}</td>
+                <td>{t.status === "active" ? <RevokeButton action={`${DASH}/tokens/${t.id}/revoke`} label="Revoke" name={t.name ?? t.id} /> : "—"}</td>
               </tr>
             ))}
           </tbody>
-        </table>
+        </table></TableWrap>
       )}
       <h2>Machines</h2>
-      {props.runners.length === 0 ? <p class="muted">No machine is registered.</p> : <RunnerRows runners={props.runners} nowMs={props.nowMs} connectedWindowMs={props.connectedWindowMs} />}
+      {props.runners.length === 0 ? <p class="muted">No machine is registered.</p> : <RunnerRows runners={props.runners} nowMs={props.nowMs} connectedWindowMs={props.connectedWindowMs} admin={props.admin} />}
     </Layout>
   );
 }

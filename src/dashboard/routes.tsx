@@ -12,9 +12,10 @@ import { secureHeaders } from "hono/secure-headers";
 import type { AppEnv } from "../app-types";
 import { DocketError } from "../errors";
 import { openReservations } from "../autopilot/run-reservations";
+import { HELD_JOB_STATUSES, REVIEW_JOB_STATUSES } from "../builds/states";
 import { autopilotProjectId } from "../protocol/autopilot";
 import { buildJobId } from "../protocol/builds";
-import { runId } from "../protocol/common";
+import { machineId, runId, tokenId } from "../protocol/common";
 import { hourlyActivity } from "./activity";
 import { apiCall, apiResponse, type Api } from "./api";
 import { attemptMarks } from "./charts";
@@ -30,18 +31,28 @@ class Refused extends Error {
   }
 }
 
-/** Ids go into API paths, so only an id's own characters are let through; anything else is a page that does not exist. */
-const ID = z.string().regex(/^[a-z]+_[0-9a-z]+$/i);
-
-function idParam(c: Context<AppEnv>): string {
-  return pathParam(c, "id", ID);
+/** A page of something that does not exist (or that this member may not see): 404, in words. */
+function noSuch(what: string, value: string): Refused {
+  return new Refused(404, { code: "not_found", message: `No such ${what}: ${value}.` });
 }
 
-/** A path parameter the API's own schema accepts; anything else is a page that does not exist. */
-function pathParam(c: Context<AppEnv>, name: string, schema: z.ZodType<string>): string {
+/**
+ * A path parameter the API's own schema accepts; anything else is a page that does not exist. Ids
+ * go into API paths, so only an id's own characters are let through.
+ */
+function pathParam(c: Context<AppEnv>, name: string, schema: z.ZodType<string>, what = "id"): string {
   const value = c.req.param(name) ?? "";
-  if (!schema.safeParse(value).success) throw new Refused(404, { code: "not_found", message: `no such id ${value}` });
+  if (!schema.safeParse(value).success) throw noSuch(what, value);
   return value;
+}
+
+const runParam = (c: Context<AppEnv>) => pathParam(c, "id", runId, "run");
+const machineParam = (c: Context<AppEnv>) => pathParam(c, "id", machineId, "runner");
+const tokenParam = (c: Context<AppEnv>) => pathParam(c, "id", tokenId, "token");
+
+/** Whether the signed-in member has the admin role: admin-only actions are offered to admins only (the API still checks). */
+function isAdmin(c: Context<AppEnv>): boolean {
+  return c.get("caller")?.role === "admin";
 }
 
 /**
@@ -77,7 +88,7 @@ function page(handler: (c: Context<AppEnv>) => Promise<Response>) {
         endSession(c);
         return c.redirect(`${DASH}/sign-in?ended=1`, 303);
       }
-      return c.html(<ErrorPage status={err.status} error={err.error} />, err.status as 400);
+      return c.html(<ErrorPage status={err.status} error={err.error} admin={isAdmin(c)} />, err.status as 400);
     }
   };
 }
@@ -105,6 +116,8 @@ const sameOriginForms = (() => {
 const DASH_HEADERS = secureHeaders({
   contentSecurityPolicy: {
     defaultSrc: ["'self'"],
+    // The layout's empty inline icon (data:,), so no page asks for /favicon.ico.
+    imgSrc: ["'self'", "data:"],
     styleSrc: ["'unsafe-inline'"],
     scriptSrc: ["'self'", "'unsafe-inline'"],
     connectSrc: ["'self'"],
@@ -114,10 +127,19 @@ const DASH_HEADERS = secureHeaders({
   referrerPolicy: "same-origin",
 });
 
+/**
+ * Every build job whose reservation is still held, of every such status (src/builds/states.ts), most
+ * recently created first: the jobs the balance's Held accounts for.
+ */
+async function heldBuildJobs(c: Context<AppEnv>, api: Api, limit: number): Promise<Json[]> {
+  const pages = await Promise.all(HELD_JOB_STATUSES.map((status) => read(c, api, `/v1/build-jobs?status=${status}&limit=${limit}`)));
+  return pages.flatMap((p) => p.jobs as Json[]).sort((a, b) => b.created_at_ms - a.created_at_ms);
+}
+
 async function findListed(c: Context<AppEnv>, api: Api, path: string, key: string, id: string): Promise<Json> {
   const listed = (await read(c, api, path))[key] as Json[];
   const item = listed.find((x) => x.id === id);
-  if (!item) throw new Refused(404, { code: "not_found", message: `no ${key.slice(0, -1)} ${id} in this organization` });
+  if (!item) throw noSuch(key.slice(0, -1), id);
   return item;
 }
 
@@ -149,19 +171,21 @@ function readRoutes(dash: Hono<AppEnv>, api: Api): void {
       read(c, api, "/v1/runs?limit=20"),
       hourlyActivity(c.env.DB, config, c.get("caller").orgId, Date.now()),
     ]);
-    return c.html(<QueuePage queue={queue} recent={recent.runs} activity={activity} />);
+    return c.html(<QueuePage queue={queue} recent={recent.runs} activity={activity} admin={isAdmin(c)} />);
   }));
-  dash.get("/runs", page(async (c) => c.html(<RunsPage runs={(await read(c, api, `/v1/runs?limit=${c.get("config").dashboardRowsMax}`)).runs} />)));
+  dash.get("/runs", page(async (c) => c.html(<RunsPage runs={(await read(c, api, `/v1/runs?limit=${c.get("config").dashboardRowsMax}`)).runs} admin={isAdmin(c)} />)));
   dash.get("/runs/:id", page(async (c) => {
-    const id = idParam(c);
-    const run = await read(c, api, `/v1/runs/${id}`);
+    const id = runParam(c);
+    const run = await read(c, api, `/v1/runs/${id}`).catch((err) => {
+      throw err instanceof Refused && err.status === 404 ? noSuch("run", id) : err;
+    });
     const events = (await read(c, api, `/v1/runs/${id}/events?limit=${c.get("config").dashboardRowsMax}`)).events as Json[];
     const marks = attemptMarks(run, events, c.get("config").leaseTtlMs);
-    return c.html(<RunPage run={run} events={events} marks={marks} nowMs={Date.now()} notice={doneNotice(c)} />);
+    return c.html(<RunPage run={run} events={events} marks={marks} nowMs={Date.now()} admin={isAdmin(c)} notice={doneNotice(c)} />);
   }));
   // EventSource cannot send a bearer token: the dashboard passes the API's stream on, resumable as it is.
   dash.get("/runs/:id/events/stream", page(async (c) => {
-    const id = idParam(c);
+    const id = runParam(c);
     const after = /^\d+$/.test(c.req.query("after") ?? "") ? c.req.query("after") : "0";
     const lastEventId = c.req.header("Last-Event-ID");
     const res = await apiResponse(c, api, "GET", `/v1/runs/${id}/events/stream?after=${after}`, undefined, lastEventId ? { "Last-Event-ID": lastEventId } : {});
@@ -170,44 +194,42 @@ function readRoutes(dash: Hono<AppEnv>, api: Api): void {
   }));
   const runnersOf = async (c: Context<AppEnv>) => (await read(c, api, `/v1/runners?limit=${c.get("config").dashboardRowsMax}`)).runners as Json[];
   const window = (c: Context<AppEnv>) => c.get("config").runnerConnectedWindowMs;
-  dash.get("/runners", page(async (c) => c.html(<RunnersPage runners={await runnersOf(c)} nowMs={Date.now()} connectedWindowMs={window(c)} />)));
+  dash.get("/runners", page(async (c) => c.html(<RunnersPage runners={await runnersOf(c)} nowMs={Date.now()} connectedWindowMs={window(c)} admin={isAdmin(c)} />)));
   dash.get("/runners/:id", page(async (c) => {
-    const runner = await findListed(c, api, `/v1/runners?limit=${c.get("config").dashboardRowsMax}`, "runners", idParam(c));
-    return c.html(<RunnersPage title={`Runner ${runner.name}`} runners={[runner]} nowMs={Date.now()} connectedWindowMs={window(c)} />);
+    const runner = await findListed(c, api, `/v1/runners?limit=${c.get("config").dashboardRowsMax}`, "runners", machineParam(c));
+    return c.html(<RunnersPage title={`Runner ${runner.name}`} runners={[runner]} nowMs={Date.now()} connectedWindowMs={window(c)} admin={isAdmin(c)} />);
   }));
   dash.get("/credits", page(async (c) => {
     const limit = c.get("config").dashboardRowsMax;
-    const [credits, held, review, reconcile, paused, reservations] = await Promise.all([
+    const [credits, heldJobs, paused, reservations] = await Promise.all([
       read(c, api, `/v1/credits?limit=${limit}`),
-      read(c, api, `/v1/build-jobs?status=queued&limit=${limit}`),
-      read(c, api, `/v1/build-jobs?status=cost_review&limit=${limit}`),
-      read(c, api, `/v1/build-jobs?status=reconcile&limit=${limit}`),
+      heldBuildJobs(c, api, limit),
       read(c, api, `/v1/runs?state=paused&limit=${limit}`),
       openReservations(c.env.DB, c.get("caller").orgId, limit),
     ]);
-    return c.html(<CreditsPage credits={credits} held={held.jobs} review={[...review.jobs, ...reconcile.jobs]} paused={paused.runs} reservations={reservations} notice={doneNotice(c)} />);
+    const review = heldJobs.filter((j) => REVIEW_JOB_STATUSES.includes(j.status));
+    return c.html(<CreditsPage credits={credits} held={heldJobs} review={review} paused={paused.runs} reservations={reservations} admin={isAdmin(c)} notice={doneNotice(c)} />);
   }));
+  // Listing tokens needs the admin role: a member is told so, not shown the API's refusal.
   dash.get("/tokens", page(async (c) => {
-    const answer = await apiCall(c, api, "GET", `/v1/tokens?limit=${c.get("config").dashboardRowsMax}`);
-    if (!answer.ok && answer.status !== 403) throw new Refused(answer.status, answer.body.error ?? {});
-    const tokens = answer.ok ? (answer.body.tokens as Json[]) : null;
-    return c.html(<TokensPage tokens={tokens} forbidden={answer.body.error?.message} runners={await runnersOf(c)} nowMs={Date.now()} connectedWindowMs={window(c)} />);
+    const tokens = isAdmin(c) ? ((await read(c, api, `/v1/tokens?limit=${c.get("config").dashboardRowsMax}`)).tokens as Json[]) : null;
+    return c.html(<TokensPage tokens={tokens} runners={await runnersOf(c)} nowMs={Date.now()} connectedWindowMs={window(c)} admin={isAdmin(c)} />);
   }));
   dash.get("/tokens/:id", page(async (c) => {
-    const token = await findListed(c, api, `/v1/tokens?limit=${c.get("config").dashboardRowsMax}`, "tokens", idParam(c));
-    return c.html(<TokensPage title={`Token ${token.name ?? token.id}`} tokens={[token]} runners={[]} nowMs={Date.now()} connectedWindowMs={window(c)} />);
+    const token = await findListed(c, api, `/v1/tokens?limit=${c.get("config").dashboardRowsMax}`, "tokens", tokenParam(c));
+    return c.html(<TokensPage title={`Token ${token.name ?? token.id}`} tokens={[token]} runners={[]} nowMs={Date.now()} connectedWindowMs={window(c)} admin={isAdmin(c)} />);
   }));
 }
 
 function actionRoutes(dash: Hono<AppEnv>, api: Api): void {
   dash.post("/runs/:id/cancel", page(async (c) => {
-    const id = idParam(c);
+    const id = runParam(c);
     const form = await c.req.parseBody();
     const reason = typeof form.reason === "string" && form.reason.trim() ? form.reason.trim() : undefined;
     return act(c, api, "POST", `/v1/runs/${id}/cancel`, reason ? { reason } : {}, `${DASH}/runs/${id}?done=cancel+requested`);
   }));
   dash.post("/runs/:id/redeliver", page(async (c) => {
-    const id = idParam(c);
+    const id = runParam(c);
     return act(c, api, "POST", `/v1/runs/${id}/callback/redeliver`, {}, `${DASH}/runs/${id}?done=callback+sent+again`);
   }));
   // Resolutions of held credit, with the form's cost and note; the API validates both and checks the admin role.
@@ -220,8 +242,8 @@ function actionRoutes(dash: Hono<AppEnv>, api: Api): void {
     const run = pathParam(c, "run", runId);
     return act(c, api, "POST", `/v1/autopilot/projects/${project}/reservations/${run}/resolve`, await resolution(c), `${DASH}/credits?done=reservation+of+${run}+resolved`);
   }));
-  dash.post("/runners/:id/revoke", page(async (c) => act(c, api, "DELETE", `/v1/runners/${idParam(c)}`, undefined, `${DASH}/runners`)));
-  dash.post("/tokens/:id/revoke", page(async (c) => act(c, api, "DELETE", `/v1/tokens/${idParam(c)}`, undefined, `${DASH}/tokens`)));
+  dash.post("/runners/:id/revoke", page(async (c) => act(c, api, "DELETE", `/v1/runners/${machineParam(c)}`, undefined, `${DASH}/runners`)));
+  dash.post("/tokens/:id/revoke", page(async (c) => act(c, api, "DELETE", `/v1/tokens/${tokenParam(c)}`, undefined, `${DASH}/tokens`)));
 }
 
 /** The dashboard, calling `api` (the Worker's app) for everything it shows and does. */
@@ -233,5 +255,9 @@ export function dashboardRoutes(api: Api): Hono<AppEnv> {
   dash.use("*", requireSession);
   readRoutes(dash, api);
   actionRoutes(dash, api);
+  // Last: any other path under /dash is the dashboard's own 404 page, not the API's JSON.
+  dash.all("*", page(async (c) => {
+    throw noSuch("page", c.req.path);
+  }));
   return dash;
 }

@@ -88,6 +88,23 @@ async function keyboardProblems(page) {
   return problems;
 }
 
+/**
+ * What a phone's narrow window shows badly: a page wider than the window, a table outside its
+ * scrolling wrapper, a button taller than two lines of text.
+ */
+function narrowProblems() {
+  const problems = [];
+  const width = document.documentElement.clientWidth;
+  if (document.documentElement.scrollWidth > width) problems.push(`page is ${document.documentElement.scrollWidth} px wide in a ${width} px window`);
+  for (const table of document.querySelectorAll('table')) if (!table.parentElement?.classList.contains('table-wrap')) problems.push(`table#${table.id} has no scrolling wrapper`);
+  for (const el of document.querySelectorAll('main *')) {
+    if (el.closest('.table-wrap') || el.closest('pre')) continue;
+    if (el.getBoundingClientRect().right > width + 1) problems.push(`${el.tagName.toLowerCase()} "${(el.textContent || '').trim().slice(0, 30)}" overflows the window`);
+  }
+  for (const button of document.querySelectorAll('button')) if (button.getBoundingClientRect().height > 3 * parseFloat(getComputedStyle(button).lineHeight)) problems.push(`button "${button.textContent.trim().slice(0, 30)}" is ${button.getBoundingClientRect().height} px tall`);
+  return problems;
+}
+
 /** Saves the page as test-results/screenshots/<name>.png and checks it. */
 async function check(page, name) {
   await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true });
@@ -133,9 +150,18 @@ describe.skipIf(!chromiumPath)('the dashboard in headless Chromium', () => {
     const worked = await dispatch(docket, org.admin, { brief: 'say hello to the world', repository: { url: repo.url, commit: repo.commit }, labels: ['linux'], launch: { protocol: 'process', command: [process.execPath, agent] } });
     const stranded = await dispatch(docket, org.admin, { brief: 'needs a GPU', labels: ['gpu'], launch: { protocol: 'process', command: ['true'] } });
 
+    // A runner with a long name, as a real host's often is: on a phone its row must still fit.
+    const longName = 'build-runner-with-a-rather-long-hostname-eu-west-1-rack-7';
+    const longReg = await docket.api('POST', '/v1/tokens', { token: org.admin, body: { kind: 'registration' } });
+    const longRunner = await docket.api('POST', '/v1/runners/register', { token: longReg.body.token, body: { name: longName, labels: ['linux', 'a-label-that-is-long-enough-to-matter-on-a-phone'], protocols: ['process'], cli_version: '0.1.0' } });
+    expect(longRunner.status, JSON.stringify(longRunner.body)).toBe(201);
+
     const context = await browser.newContext({ viewport: { width: 1200, height: 900 } });
     const page = await context.newPage();
     page.setDefaultTimeout(60_000);
+    // Headless Chromium asks for no favicon, so the inline icon is checked in dashboard.test.ts; here, no other error is logged.
+    const consoleErrors = [];
+    page.on('console', (message) => { if (message.type() === 'error') consoleErrors.push(`${page.url()}: ${message.text()}`); });
 
     // No session: the dashboard sends the browser to sign in.
     await page.goto(`${docket.url}/dash`);
@@ -194,7 +220,35 @@ describe.skipIf(!chromiumPath)('the dashboard in headless Chromium', () => {
       await check(page, name);
     }
 
+    // The runner's button says just "Deregister", and names its runner to a screen reader.
+    await page.goto(`${docket.url}/dash/runners`);
+    expect(await page.getByRole('button', { name: `Deregister ${longName}` }).textContent()).toBe('Deregister');
+
+    // An unknown page, and a run that does not exist, are the dashboard's own 404 page.
+    for (const [path, text] of [['/dash/nope', 'No such page: /dash/nope.'], ['/dash/runs/run_doesnotexist', 'No such run: run_doesnotexist.']]) {
+      const answer = await page.goto(`${docket.url}${path}`);
+      expect(answer.status(), path).toBe(404);
+      expect(await page.locator('h1').textContent(), path).toBe('Not found');
+      expect(await page.getByRole('alert').textContent(), path).toContain(text);
+    }
+    await check(page, '09-not-found');
+    // The only errors logged are the answers the test asked for: the wrong token's 401 and the two 404s.
+    expect(consoleErrors.filter((e) => !/status of (401|404)/.test(e))).toEqual([]);
+    expect(consoleErrors.filter((e) => /status of 404/.test(e))).toHaveLength(2);
+
+    // On a phone's narrow window (375 px) nothing is wider than the window: tables scroll in their wrappers, long words break.
+    const phone = await browser.newPage({ viewport: { width: 375, height: 800 } });
+    phone.setDefaultTimeout(60_000);
+    await phone.context().addCookies(await context.cookies());
+    for (const [path, name] of [['/dash', 'queue'], ['/dash/runs', 'runs'], [`/dash/runs/${worked.id}`, 'run'], ['/dash/runners', 'runners'], ['/dash/credits', 'credits'], ['/dash/tokens', 'tokens']]) {
+      await phone.goto(`${docket.url}${path}`);
+      await phone.screenshot({ path: join(SCREENSHOTS, `10-narrow-${name}.png`), fullPage: true });
+      expect(await phone.evaluate(narrowProblems), `${path} at 375 px`).toEqual([]);
+    }
+    await phone.close();
+
     // Signing out ends the session.
+    await page.goto(`${docket.url}/dash`);
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.waitForURL(`${docket.url}/dash/sign-in`);
     expect((await context.cookies()).find((c) => c.name === 'docket_session')).toBeUndefined();

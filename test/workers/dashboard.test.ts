@@ -1,14 +1,23 @@
 // The dashboard at /dash, from outside: sign-in and its cookie, what the pages show, actions
 // through the API, CSRF-safe forms (README.md, "Dashboard").
 
-import { describe, expect, it, onTestFinished } from "vitest";
+import { describe, expect, it, onTestFinished, vi } from "vitest";
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
+import { runEngine } from "../../src/builds/run-engine";
 import worker from "../../src/index";
 import { ORIGIN, page, signIn } from "./dashboard-helpers";
 import { credits, dispatchBuild, finalReport, readyToBuild, reservationInCostReview, runToEnd, waitForJob } from "./builds-helpers";
 import { stubReceiver } from "./events-helpers";
 import { attemptCall, call, claim, createOrg, dispatch, registerRunner, report, sleep } from "./helpers";
+
+/** The HTML of the element whose opening tag is `open` (`<table id="holds">`), up to its closing `</tag>`. */
+function section(html: string, open: string): string {
+  const start = html.indexOf(open);
+  if (start < 0) return "";
+  const tag = open.slice(1).split(/[ >]/)[0];
+  return html.slice(start, html.indexOf(`</${tag}>`, start));
+}
 
 describe("the dashboard", () => {
   it("without a session every page sends the browser to sign-in; a wrong token is refused there with the reason", async () => {
@@ -123,10 +132,12 @@ describe("the dashboard", () => {
     expect((await call("GET", "/v1/runs", { token: member.token })).status).toBe(401);
     expect((await page(`/dash/runners/${runner.machineId}/revoke`, { cookie: session, form: {} })).status).toBe(303);
     expect((await call("GET", "/v1/runners", { token: admin })).body.runners).toEqual([]);
-    // A member without the admin role sees why the token list is not shown, and cannot revoke.
+    // A member without the admin role is told plainly that tokens are for admins, and cannot revoke.
     const plain = (await call("POST", "/v1/tokens", { token: admin, body: { kind: "member", role: "member" } })).body.token;
     const plainSession = await signIn(plain);
-    expect((await page("/dash/tokens", { cookie: plainSession })).text).toContain("this call needs an admin member token");
+    const plainTokens = (await page("/dash/tokens", { cookie: plainSession })).text;
+    expect(plainTokens).toContain("Tokens are for admins");
+    expect(plainTokens).not.toContain("this call needs an admin member token");
     const refused = await page(`/dash/tokens/${member.id}/revoke`, { cookie: plainSession, form: {} });
     expect(refused.status).toBe(403);
   });
@@ -150,9 +161,13 @@ describe("the dashboard", () => {
     const before = await page("/dash/credits", { cookie: session });
     expect(before.text).toContain(`action="/dash/build-jobs/dash-review/resolve"`);
 
-    // A member's session sees the form, but the API refuses the member and nothing moves.
+    // A member's session is not offered the form; a hand-made post is refused by the API and nothing moves.
     const member = (await call("POST", "/v1/tokens", { token: admin, body: { kind: "member", role: "member" } })).body.token;
-    const refused = await page("/dash/build-jobs/dash-review/resolve", { cookie: await signIn(member), form: { cost_cents: "3100", note: "invoice" } });
+    const memberSession = await signIn(member);
+    const memberView = await page("/dash/credits", { cookie: memberSession });
+    expect(memberView.text).toContain('<tr data-job="dash-review">');
+    expect(memberView.text).not.toContain("/resolve");
+    const refused = await page("/dash/build-jobs/dash-review/resolve", { cookie: memberSession, form: { cost_cents: "3100", note: "invoice" } });
     expect(refused.status).toBe(403);
     expect(refused.text).toContain("this call needs an admin member token");
     // A cost that is not a whole number of cents is the API's validation error, shown as such.
@@ -173,6 +188,9 @@ describe("the dashboard", () => {
     expect(await credits(admin)).toMatchObject({ held_cents: 0, spent_cents: 3_100, available_cents: 6_900 });
     const after = await page("/dash/credits?done=build+job+dash-review+resolved", { cookie: session });
     expect(after.text).toContain("Done: build job dash-review resolved.");
+    // The ledger shows each entry's note: the resolution's is readable there.
+    expect(after.text).toContain('<th scope="col">Note</th>');
+    expect(after.text).toContain('<td class="note">resolved: provider invoice checked</td>');
     expect(after.text).not.toContain(`action="/dash/build-jobs/dash-review/resolve"`);
     const twice = await page("/dash/build-jobs/dash-review/resolve", { cookie: session, form: { cost_cents: "3100", note: "again" } });
     expect(twice.status).toBe(409);
@@ -220,5 +238,133 @@ describe("the dashboard", () => {
     const out = await page("/dash/sign-out", { cookie: session, form: {} });
     expect(out.status).toBe(303);
     expect(out.headers.get("Set-Cookie")).toMatch(/^docket_session=;.*Max-Age=0/);
+  });
+});
+
+describe("the dashboard as a new user meets it", () => {
+  it("a member without the admin role is offered no admin action: no resolve form, no Deregister, no Tokens link; an admin is offered each", async () => {
+    const { admin, requestId, runner } = await readyToBuild({ creditCents: 10_000 });
+    const job = (await dispatchBuild(admin, requestId, "role-review")).body;
+    await runToEnd(runner!.token, job.run_id, finalReport(3_100));
+    await waitForJob(admin, job.id, (j) => j.status === "cost_review");
+    const member = (await call("POST", "/v1/tokens", { token: admin, body: { kind: "member", role: "member" } })).body.token;
+    const [adminSession, memberSession] = [await signIn(admin), await signIn(member)];
+
+    const adminCredits = (await page("/dash/credits", { cookie: adminSession })).text;
+    expect(adminCredits).toContain('action="/dash/build-jobs/role-review/resolve"');
+    expect(adminCredits).toContain('<a href="/dash/tokens">Tokens</a>');
+    const memberCredits = (await page("/dash/credits", { cookie: memberSession })).text;
+    expect(section(memberCredits, '<table id="review">')).toContain('<tr data-job="role-review">');
+    expect(memberCredits).not.toContain("/resolve");
+    expect(memberCredits).not.toContain('<a href="/dash/tokens">');
+
+    expect((await page("/dash/runners", { cookie: adminSession })).text).toContain(`action="/dash/runners/${runner!.machineId}/revoke"`);
+    const memberRunners = (await page("/dash/runners", { cookie: memberSession })).text;
+    expect(memberRunners).toContain(`<tr data-runner="${runner!.machineId}">`);
+    expect(memberRunners).not.toContain("/revoke");
+    expect(memberRunners).not.toContain("Deregister");
+
+    const memberTokens = await page("/dash/tokens", { cookie: memberSession });
+    expect(memberTokens.status).toBe(200);
+    expect(memberTokens.text).toContain("Tokens are for admins");
+    expect(memberTokens.text).not.toContain("this call needs an admin member token");
+    expect(memberTokens.text).not.toContain("/revoke");
+
+    // A run's page: sending the callback again is an admin's action too.
+    const receiver = stubReceiver("https://receiver.example/cb", () => new Response("ok"));
+    onTestFinished(receiver.restore);
+    const run = await dispatch(admin, { callback_url: "https://receiver.example/cb" });
+    await call("POST", `/v1/runs/${run}/cancel`, { token: admin, body: {} });
+    await vi.waitFor(() => expect(receiver.received.length).toBeGreaterThan(0), { timeout: 10_000, interval: 50 });
+    expect((await page(`/dash/runs/${run}`, { cookie: adminSession })).text).toContain("Send the callback again");
+    expect((await page(`/dash/runs/${run}`, { cookie: memberSession })).text).not.toContain("Send the callback again");
+  });
+
+  it("the credits page's Holds list every build job that holds credit, with its status, so they account for Held", async () => {
+    const { admin, requestIds, runner } = await readyToBuild({ creditCents: 10_000, requests: 2 });
+    // A dispatch that cannot be confirmed keeps its reservation (docs/runbook.md §2).
+    const unreachable = vi.spyOn(runEngine, "dispatch").mockRejectedValueOnce(new Error("Network connection lost."));
+    onTestFinished(() => unreachable.mockRestore());
+    expect((await dispatchBuild(admin, requestIds[0], "held-unconfirmed")).body.status).toBe("dispatch_unconfirmed");
+    const reviewed = (await dispatchBuild(admin, requestIds[1], "held-review")).body;
+    await runToEnd(runner!.token, reviewed.run_id, finalReport(3_100));
+    await waitForJob(admin, reviewed.id, (j) => j.status === "cost_review");
+    expect(await credits(admin)).toMatchObject({ held_cents: 5_000 });
+
+    const res = await page("/dash/credits", { cookie: await signIn(admin) });
+    expect(res.text).toContain('<tr><th scope="row">Held</th><td>$50.00</td></tr>');
+    const holds = section(res.text, '<table id="holds">');
+    expect(holds).toMatch(/<tr data-job="held-unconfirmed"><td>held-unconfirmed<\/td><td>dispatch_unconfirmed<\/td>.*?<td>\$25\.00<\/td>/);
+    expect(holds).toMatch(/<tr data-job="held-review"><td>held-review<\/td><td>cost_review<\/td>.*?<td>\$25\.00<\/td>/);
+    expect(holds.match(/<tr data-job=/g)).toHaveLength(2);
+    // Only the one in cost review waits for an admin's resolution.
+    const review = section(res.text, '<table id="review">');
+    expect(review).toContain('<tr data-job="held-review">');
+    expect(review).not.toContain("held-unconfirmed");
+  });
+
+  it("on a phone's narrow window: every table sits in a scrolling wrapper, long words break, Deregister is one word named for its runner", async () => {
+    const { admin } = await createOrg();
+    const name = "build-runner-with-a-rather-long-hostname-eu-west-1-rack-7";
+    const runner = await registerRunner(admin, { name });
+    await dispatch(admin);
+    const session = await signIn(admin);
+    for (const path of ["/dash", "/dash/runs", "/dash/runners", "/dash/credits", "/dash/tokens"]) {
+      const html = (await page(path, { cookie: session })).text;
+      expect(html, path).toContain("<table");
+      expect(html.split("<table").length, path).toBe(html.split('<div class="table-wrap"><table').length);
+      expect(html, path).toMatch(/\.table-wrap \{ overflow-x: auto;/);
+      expect(html, path).toMatch(/body \{[^}]*overflow-wrap: anywhere;/);
+    }
+    const runners = (await page("/dash/runners", { cookie: session })).text;
+    expect(runners).toContain(`<form class="inline" method="post" action="/dash/runners/${runner.machineId}/revoke"><button type="submit" class="danger" aria-label="Deregister ${name}">Deregister</button></form>`);
+    expect(runners).not.toContain(`>Deregister ${name}<`);
+  });
+
+  it("says what is empty: no paused runs while others exist; an empty chart says it has no data for the last day, not a peak of 1", async () => {
+    const { admin } = await createOrg();
+    const session = await signIn(admin);
+    const empty = (await page("/dash", { cookie: session })).text;
+    for (const id of ["chart-depth", "chart-started", "chart-ended"]) {
+      const chart = section(empty, `<svg role="img" aria-labelledby="${id}-title ${id}-desc"`);
+      expect(chart, id).toContain("No data for the last day");
+      expect(chart, id).toContain('class="y-peak">0</text>');
+      expect(chart, id).not.toContain(">1</text>");
+    }
+    await dispatch(admin);
+    const credits = (await page("/dash/credits", { cookie: session })).text;
+    expect(credits).toContain("Paused runs (operator holds)</h2><p class=\"muted\">No paused runs.</p>");
+    expect(credits).not.toContain("No runs yet.");
+  });
+
+  it("an unknown page or run is the dashboard's own HTML 404 page; every page carries an inline icon so none asks for /favicon.ico", async () => {
+    const { admin } = await createOrg();
+    const session = await signIn(admin);
+    const nope = await page("/dash/nope", { cookie: session });
+    expect(nope.status).toBe(404);
+    expect(nope.headers.get("Content-Type")).toMatch(/^text\/html/);
+    expect(nope.text).toContain("<h1>Not found</h1>");
+    expect(nope.text).toContain("No such page: /dash/nope.");
+    expect(nope.text).toContain('<nav aria-label="Dashboard">');
+    // A path the dashboard does not have, asked without a session, still goes to sign-in first.
+    expect((await page("/dash/nope")).status).toBe(303);
+    for (const id of ["run_doesnotexist", `run_${"0".repeat(24)}`]) {
+      const res = await page(`/dash/runs/${id}`, { cookie: session });
+      expect(res.status, id).toBe(404);
+      expect(res.headers.get("Content-Type"), id).toMatch(/^text\/html/);
+      expect(res.text, id).toContain(`No such run: ${id}.`);
+    }
+    // Another organization's run is no run of this one.
+    const other = await dispatch((await createOrg("other")).admin);
+    expect((await page(`/dash/runs/${other}`, { cookie: session })).text).toContain(`No such run: ${other}.`);
+    for (const path of ["/dash/sign-in", "/dash", "/dash/nope"]) expect((await page(path, { cookie: session })).text, path).toContain('<link rel="icon" href="data:,"/>');
+  });
+
+  it("the ledger shows each entry's note", async () => {
+    const { admin } = await createOrg();
+    expect((await call("POST", "/v1/credits/grants", { token: admin, body: { amount_cents: 5000, note: "first purchase order PO-1182" } })).status).toBe(201);
+    const ledger = section((await page("/dash/credits", { cookie: await signIn(admin) })).text, '<table id="ledger">');
+    expect(ledger).toContain('<th scope="col">Note</th>');
+    expect(ledger).toContain('<td class="note">first purchase order PO-1182</td>');
   });
 });
