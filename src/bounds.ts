@@ -8,6 +8,7 @@ import { createMiddleware } from "hono/factory";
 import type { AppEnv } from "./app-types";
 import type { Config } from "./config";
 import { DocketError } from "./errors";
+import { DEFAULT_LAUNCH_PROTOCOL } from "./run/launch";
 
 /** Daemon reports carry the patch, so they get their own, larger limit. */
 const REPORT_PATH = /^\/v1\/runs\/[^/]+\/reports\/?$/;
@@ -44,7 +45,7 @@ interface LaunchInput {
 
 /** A launch no runner of this deployment could take (its protocol not in LAUNCH_PROTOCOLS) is refused, as are oversized envs. */
 export function checkLaunch(config: Config, launch: LaunchInput, at = "launch"): void {
-  const protocol = launch.protocol ?? "process";
+  const protocol = launch.protocol ?? DEFAULT_LAUNCH_PROTOCOL;
   if (!config.launchProtocols.includes(protocol)) {
     const served = config.launchProtocols.join(", ");
     throw new DocketError("invalid_request", `body ${at}.protocol: ${JSON.stringify(protocol)} is not a launch protocol of this deployment (${served})`, {

@@ -7,6 +7,7 @@ import type { Env } from "../env";
 import { DocketError } from "../errors";
 import type { CreateAutopilotProjectBody, UpdateAutopilotProjectBody } from "../protocol/autopilot";
 import { normalizeLabels } from "../run/labels";
+import { launchSpec } from "../run/launch";
 import { PROJECT_DEFAULTS, type AutopilotProjectRow, type RunTemplate } from "./projects";
 import { encryptSecret } from "./secrets";
 
@@ -32,11 +33,10 @@ function uniqueIgnoringCase(values: readonly string[]): string[] {
 }
 
 function runTemplate(run: RunInput & { launch: RunTemplate["launch"] }): RunTemplate {
-  const { protocol, command, image, env } = run.launch;
   return {
     labels: normalizeLabels(run.labels ?? []),
     priority: run.priority ?? PROJECT_DEFAULTS.runPriority,
-    launch: { protocol: protocol ?? "process", command, image: image ?? null, env: env ?? {} },
+    launch: launchSpec(run.launch),
     repositoryUrl: run.repository_url ?? null,
   };
 }

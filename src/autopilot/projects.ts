@@ -8,6 +8,7 @@ import { autopilotProjects } from "../db/autopilot-schema";
 import type { Env } from "../env";
 import { DocketError } from "../errors";
 import type { AutopilotProjectAnswer } from "../protocol/autopilot";
+import { launchSpec } from "../run/launch";
 import { decryptSecret } from "./secrets";
 
 export type AutopilotProjectRow = typeof autopilotProjects.$inferSelect;
@@ -116,7 +117,7 @@ export function projectAnswer(row: AutopilotProjectRow, origin: string): Autopil
     run: {
       labels: p.run.labels,
       priority: p.run.priority,
-      launch: { protocol: p.run.launch.protocol ?? "process", command: p.run.launch.command, image: p.run.launch.image ?? null, env: p.run.launch.env ?? {} },
+      launch: launchSpec(p.run.launch),
       repository_url: p.run.repositoryUrl ?? null,
     },
     webhook: { url: webhookUrl(origin, p.id), secret_set: row.webhookSecretEnc !== "" },

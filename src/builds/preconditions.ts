@@ -27,8 +27,9 @@ export async function checkPreconditions(env: Env, config: Config, project: Proj
   const held = await findHeldJob(env, request);
   if (held) refuseHeld(request, held);
   const launch = JSON.parse(project.launch) as LaunchSpec;
-  if (!(await hasConnectedRunner(env.DB, request.orgId, { protocol: launch.protocol, labels: JSON.parse(project.labels) }, config.runnerConnectedWindowMs, nowMs))) {
-    const needs = [`protocol ${launch.protocol ?? "process"}`, ...(JSON.parse(project.labels) as string[]).map((l) => `label ${l}`)].join(", ");
+  const labels = JSON.parse(project.labels) as string[];
+  if (!(await hasConnectedRunner(env.DB, request.orgId, { protocol: launch.protocol, labels }, config.runnerConnectedWindowMs, nowMs))) {
+    const needs = [`protocol ${launch.protocol}`, ...labels.map((l) => `label ${l}`)].join(", ");
     throw new DocketError("no_connected_runner", `no runner that can serve this project (${needs}) was heard from within ${config.runnerConnectedWindowMs} ms`, {
       window_ms: config.runnerConnectedWindowMs,
     });

@@ -17,6 +17,7 @@ import { DocketError } from "../errors";
 import { newId } from "../lib/crypto";
 import { log } from "../lib/log";
 import { normalizeLabels } from "../run/labels";
+import { launchSpec } from "../run/launch";
 import { checkProject } from "../bounds";
 import { operation } from "../openapi/operation";
 import {
@@ -97,7 +98,7 @@ export const projectRoutes = new Hono<AppEnv>()
         orgId: caller.orgId,
         name: body.name,
         sourceUrl: body.source_url,
-        launch: JSON.stringify({ protocol: body.launch.protocol ?? "process", command: body.launch.command, image: body.launch.image ?? null, env: body.launch.env ?? {} }),
+        launch: JSON.stringify(launchSpec(body.launch)),
         labels: JSON.stringify(normalizeLabels(body.labels ?? [])),
         licenseName: null,
         licenseAcceptedAtMs: null,

@@ -12,6 +12,7 @@ import { newId, sha256Hex } from "../lib/crypto";
 import { runStub } from "../lib/stubs";
 import { keyExpired } from "./idempotency";
 import { normalizeLabels } from "./labels";
+import { launchSpec } from "./launch";
 
 /**
  * A dispatch as the API takes it (field names of the request body, already validated). An
@@ -35,9 +36,7 @@ export interface DispatchInput {
  */
 export async function dispatchRun(env: Env, orgId: string, body: DispatchInput, key: string | null, opts: { ticketKey?: string; projectId?: string } = {}) {
   const payload = dispatchedPayload(body);
-  // Keys bound before defaults were filled in hold the hash of the body as it was sent.
-  const hashes = [await sha256Hex(canonicalJson(payload)), await sha256Hex(canonicalJson(body))];
-  const claimed = key === null ? { runId: newId("run"), replayed: false } : await claimKey(env, orgId, key, hashes);
+  const claimed = key === null ? { runId: newId("run"), replayed: false } : await claimKey(env, orgId, key, await payloadHashes(payload, body));
   const runId = claimed.runId;
   const run = await runStub(env, runId).create({
     id: runId,
@@ -63,10 +62,15 @@ function dispatchedPayload(body: DispatchInput) {
     repository: body.repository ? { url: body.repository.url, commit: body.repository.commit ?? null } : null,
     labels: normalizeLabels(body.labels ?? []),
     priority: body.priority ?? 0,
-    launch: { protocol: body.launch.protocol ?? "process", command: body.launch.command, image: body.launch.image ?? null, env: body.launch.env ?? {} },
+    launch: launchSpec(body.launch),
     callback_url: body.callback_url ?? null,
     metadata: body.metadata ?? {},
   };
+}
+
+/** The hashes a key's payload may match: the payload's, then (keys bound before defaults were filled in) the body's as it was sent. */
+async function payloadHashes(payload: ReturnType<typeof dispatchedPayload>, body: DispatchInput): Promise<string[]> {
+  return [await sha256Hex(canonicalJson(payload)), await sha256Hex(canonicalJson(body))];
 }
 
 /**
