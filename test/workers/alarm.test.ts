@@ -14,7 +14,7 @@ import { newId } from "../../src/lib/crypto";
 import { labelsKey } from "../../src/run/labels";
 import { reaperGraceFromMs } from "../../src/sweep";
 import type { RunRecord } from "../../src/run/types";
-import { ageRun, attemptCall, call, claim, createOrg, dispatch, getRun, registerRunner, runAlarm, runBody, runStub, sleep } from "./helpers";
+import { ageRun, attemptCall, call, claim, createOrg, dispatch, getRun, registerRunner, runAlarm, runBody, runStub, untilClaimWaits } from "./helpers";
 
 const MIN = 60_000;
 const config = loadConfig(env);
@@ -87,6 +87,8 @@ describe("a run never loses its alarm", () => {
     // create()'s first outbox publish (run.created) hangs until the test lets it go.
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
+    let reached!: () => void;
+    const publishing = new Promise<void>((resolve) => (reached = resolve));
     await runInDurableObject(stub, (instance) => {
       const outbox = (instance as unknown as { outbox: { env: typeof env } }).outbox;
       const queue = env.EVENTS;
@@ -95,6 +97,7 @@ describe("a run never loses its alarm", () => {
         sendBatch: async (messages: Parameters<typeof queue.sendBatch>[0]) => {
           if (first) {
             first = false;
+            reached();
             await held;
           }
           return queue.sendBatch(messages);
@@ -106,7 +109,7 @@ describe("a run never loses its alarm", () => {
     await env.DB.prepare("INSERT OR IGNORE INTO label_sets (org_id, labels_key, created_at_ms) VALUES (?, ?, ?)").bind(orgId, key, Date.now()).run();
 
     const waiting = claim(runner.token, 5_000);
-    await sleep(200); // the runner's long-poll is waiting when the run arrives
+    await untilClaimWaits(orgId); // the runner's long-poll is waiting when the run arrives
     const created = stub.create({
       id: runId,
       orgId,
@@ -119,7 +122,11 @@ describe("a run never loses its alarm", () => {
       metadata: {},
       createdAtMs: Date.now(),
     });
-    const granted = await waiting;
+    await publishing;
+    // The run is queued and create() is held in its publish. A loaded machine can let the test's
+    // 1 s claim wait (CLAIM_WAIT_MS) run out before the run arrived: then the next claim takes it.
+    let granted = await waiting;
+    if (granted.status === 204) granted = await claim(runner.token, 0);
     expect(granted.status).toBe(200);
     expect(granted.body.run_id).toBe(runId);
     release();

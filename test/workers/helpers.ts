@@ -84,10 +84,6 @@ export async function untilClaimWaits(orgId: string): Promise<void> {
   while ((await scheduler.readStats()).waiters === 0) await sleep(10);
 }
 
-/**
- * Moves a run `ms` into the past, as if that much time had gone by for it: every deadline and
- * timestamp it keeps, and its queue row's, shifts back. Run its alarm next to act at that later time.
- */
 /** An organization, a runner and a run it claimed and launched as attempt 1 (sandbox `sbx-1`). */
 export async function launchedRun() {
   const { admin } = await createOrg();
@@ -112,6 +108,10 @@ export async function editStoredRun<T>(runId: string, edit: (run: RunRecord) => 
   });
 }
 
+/**
+ * Moves a run `ms` into the past, as if that much time had gone by for it: every deadline and
+ * timestamp it keeps, and its queue row's, shifts back. Run its alarm next to act at that later time.
+ */
 export async function ageRun(runId: string, ms: number): Promise<void> {
   await editStoredRun(runId, (run) => {
     const shift = (v: number | null) => (v === null ? null : v - ms);
