@@ -348,12 +348,13 @@ function ReservationTable(props: { id: string; reservations: Json[]; resolvable?
 
 /**
  * `held`: every build job whose reservation is still held, whatever its status (queued, dispatch
- * unconfirmed, cost review, reconcile), so the Holds rows account for the balance's Held. `review`:
- * those an admin resolves. `admin`: only an admin is offered the resolve forms (the API checks it).
+ * unconfirmed, cost review, reconcile), and `reservations`: every autopilot run reservation still
+ * held (running, cost review, reconcile), so the Holds rows account for the balance's Held.
+ * `review`: the jobs an admin resolves. `admin`: only an admin is offered the resolve forms (the
+ * API checks it).
  */
 export function CreditsPage(props: { credits: Json; held: Json[]; review: Json[]; paused: Json[]; reservations: Json[]; admin: boolean; notice?: string }) {
   const c = props.credits;
-  const runHolds = props.reservations.filter((r) => r.status === "held");
   const runReview = props.reservations.filter((r) => r.status !== "held");
   return (
     <Layout title="Credits" signedIn admin={props.admin}>
@@ -370,7 +371,7 @@ export function CreditsPage(props: { credits: Json; held: Json[]; review: Json[]
       <h2>Holds: build jobs holding reserved credit</h2>
       <JobTable id="holds" jobs={props.held} />
       <h2>Holds: autopilot runs' model-spend reservations</h2>
-      <ReservationTable id="run-holds" reservations={runHolds} />
+      <ReservationTable id="run-holds" reservations={props.reservations} />
       <h2>Cost review and reconciliation</h2>
       {(props.review.length > 0 || runReview.length > 0) && (
         <p class="muted">

@@ -244,7 +244,7 @@ describe("a run reservation held for cost review", () => {
     expect((await reservations(s.admin, s.projectId, "?status=settled")).reservations.map((r: Json) => r.run_id)).toEqual([first.runId]);
   });
 
-  it("the dashboard's credits page shows a run's reservation while it holds credit and once it waits for cost review", async () => {
+  it("the dashboard's credits page lists a run's reservation under Holds while it runs and while it waits for cost review, and offers the resolve form only in review", async () => {
     const s = await budgeted(1_000, 100);
     const { runId: reviewed } = await runEnding(s, finalReport(null));
     const { run } = await dispatchRun(env, s.orgId, { brief: "fix another bug", launch: { command: ["node", "agent.mjs"] } }, null, { projectId: s.projectId });
@@ -258,7 +258,9 @@ describe("a run reservation held for cost review", () => {
     expect(table("run-holds")).toContain(`<tr data-run="${run.id}">`);
     expect(table("run-holds")).toContain("hello-world autopilot");
     expect(table("run-holds")).toContain("$1.00");
-    expect(table("run-holds")).not.toContain(reviewed);
+    // A reservation in cost review still holds credit: Holds lists it too, so its rows account for Held.
+    expect(table("run-holds")).toContain(`<tr data-run="${reviewed}">`);
+    expect(res.text.slice(res.text.indexOf('<table id="balance">'))).toContain("<th scope=\"row\">Held</th><td>$2.00</td>");
     expect(table("run-review")).toContain(`<tr data-run="${reviewed}">`);
     expect(table("run-review")).toContain("cost_review");
     expect(table("run-review")).toContain("unknown");
