@@ -74,11 +74,14 @@ export async function claimCost(docketConfig, cfg, say) {
       docket = await start(docketConfig, docketState.dir, cfg.docketVars);
       const api = client(docket.url);
       say(`  Docket: dispatching ${2 * cfg.claims} runs at the head; ${cfg.claims} claims one at a time, ${cfg.claims} by ${cfg.concurrency} runners at once`);
-      const heads = new Set(await pool(2 * cfg.claims, 4, () => dispatch(api, org.admin, { labels: RUNNER_LABELS, priority: HEAD_PRIORITY })));
+      /** @type {Map<string, number>} when each head run's dispatch answered (performance.now()) */
+      const dispatchedAt = new Map();
+      await pool(2 * cfg.claims, 4, async () => dispatchedAt.set(await dispatch(api, org.admin, { labels: RUNNER_LABELS, priority: HEAD_PRIORITY }), performance.now()));
+      const heads = new Set(dispatchedAt.keys());
       // Runners heartbeat every 30 s, so a claim does not also move their last-seen time.
       for (const m of [...machines, outsider]) await heartbeat(api, m.token, m.protocols);
       await sleep(1_500); // let the outbox consumer store the dispatch events before measuring
-      const docketRun = await measure(cfg, (lane) => claim(api, machines[lane].token, 0), parseCost);
+      const docketRun = await measure(cfg, (lane) => claim(api, machines[lane].token, 0), parseCost, dispatchedAt);
       const outsiderClaims = [];
       for (let i = 0; i < OUTSIDER.claims; i++) {
         const res = await claim(api, outsider.token, 0, undefined, OUTSIDER.protocols);
@@ -117,7 +120,7 @@ export async function claimCost(docketConfig, cfg, say) {
       const f = floorRun.summary;
       say(
         `  depth ${depth.toLocaleString('en-US')}: Docket per claim ${fmtCost(d.cost)}; p50 ${d.latency_ms.p50?.toFixed(1)} ms, ` +
-          `${d.claims_per_s.toFixed(0)} claims/s; floor p50 ${f.latency_ms.p50?.toFixed(1)} ms, ${f.claims_per_s.toFixed(0)} claims/s`,
+          `${d.claims_per_s.toFixed(0)} claims/s (runs idle ${d.concurrent_idle_s.min?.toFixed(1)}–${d.concurrent_idle_s.max?.toFixed(1)} s); floor p50 ${f.latency_ms.p50?.toFixed(1)} ms, ${f.claims_per_s.toFixed(0)} claims/s`,
       );
       rows.push(row);
     }
@@ -146,15 +149,17 @@ function fmtCost(c) {
  * @param {{ claims: number, concurrency: number }} cfg
  * @param {(lane: number) => Promise<{ status: number, body: any, headers: Headers, ms: number }>} one
  * @param {(headers: Headers) => Record<string, number> | null} costOf
+ * @param {Map<string, number>} [dispatchedAt] when each run was dispatched: the summary then says how long the concurrent pass's runs had waited
  */
-async function measure(cfg, one, costOf) {
+async function measure(cfg, one, costOf, dispatchedAt) {
   const pass = async (/** @type {number} */ concurrency) => {
     const started = performance.now();
     const samples = await pool(cfg.claims, concurrency, async (_i, lane) => {
+      const sentAt = performance.now();
       const res = await one(lane);
       const cost = costOf(res.headers);
       if (!cost) throw new Error(`a claim answered without its cost header (HTTP ${res.status})`);
-      return { status: res.status, ms: res.ms, cost, runId: res.body?.run_id ?? res.body?.id ?? null };
+      return { status: res.status, ms: res.ms, cost, runId: res.body?.run_id ?? res.body?.id ?? null, sentAt };
     });
     return { samples, claimsPerS: samples.length / ((performance.now() - started) / 1000) };
   };
@@ -172,6 +177,13 @@ async function measure(cfg, one, costOf) {
       latency_ms: latency(sequential),
       concurrent_latency_ms: latency(concurrent),
       claims_per_s: concurrent.claimsPerS,
+      // How long the concurrent pass's runs had waited since their dispatch answered: local workerd
+      // closes a Durable Object about 10 s after its last call, and a claim opens a closed one again.
+      ...(dispatchedAt && {
+        concurrent_idle_s: summarize(
+          concurrent.samples.filter((s) => s.status === 200 && dispatchedAt.has(s.runId)).map((s) => (s.sentAt - /** @type {number} */ (dispatchedAt.get(s.runId))) / 1000),
+        ),
+      }),
     },
   };
 }

@@ -55,11 +55,12 @@ export function resultTables(r, chartsAt = null) {
         `The same claims against the floor Worker (one Durable Object RPC, one indexed D1 select-and-update) at the same depth. ` +
         `Latency: ${c.claims_per_depth} claims one at a time, ms at the client (p50 / p99). ` +
         `Throughput: ${c.claims_per_depth} claims by ${c.concurrency} runners at once, claims per second. ` +
-        `Ratio = Docket ÷ floor (latency at p50).\n`,
+        `Ratio = Docket ÷ floor (latency at p50). Runs idle: how long the runs Docket's concurrent pass took had waited since their dispatch answered, s (shortest – longest); ` +
+        `local workerd closes a Durable Object about 10 s after its last call, so a run idle longer is claimed from a closed run object, which costs the claim its opening ("Whether a pass finds its run objects open").\n`,
     );
     out.push(
       table(
-        ['queued runs', 'Docket latency p50 / p99', 'floor latency p50 / p99', 'latency ratio', 'Docket claims/s', 'floor claims/s', 'throughput ratio'],
+        ['queued runs', 'Docket latency p50 / p99', 'floor latency p50 / p99', 'latency ratio', 'Docket claims/s', 'floor claims/s', 'throughput ratio', 'runs idle, s'],
         c.rows.map((/** @type {any} */ row) => [
           row.depth.toLocaleString('en-US'),
           `${n(row.docket.latency_ms.p50)} / ${n(row.docket.latency_ms.p99)}`,
@@ -68,6 +69,7 @@ export function resultTables(r, chartsAt = null) {
           n(row.docket.claims_per_s, 0),
           n(row.floor.claims_per_s, 0),
           `${n(row.docket.claims_per_s / row.floor.claims_per_s, 2)}×`,
+          row.docket.concurrent_idle_s ? `${n(row.docket.concurrent_idle_s.min)} – ${n(row.docket.concurrent_idle_s.max)}` : '–',
         ]),
       ),
     );
