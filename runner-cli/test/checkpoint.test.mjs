@@ -286,8 +286,9 @@ describe('the runner on a pause', () => {
       }
       if (path.endsWith('/launched') || path.endsWith('/lease')) {
         if (paused) return refused();
-        // The pause comes once the agent listens for it; until the checkpoint, calls wait.
-        if (!existsSync(ready)) return { status: 200, body: attemptAnswerBody() };
+        // The pause comes on a lease call once the agent listens for it (never on `launched`, so a
+        // lease call always follows it); until the checkpoint, calls wait.
+        if (path.endsWith('/launched') || !existsSync(ready)) return { status: 200, body: attemptAnswerBody() };
         if (!pauseSent) {
           pauseSent = true;
           return { status: 200, body: attemptAnswerBody({ state: 'pausing', pause_requested: true }) };
