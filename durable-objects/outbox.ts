@@ -1,5 +1,6 @@
 // The run's event outbox: events are written with the next per-run sequence number in the same
-// transaction as the change they describe, then published to the Queue; unsent events are retried
+// transaction as the change they describe, then published to the Queue (a claim's, which have no
+// side effects, are stored in D1 with the claim's queue row instead); unsent events are retried
 // from the alarm with bounded attempts and backoff (../shared/spec/build-lifecycle.md, "Events and
 // completion retry independently").
 
@@ -7,7 +8,9 @@ import type { Config } from "../src/config";
 import type { Env, OutboxMessage } from "../src/env";
 import { exponentialBackoffMs } from "../src/lib/backoff";
 import { logRun } from "../src/lib/log";
+import { hasEffects } from "../src/queue/effects";
 import { eventAttempt } from "../src/queue/messages";
+import { insertEvent } from "../src/queue/store";
 import type { RunEventDraft, RunRecord } from "../src/run/types";
 
 export interface StoredEvent {
@@ -112,7 +115,8 @@ export class Outbox {
   /**
    * A claim's publish, in two halves, so that its events cost no commit of their own. markSending()
    * runs inside the claim's transaction: it records the due events as sent and *unconfirmed*, so the
-   * claim's one commit holds them. sendMarked() then sends them; when the send fails they are made
+   * claim's one commit holds them. sendMarked() then sends them (or storedMarked() records them
+   * stored by the claim's own D1 write, see split()); when that fails they are made
    * unsent again (and retried from the alarm); when it succeeds, the next transaction of this
    * instance clears their marks (confirm()). An instance that starts over storage with marks left
    * (a crash, an eviction or a deploy before the next transaction) sends those events again
@@ -127,6 +131,37 @@ export class Outbox {
   /** Sends what markSending() marked; see there. */
   async sendMarked(run: RunRecord, sending: Sending): Promise<void> {
     if (await this.send(run, sending, { marked: true })) for (const r of sending.rows) this.confirmed.add(r.seq);
+  }
+
+  /**
+   * Splits what markSending() marked: the events the consumer has side effects for go to the Queue
+   * (sendMarked), the others the caller stores in D1 itself, with its own write (inserts, then
+   * storedMarked). A claim's events are of the second kind: its event rides on the D1 batch of its
+   * queue row instead of costing a Queue message and a consumer's write. Either part is null when empty.
+   */
+  split(sending: Sending): { send: Sending | null; store: Sending | null } {
+    const part = (effects: boolean): Sending | null => {
+      const at = sending.messages.flatMap((m, i) => (hasEffects(m) === effects ? [i] : []));
+      return at.length === 0 ? null : { rows: at.map((i) => sending.rows[i]), messages: at.map((i) => sending.messages[i]), atMs: sending.atMs };
+    };
+    return { send: part(true), store: part(false) };
+  }
+
+  /** The D1 statements that store `sending`'s events, the consumer's own (src/queue/store.ts). */
+  inserts(sending: Sending): D1PreparedStatement[] {
+    return sending.messages.map((m) => insertEvent(this.env.DB, m));
+  }
+
+  /**
+   * After the D1 write that carried inserts(`sending`): stored, or, when it failed, unsent again
+   * and retried from the alarm through the Queue, as a failed send is.
+   */
+  storedMarked(run: RunRecord, sending: Sending, error: unknown): void {
+    if (error !== null) return this.recordFailure(run, sending, error, { marked: true });
+    for (const r of sending.rows) this.confirmed.add(r.seq);
+    for (const group of byAttempt(sending.messages)) {
+      logRun("outbox.stored", { run: run.id, attempt: group.attempt, seq: group.seq, last_seq: group.lastSeq, count: group.count, reason: "stored in D1 with the run's queue row: no side effects to queue" });
+    }
   }
 
   /** Clears the marks of the events this instance sent; call inside a transaction (a write of its own otherwise). */

@@ -728,15 +728,18 @@ export class RunObject extends DurableObject<Env> {
 
   /**
    * finishPending() for a claim, whose commit already recorded the queue row written and the events
-   * sent (claimCounted). Its events (run.state claimed) need nothing the queue row gives their
-   * consumer, so both go out at once: one round trip before the grant, and no commit after it
+   * sent (claimCounted). Its events (run.state claimed) have no side effects for the consumer, so
+   * they are stored in the queue row's own D1 batch (outbox.split), and any due event that has some
+   * goes to the Queue at the same time: one round trip before the grant, and no commit after it
    * unless one failed. A failed queue row write is recorded as not made, failed events as unsent,
-   * and the alarm retries them; a crash before either is repaired by whoever finds the run next
+   * and the alarm retries them (through the Queue); a crash before either is repaired by whoever finds the run next
    * (a stale queue row refuses its claim and is rewritten; events never confirmed go out again from
    * the next instance). A claimed run needs no wake-up, and holds no autopilot slot to give back.
    */
   private async finishClaim(run: RunRecord, projectedBefore: number, sending: Sending | null, armedAtMs: number | null | undefined): Promise<Cost> {
-    const [projected] = await Promise.all([this.writeQueueRow(run), sending ? this.outbox.sendMarked(run, sending) : null]);
+    const { send, store } = sending ? this.outbox.split(sending) : { send: null, store: null };
+    const [projected] = await Promise.all([this.writeQueueRow(run, store ? this.outbox.inserts(store) : []), send ? this.outbox.sendMarked(run, send) : null]);
+    if (store) this.outbox.storedMarked(run, store, projected.error);
     if (!projected.ok) this.sql.exec("UPDATE run SET projected_version = ? WHERE projected_version = ?", projectedBefore, run.version);
     this.armAlarm(0, { armedAtMs });
     return projected.cost;
@@ -758,15 +761,15 @@ export class RunObject extends DurableObject<Env> {
     return cost;
   }
 
-  /** One write of the run's D1 queue row; a failure is logged and answered, never thrown. */
-  private async writeQueueRow(run: RunRecord): Promise<{ ok: boolean; cost: Cost }> {
+  /** One write of the run's D1 queue row, with `also` in its batch; a failure is logged and answered, never thrown. */
+  private async writeQueueRow(run: RunRecord, also: D1PreparedStatement[] = []): Promise<{ ok: boolean; cost: Cost; error: unknown }> {
     const cost = noCost();
     try {
-      addD1(cost, await projectRun(this.env.DB, run));
-      return { ok: true, cost };
+      addD1(cost, await projectRun(this.env.DB, run, also));
+      return { ok: true, cost, error: null };
     } catch (err) {
       logRun("run.projection_failed", { run: run.id, attempt: run.attempt, version: run.version, reason: `the queue row was not written: ${String(err)}` });
-      return { ok: false, cost };
+      return { ok: false, cost, error: err };
     }
   }
 

@@ -1,4 +1,4 @@
-// An autopilot run's end reaches its ticket through the outbox (an EVENT_HANDLERS entry,
+// An autopilot run's end reaches its ticket through the outbox (an EVENT_EFFECTS entry,
 // src/queue/effects.ts), so GET …/tickets shows the ticket `done` as soon as its run ended instead of
 // at the issue's next observation. Idempotent: the ticket records only its own unfinished run, once.
 

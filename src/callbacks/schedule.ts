@@ -1,5 +1,5 @@
 // When a completion callback round starts: once, when the run's terminal event reaches the outbox
-// consumer (an EVENT_HANDLERS entry), and again whenever an operator asks for a redelivery.
+// consumer (an EVENT_EFFECTS entry), and again whenever an operator asks for a redelivery.
 
 import { DocketError, isRefusal, unwrap } from "../errors";
 import type { Env, OutboxMessage } from "../env";

@@ -10,16 +10,13 @@ import { loadConfig, type Config } from "../config";
 import type { Env, OutboxMessage } from "../env";
 import { log, logRun } from "../lib/log";
 import { performEffects } from "./effects";
+import { insertEvent } from "./store";
 import { isRefusal } from "../errors";
 import { runStub } from "../lib/stubs";
 import { eventAttempt, type CallbackMessage, isCallbackMessage, isTrackerDeliveryMessage, parseOutboxMessage, queueRetryDelaySeconds, type TrackerDeliveryMessage } from "./messages";
 import { deliverToTracker } from "../tracker/deliver";
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
-
-/** Stores an event once: a redelivery of its (run, seq) changes nothing. */
-const INSERT_EVENT_SQL = `INSERT INTO events (run_id, seq, org_id, type, data, at_ms, received_at_ms)
-  VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, seq) DO NOTHING`;
 
 /** An event message of the batch, parsed, with its insert statement. */
 interface Stored {
@@ -67,10 +64,6 @@ function tryParse(body: unknown): OutboxMessage | null {
   } catch {
     return null;
   }
-}
-
-function insertEvent(db: D1Database, event: OutboxMessage): D1PreparedStatement {
-  return db.prepare(INSERT_EVENT_SQL).bind(event.run_id, event.seq, event.org_id, event.type, JSON.stringify(event.data), event.at_ms, Date.now());
 }
 
 async function consumeEvent(message: Message<unknown>, env: Env, config: Config, together: Promise<Map<Message<unknown>, D1Result> | null>): Promise<void> {

@@ -18,8 +18,11 @@ const UPSERT_RUN_SQL = `INSERT INTO runs (id, org_id, state, attempt, version, l
 const LABEL_SET_SQL = "INSERT INTO label_sets (org_id, labels_key, created_at_ms) VALUES (?, ?, ?) ON CONFLICT DO NOTHING";
 const ENDED_RUN_SQL = "INSERT INTO ended_runs (run_id, ended_at_ms) VALUES (?, ?) ON CONFLICT DO NOTHING";
 
-/** Writes the run's queue row; answers with the rows D1 read and wrote (src/lib/cost.ts). */
-export async function projectRun(db: D1Database, run: RunRecord): Promise<D1Meta> {
+/**
+ * Writes the run's queue row, with `also` in the same D1 batch (a claim's events,
+ * durable-objects/outbox.ts); answers with the rows D1 read and wrote (src/lib/cost.ts).
+ */
+export async function projectRun(db: D1Database, run: RunRecord, also: D1PreparedStatement[] = []): Promise<D1Meta> {
   const key = labelsKey(run.launch.protocol, run.labels);
   const upsert = db
     .prepare(UPSERT_RUN_SQL)
@@ -39,11 +42,12 @@ export async function projectRun(db: D1Database, run: RunRecord): Promise<D1Meta
       run.updatedAtMs,
       run.projectId ?? null,
     );
-  const also = alongside(db, run, key);
-  if (also === null) return (await upsert.run()).meta;
+  const row = alongside(db, run, key);
+  const statements = row === null ? [upsert, ...also] : [upsert, row, ...also];
+  if (statements.length === 1) return (await upsert.run()).meta;
   // One batch, the queue row first: a scheduler that removes an emptied label set between them
   // either sees this queued row (and keeps the set) or is followed by this re-insert.
-  const results = await db.batch([upsert, also]);
+  const results = await db.batch(statements);
   return sumMeta(results.map((r) => r.meta));
 }
 

@@ -1,5 +1,5 @@
 // Tracker deliveries (docs/protocol.md, "Tracker deliveries"): a run's transition emits
-// `run.tracker_delivery` in its own transaction; this handler (an EVENT_HANDLERS entry) records the
+// `run.tracker_delivery` in its own transaction; this handler (an EVENT_EFFECTS entry) records the
 // receipt and hands one message per delivery to the events queue, whose consumer makes one try per
 // delivery of the message through the project's tracker provider. A failure is retried with
 // TRACKER_DELIVERY_BACKOFF_* up to TRACKER_DELIVERY_MAX_ATTEMPTS tries, then kept as failed for an

@@ -9,7 +9,7 @@ import { reconcileUnconfirmedJobs, settleEndedJobs } from "../../src/builds/reco
 import { runEngine } from "../../src/builds/run-engine";
 import { loadConfig } from "../../src/config";
 import { DocketError } from "../../src/errors";
-import { EVENT_HANDLERS } from "../../src/queue/effects";
+import { EVENT_EFFECTS } from "../../src/queue/effects";
 import {
   acceptLicense,
   ageDispatch,
@@ -418,7 +418,7 @@ describe("the reconciliation sweep", () => {
   it("settles a job whose run ended while its terminal event's side effects were lost, once the dispatch timeout passed", async () => {
     const { admin, orgId, requestId, runner } = await readyToBuild();
     const config = loadConfig(env);
-    const handlers = EVENT_HANDLERS.splice(0); // every side effect of the run's events is lost
+    const effects = EVENT_EFFECTS.splice(0); // every side effect of the run's events is lost
     let runId: string;
     try {
       runId = (await dispatchBuild(admin, requestId, "lost-end")).body.run_id;
@@ -433,7 +433,7 @@ describe("the reconciliation sweep", () => {
         { timeout: 20_000, interval: 50 },
       );
     } finally {
-      EVENT_HANDLERS.push(...handlers);
+      EVENT_EFFECTS.push(...effects);
     }
     expect(await getJob(admin, "lost-end")).toMatchObject({ status: "queued" });
     expect((await settleEndedJobs(env, config)).outcomes[`${orgId}/lost-end`]).toBeUndefined();

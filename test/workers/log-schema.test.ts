@@ -17,7 +17,7 @@ type Json = Record<string, any>;
 const RECEIVER = "https://receiver.example/log-schema";
 const RUN_LINE = /^(run|outbox|callback|stream)\./;
 /** Lines whose `seq` names the event they are about: their attempt is that event's attempt. */
-const EVENT_LINES = new Set(["run.transition", "run.cancel_requested", "outbox.published", "outbox.consumed", "callback.scheduled", "callback.attempt"]);
+const EVENT_LINES = new Set(["run.transition", "run.cancel_requested", "outbox.published", "outbox.stored", "outbox.consumed", "callback.scheduled", "callback.attempt"]);
 
 let restore: (() => void) | null = null;
 afterEach(() => {
@@ -55,11 +55,13 @@ describe("log lines", () => {
     expect(cancel.status).toBe(202);
     expect((await attemptCall(runner.token, runId, 2, "stopped", { sandbox_id: "sbx-2" })).body.state).toBe("cancelled");
 
-    // The consumer stores every event, and the completion callback is delivered.
-    const events = await waitFor("every event consumed", async () => {
+    // Every event is stored, a claim's by its run object and the others by the consumer, and the completion callback is delivered.
+    const events = await waitFor("every event stored", async () => {
       const all = await allEvents(admin, runId);
-      const consumed = new Set(structuredLines(log.mock.calls).filter((l) => l.msg === "outbox.consumed" && l.run === runId).map((l) => l.seq));
-      return all.length > 0 && all.every((e) => consumed.has(e.seq)) ? all : undefined;
+      const lines = structuredLines(log.mock.calls).filter((l) => l.run === runId);
+      const stored = new Set(lines.filter((l) => l.msg === "outbox.consumed").map((l) => l.seq));
+      for (const l of lines.filter((l) => l.msg === "outbox.stored")) for (let seq = l.seq; seq <= l.last_seq; seq++) stored.add(seq);
+      return all.length > 0 && all.every((e) => stored.has(e.seq)) ? all : undefined;
     });
     await waitFor("the callback delivered", async () => ((await getRun(admin, runId)).callback?.status === "delivered" ? true : undefined));
     // A live stream of the ended run: opened, sent everything, closed.
@@ -72,7 +74,7 @@ describe("log lines", () => {
     expect(events.every((e) => Number.isInteger(e.data.attempt))).toBe(true);
     const lines = structuredLines(log.mock.calls).filter((l) => RUN_LINE.test(l.msg) && l.run === runId);
     const seen = new Set(lines.map((l) => l.msg));
-    for (const msg of ["run.transition", "run.cancel_requested", "outbox.published", "outbox.consumed", "callback.scheduled", "callback.attempt", "stream.opened", "stream.closed"]) {
+    for (const msg of ["run.transition", "run.cancel_requested", "outbox.published", "outbox.stored", "outbox.consumed", "callback.scheduled", "callback.attempt", "stream.opened", "stream.closed"]) {
       expect(seen, msg).toContain(msg);
     }
     for (const line of lines) {

@@ -4,7 +4,7 @@
 
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { RunObject } from "../../durable-objects/run-object";
 import { DEFAULTS } from "../../src/config";
 import { allEvents, finishRun, storedSeqs, waitFor } from "./events-helpers";
@@ -183,13 +183,14 @@ describe("a claim's events", () => {
     await runAlarm(runId);
   });
 
-  it("that a crash kept from the Queue are sent again by the run object's next instance", async () => {
+  it("that a crash kept from D1 are sent again by the run object's next instance", async () => {
     const { admin } = await createOrg();
     const runner = await registerRunner(admin);
     const runId = await dispatch(admin);
     expect((await claim(runner.token, 0)).status).toBe(200);
-    await waitFor("the claim's event to be stored", async () => ((await storedSeqs(runId)).includes(2) ? true : undefined));
-    // As if the object had gone after its commit and before the send: marked, never stored.
+    // The claim's event is stored with its queue row; the dispatch's comes through the Queue.
+    await waitFor("the events to be stored", async () => ((await storedSeqs(runId)).length === 2 ? true : undefined));
+    // As if the object had gone after its commit and before its D1 write: marked, never stored.
     await env.DB.prepare("DELETE FROM events WHERE run_id = ? AND seq = 2").bind(runId).run();
     expect(await storedSeqs(runId)).toEqual([1]);
     const alarm = await runInDurableObject(runStub(runId), async (_o, state) => {
@@ -209,28 +210,53 @@ describe("a claim's events", () => {
     await runAlarm(runId);
   });
 
-  it("whose send fails are unsent again and retried from the alarm, not at the launch deadline", async () => {
+  it("are stored with the claim's queue row, without a Queue message", async () => {
     const { admin } = await createOrg();
     const runner = await registerRunner(admin);
     const runId = await dispatch(admin);
     await waitFor("the dispatch event to be stored", async () => ((await storedSeqs(runId)).includes(1) ? true : undefined));
+    const sendBatch = vi.fn(async () => Promise.reject(new Error("queue unavailable")));
     await runInDurableObject(runStub(runId), (instance) => {
       const outbox = (instance as unknown as { outbox: { env: unknown } }).outbox;
-      outbox.env = { ...(outbox.env as object), EVENTS: { sendBatch: async () => Promise.reject(new Error("queue unavailable")) } };
+      outbox.env = { ...(outbox.env as object), EVENTS: { sendBatch } };
     });
     expect((await claim(runner.token, 0)).status).toBe(200);
+    // Stored when the claim answers: no Queue send was tried, and the event is marked sent.
+    expect(await storedSeqs(runId)).toEqual([1, 2]);
+    expect(sendBatch).not.toHaveBeenCalled();
+    const [, claimed] = await outboxRows(runId);
+    expect(claimed).toMatchObject({ seq: 2, unconfirmed: 1, attempts: 1 });
+    expect(claimed.sent).not.toBeNull();
+    await runInDurableObject(runStub(runId), (instance) => {
+      (instance as unknown as { outbox: { env: unknown } }).outbox.env = env;
+    });
+    await runAlarm(runId);
+  });
+
+  it("whose D1 write fails are unsent again and retried from the alarm through the Queue, not at the launch deadline", async () => {
+    const { admin } = await createOrg();
+    const runner = await registerRunner(admin);
+    const runId = await dispatch(admin);
+    await waitFor("the dispatch event to be stored", async () => ((await storedSeqs(runId)).includes(1) ? true : undefined));
+    await env.DB.prepare(`CREATE TRIGGER refuse_events BEFORE INSERT ON events WHEN NEW.run_id = '${runId}' BEGIN SELECT RAISE(ABORT, 'refused by the test'); END`).run();
+    try {
+      expect((await claim(runner.token, 0)).status).toBe(200);
+    } finally {
+      await env.DB.prepare("DROP TRIGGER refuse_events").run();
+    }
     const [, claimed] = await outboxRows(runId);
     expect(claimed).toMatchObject({ seq: 2, sent: null, unconfirmed: 0, attempts: 1 });
     const armed = await runInDurableObject(runStub(runId), (_o, state) => state.storage.getAlarm());
     expect(armed).not.toBeNull();
     expect(armed!).toBeLessThan(Date.now() + DEFAULTS.launchDeadlineMs / 2);
-    await runInDurableObject(runStub(runId), (instance, state) => {
-      (instance as unknown as { outbox: { env: unknown } }).outbox.env = env;
+    await runInDurableObject(runStub(runId), (_o, state) => {
       state.storage.sql.exec("UPDATE outbox SET next_attempt_at_ms = 0 WHERE sent_at_ms IS NULL");
     });
     await runAlarm(runId);
     await waitFor("the claim's event to be stored", async () => ((await storedSeqs(runId)).includes(2) ? true : undefined));
     expect((await outboxRows(runId)).map((r) => r.sent !== null)).toEqual([true, true]);
+    // The queue row that failed with it was written again too.
+    expect(await env.DB.prepare("SELECT state FROM runs WHERE id = ?").bind(runId).first("state")).toBe("claimed");
     await runAlarm(runId);
   });
 });
