@@ -732,9 +732,10 @@ export class RunObject extends DurableObject<Env> {
    * they are stored in the queue row's own D1 batch (outbox.split), and any due event that has some
    * goes to the Queue at the same time: one round trip before the grant, and no commit after it
    * unless one failed. A failed queue row write is recorded as not made, failed events as unsent,
-   * and the alarm retries them (through the Queue); a crash before either is repaired by whoever finds the run next
-   * (a stale queue row refuses its claim and is rewritten; events never confirmed go out again from
-   * the next instance). A claimed run needs no wake-up, and holds no autopilot slot to give back.
+   * and the alarm retries them (the events through the Queue); a crash before either is repaired by
+   * whoever finds the run next (a stale queue row refuses its claim and is rewritten; events never
+   * confirmed go out again from the next instance). A claimed run needs no wake-up, and holds no
+   * autopilot slot to give back.
    */
   private async finishClaim(run: RunRecord, projectedBefore: number, sending: Sending | null, armedAtMs: number | null | undefined): Promise<Cost> {
     const { send, store } = sending ? this.outbox.split(sending) : { send: null, store: null };

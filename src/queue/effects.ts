@@ -21,7 +21,7 @@ const asksTracker = (event: EventKind) => event.type === TRACKER_DELIVERY_EVENT;
 /**
  * Every side effect of a stored event, and the events it acts on. Only these events need the
  * consumer: the others are stored by the run object itself where it can (a claim's,
- * durable-objects/outbox.ts, "storeMarked"), so a handler for any other event widens its `when`.
+ * durable-objects/outbox.ts, split()), so a handler for any other event widens its `when`.
  */
 export const EVENT_EFFECTS: { when: (event: EventKind) => boolean; perform: EventHandler }[] = [
   // A build job settles when its run ends (src/builds/settle.ts).

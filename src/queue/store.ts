@@ -1,5 +1,5 @@
 // The one statement that stores a run event in D1, for the outbox consumer and for the run object
-// that stores a claim's events itself (durable-objects/outbox.ts, "storeMarked").
+// that stores a claim's events itself (durable-objects/outbox.ts, split()).
 
 import type { OutboxMessage } from "../env";
 
