@@ -140,11 +140,12 @@ export class Outbox {
    * queue row instead of costing a Queue message and a consumer's write. Either part is null when empty.
    */
   split(sending: Sending): { send: Sending | null; store: Sending | null } {
-    const part = (effects: boolean): Sending | null => {
-      const at = sending.messages.flatMap((m, i) => (hasEffects(m) === effects ? [i] : []));
-      return at.length === 0 ? null : { rows: at.map((i) => sending.rows[i]), messages: at.map((i) => sending.messages[i]), atMs: sending.atMs };
-    };
-    return { send: part(true), store: part(false) };
+    const send: number[] = [];
+    const store: number[] = [];
+    sending.messages.forEach((m, i) => (hasEffects(m) ? send : store).push(i));
+    const part = (at: number[]): Sending | null =>
+      at.length === 0 ? null : { rows: at.map((i) => sending.rows[i]), messages: at.map((i) => sending.messages[i]), atMs: sending.atMs };
+    return { send: part(send), store: part(store) };
   }
 
   /** The D1 statements that store `sending`'s events, the consumer's own (src/queue/store.ts). */
@@ -156,8 +157,8 @@ export class Outbox {
    * After the D1 write that carried inserts(`sending`): stored, or, when it failed, unsent again
    * and retried from the alarm through the Queue, as a failed send is.
    */
-  storedMarked(run: RunRecord, sending: Sending, error: unknown): void {
-    if (error !== null) return this.recordFailure(run, sending, error, { marked: true });
+  storedMarked(run: RunRecord, sending: Sending, write: { ok: boolean; error: unknown }): void {
+    if (!write.ok) return this.recordFailure(run, sending, write.error, { marked: true });
     for (const r of sending.rows) this.confirmed.add(r.seq);
     for (const group of byAttempt(sending.messages)) {
       logRun("outbox.stored", { run: run.id, attempt: group.attempt, seq: group.seq, last_seq: group.lastSeq, count: group.count, reason: "stored in D1 with the run's queue row: no side effects to queue" });

@@ -740,7 +740,7 @@ export class RunObject extends DurableObject<Env> {
   private async finishClaim(run: RunRecord, projectedBefore: number, sending: Sending | null, armedAtMs: number | null | undefined): Promise<Cost> {
     const { send, store } = sending ? this.outbox.split(sending) : { send: null, store: null };
     const [projected] = await Promise.all([this.writeQueueRow(run, store ? this.outbox.inserts(store) : []), send ? this.outbox.sendMarked(run, send) : null]);
-    if (store) this.outbox.storedMarked(run, store, projected.error);
+    if (store) this.outbox.storedMarked(run, store, projected);
     if (!projected.ok) this.sql.exec("UPDATE run SET projected_version = ? WHERE projected_version = ?", projectedBefore, run.version);
     this.armAlarm(0, { armedAtMs });
     return projected.cost;

@@ -165,6 +165,15 @@ describe("a claim's events", () => {
       state.storage.sql.exec<Row>("SELECT seq, sent_at_ms AS sent, unconfirmed, attempts FROM outbox ORDER BY seq").toArray(),
     );
 
+  /** A runner, and a run whose dispatch event the consumer has stored. */
+  const dispatchedAndStored = async () => {
+    const { admin } = await createOrg();
+    const runner = await registerRunner(admin);
+    const runId = await dispatch(admin);
+    await waitFor("the dispatch event to be stored", async () => ((await storedSeqs(runId)).includes(1) ? true : undefined));
+    return { runner, runId };
+  };
+
   it("are recorded as sent in the claim's own commit, and marked confirmed by the run's next change", async () => {
     const { admin } = await createOrg();
     const runner = await registerRunner(admin);
@@ -211,10 +220,7 @@ describe("a claim's events", () => {
   });
 
   it("are stored with the claim's queue row, without a Queue message", async () => {
-    const { admin } = await createOrg();
-    const runner = await registerRunner(admin);
-    const runId = await dispatch(admin);
-    await waitFor("the dispatch event to be stored", async () => ((await storedSeqs(runId)).includes(1) ? true : undefined));
+    const { runner, runId } = await dispatchedAndStored();
     const sendBatch = vi.fn(async () => Promise.reject(new Error("queue unavailable")));
     await runInDurableObject(runStub(runId), (instance) => {
       const outbox = (instance as unknown as { outbox: { env: unknown } }).outbox;
@@ -234,10 +240,7 @@ describe("a claim's events", () => {
   });
 
   it("whose D1 write fails are unsent again and retried from the alarm through the Queue, not at the launch deadline", async () => {
-    const { admin } = await createOrg();
-    const runner = await registerRunner(admin);
-    const runId = await dispatch(admin);
-    await waitFor("the dispatch event to be stored", async () => ((await storedSeqs(runId)).includes(1) ? true : undefined));
+    const { runner, runId } = await dispatchedAndStored();
     await env.DB.prepare(`CREATE TRIGGER refuse_events BEFORE INSERT ON events WHEN NEW.run_id = '${runId}' BEGIN SELECT RAISE(ABORT, 'refused by the test'); END`).run();
     try {
       expect((await claim(runner.token, 0)).status).toBe(200);
