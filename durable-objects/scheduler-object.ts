@@ -9,6 +9,8 @@ import { DurableObject } from "cloudflare:workers";
 import { loadConfig, type Config } from "../src/config";
 import type { Env } from "../src/env";
 import { isRefusal, type Refusal } from "../src/errors";
+import { machineDeregistered } from "../src/credentials/tokens";
+import { ClaimCredentialsCache, toRefusal } from "./claim-credentials";
 import { addCost, addD1, countedAll, countedBatch, noCost, type Cost } from "../src/lib/cost";
 import { log } from "../src/lib/log";
 import { covers } from "../src/run/labels";
@@ -19,12 +21,23 @@ import { SCHEDULER_OBJECT_MIGRATIONS } from "./scheduler-schema";
 import { SchedulerGates, type Admission, type GatesChange, type HoldEnd } from "./scheduler-gates";
 import { migrate } from "./sql-migrations";
 
+/** A claim as the Worker hands it over: its machine token, hashed, is checked here (claim-credentials.ts). */
 export interface ClaimRequest {
+  orgId: string;
+  tokenHash: string;
+  /** The launch protocols this deployment and the runner share. */
+  protocols: string[];
+  /** What the runner said of itself, recorded as its heartbeat. */
+  offered: { cli_version: string; protocols: string[] };
+  waitMs: number;
+}
+
+/** The claimant once its credentials are checked. */
+interface Claimant {
   orgId: string;
   machineId: string;
   labels: string[];
   protocols: string[];
-  waitMs: number;
 }
 
 interface Waiter {
@@ -39,13 +52,15 @@ interface Waiter {
 /**
  * A claim's answer and what it cost: every round's D1 rows and Durable Object requests. `shed`:
  * no work, and the scheduler already holds CLAIM_WAITERS_MAX long-polls, so this one was not kept.
- * `deregistered`: an admin deregistered the machine while its claim was on its way or waiting.
+ * `refused`: its token no longer works, or an admin deregistered the machine while its claim was
+ * on its way or waiting. `held`: a recovery holds dispatch (src/recovery.ts), and why.
  */
 export interface ClaimAnswer {
   grant: ClaimGrant | null;
   cost: Cost;
   shed?: { limit: number };
-  deregistered?: true;
+  refused?: Refusal;
+  held?: string;
 }
 
 interface Candidate {
@@ -160,18 +175,35 @@ export class SchedulerObject extends DurableObject<Env> {
   private stats = { claims: 0, granted: 0, cost: noCost() };
   /** Autopilot projects' gates, slots and budget holds, in this object's SQLite. */
   private readonly gates: SchedulerGates;
+  /** The machine tokens this scheduler verified, and the sweep row it read. */
+  private readonly credentials: ClaimCredentialsCache;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.config = loadConfig(env);
     migrate(ctx.storage, SCHEDULER_OBJECT_MIGRATIONS);
     this.gates = new SchedulerGates(ctx.storage.sql, this.config.autopilotSchedulerConcurrencyDefault);
+    this.credentials = new ClaimCredentialsCache(env.DB, this.config);
   }
 
-  /** A long-poll claim: a grant as soon as matching work exists, or null after `waitMs`. */
+  /**
+   * A long-poll claim: a grant as soon as matching work exists, or null after `waitMs`. Its
+   * credentials are checked first; the machine's heartbeat is written beside the look at the queue.
+   */
   async claim(req: ClaimRequest): Promise<ClaimAnswer> {
-    const deadline = Date.now() + Math.min(req.waitMs, this.config.claimWaitMs);
     const cost = noCost();
+    const checked = await this.credentials.check(req.orgId, req.tokenHash, cost);
+    if (isRefusal(checked)) return { grant: null, cost, refused: checked };
+    if ("held" in checked) return { grant: null, cost, held: checked.held };
+    const { machine } = checked;
+    const touched = this.credentials.touch(machine, req.offered, cost);
+    const answer = await this.claimFor({ orgId: req.orgId, machineId: machine.machineId, labels: machine.labels, protocols: req.protocols }, req.waitMs, cost);
+    await touched;
+    return answer;
+  }
+
+  private async claimFor(req: Claimant, waitMs: number, cost: Cost): Promise<ClaimAnswer> {
+    const deadline = Date.now() + Math.min(waitMs, this.config.claimWaitMs);
     const answer = (grant: ClaimGrant | null, shed = false): ClaimAnswer => {
       this.stats.claims += 1;
       if (grant) this.stats.granted += 1;
@@ -182,7 +214,7 @@ export class SchedulerObject extends DurableObject<Env> {
     // Each round is bounded by claimCandidatesMax; rounds are bounded by the deadline.
     for (;;) {
       // Checked before every round: a deregistration wakes the machine's waiting claims.
-      if (this.deregistered.has(req.machineId)) return { ...answer(null), deregistered: true };
+      if (this.deregistered.has(req.machineId)) return { ...answer(null), refused: toRefusal(machineDeregistered()) };
       let woken = false;
       const waiter: Waiter = { machineId: req.machineId, labels: req.labels, protocols: req.protocols, wake: () => (woken = true), ended: false };
       // Register before looking, so work that arrives during the look still wakes this claim.
@@ -245,16 +277,22 @@ export class SchedulerObject extends DurableObject<Env> {
   }
 
   /**
-   * An admin deregistered the machine (its D1 row is written first, so no claim authenticates
-   * after): its waiting claims end now, and a claim that authenticated just before and arrives
-   * after gets no work either, so no run is handed to a machine its organization removed
+   * An admin deregistered the machine (its D1 row is written first): its token is no longer taken
+   * as verified, its waiting claims end now, and a claim whose credentials were checked just before
+   * gets no work either, so no run is handed to a machine its organization removed
    * (docs/protocol.md, "Runners"). Remembered for one claim wait (CLAIM_WAIT_MS).
    */
   async forgetMachine(machineId: string): Promise<void> {
+    this.credentials.forget(machineId);
     const now = Date.now();
     for (const [id, atMs] of this.deregistered) if (atMs <= now - this.config.claimWaitMs) this.deregistered.delete(id);
     this.deregistered.set(machineId, now);
     for (const waiter of this.waiters) if (waiter.machineId === machineId) waiter.wake();
+  }
+
+  /** A heartbeat set the machine's labels: its next claim reads them (its claims waiting now keep theirs). */
+  async machineChanged(machineId: string): Promise<void> {
+    this.credentials.forget(machineId);
   }
 
   /** Called by a run object when its run becomes claimable. */
@@ -295,7 +333,7 @@ export class SchedulerObject extends DurableObject<Env> {
   }
 
   /** The known label sets a machine covers, from the per-signature cache when it has them. */
-  private async coveredLabelSets(req: ClaimRequest, cost: Cost): Promise<string[]> {
+  private async coveredLabelSets(req: Claimant, cost: Cost): Promise<string[]> {
     const cache = await this.knownLabelSets(req.orgId, cost);
     const signature = `${req.labels.join(",")}|${req.protocols.join(",")}`;
     let covered = cache.covered.get(signature);
@@ -358,7 +396,7 @@ export class SchedulerObject extends DurableObject<Env> {
    * candidate's run object for the claim; a refusal moves on to the next. A round whose rows were
    * all taken by other claims reads again, further. Adds what it cost to `cost`.
    */
-  private async tryClaim(req: ClaimRequest, cost: Cost): Promise<ClaimGrant | null> {
+  private async tryClaim(req: Claimant, cost: Cost): Promise<ClaimGrant | null> {
     const keys = this.claimWindow(await this.coveredLabelSets(req, cost));
     if (keys.length === 0) return null;
     const refused = new Set<string>();

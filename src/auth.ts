@@ -21,50 +21,23 @@ export function bearer(header: string | undefined): string {
  * The caller a token stands for. A token that was issued but no longer works (revoked, its machine
  * deregistered, expired, used up) is a 401 that names why; an unknown one is null.
  */
-async function lookup(db: D1Database, token: string, cost: Cost, withMachine: boolean): Promise<Caller | null> {
+async function lookup(db: D1Database, token: string, cost: Cost): Promise<Caller | null> {
   if (!/^dkt_[mrs]_[0-9a-f]{64}$/.test(token)) return null;
   const hash = await sha256Hex(token);
-  const [row] = await countedAll<StoredToken & Partial<MachineColumns>>(
-    cost,
-    withMachine ? db.prepare(TOKEN_WITH_MACHINE_SQL).bind(hash) : db.prepare(`SELECT ${TOKEN_COLUMNS} FROM tokens WHERE token_hash = ?`).bind(hash),
-  );
+  const [row] = await countedAll<StoredToken>(cost, db.prepare(`SELECT ${TOKEN_COLUMNS} FROM tokens WHERE token_hash = ?`).bind(hash));
   if (!row) return null;
   const refused = refusalOf(row, Date.now());
   if (refused) throw refused;
-  const caller: Caller = { orgId: row.org_id, tokenId: row.id, kind: row.kind, role: row.role, machineId: row.machine_id };
-  if (withMachine && row.machine_labels != null) {
-    const sweep = row.sweep_last_tick_at_ms == null ? null : { last_tick_at_ms: row.sweep_last_tick_at_ms, recovered_at_ms: row.sweep_recovered_at_ms ?? 0, recovery_done_at_ms: row.sweep_recovery_done_at_ms ?? 0 };
-    caller.machine = { labels: row.machine_labels, deregisteredAtMs: row.machine_deregistered_at_ms ?? null, lastSeenAtMs: row.machine_last_seen_at_ms ?? 0, sweep };
-  }
-  return caller;
+  return { orgId: row.org_id, tokenId: row.id, kind: row.kind, role: row.role, machineId: row.machine_id };
 }
-
-interface MachineColumns {
-  machine_labels: string | null;
-  machine_deregistered_at_ms: number | null;
-  machine_last_seen_at_ms: number | null;
-  sweep_last_tick_at_ms: number | null;
-  sweep_recovered_at_ms: number | null;
-  sweep_recovery_done_at_ms: number | null;
-}
-
-/**
- * The token, its machine's row and the sweep row (a recovery under way holds dispatch,
- * src/recovery.ts) in one statement, for the claim: a claim's first round trip is its only one
- * before the scheduler.
- */
-const TOKEN_WITH_MACHINE_SQL = `SELECT ${TOKEN_COLUMNS.split(", ").map((c) => `t.${c}`).join(", ")},
-  m.labels AS machine_labels, m.deregistered_at_ms AS machine_deregistered_at_ms, m.last_seen_at_ms AS machine_last_seen_at_ms,
-  s.last_tick_at_ms AS sweep_last_tick_at_ms, s.recovered_at_ms AS sweep_recovered_at_ms, s.recovery_done_at_ms AS sweep_recovery_done_at_ms
-  FROM tokens t LEFT JOIN machines m ON m.id = t.machine_id LEFT JOIN sweep s ON s.id = 1 WHERE t.token_hash = ?`;
 
 /**
  * Verifies a token as `kind` and sets the caller, or throws 401 naming why. The API's middleware
  * and the dashboard's session (which carries the token in a cookie) both verify through this.
  */
-export async function authenticate(c: Context<AppEnv>, token: string, kind: Caller["kind"], what: string, withMachine = false): Promise<Caller> {
+export async function authenticate(c: Context<AppEnv>, token: string, kind: Caller["kind"], what: string): Promise<Caller> {
   const cost = noCost();
-  const caller = await lookup(c.env.DB, token, cost, withMachine);
+  const caller = await lookup(c.env.DB, token, cost);
   c.set("cost", cost);
   if (!caller || caller.kind !== kind) throw new DocketError("unauthorized", refusal(token, caller, kind, what));
   c.set("caller", caller);
@@ -80,17 +53,46 @@ function refusal(token: string, caller: Caller | null, kind: Caller["kind"], wha
   return needed;
 }
 
-function requireKind(kind: Caller["kind"], what: string, withMachine = false) {
+function requireKind(kind: Caller["kind"], what: string) {
   return createMiddleware<AppEnv>(async (c, next) => {
-    await authenticate(c, bearer(c.req.header("Authorization")), kind, what, withMachine);
+    await authenticate(c, bearer(c.req.header("Authorization")), kind, what);
     await next();
   });
 }
 
 export const requireMember = requireKind("member", "a member token");
 export const requireMachine = requireKind("machine", "a machine token");
-/** A machine token, with the machine's labels and last-seen time read in the same statement (the claim). */
-export const requireMachineWithRow = requireKind("machine", "a machine token", true);
+
+/**
+ * Machine tokens this isolate has verified once, by their hash: the organization, token and machine
+ * a token belongs to never change, so a claim with a known token needs no D1 statement here. Whether
+ * the token still works, its machine's labels and whether a recovery holds dispatch are the
+ * scheduler's to check (durable-objects/claim-credentials.ts), where a deregistration is told at once.
+ */
+const MACHINE_TOKEN = new RegExp(`^${TOKEN_PREFIX.machine}[0-9a-f]{64}$`);
+const knownMachineTokens = new Map<string, { orgId: string; tokenId: string; machineId: string }>();
+
+/**
+ * A claim's machine token: its caller, and its hash for the scheduler. A token this isolate has not
+ * seen is authenticated as any other (unknown, wrong kind, revoked: the same 401s); a known one only
+ * counts its call.
+ */
+export const requireClaimingMachine = createMiddleware<AppEnv>(async (c, next) => {
+  const token = bearer(c.req.header("Authorization"));
+  const hash = MACHINE_TOKEN.test(token) ? await sha256Hex(token) : null;
+  const known = hash === null ? undefined : knownMachineTokens.get(hash);
+  if (known) {
+    c.set("cost", noCost());
+    c.set("caller", { orgId: known.orgId, tokenId: known.tokenId, kind: "machine", role: null, machineId: known.machineId });
+    await countCall(c.env, c.get("config"), "runner", known.tokenId);
+  } else {
+    const caller = await authenticate(c, token, "machine", "a machine token");
+    if (knownMachineTokens.size >= c.get("config").claimTokensKnownMax) knownMachineTokens.delete(knownMachineTokens.keys().next().value!);
+    knownMachineTokens.set(hash!, { orgId: caller.orgId, tokenId: caller.tokenId, machineId: caller.machineId! });
+  }
+  c.set("tokenHash", hash!);
+  await next();
+});
 export const requireRegistration = requireKind("registration", "a runner registration token");
 
 export const requireAdmin = createMiddleware<AppEnv>(async (c, next) => {

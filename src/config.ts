@@ -37,6 +37,13 @@ export interface Config {
   /** How long a scheduler trusts its list of label sets with queued work before reading it again. */
   labelSetsTtlMs: number;
   /**
+   * How long a scheduler trusts the sweep row it read for its claims (whether a recovery holds
+   * dispatch) before reading it again; a row that would hold a claim is always read again.
+   */
+  claimSweepTtlMs: number;
+  /** Machine tokens an isolate, and each organization's scheduler, keeps verified for claims (the oldest go first). */
+  claimTokensKnownMax: number;
+  /**
    * Queue heads a scheduler's head read takes beyond what its claims can use (spread over the label
    * sets it reads), kept for the claims that follow; 0 reads only what the claims can use.
    */
@@ -202,6 +209,8 @@ export const DEFAULTS: Config = {
   sweepOutageThresholdMs: 180_000,
   claimCandidatesMax: 8,
   labelSetsTtlMs: 5_000,
+  claimSweepTtlMs: 1_000,
+  claimTokensKnownMax: 10_000,
   claimReadAhead: 4,
   claimReadAheadTtlMs: 2_000,
   claimWaitersMax: 1_000,
@@ -308,6 +317,8 @@ const VAR_NAMES: Record<keyof Config, string> = {
   sweepOutageThresholdMs: "SWEEP_OUTAGE_THRESHOLD_MS",
   claimCandidatesMax: "CLAIM_CANDIDATES_MAX",
   labelSetsTtlMs: "LABEL_SETS_TTL_MS",
+  claimSweepTtlMs: "CLAIM_SWEEP_TTL_MS",
+  claimTokensKnownMax: "CLAIM_TOKENS_KNOWN_MAX",
   claimReadAhead: "CLAIM_READ_AHEAD",
   claimReadAheadTtlMs: "CLAIM_READ_AHEAD_TTL_MS",
   claimWaitersMax: "CLAIM_WAITERS_MAX",
@@ -443,6 +454,7 @@ function parseConfig(vars: Record<string, unknown>): Config {
   if (config.claimReadAhead > 100) throw new Error("CLAIM_READ_AHEAD must be at most 100");
   if (config.claimLabelSetsMax < 1) throw new Error("CLAIM_LABEL_SETS_MAX must be at least 1");
   if (config.labelSetsReadMax < 1) throw new Error("LABEL_SETS_READ_MAX must be at least 1");
+  if (config.claimTokensKnownMax < 1) throw new Error("CLAIM_TOKENS_KNOWN_MAX must be at least 1");
   if (config.pruneBatchMax < 1) throw new Error("PRUNE_BATCH_MAX must be at least 1");
   if (config.githubRequestTimeoutMs < 1) throw new Error("GITHUB_REQUEST_TIMEOUT_MS must be at least 1");
   if (config.githubPageSize < 1 || config.githubPageSize > 100) throw new Error("GITHUB_PAGE_SIZE must be between 1 and 100");

@@ -48,11 +48,14 @@ export function isRefusal(value: unknown): value is Refusal {
   return typeof value === "object" && value !== null && "error" in value;
 }
 
+/** A refusal that came back from a Durable Object, as the DocketError to throw. */
+export function refusalError(value: Refusal): DocketError {
+  const { code, message, ...details } = value.error;
+  return new DocketError(code, message, details);
+}
+
 /** Rethrows a refusal that came back from a Durable Object as a DocketError. */
 export function unwrap<T>(value: T): Exclude<T, Refusal> {
-  if (isRefusal(value)) {
-    const { code, message, ...details } = value.error;
-    throw new DocketError(code, message, details);
-  }
+  if (isRefusal(value)) throw refusalError(value);
   return value as Exclude<T, Refusal>;
 }

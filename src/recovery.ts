@@ -14,7 +14,7 @@ import type { Env } from "./env";
 import { log, logRun } from "./lib/log";
 import { outageMayBeOngoing, tickSweep } from "./sweep";
 
-/** The sweep row: a claim reads it joined in its token statement (src/auth.ts), a run answer and GET /v1/queue with RECOVERY_ROW_SQL. */
+/** The sweep row: a claim's scheduler reads it (durable-objects/claim-credentials.ts), a run answer and GET /v1/queue with RECOVERY_ROW_SQL. */
 export interface RecoveryRow {
   last_tick_at_ms: number;
   recovered_at_ms: number;

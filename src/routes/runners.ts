@@ -5,24 +5,25 @@ import { and, eq, isNull } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import { Hono } from "hono";
 import type { AppEnv } from "../app-types";
-import { bearer, requireAdmin, requireAttemptToken, requireMachine, requireMachineWithRow, requireMember, requireRegistration } from "../auth";
+import { bearer, requireAdmin, requireAttemptToken, requireMachine, requireClaimingMachine, requireMember, requireRegistration } from "../auth";
 import { atMost, checkLabels, checkReport } from "../bounds";
 import { runnerConfig, type Config } from "../config";
 import { versionAtLeast } from "../protocol/version";
 import { deregisterMachine, machineView } from "../credentials/machines";
-import { machineDeregistered, returnRegistrationUse, takeRegistrationUse } from "../credentials/tokens";
+import { returnRegistrationUse, takeRegistrationUse } from "../credentials/tokens";
 import { machines, tokens } from "../db/schema";
-import { DocketError, unwrap } from "../errors";
-import { addCost, addD1, COST_HEADER, formatCost, type Cost } from "../lib/cost";
+import { DocketError, refusalError, unwrap } from "../errors";
+import { addCost, addD1, COST_HEADER, formatCost } from "../lib/cost";
 import { newId, newToken, sha256Hex } from "../lib/crypto";
 import { log } from "../lib/log";
 import { listPage, pageSize } from "../lib/pagination";
 import { d1Session } from "../lib/read-session";
-import { claimKick, recoveryHold } from "../recovery";
+import { claimKick } from "../recovery";
 import { bookmarkHeader } from "../openapi/headers";
 import { blockerFromWire } from "../run/blocker";
 import { normalizeLabels } from "../run/labels";
 import { validate } from "../validate";
+import type { ClaimAnswer } from "../../durable-objects/scheduler-object";
 import { operation, type OperationSpec } from "../openapi/operation";
 import {
   AttemptAnswer,
@@ -82,33 +83,6 @@ export function checkRunnerVersion(config: Config, version: string, protocols: s
       `no launch protocol in common: the runner offers ${protocols.join(", ")}, this server supports ${config.launchProtocols.join(", ")}`,
       details,
     );
-  }
-}
-
-/**
- * A claim is the machine's heartbeat (its CLI version, protocols and last-seen time), so an idle
- * runner sends no other. Written at most once per heartbeat interval, and only when the row read
- * with the token says it is due; its rows are counted for Docket-Cost.
- */
-async function touchMachine(
-  db: D1Database,
-  cost: Cost,
-  machineId: string,
-  lastSeenAtMs: number,
-  body: { cli_version: string; protocols: string[] },
-  config: Config,
-): Promise<void> {
-  const now = Date.now();
-  if (lastSeenAtMs >= now - config.heartbeatIntervalMs) return;
-  try {
-    const result = await db
-      .prepare("UPDATE machines SET last_seen_at_ms = ?, cli_version = ?, protocols = ? WHERE id = ? AND last_seen_at_ms < ?")
-      .bind(now, body.cli_version, JSON.stringify(body.protocols), machineId, now - config.heartbeatIntervalMs)
-      .run();
-    addD1(cost, result.meta);
-  } catch (err) {
-    // It runs beside the scheduler's claim: a grant is never lost to a missed last-seen write.
-    log("runner.last_seen_failed", { machine: machineId, reason: String(err) });
   }
 }
 
@@ -278,6 +252,11 @@ export const runnerRoutes = new Hono<AppEnv>()
       })
       .where(eq(machines.id, machineId));
     addD1(c.get("cost"), updated.meta);
+    // The scheduler checks claims with the labels it read (durable-objects/claim-credentials.ts): it reads them again.
+    if (body.labels) {
+      await schedulerStub(c.env, c.get("caller").orgId).machineChanged(machineId);
+      c.get("cost").doRequests += 1;
+    }
     checkRunnerVersion(config, body.cli_version, body.protocols);
     c.header(COST_HEADER, formatCost(c.get("cost")));
     return c.json({ machine_id: machineId, server_time_ms: Date.now(), config: runnerConfig(config) });
@@ -296,38 +275,31 @@ export const runnerRoutes = new Hono<AppEnv>()
       },
       errors: ["listener_upgrade_required", "too_many_waiters", "recovering"],
     }),
-    requireMachineWithRow,
+    requireClaimingMachine,
     validate("json", ClaimBody), async (c) => {
     const body = c.req.valid("json");
     const config = c.get("config");
     checkRunnerVersion(config, body.cli_version, body.protocols);
     const caller = c.get("caller");
     const cost = c.get("cost");
-    // The machine's labels came with its token (requireMachineWithRow): no round trip of its own.
-    const machine = caller.machine;
-    if (!machine || machine.deregisteredAtMs !== null) throw machineDeregistered();
-    // So did the sweep row: a recovery under way after an outage or a deploy holds dispatch (src/recovery.ts).
-    const held = recoveryHold(machine.sweep, Date.now(), config);
-    if (held) {
-      c.executionCtx.waitUntil(claimKick(c.env, config));
-      c.header(COST_HEADER, formatCost(cost));
-      throw new DocketError("recovering", held, { retry_after_ms: config.recoveryRetryAfterMs });
-    }
-    const protocols = body.protocols.filter((p) => config.launchProtocols.includes(p));
-    const [{ grant, cost: schedulerCost, shed, deregistered }] = await Promise.all([
-      schedulerStub(c.env, caller.orgId).claim({
-        orgId: caller.orgId,
-        machineId: caller.machineId!,
-        labels: JSON.parse(machine.labels),
-        protocols,
-        waitMs: body.wait_ms ?? config.claimWaitMs,
-      }),
-      touchMachine(c.env.DB, cost, caller.machineId!, machine.lastSeenAtMs, body, config),
-    ]);
+    // The scheduler checks the token, reads the machine's labels and records its heartbeat (durable-objects/claim-credentials.ts).
+    const claimed: ClaimAnswer = await schedulerStub(c.env, caller.orgId).claim({
+      orgId: caller.orgId,
+      tokenHash: c.get("tokenHash"),
+      protocols: body.protocols.filter((p) => config.launchProtocols.includes(p)),
+      offered: { cli_version: body.cli_version, protocols: body.protocols },
+      waitMs: body.wait_ms ?? config.claimWaitMs,
+    });
+    const { grant, cost: schedulerCost, shed, refused, held } = claimed;
     cost.doRequests += 1;
     addCost(cost, schedulerCost);
     c.header(COST_HEADER, formatCost(cost));
-    if (deregistered) throw machineDeregistered();
+    if (refused) throw refusalError(refused);
+    // A recovery under way after an outage or a deploy holds dispatch, and the claim moves it on (src/recovery.ts).
+    if (held) {
+      c.executionCtx.waitUntil(claimKick(c.env, config));
+      throw new DocketError("recovering", held, { retry_after_ms: config.recoveryRetryAfterMs });
+    }
     if (shed) {
       throw new DocketError("too_many_waiters", `this organization's scheduler already holds ${shed.limit} waiting claims; try again later`, {
         limit: shed.limit,

@@ -6,6 +6,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { DEFAULTS } from "../../src/config";
 import { revokeStatement } from "../../src/credentials/tokens";
+import { sha256Hex } from "../../src/lib/crypto";
 import { dispatchBuild, readyToBuild } from "./builds-helpers";
 import { ageRun, attemptCall, call, claim, CLI_VERSION, createOrg, dispatch, getRun, registerRunner, runAlarm, schedulerOf, sleep, untilClaimWaits } from "./helpers";
 
@@ -303,9 +304,13 @@ describe("deregistering a machine", () => {
     expect(answer.body.error).toMatchObject({ code: "unauthorized", reason: "machine_deregistered" });
     expect((await scheduler.readStats()).waiters).toBe(0);
     expect(await getRun(admin, runId)).toMatchObject({ state: "queued", attempt: 0 });
-    // A claim that passed the token check just before the deregistration and reaches the scheduler after it gets no work either.
-    const late = await scheduler.claim({ orgId, machineId: gone.machineId, labels: [], protocols: ["process"], waitMs: 0 });
-    expect(late).toMatchObject({ grant: null, deregistered: true });
+    // Its token, verified by the scheduler before, is checked again: a later claim is refused, by the API and by the scheduler itself.
+    const again = await claim(gone.token, 0);
+    expect(again.status).toBe(401);
+    expect(again.body.error).toMatchObject({ code: "unauthorized", reason: "machine_deregistered" });
+    const offered = { cli_version: CLI_VERSION, protocols: ["process"] };
+    const late = await scheduler.claim({ orgId, tokenHash: await sha256Hex(gone.token), protocols: ["process"], offered, waitMs: 0 });
+    expect(late).toMatchObject({ grant: null, refused: { error: { code: "unauthorized", reason: "machine_deregistered" } } });
 
     const fresh = await registerRunner(admin, { name: "fresh" });
     expect((await claim(fresh.token, 0)).body).toMatchObject({ run_id: runId, attempt: 1 });

@@ -10,7 +10,7 @@ import worker from "../../src/index";
 import { loadConfig } from "../../src/config";
 import { tickSweep } from "../../src/sweep";
 import { allEvents } from "./events-helpers";
-import { attemptCall, call, claim, createOrg, dispatch, getRun, launchedRun, registerRunner, runStub } from "./helpers";
+import { attemptCall, call, claim, createOrg, dispatch, getRun, launchedRun, registerRunner, runStub, sleep } from "./helpers";
 
 const MIN = 60_000;
 const config = loadConfig(env);
@@ -19,12 +19,17 @@ async function cronTick(atMs = Date.now()) {
   await worker.scheduled(createScheduledController({ scheduledTime: atMs, cron: "* * * * *" }), env);
 }
 
-/** The sweep row as an outage leaves it: the last tick long ago, no recovery under way. */
+/**
+ * The sweep row as an outage leaves it: the last tick long ago, no recovery under way. A scheduler
+ * that read the row just before reads it again after CLAIM_SWEEP_TTL_MS (an outage that really
+ * happens takes minutes, and the row a scheduler keeps holds its claims once it is that old).
+ */
 async function outageOf(ms: number) {
   const at = Date.now() - ms;
   await env.DB.prepare("INSERT OR REPLACE INTO sweep (id, last_tick_at_ms, recovered_at_ms, recovery_done_at_ms, recovery_cursor, version_id) VALUES (1, ?, 0, 0, NULL, NULL)")
     .bind(at)
     .run();
+  await sleep(config.claimSweepTtlMs);
 }
 
 async function sweepRow() {
