@@ -10,7 +10,7 @@
 
 import type { Config } from "../src/config";
 import { machineDeregistered, refusalOf, type StoredToken, TOKEN_COLUMNS } from "../src/credentials/tokens";
-import { refusal, type DocketError, type Refusal } from "../src/errors";
+import { asRefusal, refusal, type Refusal } from "../src/errors";
 import { addD1, countedAll, type Cost } from "../src/lib/cost";
 import { log } from "../src/lib/log";
 import { RECOVERY_ROW_SQL, recoveryHold, type RecoveryRow } from "../src/recovery";
@@ -42,11 +42,6 @@ interface TokenWithMachine extends StoredToken {
   sweep_recovery_done_at_ms: number | null;
 }
 
-/** A 401 made in a Durable Object, as the plain value that crosses RPC. */
-export function toRefusal(err: DocketError): Refusal {
-  return refusal(err.code, err.message, err.details);
-}
-
 export class ClaimCredentialsCache {
   /** Verified machine tokens by hash, oldest first (bounded by CLAIM_TOKENS_KNOWN_MAX). */
   private readonly known = new Map<string, KnownMachine>();
@@ -65,7 +60,7 @@ export class ClaimCredentialsCache {
     const machine = this.known.get(tokenHash) ?? (await this.read(orgId, tokenHash, cost));
     if (!machine) return refusal("unauthorized", "unknown machine token: this organization has no such machine");
     const refused = refusalOf(machine.token, Date.now()) ?? (machine.deregistered ? machineDeregistered() : null);
-    if (refused) return toRefusal(refused);
+    if (refused) return asRefusal(refused);
     const held = await this.recoveryHold(cost);
     return held ? { held } : { machine };
   }

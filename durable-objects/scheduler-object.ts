@@ -8,9 +8,9 @@
 import { DurableObject } from "cloudflare:workers";
 import { loadConfig, type Config } from "../src/config";
 import type { Env } from "../src/env";
-import { isRefusal, type Refusal } from "../src/errors";
+import { asRefusal, isRefusal, type Refusal } from "../src/errors";
 import { machineDeregistered } from "../src/credentials/tokens";
-import { ClaimCredentialsCache, toRefusal } from "./claim-credentials";
+import { ClaimCredentialsCache } from "./claim-credentials";
 import { addCost, addD1, countedAll, countedBatch, noCost, type Cost } from "../src/lib/cost";
 import { log } from "../src/lib/log";
 import { covers } from "../src/run/labels";
@@ -214,7 +214,7 @@ export class SchedulerObject extends DurableObject<Env> {
     // Each round is bounded by claimCandidatesMax; rounds are bounded by the deadline.
     for (;;) {
       // Checked before every round: a deregistration wakes the machine's waiting claims.
-      if (this.deregistered.has(req.machineId)) return { ...answer(null), refused: toRefusal(machineDeregistered()) };
+      if (this.deregistered.has(req.machineId)) return { ...answer(null), refused: asRefusal(machineDeregistered()) };
       let woken = false;
       const waiter: Waiter = { machineId: req.machineId, labels: req.labels, protocols: req.protocols, wake: () => (woken = true), ended: false };
       // Register before looking, so work that arrives during the look still wakes this claim.

@@ -48,6 +48,11 @@ export function isRefusal(value: unknown): value is Refusal {
   return typeof value === "object" && value !== null && "error" in value;
 }
 
+/** A DocketError made in a Durable Object, as the refusal that crosses RPC (refusalError turns it back). */
+export function asRefusal(err: DocketError): Refusal {
+  return { error: err.toBody() };
+}
+
 /** A refusal that came back from a Durable Object, as the DocketError to throw. */
 export function refusalError(value: Refusal): DocketError {
   const { code, message, ...details } = value.error;
