@@ -23,6 +23,7 @@ Environment:
                                         the key autopilot secrets are encrypted under
   CRON_TICK_MS          60000           how often the Worker's cron tick runs (first at start)
   START_TIMEOUT_MS      120000          the longest wait for the Worker to answer
+  MIGRATE_ATTEMPTS      2               how many times a failed D1 migration run is tried
 
 Docket's own timings and limits (README.md, "Configuration") are Worker variables: set them for
 a local run in .dev.vars at the repository root, one NAME=value per line.`);
@@ -35,18 +36,19 @@ const adminSecret = process.env.ADMIN_SECRET ?? `local-${randomBytes(12).toStrin
 // unreadable, so the local one is kept with the local database.
 const autopilotSecretKey =
   process.env.AUTOPILOT_SECRET_KEY ?? localSecretKey(process.env.PERSIST_TO ? join(persistTo, "autopilot-secret-key") : ".wrangler/autopilot-secret-key");
-const cronEveryMs = positiveMs("CRON_TICK_MS", 60_000);
-const readyTimeoutMs = positiveMs("START_TIMEOUT_MS", 120_000);
+const cronEveryMs = positiveWhole("CRON_TICK_MS", 60_000, "milliseconds");
+const readyTimeoutMs = positiveWhole("START_TIMEOUT_MS", 120_000, "milliseconds");
+const migrateAttempts = positiveWhole("MIGRATE_ATTEMPTS", 2, "attempts");
 
-function positiveMs(name, fallback) {
+function positiveWhole(name, fallback, unit) {
   const raw = process.env[name];
   if (raw === undefined || raw === "") return fallback;
-  const ms = Number(raw);
-  if (!Number.isSafeInteger(ms) || ms < 1) {
-    console.error(`${name} must be a whole number of milliseconds above 0, got ${JSON.stringify(raw)}`);
+  const n = Number(raw);
+  if (!Number.isSafeInteger(n) || n < 1) {
+    console.error(`${name} must be a whole number of ${unit} above 0, got ${JSON.stringify(raw)}`);
     process.exit(2);
   }
-  return ms;
+  return n;
 }
 
 function localSecretKey(path) {
@@ -107,17 +109,25 @@ process.env.WRANGLER_SEND_METRICS ??= "false";
 process.env.CLOUDFLARE_CF_FETCH_ENABLED ??= "false";
 
 // Wrangler prints a table of every migration after each one it applies: its output is shown only
-// when the migrations fail, and a line names what was applied.
+// when the migrations fail, and a line names what was applied. Wrangler's local D1 starts a runtime
+// of its own for every statement batch, and one of those can fail by itself on a loaded machine:
+// applying is idempotent (the applied ones are recorded), so a failure is tried again, up to
+// MIGRATE_ATTEMPTS times in all.
 console.log(`Applying D1 migrations to the local database in ${persistTo}…`);
-const migrate = spawnSync(process.execPath, [...wrangler, "d1", "migrations", "apply", "DB", "--local", "--persist-to", persistTo], {
-  encoding: "utf8",
-  env: { ...process.env, CI: "true" },
-});
-if (migrate.status !== 0) {
+let migrate;
+for (let attempt = 1; ; attempt++) {
+  migrate = spawnSync(process.execPath, [...wrangler, "d1", "migrations", "apply", "DB", "--local", "--persist-to", persistTo], {
+    encoding: "utf8",
+    env: { ...process.env, CI: "true" },
+  });
+  if (migrate.status === 0) break;
   process.stdout.write(migrate.stdout ?? "");
   process.stderr.write(migrate.stderr ?? "");
-  console.error(`The D1 migrations failed (exit ${migrate.status ?? migrate.signal}); Docket was not started.`);
-  process.exit(migrate.status ?? 1);
+  if (attempt >= migrateAttempts) {
+    console.error(`The D1 migrations failed (exit ${migrate.status ?? migrate.signal}, attempt ${attempt} of ${migrateAttempts}); Docket was not started.`);
+    process.exit(migrate.status ?? 1);
+  }
+  console.error(`The D1 migrations failed (exit ${migrate.status ?? migrate.signal}, attempt ${attempt} of ${migrateAttempts}); applying them again…`);
 }
 const applied = [...new Set(migrate.stdout.match(/\b\d{4}_[\w-]+\.sql\b/g) ?? [])];
 console.log(applied.length === 0 ? "  The local database is up to date." : `  Applied ${applied.length}: ${applied[0]} … ${applied[applied.length - 1]}.`);

@@ -3,11 +3,11 @@
 // and the runner CLI, up to a first run taken and its output read), Ctrl-C stopping everything, and
 // a second start on the same state finding the database up to date and the organization still there.
 import { execFileSync, spawn } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { CLI, removeTempDirs, RunnerHome, ROOT, sleep, tempDir } from './helpers.mjs';
-import { QUIET_ENV } from './migrated-state.mjs';
+import { migratedState, QUIET_ENV } from './migrated-state.mjs';
 import { readLastTick } from './plane-disk.mjs';
 import { freePort } from './plane-process.mjs';
 
@@ -143,4 +143,25 @@ describe('npm start', () => {
     expect((await again.json()).runners.map((r) => r.id)).toEqual(runners.runners.map((r) => r.id));
     expect(await ctrlC(second)).not.toEqual({ code: 'still running' });
   }, 300_000);
+
+  it('tries a failed migration run again up to MIGRATE_ATTEMPTS times, then refuses to start and says so', async () => {
+    // A local database that is not one fails every migration run, the way a run that failed by
+    // itself would fail once.
+    const persist = tempDir('start-broken');
+    migratedState(persist);
+    const d1 = join(persist, 'v3', 'd1', 'miniflare-D1DatabaseObject');
+    for (const file of readdirSync(d1).filter((f) => f !== 'metadata.sqlite' && f.includes('.sqlite'))) {
+      rmSync(join(d1, file));
+      if (file.endsWith('.sqlite')) writeFileSync(join(d1, file), 'not a database '.repeat(20));
+    }
+    const port = await freePort();
+    const run = npmStart({ PORT: String(port), PERSIST_TO: persist, ADMIN_SECRET: ADMIN, MIGRATE_ATTEMPTS: '3' });
+    runs.push(run);
+    expect(await run.exited).toEqual({ code: 1, signal: null });
+    expect(run.out).toContain('The D1 migrations failed (exit 1, attempt 1 of 3); applying them again…');
+    expect(run.out).toContain('The D1 migrations failed (exit 1, attempt 2 of 3); applying them again…');
+    expect(run.out).toContain('The D1 migrations failed (exit 1, attempt 3 of 3); Docket was not started.');
+    expect(run.out).not.toContain('Starting the Worker');
+    await expect(fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(2_000) })).rejects.toThrow();
+  }, 120_000);
 });
