@@ -23,7 +23,7 @@ const SCRIPTS = [
 /** Docket's settings a file reads from the environment (not wrangler's own, which it only passes on). */
 function variablesRead(file: string): string[] {
   const text = readFileSync(join(ROOT, file), "utf8");
-  const names = [...text.matchAll(/process\.env\.([A-Z][A-Z0-9_]+)|\b(?:int|ints|num|positiveMs)\(["']([A-Z][A-Z0-9_]+)["']/g)].map((m) => m[1] ?? m[2]);
+  const names = [...text.matchAll(/process\.env\.([A-Z][A-Z0-9_]+)|\b(?:int|ints|num|positiveWhole)\(["']([A-Z][A-Z0-9_]+)["']/g)].map((m) => m[1] ?? m[2]);
   return [...new Set(names)].filter((name) => !name.startsWith("WRANGLER_") && !name.startsWith("CLOUDFLARE_"));
 }
 
@@ -55,6 +55,6 @@ describe("Docket's scripts on the command line", () => {
 
   it("the variables found in a script are the ones it reads (the check above is not empty)", () => {
     expect(variablesRead("bench/lib/config.mjs")).toEqual(expect.arrayContaining(["BENCH_QUICK", "BENCH_DEPTHS", "BENCH_CLAIMS", "BENCH_OUT"]));
-    expect(variablesRead("scripts/start.mjs")).toEqual(expect.arrayContaining(["PORT", "PERSIST_TO", "ADMIN_SECRET", "CRON_TICK_MS", "START_TIMEOUT_MS"]));
+    expect(variablesRead("scripts/start.mjs")).toEqual(expect.arrayContaining(["PORT", "PERSIST_TO", "ADMIN_SECRET", "CRON_TICK_MS", "START_TIMEOUT_MS", "MIGRATE_ATTEMPTS"]));
   });
 });
