@@ -114,12 +114,14 @@ process.env.CLOUDFLARE_CF_FETCH_ENABLED ??= "false";
 // applying is idempotent (the applied ones are recorded), so a failure is tried again, up to
 // MIGRATE_ATTEMPTS times in all.
 console.log(`Applying D1 migrations to the local database in ${persistTo}…`);
-let migrate;
+// The names of the migrations applied, over every attempt (a failed one may have applied some).
+const applied = new Set();
 for (let attempt = 1; ; attempt++) {
-  migrate = spawnSync(process.execPath, [...wrangler, "d1", "migrations", "apply", "DB", "--local", "--persist-to", persistTo], {
+  const migrate = spawnSync(process.execPath, [...wrangler, "d1", "migrations", "apply", "DB", "--local", "--persist-to", persistTo], {
     encoding: "utf8",
     env: { ...process.env, CI: "true" },
   });
+  for (const name of migrate.stdout?.match(/\b\d{4}_[\w-]+\.sql\b/g) ?? []) applied.add(name);
   if (migrate.status === 0) break;
   process.stdout.write(migrate.stdout ?? "");
   process.stderr.write(migrate.stderr ?? "");
@@ -129,8 +131,8 @@ for (let attempt = 1; ; attempt++) {
   }
   console.error(`The D1 migrations failed (exit ${migrate.status ?? migrate.signal}, attempt ${attempt} of ${migrateAttempts}); applying them again…`);
 }
-const applied = [...new Set(migrate.stdout.match(/\b\d{4}_[\w-]+\.sql\b/g) ?? [])];
-console.log(applied.length === 0 ? "  The local database is up to date." : `  Applied ${applied.length}: ${applied[0]} … ${applied[applied.length - 1]}.`);
+const names = [...applied].sort();
+console.log(names.length === 0 ? "  The local database is up to date." : `  Applied ${names.length}: ${names[0]} … ${names[names.length - 1]}.`);
 console.log(`Starting the Worker at ${base}…\n`);
 
 const dev = spawn(
