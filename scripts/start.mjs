@@ -3,13 +3,14 @@
 // and Queues, all local under .wrangler/state, or PERSIST_TO), migrations applied, and, once the
 // Worker answers, a note on how to get a token.
 
-import { spawn, spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { createRequire } from "node:module";
 import { createServer } from "node:net";
 import { helpOrRefuse } from "./cli-args.mjs";
+import { applyLocalMigrations } from "./local-migrations.mjs";
 
 helpOrRefuse("npm start", () => `npm start: Docket locally with everything embedded: the Workers runtime, D1, Durable Objects
 and Queues, all local. It applies the D1 migrations, starts the Worker, ticks its cron, and once
@@ -109,30 +110,21 @@ process.env.WRANGLER_SEND_METRICS ??= "false";
 process.env.CLOUDFLARE_CF_FETCH_ENABLED ??= "false";
 
 // Wrangler prints a table of every migration after each one it applies: its output is shown only
-// when the migrations fail, and a line names what was applied. Wrangler's local D1 starts a runtime
-// of its own for every statement batch, and one of those can fail by itself on a loaded machine:
-// applying is idempotent (the applied ones are recorded), so a failure is tried again, up to
-// MIGRATE_ATTEMPTS times in all.
+// when the migrations fail, and a line names what was applied. A failed run is tried again
+// (scripts/local-migrations.mjs).
 console.log(`Applying D1 migrations to the local database in ${persistTo}…`);
-// The names of the migrations applied, over every attempt (a failed one may have applied some).
-const applied = new Set();
-for (let attempt = 1; ; attempt++) {
-  const migrate = spawnSync(process.execPath, [...wrangler, "d1", "migrations", "apply", "DB", "--local", "--persist-to", persistTo], {
-    encoding: "utf8",
-    env: { ...process.env, CI: "true" },
-  });
-  for (const name of migrate.stdout?.match(/\b\d{4}_[\w-]+\.sql\b/g) ?? []) applied.add(name);
-  if (migrate.status === 0) break;
-  process.stdout.write(migrate.stdout ?? "");
-  process.stderr.write(migrate.stderr ?? "");
-  if (attempt >= migrateAttempts) {
-    console.error(`The D1 migrations failed (exit ${migrate.status ?? migrate.signal}, attempt ${attempt} of ${migrateAttempts}); Docket was not started.`);
-    process.exit(migrate.status ?? 1);
-  }
-  console.error(`The D1 migrations failed (exit ${migrate.status ?? migrate.signal}, attempt ${attempt} of ${migrateAttempts}); applying them again…`);
+const failedRun = (/** @type {{ attempt: number, status: number | null, signal: string | null, stdout: string, stderr: string }} */ run, then) => {
+  process.stdout.write(run.stdout);
+  process.stderr.write(run.stderr);
+  console.error(`The D1 migrations failed (exit ${run.status ?? run.signal}, attempt ${run.attempt} of ${migrateAttempts}); ${then}`);
+};
+const migrated = applyLocalMigrations({ persist: persistTo, attempts: migrateAttempts, onRetry: (run) => failedRun(run, "applying them again…") });
+if (!migrated.ok) {
+  failedRun(migrated, "Docket was not started.");
+  process.exit(migrated.status ?? 1);
 }
-const names = [...applied].sort();
-console.log(names.length === 0 ? "  The local database is up to date." : `  Applied ${names.length}: ${names[0]} … ${names[names.length - 1]}.`);
+const { applied } = migrated;
+console.log(applied.length === 0 ? "  The local database is up to date." : `  Applied ${applied.length}: ${applied[0]} … ${applied[applied.length - 1]}.`);
 console.log(`Starting the Worker at ${base}…\n`);
 
 const dev = spawn(

@@ -7,10 +7,10 @@ import { cpSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { applyLocalMigrations } from '../../scripts/local-migrations.mjs';
 import { atExit } from './cleanup.mjs';
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const WRANGLER = join(ROOT, 'node_modules', 'wrangler', 'bin', 'wrangler.js');
 
 // Set before wrangler is loaded: no telemetry, no fetch of `Request.cf` from Cloudflare.
 process.env.WRANGLER_SEND_METRICS = 'false';
@@ -63,13 +63,8 @@ export function snapshotDocket(from) {
 
 /** Applies a config's D1 migrations to the local database under `persist`. */
 export function applyMigrations(configPath, persist) {
-  const r = spawnSync(process.execPath, [WRANGLER, 'd1', 'migrations', 'apply', 'DB', '--local', '--config', configPath, '--persist-to', persist], {
-    cwd: dirname(configPath),
-    env: { ...process.env, CI: 'true' },
-    encoding: 'utf8',
-    timeout: 120_000,
-  });
-  if (r.status !== 0) throw new Error(`migrations of ${configPath} failed: ${r.stdout}\n${r.stderr}`);
+  const r = applyLocalMigrations({ persist, config: configPath });
+  if (!r.ok) throw new Error(`migrations of ${configPath} failed (${r.attempt} runs): ${r.stdout}\n${r.stderr}`);
 }
 
 /**

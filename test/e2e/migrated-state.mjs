@@ -3,11 +3,11 @@
 // project's global setup (vitest.config.ts) applies them once to a template, and every local Docket
 // of that run starts from a copy; outside a test run (`npm run test:restart`, `npm run test:pack`)
 // each applies them itself.
-import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { applyLocalMigrations } from '../../scripts/local-migrations.mjs';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 /** The installed wrangler's CLI, and the environment that keeps it off the network (test/e2e/plane-process.mjs too). */
@@ -18,13 +18,8 @@ const TEMPLATE_ENV = 'DOCKET_TEST_MIGRATED_STATE';
 
 /** Applies the D1 migrations to the persist directory `persist`. @param {string} persist */
 export function applyMigrations(persist) {
-  const r = spawnSync(process.execPath, [WRANGLER, 'd1', 'migrations', 'apply', 'DB', '--local', '--persist-to', persist], {
-    cwd: ROOT,
-    env: { ...process.env, ...QUIET_ENV },
-    encoding: 'utf8',
-    timeout: 120_000,
-  });
-  if (r.status !== 0) throw new Error(`migrations failed: ${r.stdout}\n${r.stderr}`);
+  const r = applyLocalMigrations({ persist, env: { ...process.env, ...QUIET_ENV } });
+  if (!r.ok) throw new Error(`migrations failed (${r.attempt} runs): ${r.stdout}\n${r.stderr}`);
 }
 
 /** A fresh persist directory `persist` with the migrations applied: the template's copy, when there is one. @param {string} persist */
