@@ -11,6 +11,7 @@
 import type { Config } from "../src/config";
 import { machineDeregistered, refusalOf, type StoredToken, TOKEN_COLUMNS } from "../src/credentials/tokens";
 import { asRefusal, refusal, type Refusal } from "../src/errors";
+import { setBounded } from "../src/lib/bounded-map";
 import { addD1, countedAll, type Cost } from "../src/lib/cost";
 import { log } from "../src/lib/log";
 import { RECOVERY_ROW_SQL, recoveryHold, type RecoveryRow } from "../src/recovery";
@@ -111,10 +112,7 @@ export class ClaimCredentialsCache {
       lastSeenAtMs: row.machine_last_seen_at_ms,
     };
     // A deregistration told while the row was on its way may not be in it: that read is used once.
-    if (forgets === this.forgets) {
-      if (this.known.size >= this.config.claimTokensKnownMax) this.known.delete(this.known.keys().next().value!);
-      this.known.set(tokenHash, machine);
-    }
+    if (forgets === this.forgets) setBounded(this.known, tokenHash, machine, this.config.claimTokensKnownMax);
     return machine;
   }
 

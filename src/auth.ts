@@ -6,6 +6,7 @@ import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import type { AppEnv, Caller } from "./app-types";
 import { DocketError } from "./errors";
+import { setBounded } from "./lib/bounded-map";
 import { countedAll, noCost, type Cost } from "./lib/cost";
 import { refusalOf, TOKEN_COLUMNS, type StoredToken } from "./credentials/tokens";
 import { sha256Hex, timingSafeEqual, TOKEN_PREFIX } from "./lib/crypto";
@@ -87,8 +88,7 @@ export const requireClaimingMachine = createMiddleware<AppEnv>(async (c, next) =
     await countCall(c.env, c.get("config"), "runner", known.tokenId);
   } else {
     const caller = await authenticate(c, token, "machine", "a machine token");
-    if (knownMachineTokens.size >= c.get("config").claimTokensKnownMax) knownMachineTokens.delete(knownMachineTokens.keys().next().value!);
-    knownMachineTokens.set(hash!, { orgId: caller.orgId, tokenId: caller.tokenId, machineId: caller.machineId! });
+    setBounded(knownMachineTokens, hash!, { orgId: caller.orgId, tokenId: caller.tokenId, machineId: caller.machineId! }, c.get("config").claimTokensKnownMax);
   }
   c.set("tokenHash", hash!);
   await next();
