@@ -1,7 +1,7 @@
 // The runner protocol: register, heartbeat, claim, the attempt calls and daemon reports
 // (../shared/spec/dispatch-lifecycle.md; docs/protocol.md, "Runner protocol").
 
-import { and, eq, isNull } from "drizzle-orm";
+import { and, eq, isNull, ne } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import { Hono } from "hono";
 import type { AppEnv } from "../app-types";
@@ -242,20 +242,28 @@ export const runnerRoutes = new Hono<AppEnv>()
     const config = c.get("config");
     const machineId = c.get("caller").machineId!;
     // The version is recorded even when it is refused, so operators see who needs the upgrade.
-    const updated = await drizzle(c.env.DB)
+    const db = drizzle(c.env.DB);
+    const seen = db
       .update(machines)
-      .set({
-        cliVersion: body.cli_version,
-        protocols: JSON.stringify(body.protocols),
-        lastSeenAtMs: Date.now(),
-        ...(body.labels ? { labels: JSON.stringify(normalizeLabels(body.labels)) } : {}),
-      })
+      .set({ cliVersion: body.cli_version, protocols: JSON.stringify(body.protocols), lastSeenAtMs: Date.now() })
       .where(eq(machines.id, machineId));
-    addD1(c.get("cost"), updated.meta);
-    // The scheduler checks claims with the labels it read (durable-objects/claim-credentials.ts): it reads them again.
     if (body.labels) {
-      await schedulerStub(c.env, c.get("caller").orgId).machineChanged(machineId);
-      c.get("cost").doRequests += 1;
+      // Labels are written only when they differ, so a runner that sends its configured labels with
+      // every heartbeat costs the scheduler nothing until they change.
+      const labels = JSON.stringify(normalizeLabels(body.labels));
+      const [beat, relabel] = await db.batch([
+        seen,
+        db.update(machines).set({ labels }).where(and(eq(machines.id, machineId), ne(machines.labels, labels))),
+      ]);
+      addD1(c.get("cost"), beat.meta);
+      addD1(c.get("cost"), relabel.meta);
+      // The scheduler checks claims with the labels it read (durable-objects/claim-credentials.ts): it reads them again.
+      if (relabel.meta.changes > 0) {
+        await schedulerStub(c.env, c.get("caller").orgId).machineChanged(machineId);
+        c.get("cost").doRequests += 1;
+      }
+    } else {
+      addD1(c.get("cost"), (await seen).meta);
     }
     checkRunnerVersion(config, body.cli_version, body.protocols);
     c.header(COST_HEADER, formatCost(c.get("cost")));

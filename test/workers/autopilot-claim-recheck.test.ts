@@ -11,7 +11,7 @@ import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { handleDelivery, type AutopilotMessage } from "../../src/autopilot/queue";
 import { loadConfig } from "../../src/config";
-import { call, claim, createOrg, dispatch, registerRunner } from "./helpers";
+import { call, claim, createOrg, dispatch, parseCost, registerRunner } from "./helpers";
 import { briefBody, createProject, example, installRealAutopilotWithTracker, type FakeTracker, type RealProject } from "./autopilot-fakes";
 
 const config = loadConfig(env as unknown as Record<string, unknown>);
@@ -30,11 +30,6 @@ beforeAll(async () => {
   tracker = fake.tracker(project.id);
   runner = await registerRunner(org.admin);
 });
-
-function parseCost(header: string | null): Record<string, number> {
-  expect(header).not.toBeNull();
-  return Object.fromEntries(header!.split(",").map((part) => part.trim().split("=")).map(([k, v]) => [k, Number(v)]));
-}
 
 function ticketStub(number: number) {
   return env.TICKET.get(env.TICKET.idFromName(`github:${project.repository}#${number}`));

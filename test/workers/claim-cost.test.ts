@@ -4,12 +4,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config";
-import { call, claim, CLI_VERSION, createOrg, dispatch, registerRunner, sleep } from "./helpers";
-
-function parseCost(header: string | null) {
-  expect(header).not.toBeNull();
-  return Object.fromEntries(header!.split(",").map((part) => part.trim().split("=")).map(([k, v]) => [k, Number(v)]));
-}
+import { call, claim, CLI_VERSION, createOrg, dispatch, parseCost, registerRunner, sleep } from "./helpers";
 
 describe("Docket-Cost", () => {
   it("claims (200 and 204) and heartbeats carry their D1 rows and Durable Object requests", async () => {

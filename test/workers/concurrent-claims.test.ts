@@ -5,15 +5,10 @@
 
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { claim, createOrg, dispatch, registerRunner } from "./helpers";
+import { claim, createOrg, dispatch, parseCost, registerRunner } from "./helpers";
 import { muteTransitionLogs } from "./quiet";
 
 beforeAll(() => muteTransitionLogs());
-
-function parseCost(header: string | null): Record<string, number> {
-  expect(header).not.toBeNull();
-  return Object.fromEntries(header!.split(",").map((part) => part.trim().split("=")).map(([k, v]) => [k, Number(v)]));
-}
 
 async function orgWithRuns(runs: number, machines: number) {
   const { admin, orgId } = await createOrg("burst");

@@ -134,3 +134,9 @@ export async function runAlarm(runId: string): Promise<boolean> {
 
 /** Lets background work (queue deliveries) settle. */
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The Docket-Cost header of an answer (src/lib/cost.ts) as numbers by name. */
+export function parseCost(header: string | null): Record<string, number> {
+  if (header === null) throw new Error("the answer has no Docket-Cost header");
+  return Object.fromEntries(header.split(",").map((part) => part.trim().split("=")).map(([k, v]) => [k, Number(v)]));
+}

@@ -6,15 +6,10 @@ import { createScheduledController, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import worker from "../../src/index";
-import { ageRun, attemptCall, call, claim, createOrg, dispatch, getRun, registerRunner, runAlarm } from "./helpers";
+import { ageRun, attemptCall, call, claim, createOrg, dispatch, getRun, parseCost, registerRunner, runAlarm } from "./helpers";
 
 const SETS = 20;
 const LABELS = Array.from({ length: SETS }, (_, i) => `l${i}`);
-
-function parseCost(header: string | null) {
-  expect(header).not.toBeNull();
-  return Object.fromEntries(header!.split(",").map((part) => part.trim().split("=")).map(([k, v]) => [k, Number(v)]));
-}
 
 async function labelSets(orgId: string): Promise<string[]> {
   const rows = await env.DB.prepare("SELECT labels_key FROM label_sets WHERE org_id = ? ORDER BY labels_key").bind(orgId).all<{ labels_key: string }>();
