@@ -22,9 +22,9 @@ export function bearer(header: string | undefined): string {
  * The caller a token stands for. A token that was issued but no longer works (revoked, its machine
  * deregistered, expired, used up) is a 401 that names why; an unknown one is null.
  */
-async function lookup(db: D1Database, token: string, cost: Cost): Promise<Caller | null> {
+async function lookup(db: D1Database, token: string, cost: Cost, knownHash?: string): Promise<Caller | null> {
   if (!/^dkt_[mrs]_[0-9a-f]{64}$/.test(token)) return null;
-  const hash = await sha256Hex(token);
+  const hash = knownHash ?? (await sha256Hex(token));
   const [row] = await countedAll<StoredToken>(cost, db.prepare(`SELECT ${TOKEN_COLUMNS} FROM tokens WHERE token_hash = ?`).bind(hash));
   if (!row) return null;
   const refused = refusalOf(row, Date.now());
@@ -34,11 +34,12 @@ async function lookup(db: D1Database, token: string, cost: Cost): Promise<Caller
 
 /**
  * Verifies a token as `kind` and sets the caller, or throws 401 naming why. The API's middleware
- * and the dashboard's session (which carries the token in a cookie) both verify through this.
+ * and the dashboard's session (which carries the token in a cookie) both verify through this. A
+ * caller that has already hashed the token passes its hash.
  */
-export async function authenticate(c: Context<AppEnv>, token: string, kind: Caller["kind"], what: string): Promise<Caller> {
+export async function authenticate(c: Context<AppEnv>, token: string, kind: Caller["kind"], what: string, hash?: string): Promise<Caller> {
   const cost = noCost();
-  const caller = await lookup(c.env.DB, token, cost);
+  const caller = await lookup(c.env.DB, token, cost, hash);
   c.set("cost", cost);
   if (!caller || caller.kind !== kind) throw new DocketError("unauthorized", refusal(token, caller, kind, what));
   c.set("caller", caller);
@@ -87,7 +88,7 @@ export const requireClaimingMachine = createMiddleware<AppEnv>(async (c, next) =
     c.set("caller", { orgId: known.orgId, tokenId: known.tokenId, kind: "machine", role: null, machineId: known.machineId });
     await countCall(c.env, c.get("config"), "runner", known.tokenId);
   } else {
-    const caller = await authenticate(c, token, "machine", "a machine token");
+    const caller = await authenticate(c, token, "machine", "a machine token", hash ?? undefined);
     setBounded(knownMachineTokens, hash!, { orgId: caller.orgId, tokenId: caller.tokenId, machineId: caller.machineId! }, c.get("config").claimTokensKnownMax);
   }
   c.set("tokenHash", hash!);
