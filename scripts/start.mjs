@@ -25,6 +25,7 @@ Environment:
   CRON_TICK_MS          60000           how often the Worker's cron tick runs (first at start)
   START_TIMEOUT_MS      120000          the longest wait for the Worker to answer
   MIGRATE_ATTEMPTS      2               how many times a failed D1 migration run is tried
+  MIGRATE_TIMEOUT_MS    120000          the longest one D1 migration run may take
 
 Docket's own timings and limits (README.md, "Configuration") are Worker variables: set them for
 a local run in .dev.vars at the repository root, one NAME=value per line.`);
@@ -40,6 +41,7 @@ const autopilotSecretKey =
 const cronEveryMs = positiveWhole("CRON_TICK_MS", 60_000, "milliseconds");
 const readyTimeoutMs = positiveWhole("START_TIMEOUT_MS", 120_000, "milliseconds");
 const migrateAttempts = positiveWhole("MIGRATE_ATTEMPTS", 2, "attempts");
+const migrateTimeoutMs = positiveWhole("MIGRATE_TIMEOUT_MS", 120_000, "milliseconds");
 
 function positiveWhole(name, fallback, unit) {
   const raw = process.env[name];
@@ -113,12 +115,13 @@ process.env.CLOUDFLARE_CF_FETCH_ENABLED ??= "false";
 // when the migrations fail, and a line names what was applied. A failed run is tried again
 // (scripts/local-migrations.mjs).
 console.log(`Applying D1 migrations to the local database in ${persistTo}…`);
-const failedRun = (/** @type {{ attempt: number, status: number | null, signal: string | null, stdout: string, stderr: string }} */ run, then) => {
+const failedRun = (/** @type {{ attempt: number, status: number | null, signal: string | null, timedOut: boolean, stdout: string, stderr: string }} */ run, then) => {
   process.stdout.write(run.stdout);
   process.stderr.write(run.stderr);
-  console.error(`The D1 migrations failed (exit ${run.status ?? run.signal}, attempt ${run.attempt} of ${migrateAttempts}); ${then}`);
+  const how = run.timedOut ? `stopped after MIGRATE_TIMEOUT_MS=${migrateTimeoutMs}` : `exit ${run.status ?? run.signal}`;
+  console.error(`The D1 migrations failed (${how}, attempt ${run.attempt} of ${migrateAttempts}); ${then}`);
 };
-const migrated = applyLocalMigrations({ persist: persistTo, attempts: migrateAttempts, onRetry: (run) => failedRun(run, "applying them again…") });
+const migrated = applyLocalMigrations({ persist: persistTo, attempts: migrateAttempts, timeoutMs: migrateTimeoutMs, onRetry: (run) => failedRun(run, "applying them again…") });
 if (!migrated.ok) {
   failedRun(migrated, "Docket was not started.");
   process.exit(migrated.status ?? 1);

@@ -164,4 +164,19 @@ describe('npm start', () => {
     expect(run.out).not.toContain('Starting the Worker');
     await expect(fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(2_000) })).rejects.toThrow();
   }, 120_000);
+
+  it('stops a migration run that outlasts MIGRATE_TIMEOUT_MS and says so; a bad value is refused before anything runs', async () => {
+    const persist = tempDir('start-slow');
+    const port = await freePort();
+    const bad = npmStart({ PORT: String(port), PERSIST_TO: persist, ADMIN_SECRET: ADMIN, MIGRATE_TIMEOUT_MS: 'soon' });
+    runs.push(bad);
+    expect(await bad.exited).toEqual({ code: 2, signal: null });
+    expect(bad.out).toContain('MIGRATE_TIMEOUT_MS must be a whole number of milliseconds above 0, got "soon"');
+    // No wrangler run starts and applies a migration within 5 ms.
+    const slow = npmStart({ PORT: String(port), PERSIST_TO: persist, ADMIN_SECRET: ADMIN, MIGRATE_TIMEOUT_MS: '5', MIGRATE_ATTEMPTS: '1' });
+    runs.push(slow);
+    expect(await slow.exited).toEqual({ code: 1, signal: null });
+    expect(slow.out).toContain('The D1 migrations failed (stopped after MIGRATE_TIMEOUT_MS=5, attempt 1 of 1); Docket was not started.');
+    expect(slow.out).not.toContain('Starting the Worker');
+  }, 120_000);
 });

@@ -55,6 +55,6 @@ describe("Docket's scripts on the command line", () => {
 
   it("the variables found in a script are the ones it reads (the check above is not empty)", () => {
     expect(variablesRead("bench/lib/config.mjs")).toEqual(expect.arrayContaining(["BENCH_QUICK", "BENCH_DEPTHS", "BENCH_CLAIMS", "BENCH_OUT"]));
-    expect(variablesRead("scripts/start.mjs")).toEqual(expect.arrayContaining(["PORT", "PERSIST_TO", "ADMIN_SECRET", "CRON_TICK_MS", "START_TIMEOUT_MS", "MIGRATE_ATTEMPTS"]));
+    expect(variablesRead("scripts/start.mjs")).toEqual(expect.arrayContaining(["PORT", "PERSIST_TO", "ADMIN_SECRET", "CRON_TICK_MS", "START_TIMEOUT_MS", "MIGRATE_ATTEMPTS", "MIGRATE_TIMEOUT_MS"]));
   });
 });
