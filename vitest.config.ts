@@ -10,26 +10,11 @@ process.env.CLOUDFLARE_CF_FETCH_ENABLED ??= "false";
 
 // Every test's local state is throwaway: each Workers test file's Durable Objects and D1 (Miniflare
 // keeps them under the temp directory), and the local Workers, databases and runner homes of the
-// end-to-end tests. Every local commit is an fsync, and on disk they made the suite about a fifth
-// slower, so on a machine with /dev/shm (memory) and at least SCRATCH_MIN_FREE_BYTES free there, the
-// temp directory is put there. A TMPDIR already set is kept: it is how to choose another place.
-const SCRATCH_MIN_FREE_BYTES = 2 * 1024 ** 3;
-
+// end-to-end tests. It is kept in memory where the machine allows (scripts/scratch-in-memory.mjs).
 async function scratchInMemory(): Promise<void> {
-  if (process.env.TMPDIR) return;
-  // Node's fs module, typed here: this file is type-checked with the Workers' types, not Node's.
-  const fs = (await import("node:fs" as string)) as {
-    accessSync: (path: string, mode: number) => void;
-    statfsSync: (path: string) => { bavail: number; bsize: number };
-    constants: { W_OK: number };
-  };
-  try {
-    fs.accessSync("/dev/shm", fs.constants.W_OK);
-    const { bavail, bsize } = fs.statfsSync("/dev/shm");
-    if (bavail * bsize >= SCRATCH_MIN_FREE_BYTES) process.env.TMPDIR = "/dev/shm";
-  } catch {
-    // No /dev/shm here (macOS, Windows): the temp directory stays where it is.
-  }
+  // A Node script, typed here: this file is type-checked with the Workers' types, not Node's.
+  const scratch = (await import("./scripts/scratch-in-memory.mjs" as string)) as { scratchInMemory: () => unknown };
+  scratch.scratchInMemory();
 }
 
 // Two projects: tests inside the Workers runtime (the Worker, its Durable Objects, D1 and the

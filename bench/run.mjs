@@ -16,7 +16,7 @@ import { scale } from './scale.mjs';
 import { limitRunTime } from './lib/cleanup.mjs';
 import { readConfig } from './lib/config.mjs';
 import { ADMIN_SECRET } from './lib/docket.mjs';
-import { applyMigrations, ROOT, snapshotDocket, startWorker, stateDir } from './lib/local-worker.mjs';
+import { applyMigrations, ROOT, SCRATCH, snapshotDocket, startWorker, stateDir } from './lib/local-worker.mjs';
 import { resultsPage, resultTables, runLine } from './lib/report.mjs';
 import { docTable, helpOrRefuse } from '../scripts/cli-args.mjs';
 
@@ -147,6 +147,8 @@ const results = {
     platform: process.platform,
     // Other work on the machine skews latency and throughput (not the D1 and request counts).
     load_average_1min: { at_start: loadAtStart, at_end: loadavg()[0] },
+    // Every local commit is an fsync on disk and none in memory: it moves Docket's rate more than the floor's.
+    local_state: { dir: SCRATCH.dir, in_memory: SCRATCH.inMemory },
   },
   git,
   config: cfg,

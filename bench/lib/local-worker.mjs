@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { applyLocalMigrations } from '../../scripts/local-migrations.mjs';
+import { scratchInMemory } from '../../scripts/scratch-in-memory.mjs';
 import { atExit } from './cleanup.mjs';
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -18,6 +19,11 @@ process.env.CLOUDFLARE_CF_FETCH_ENABLED = 'false';
 process.env.WRANGLER_LOG ??= 'warn'; // no line per Queue batch
 // A config file edited during a run must not rebuild a Worker in the middle of a measurement.
 process.env.WRANGLER_CI_DISABLE_CONFIG_WATCHING = 'true';
+/**
+ * Where the Workers' local state is kept, the same for Docket and the floor: in memory when the
+ * machine allows, as the tests keep theirs (docs/BENCHMARKS.md, "Where local state is kept").
+ */
+export const SCRATCH = scratchInMemory();
 /** @type {Promise<typeof import('wrangler')> | undefined} */
 let loading;
 /** Wrangler, loaded when a Worker or the database is first needed (so `--help` answers at once). */

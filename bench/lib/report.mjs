@@ -198,12 +198,15 @@ export function resultTables(r, chartsAt = null) {
   return out.join('\n');
 }
 
+/** Where the local Workers kept their state; runs before it was recorded kept it on disk. @param {{ dir: string, in_memory: boolean } | undefined} state */
+const stateLine = (state) => (state === undefined ? 'local state on disk' : state.in_memory ? `local state in memory (${state.dir})` : `local state on disk (${state.dir})`);
+
 /** When, where and on what a run was made, in one line. @param {any} r */
 export function runLine(r) {
   return (
     `${r.finished_at} · ${r.quick ? 'quick run (BENCH_QUICK=1)' : 'full run'} · ${r.duration_s.toFixed(0)} s · ` +
     `${r.machine.cpus}× ${r.machine.cpu_model} (load ${n(r.machine.load_average_1min.at_start, 2)} at start, ${n(r.machine.load_average_1min.at_end, 2)} at end) · ` +
-    `Node ${r.machine.node} · wrangler ${r.machine.wrangler} · ` +
+    `${stateLine(r.machine.local_state)} · Node ${r.machine.node} · wrangler ${r.machine.wrangler} · ` +
     `Docket ${r.git.commit}${r.git.source === 'head' ? ' (as committed)' : r.git.dirty ? ' (with uncommitted changes)' : ''}`
   );
 }
