@@ -9,7 +9,7 @@
 import { accessSync, constants, statfsSync } from "node:fs";
 import { tmpdir } from "node:os";
 
-export const SCRATCH_MIN_FREE_BYTES = 2 * 1024 ** 3;
+const SCRATCH_MIN_FREE_BYTES = 2 * 1024 ** 3;
 
 /**
  * Puts the temp directory in memory when it can, and answers where it is.
