@@ -120,6 +120,19 @@ export const sweep = sqliteTable("sweep", {
   versionId: text("version_id"),
 });
 
+// A recovery's failed tries of one run (src/recovery.ts): at RECOVERY_RUN_TRIES_MAX the pass records
+// the problem on the run and moves on. Rows exist only for runs that failed; a finished pass deletes
+// its recovery's rows and any older ones.
+export const recoveryTries = sqliteTable(
+  "recovery_tries",
+  {
+    recoveredAtMs: integer("recovered_at_ms").notNull(),
+    runId: text("run_id").notNull(),
+    tries: integer("tries").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.recoveredAtMs, t.runId] })],
+);
+
 // Events delivered by the outbox Queue, stored once per (run, seq).
 export const events = sqliteTable(
   "events",
