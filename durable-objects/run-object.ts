@@ -414,6 +414,12 @@ export class RunObject extends DurableObject<Env> {
     return { state: isRefusal(applied) ? run.state : applied.run.state, observed, problem };
   }
 
+  /** The recovery `epochMs` passed over this run after `tries` failed tries (src/recovery.ts): recorded as its recovery_failure. */
+  async recoveryFailed(epochMs: number, tries: number, error: string): Promise<void> {
+    const applied = this.apply({ type: "recovery_failed", epochMs, tries, error });
+    if (!isRefusal(applied)) await this.finishPending({ notify: false });
+  }
+
   /** Pending publications against the code host, paused runs against their stored checkpoint, running attempts against their runner. */
   private async observeForRecovery(run: RunRecord, graceFromMs: number): Promise<{ observed: string; problem: string | null }> {
     if (run.state === "publishing" || queuedPublication(run) !== null) {

@@ -152,6 +152,8 @@ export interface Config {
   recoveryBatch: number;
   recoveryHoldMaxMs: number;
   recoveryRetryAfterMs: number;
+  /** Recovery: failed tries of one run before the pass records its problem on it and moves on (it never pins the pass). */
+  recoveryRunTriesMax: number;
   /** Autopilot: how long a ticket remembers a webhook delivery id (a redelivery within it admits nothing new), and the most it keeps. */
   autopilotDeliveryTtlMs: number;
   autopilotDeliveriesMax: number;
@@ -273,6 +275,7 @@ export const DEFAULTS: Config = {
   recoveryBatch: 100,
   recoveryHoldMaxMs: 300_000,
   recoveryRetryAfterMs: 5_000,
+  recoveryRunTriesMax: 3,
   autopilotDeliveryTtlMs: 604_800_000,
   autopilotDeliveriesMax: 500,
   autopilotHistoryMax: 100,
@@ -381,6 +384,7 @@ const VAR_NAMES: Record<keyof Config, string> = {
   recoveryBatch: "RECOVERY_BATCH",
   recoveryHoldMaxMs: "RECOVERY_HOLD_MAX_MS",
   recoveryRetryAfterMs: "RECOVERY_RETRY_AFTER_MS",
+  recoveryRunTriesMax: "RECOVERY_RUN_TRIES_MAX",
   autopilotDeliveryTtlMs: "AUTOPILOT_DELIVERY_TTL_MS",
   autopilotDeliveriesMax: "AUTOPILOT_DELIVERIES_MAX",
   autopilotHistoryMax: "AUTOPILOT_HISTORY_MAX",

@@ -205,6 +205,7 @@ export function RunPage(props: { run: Json; events: Json[]; marks: Mark[][]; now
       </p>
       {run.waiting && <p id="run-waiting">Why it waits: <Waiting waiting={run.waiting} /></p>}
       {run.last_error && <p class="bad">Last error: {run.last_error}</p>}
+      {run.recovery_failure && <p class="bad" id="run-recovery-failure">Not reconciled by the recovery of {at(run.recovery_failure.recovery_at_ms)} (passed over after {run.recovery_failure.tries} failed tries): {run.recovery_failure.error}</p>}
       {run.stop_request && <p class="warn">Stop requested {at(run.stop_request.requested_at_ms)} by {run.stop_request.by}{run.stop_request.reason ? `: ${run.stop_request.reason}` : ""}</p>}
       {!ended && (
         <form method="post" action={`${DASH}/runs/${run.id}/cancel`}>

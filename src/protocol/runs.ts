@@ -207,6 +207,13 @@ export const QueueQuery = z.object({
   limit: z.coerce.number().int().min(1).max(200).optional().describe("at most this many runs (default 50, at most PAGE_SIZE_MAX)"),
 });
 
+/** A recovery's failure to reconcile a run (docs/protocol.md, "Recovery"). */
+export const RunRecoveryFailure = z.object({
+  recovery_at_ms: epochMs.describe("the start of the recovery that passed over the run"),
+  tries: z.number().int().describe("failed tries before it did (RECOVERY_RUN_TRIES_MAX)"),
+  error: z.string().describe("the last try's error"),
+}).meta({ id: "RunRecoveryFailure" });
+
 export const Run = z.object({
   id: runId,
   org_id: orgId,
@@ -230,6 +237,9 @@ export const Run = z.object({
   hold: z.boolean().describe("true while an operator holds the run paused: only an explicit resume clears it"),
   checkpoint: RunCheckpoint.nullable().optional().describe("the latest checkpoint of a paused implementation"),
   recovery_problem: z.string().nullable().optional().describe("why the run cannot continue as it stands (checkpoint missing or unusable)"),
+  recovery_failure: RunRecoveryFailure.nullable()
+    .optional()
+    .describe("a recovery after an outage or a deploy that could not reconcile the run and passed over it; null once a later recovery reconciled it"),
   pause_reason: z.string().nullable().optional().describe("why the run was last paused"),
   machine_id: machineId.nullable().describe("the machine holding the current attempt"),
   sandbox_id: z.string().nullable(),

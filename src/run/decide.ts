@@ -197,6 +197,7 @@ const RULES: { [T in RunCommand["type"]]: Rule<T> } = {
   publish_interrupted: decidePublishInterrupted,
   publish_failed: decidePublishFailed,
   recovered: decideRecovered,
+  recovery_failed: decideRecoveryFailed,
 };
 
 export function decide(input: RunRecord, command: RunCommand, now: number, config: DecideConfig): Decision {
@@ -762,11 +763,27 @@ function decideRecovered(d: Draft, command: Command<"recovered">): Decision {
   const run = d.run;
   if (isTerminal(run.state) || run.recoveredEpochMs === command.epochMs) return d.done();
   run.recoveredEpochMs = command.epochMs;
+  run.recoveryFailure = null;
   if (command.problem && run.state === "paused") {
     // An unusable checkpoint is no checkpoint: a resume is refused (checkpoint_missing) with this problem.
     run.recoveryProblem = command.problem;
     run.checkpoint = null;
   }
   d.emit("run.recovered", { recovery_at_ms: command.epochMs, state: run.state, observed: command.observed, problem: command.problem, attempt: run.attempt });
+  return d.done();
+}
+
+/**
+ * A recovery that kept failing to reconcile this run passed over it (src/recovery.ts): the failure
+ * is the run's observed recovery result, shown as its recovery_failure. Nothing else changes: the
+ * run's own deadlines still hold, and its checkpoint was not found wanting, only not read.
+ */
+function decideRecoveryFailed(d: Draft, command: Command<"recovery_failed">): Decision {
+  const run = d.run;
+  if (isTerminal(run.state) || run.recoveredEpochMs === command.epochMs) return d.done();
+  run.recoveredEpochMs = command.epochMs;
+  run.recoveryFailure = { recoveryAtMs: command.epochMs, tries: command.tries, error: command.error };
+  const observed = `not reconciled: the recovery passed over the run after ${command.tries} failed tries`;
+  d.emit("run.recovered", { recovery_at_ms: command.epochMs, state: run.state, observed, problem: command.error, attempt: run.attempt });
   return d.done();
 }

@@ -132,6 +132,11 @@ export interface RunRecord {
   recoveryProblem?: string | null;
   /** The recovery (its start, src/recovery.ts) that last observed this run: each observes it once. */
   recoveredEpochMs?: number | null;
+  /**
+   * A recovery that could not reconcile this run: it was passed over after `tries` failed tries
+   * (RECOVERY_RUN_TRIES_MAX, src/recovery.ts) with the last error; cleared when a later recovery reconciles it.
+   */
+  recoveryFailure?: { recoveryAtMs: number; tries: number; error: string } | null;
   /** Why the run was last paused, as the pause said. */
   pauseReason?: string | null;
   machineId: string | null;
@@ -220,7 +225,9 @@ export type RunCommand =
   | { type: "publish_interrupted"; reason: string }
   | { type: "publish_failed"; error: string }
   /** What recovery after an outage or a deploy observed of this run; once per recovery (epochMs). */
-  | { type: "recovered"; epochMs: number; observed: string; problem: string | null };
+  | { type: "recovered"; epochMs: number; observed: string; problem: string | null }
+  /** The recovery `epochMs` gave up reconciling this run after `tries` failed tries, the last with `error`. */
+  | { type: "recovery_failed"; epochMs: number; tries: number; error: string };
 
 export interface RunEventDraft {
   type: string;

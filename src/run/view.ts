@@ -36,6 +36,9 @@ export function runView(run: RunRecord): Omit<Run, "callback" | "waiting"> {
     hold: run.hold,
     checkpoint: run.checkpoint ? checkpointView(run.checkpoint) : null,
     recovery_problem: run.recoveryProblem ?? null,
+    recovery_failure: run.recoveryFailure
+      ? { recovery_at_ms: run.recoveryFailure.recoveryAtMs, tries: run.recoveryFailure.tries, error: run.recoveryFailure.error }
+      : null,
     pause_reason: run.pauseReason ?? null,
     machine_id: run.machineId,
     sandbox_id: run.sandboxId,

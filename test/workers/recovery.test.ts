@@ -8,6 +8,7 @@ import { beforeEach, describe, expect, it } from "vitest";
 import { RunObject } from "../../durable-objects/run-object";
 import worker from "../../src/index";
 import { loadConfig } from "../../src/config";
+import { recoveryPass, type PassResult } from "../../src/recovery";
 import { tickSweep } from "../../src/sweep";
 import { allEvents } from "./events-helpers";
 import { attemptCall, call, claim, createOrg, dispatch, getRun, launchedRun, registerRunner, runStub, sleep } from "./helpers";
@@ -179,5 +180,63 @@ describe("recovery before dispatch", () => {
     expect(await sweepRow()).toMatchObject({ version_id: "version-b", recovery_done_at_ms: 0, recovery_cursor: null });
     // Without a version binding the stored version stays, and no recovery starts.
     expect((await tickSweep(env.DB, config, t0 + 3 * MIN, null)).recoveredAtMs).toBe(t0 + 2 * MIN);
+  });
+});
+
+describe("a run whose reconciliation keeps failing", () => {
+  it("is passed over after RECOVERY_RUN_TRIES_MAX failed tries: the runs after it are reconciled, claims are not held past the pass, and its problem is on the run", async () => {
+    const { admin } = await createOrg();
+    const runner = await registerRunner(admin);
+    const paused: string[] = [];
+    for (let i = 0; i < 3; i++) paused.push(await pausedAtCheckpoint(admin, runner));
+    // The first run the pass reaches (id order) is the one that fails.
+    const [stuck, ...after] = paused.sort();
+    const waiting = await dispatch(admin);
+    // Its stored checkpoint can no longer be read: every reconciliation of it throws.
+    await runInDurableObject(runStub(stuck), async (_obj: RunObject, state) => {
+      state.storage.sql.exec("DROP TABLE checkpoint_chunks");
+    });
+    await outageOf(10 * MIN);
+    const { recoveredAtMs } = await tickSweep(env.DB, config, Date.now());
+    // Held by the recovery (asked without a claim, whose own kick would move the pass on meanwhile).
+    expect((await getRun(admin, waiting)).waiting).toMatchObject({ reason: "recovery" });
+
+    // One run per step, as a pass over more runs than RECOVERY_BATCH goes (the earlier tests left theirs too).
+    const steps: PassResult[] = [];
+    for (let i = 0; i < 100 && !steps.at(-1)?.done; i++) steps.push(await recoveryPass(env, { ...config, recoveryBatch: 1 }));
+    expect(steps.at(-1)!.done).toBe(true);
+    expect(steps.filter((s) => s.failed > 0)).toHaveLength(config.recoveryRunTriesMax - 1);
+    expect(steps.filter((s) => s.abandoned > 0)).toHaveLength(1);
+    expect(await sweepRow()).toMatchObject({ recovered_at_ms: recoveredAtMs, recovery_done_at_ms: recoveredAtMs });
+
+    for (const id of after) {
+      const recovered = (await allEvents(admin, id)).filter((e) => e.type === "run.recovered");
+      expect(recovered.map((e) => e.data)).toMatchObject([{ recovery_at_ms: recoveredAtMs, state: "paused", problem: null }]);
+    }
+    // The problem is on the run, through the API; its checkpoint was not read, so it is not dropped.
+    const run = await getRun(admin, stuck);
+    expect(run).toMatchObject({ state: "paused", recovery_failure: { recovery_at_ms: recoveredAtMs, tries: config.recoveryRunTriesMax } });
+    expect(run.recovery_failure.error).toContain("checkpoint_chunks");
+    expect(run.checkpoint).not.toBeNull();
+    const event = (await allEvents(admin, stuck)).find((e) => e.type === "run.recovered");
+    expect(event?.data).toMatchObject({ recovery_at_ms: recoveredAtMs, problem: run.recovery_failure.error });
+    expect(event?.data.observed).toContain(`after ${config.recoveryRunTriesMax} failed tries`);
+
+    const granted = await claim(runner.token, 0);
+    expect(granted.status).toBe(200);
+    expect(granted.body.run_id).toBe(waiting);
+  });
+
+  it("a later recovery that reconciles the run clears its recovery_failure", async () => {
+    const { admin } = await createOrg();
+    const runner = await registerRunner(admin);
+    const runId = await pausedAtCheckpoint(admin, runner);
+    await runStub(runId).recoveryFailed(Date.now() - MIN, config.recoveryRunTriesMax, "Error: the object did not answer");
+    expect((await getRun(admin, runId)).recovery_failure).toMatchObject({ tries: config.recoveryRunTriesMax, error: "Error: the object did not answer" });
+    await outageOf(10 * MIN);
+    await cronTick();
+    const run = await getRun(admin, runId);
+    expect(run.recovery_failure).toBeNull();
+    expect(run.checkpoint).not.toBeNull();
   });
 });
