@@ -5,6 +5,7 @@
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import type { AppEnv, Caller } from "./app-types";
+import type { Env } from "./env";
 import { DocketError } from "./errors";
 import { setBounded } from "./lib/bounded-map";
 import { countedAll, noCost, type Cost } from "./lib/cost";
@@ -34,8 +35,8 @@ async function lookup(db: D1Database, token: string, cost: Cost, knownHash?: str
 
 /**
  * Verifies a token as `kind` and sets the caller, or throws 401 naming why. The API's middleware
- * and the dashboard's session (which carries the token in a cookie) both verify through this. A
- * caller that has already hashed the token passes its hash.
+ * and the dashboard's sign-in both verify through this. A caller that has already hashed the token
+ * passes its hash.
  */
 export async function authenticate(c: Context<AppEnv>, token: string, kind: Caller["kind"], what: string, hash?: string): Promise<Caller> {
   const cost = noCost();
@@ -55,9 +56,33 @@ function refusal(token: string, caller: Caller | null, kind: Caller["kind"], wha
   return needed;
 }
 
+/**
+ * The member a dashboard session acts as (src/dashboard/api.ts). The dashboard calls this app with an
+ * env that carries the session's member under this Symbol, which no request from outside can set, so
+ * its cookie never holds the member token and the API still authorizes the call as that member.
+ */
+const ACTING_MEMBER = Symbol("docket.actingMember");
+
+/** `env` for a call the dashboard makes as `member`, a caller its session check just read from D1. */
+export function actingAsMember(env: Env, member: Caller): Env {
+  if (member.kind !== "member") throw new Error(`the dashboard acts as a member, not a ${member.kind} token`);
+  return { ...env, [ACTING_MEMBER]: member };
+}
+
+function actingMember(env: Env): Caller | undefined {
+  return (env as { [ACTING_MEMBER]?: Caller })[ACTING_MEMBER];
+}
+
 function requireKind(kind: Caller["kind"], what: string) {
   return createMiddleware<AppEnv>(async (c, next) => {
-    await authenticate(c, bearer(c.req.header("Authorization")), kind, what);
+    const acting = kind === "member" ? actingMember(c.env) : undefined;
+    if (acting) {
+      c.set("cost", noCost());
+      c.set("caller", acting);
+      await countCall(c.env, c.get("config"), "member", acting.tokenId);
+    } else {
+      await authenticate(c, bearer(c.req.header("Authorization")), kind, what);
+    }
     await next();
   });
 }

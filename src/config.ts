@@ -191,6 +191,14 @@ export interface Config {
   dashboardRowsMax: number;
   /** Dashboard: run events the last day's activity charts read at most (newest first). */
   dashboardActivityEventsMax: number;
+  /** Dashboard: a session with no page view for this long has ended. */
+  dashboardSessionIdleMs: number;
+  /** Dashboard: a session ends this long after sign-in, however busy. */
+  dashboardSessionMaxMs: number;
+  /** Dashboard: a page view records itself on its session (D1 write) only when the last record is older than this. */
+  dashboardSessionTouchMs: number;
+  /** Dashboard: sessions one member token holds at once; a sign-in past it ends the least recently seen. */
+  dashboardSessionsPerTokenMax: number;
 }
 
 export const DEFAULTS: Config = {
@@ -298,6 +306,10 @@ export const DEFAULTS: Config = {
   waitingRunnersMax: 200,
   dashboardRowsMax: 100,
   dashboardActivityEventsMax: 5_000,
+  dashboardSessionIdleMs: 1_800_000,
+  dashboardSessionMaxMs: 43_200_000,
+  dashboardSessionTouchMs: 60_000,
+  dashboardSessionsPerTokenMax: 20,
 };
 
 // The schemas' hard ceilings (src/protocol/bounds.ts) are configurable bounds of this Config.
@@ -407,6 +419,10 @@ const VAR_NAMES: Record<keyof Config, string> = {
   waitingRunnersMax: "WAITING_RUNNERS_MAX",
   dashboardRowsMax: "DASHBOARD_ROWS_MAX",
   dashboardActivityEventsMax: "DASHBOARD_ACTIVITY_EVENTS_MAX",
+  dashboardSessionIdleMs: "DASHBOARD_SESSION_IDLE_MS",
+  dashboardSessionMaxMs: "DASHBOARD_SESSION_MAX_MS",
+  dashboardSessionTouchMs: "DASHBOARD_SESSION_TOUCH_MS",
+  dashboardSessionsPerTokenMax: "DASHBOARD_SESSIONS_PER_TOKEN_MAX",
 };
 
 /** Parsed once per environment object: every request and every object an isolate starts shares it. */
@@ -465,7 +481,15 @@ function parseConfig(vars: Record<string, unknown>): Config {
   if (config.githubPagesMax < 1) throw new Error("GITHUB_PAGES_MAX must be at least 1");
   if (config.trackerDeliveryMaxAttempts < 1) throw new Error("TRACKER_DELIVERY_MAX_ATTEMPTS must be at least 1");
   if (config.publicationTriesMax < 1) throw new Error("PUBLICATION_TRIES_MAX must be at least 1");
+  checkDashboardSessions(config);
   return config;
+}
+
+/** A session must be able to slide: it records a page view more often than it would idle out. */
+function checkDashboardSessions(config: Config): void {
+  if (config.dashboardSessionIdleMs < 1 || config.dashboardSessionMaxMs < 1) throw new Error("DASHBOARD_SESSION_IDLE_MS and DASHBOARD_SESSION_MAX_MS must be at least 1");
+  if (config.dashboardSessionTouchMs >= config.dashboardSessionIdleMs) throw new Error("DASHBOARD_SESSION_TOUCH_MS must be less than DASHBOARD_SESSION_IDLE_MS");
+  if (config.dashboardSessionsPerTokenMax < 1) throw new Error("DASHBOARD_SESSIONS_PER_TOKEN_MAX must be at least 1");
 }
 
 /** What a runner is told at register and heartbeat. */

@@ -1,12 +1,13 @@
 // Bounded storage in D1: the cron tick deletes what has outlived its window, a bounded batch per
 // table per tick (PRUNE_BATCH_MAX), so a tick's cost stays flat whatever has piled up; what is left
 // waits for the next tick. Idempotency keys past IDEMPOTENCY_KEY_TTL_MS (src/run/idempotency.ts),
-// the stored events of runs that ended more than EVENT_RETENTION_MS ago, and label sets left with
-// no queued run.
+// the stored events of runs that ended more than EVENT_RETENTION_MS ago, label sets left with
+// no queued run, and dashboard sessions past their idle or absolute expiry.
 
 import { asc, inArray, sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import type { Config } from "./config";
+import { pruneSessions } from "./credentials/sessions";
 import { endedRuns, idempotencyKeys } from "./db/schema";
 import type { Env } from "./env";
 import { runStub } from "./lib/stubs";
@@ -18,6 +19,7 @@ export interface PruneCounts {
   events: number;
   ended_runs: number;
   label_sets: number;
+  dashboard_sessions: number;
 }
 
 /** One tick's pruning. A failure is logged and left to the next tick: it never fails the tick. */
@@ -29,8 +31,9 @@ export async function pruneStorage(env: Env, config: Config, nowMs: number): Pro
       events: await pruneEvents(db, config, nowMs),
       ended_runs: await forgetEndedRuns(env, config, nowMs),
       label_sets: await pruneLabelSets(db, config),
+      dashboard_sessions: await pruneSessions(db, config, nowMs),
     };
-    if (counts.idempotency_keys + counts.events + counts.ended_runs + counts.label_sets > 0) log("retention.pruned", { ...counts, reason: "retention" });
+    if (Object.values(counts).some((n) => n > 0)) log("retention.pruned", { ...counts, reason: "retention" });
     return counts;
   } catch (err) {
     log("retention.prune_failed", { reason: String(err) });

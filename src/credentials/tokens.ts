@@ -70,11 +70,21 @@ export function tokenView(t: TokenRow, nowMs: number) {
 }
 
 /**
+ * Revokes a member or registration token of `orgId` and answers whether this call revoked it. In the
+ * same batch the token's dashboard sessions end (src/credentials/sessions.ts): a revoked token leaves
+ * no session that still acts as it.
+ */
+export async function revokeToken(db: D1Database, orgId: string, tokenId: string, nowMs: number): Promise<boolean> {
+  const [revoked] = await db.batch([revokeStatement(db, orgId, tokenId, nowMs), endRevokedTokenSessions(db, orgId, tokenId)]);
+  return revoked.meta.changes === 1;
+}
+
+/**
  * Revokes a member or registration token of `orgId` in one conditional statement, so that of two
  * admins revoking the last two admin tokens at once only one succeeds: an admin token is revoked
  * only while another active admin token of the organization remains. Already revoked: unchanged.
  */
-export function revokeStatement(db: D1Database, orgId: string, tokenId: string, nowMs: number): D1PreparedStatement {
+function revokeStatement(db: D1Database, orgId: string, tokenId: string, nowMs: number): D1PreparedStatement {
   return db
     .prepare(
       `UPDATE tokens SET revoked_at_ms = ?3
@@ -85,6 +95,16 @@ export function revokeStatement(db: D1Database, orgId: string, tokenId: string, 
              AND other.revoked_at_ms IS NULL AND (other.expires_at_ms IS NULL OR other.expires_at_ms > ?3)))`,
     )
     .bind(orgId, tokenId, nowMs);
+}
+
+/** Deletes the sessions of a token once it is revoked; a token the revocation left active keeps them. */
+function endRevokedTokenSessions(db: D1Database, orgId: string, tokenId: string): D1PreparedStatement {
+  return db
+    .prepare(
+      `DELETE FROM dashboard_sessions WHERE org_id = ?1 AND token_id = ?2
+         AND EXISTS (SELECT 1 FROM tokens WHERE id = ?2 AND org_id = ?1 AND revoked_at_ms IS NOT NULL)`,
+    )
+    .bind(orgId, tokenId);
 }
 
 /**

@@ -1,11 +1,12 @@
 // The dashboard reads and acts through the API itself: each call is a request to the Worker's own
-// app with the signed-in member's token, so it meets the same authentication, authorization,
-// validation and organization boundary as any client (docs/protocol.md).
+// app made as the member token the session acts as (src/auth.ts, actingAsMember), so it meets the
+// same authorization, validation and organization boundary as any client (docs/protocol.md),
+// without the token itself: the session's cookie holds only a session id.
 
 import type { Context } from "hono";
 import type { AppEnv } from "../app-types";
 import type { Env } from "../env";
-import { sessionToken } from "./session";
+import { actingAsMember } from "../auth";
 
 /** The app the dashboard calls: the Worker's HTTP app (src/app.ts), passed in so nothing imports it back. */
 export interface Api {
@@ -28,17 +29,17 @@ function executionContext(c: Context<AppEnv>): ExecutionContext | undefined {
   }
 }
 
-/** The raw answer of one API call made as the signed-in member (the live event stream passes it on as is). */
+/** The raw answer of one API call made as the session's member (the live event stream passes it on as is). */
 export async function apiResponse(c: Context<AppEnv>, api: Api, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Response> {
-  const init: RequestInit = { method, headers: { ...headers, Authorization: `Bearer ${sessionToken(c)}` } };
+  const init: RequestInit = { method, headers: { ...headers } };
   if (body !== undefined) {
     init.body = JSON.stringify(body);
     (init.headers as Record<string, string>)["Content-Type"] = "application/json";
   }
-  return api.fetch(new Request(new URL(path, c.req.url), init), c.env, executionContext(c));
+  return api.fetch(new Request(new URL(path, c.req.url), init), actingAsMember(c.env, c.get("caller")), executionContext(c));
 }
 
-/** One API call made as the signed-in member, its JSON answer parsed. */
+/** One API call made as the session's member, its JSON answer parsed. */
 export async function apiCall(c: Context<AppEnv>, api: Api, method: string, path: string, body?: unknown): Promise<ApiAnswer> {
   const res = await apiResponse(c, api, method, path, body);
   const text = await res.text();

@@ -1,10 +1,10 @@
 /** @jsxImportSource hono/jsx */
 // The dashboard's pages: each takes the API's own answers (docs/protocol.md) and renders them.
 
-import { raw } from "hono/html";
 import type { HourlyActivity } from "./activity";
 import { ActivityCharts, AttemptTimeline, type Mark } from "./charts";
 import { at, cents, Layout, TableWrap } from "./layout";
+import { LIVE_EVENTS_SCRIPT } from "./assets";
 import { DASH } from "./session";
 
 type Json = Record<string, any>;
@@ -173,24 +173,6 @@ function Callback(props: { run: Json; canAct: boolean }) {
   );
 }
 
-/** Live events: the run's stream through the dashboard, appended as they come; the page reloads when the run ends. */
-const LIVE_SCRIPT = `
-(function () {
-  var list = document.getElementById("events"), state = document.getElementById("run-state");
-  if (!window.EventSource || !list) return;
-  var source = new EventSource(list.dataset.stream + "?after=" + list.dataset.after);
-  source.onmessage = function (m) {
-    var e = JSON.parse(m.data), li = document.createElement("li");
-    li.textContent = "#" + e.seq + " " + new Date(e.at_ms).toISOString() + " " + e.type + " " + JSON.stringify(e.data);
-    list.appendChild(li);
-    if (e.type === "run.state" && state) state.textContent = e.data.to;
-  };
-  source.addEventListener("end", function () { source.close(); location.reload(); });
-  // A form sent from this page (cancel) navigates away: a reload on the run's end must not overtake it.
-  document.addEventListener("submit", function () { source.close(); });
-})();
-`;
-
 export function RunPage(props: { run: Json; events: Json[]; marks: Mark[][]; nowMs: number; admin: boolean; notice?: string }) {
   const { run, events } = props;
   const ended = run.ended_at_ms !== null;
@@ -245,7 +227,7 @@ export function RunPage(props: { run: Json; events: Json[]; marks: Mark[][]; now
       {!ended && (
         <>
           <noscript><p><a href={`${DASH}/runs/${run.id}`}>Reload</a> to see new events.</p></noscript>
-          <script>{raw(LIVE_SCRIPT)}</script>
+          <script src={LIVE_EVENTS_SCRIPT} />
         </>
       )}
     </Layout>

@@ -1,8 +1,8 @@
 /** @jsxImportSource hono/jsx */
 // The operator's dashboard at /dash: server-rendered pages over the API's own answers. Every read
 // and every action (cancel, redeliver, revoke, deregister, resolve held credit) is a call to the
-// API as the signed-in member (src/dashboard/api.ts), so the pages see exactly what that member's
-// token may see.
+// API as the member token the session acts as (src/dashboard/api.ts), so the pages see exactly what
+// that member's token may see.
 
 import { Hono, type Context } from "hono";
 import { z } from "zod";
@@ -18,9 +18,10 @@ import { buildJobId } from "../protocol/builds";
 import { machineId, runId, tokenId } from "../protocol/common";
 import { hourlyActivity } from "./activity";
 import { apiCall, apiResponse, type Api } from "./api";
+import { DASH_SCRIPTS } from "./assets";
 import { attemptMarks } from "./charts";
 import { CreditsPage, ErrorPage, QueuePage, RunnersPage, RunPage, RunsPage, SignInPage, TokensPage } from "./pages";
-import { DASH, endSession, requireSession, startSession, verifyMember } from "./session";
+import { DASH, endSession, requireSession, SESSION_ENDED, startSession, verifyMember } from "./session";
 
 type Json = Record<string, any>;
 
@@ -77,17 +78,13 @@ function doneNotice(c: Context<AppEnv>): string | undefined {
   return done ? `Done: ${done}.` : undefined;
 }
 
-/** A page handler whose API refusals become error pages; a token that stopped working ends the session. */
+/** A page handler whose API refusals become error pages. */
 function page(handler: (c: Context<AppEnv>) => Promise<Response>) {
   return async (c: Context<AppEnv>) => {
     try {
       return await handler(c);
     } catch (err) {
       if (!(err instanceof Refused)) throw err;
-      if (err.status === 401) {
-        endSession(c);
-        return c.redirect(`${DASH}/sign-in?ended=1`, 303);
-      }
       return c.html(<ErrorPage status={err.status} error={err.error} admin={isAdmin(c)} />, err.status as 400);
     }
   };
@@ -119,7 +116,8 @@ const DASH_HEADERS = secureHeaders({
     // The layout's empty inline icon (data:,), so no page asks for /favicon.ico.
     imgSrc: ["'self'", "data:"],
     styleSrc: ["'unsafe-inline'"],
-    scriptSrc: ["'self'", "'unsafe-inline'"],
+    // Scripts are files of this origin (src/dashboard/assets.ts): an injected inline script does not run.
+    scriptSrc: ["'self'"],
     connectSrc: ["'self'"],
     formAction: ["'self'"],
     frameAncestors: ["'none'"],
@@ -143,24 +141,37 @@ async function findListed(c: Context<AppEnv>, api: Api, path: string, key: strin
   return item;
 }
 
+/** Why the session ended, as `?ended=` says it, in words for the sign-in page. */
+function endedMessage(ended: string | undefined): string | undefined {
+  if (!ended) return undefined;
+  return Object.hasOwn(SESSION_ENDED, ended) ? SESSION_ENDED[ended as keyof typeof SESSION_ENDED] : SESSION_ENDED.unknown;
+}
+
 function signInRoutes(dash: Hono<AppEnv>): void {
-  dash.get("/sign-in", (c) => c.html(<SignInPage message={c.req.query("ended") ? "Your session ended: sign in again." : undefined} />));
+  dash.get("/sign-in", (c) => c.html(<SignInPage message={endedMessage(c.req.query("ended"))} />));
   dash.post("/sign-in", async (c) => {
     const form = await c.req.parseBody();
     const token = typeof form.token === "string" ? form.token.trim() : "";
+    let member;
     try {
-      await verifyMember(c, token);
+      member = await verifyMember(c, token);
     } catch (err) {
       if (!(err instanceof DocketError) || (err.code !== "unauthorized" && err.code !== "rate_limited")) throw err;
       return c.html(<SignInPage error={`That token does not sign in: ${err.message}`} />, err.status as 401);
     }
-    startSession(c, token);
+    await startSession(c, member);
     return c.redirect(DASH, 303);
   });
-  dash.post("/sign-out", (c) => {
-    endSession(c);
+  dash.post("/sign-out", async (c) => {
+    await endSession(c);
     return c.redirect(`${DASH}/sign-in`, 303);
   });
+  // The pages' scripts, before the session check: they hold nothing of any member's.
+  dash.get("/assets/:file", page(async (c) => {
+    const file = c.req.param("file") ?? "";
+    if (!Object.hasOwn(DASH_SCRIPTS, file)) throw noSuch("file", file);
+    return c.body(DASH_SCRIPTS[file], 200, { "Content-Type": "text/javascript; charset=utf-8", "Cache-Control": "no-cache" });
+  }));
 }
 
 function readRoutes(dash: Hono<AppEnv>, api: Api): void {

@@ -6,7 +6,7 @@ import { drizzle } from "drizzle-orm/d1";
 import { Hono } from "hono";
 import type { AppEnv } from "../app-types";
 import { requireAdmin, requireMember } from "../auth";
-import { revokeStatement, tokenView } from "../credentials/tokens";
+import { revokeToken, tokenView } from "../credentials/tokens";
 import { tokens } from "../db/schema";
 import { DocketError } from "../errors";
 import { log } from "../lib/log";
@@ -62,7 +62,7 @@ export const tokenRoutes = new Hono<AppEnv>()
     const { id } = c.req.valid("param");
     const caller = c.get("caller");
     const now = Date.now();
-    const changed = (await revokeStatement(c.env.DB, caller.orgId, id, now).run()).meta.changes === 1;
+    const changed = await revokeToken(c.env.DB, caller.orgId, id, now);
     const row = await readToken(c.env.DB, caller.orgId, id);
     if (!row) throw new DocketError("not_found", `no token ${id} in this organization`);
     if (!changed && row.revokedAtMs === null) {

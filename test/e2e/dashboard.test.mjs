@@ -174,7 +174,10 @@ describe.skipIf(!chromiumPath)('the dashboard in headless Chromium', () => {
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.waitForURL(`${docket.url}/dash`);
     const cookies = await context.cookies();
-    expect(cookies.find((c) => c.name === 'docket_session')).toMatchObject({ httpOnly: true, secure: true, sameSite: 'Strict', path: '/dash' });
+    const sessionCookie = cookies.find((c) => c.name === 'docket_session');
+    expect(sessionCookie).toMatchObject({ httpOnly: true, secure: true, sameSite: 'Strict', path: '/dash' });
+    // The cookie holds a session id, not the member token.
+    expect(sessionCookie.value).not.toContain(org.admin.slice('dkt_m_'.length));
 
     // The queue, in dispatch order, each run with why it waits.
     const workedRow = page.locator(`#queue tr[data-run="${worked.id}"]`);
@@ -184,9 +187,13 @@ describe.skipIf(!chromiumPath)('the dashboard in headless Chromium', () => {
     expect(await page.locator('svg#chart-depth title').textContent()).toContain('Queue depth');
     await check(page, '02-queue');
 
-    // The run's page follows it live while the runner works it.
+    // The run's page follows it live while the runner works it, through a script file of this
+    // origin: the page's policy runs no inline script.
+    const runPage = page.waitForResponse(`${docket.url}/dash/runs/${worked.id}`);
     await workedRow.getByRole('link').click();
     await page.waitForURL(`${docket.url}/dash/runs/${worked.id}`);
+    const scriptSrc = (await runPage).headers()['content-security-policy'].split(';').map((d) => d.trim()).find((d) => d.startsWith('script-src'));
+    expect(scriptSrc).toBe("script-src 'self'");
     expect(await page.locator('#run-state').textContent()).toBe('queued');
     expect(await page.locator('#run-waiting').textContent()).toContain('next in queue');
     const listener = home.listen();
@@ -247,11 +254,38 @@ describe.skipIf(!chromiumPath)('the dashboard in headless Chromium', () => {
     }
     await phone.close();
 
-    // Signing out ends the session.
+    // Signing out ends the session on the server: a copy of the old cookie opens nothing.
     await page.goto(`${docket.url}/dash`);
+    const before = await context.cookies();
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.waitForURL(`${docket.url}/dash/sign-in`);
     expect((await context.cookies()).find((c) => c.name === 'docket_session')).toBeUndefined();
+    await context.close();
+    const copy = await browser.newContext();
+    await copy.addCookies(before);
+    const stale = await copy.newPage();
+    await stale.goto(`${docket.url}/dash/runs`);
+    expect(new URL(stale.url()).pathname).toBe('/dash/sign-in');
+    expect(await stale.getByRole('status').textContent()).toBe('Your session ended: sign in again.');
+    await copy.close();
+  });
+
+  it('a session idle past DASHBOARD_SESSION_IDLE_MS ends: the next page is the sign-in page, saying why', { timeout: 300_000 }, async () => {
+    await docket.restart({ DASHBOARD_SESSION_IDLE_MS: '3000', DASHBOARD_SESSION_TOUCH_MS: '1000' });
+    const org = await createOrg(docket, 'idle');
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    page.setDefaultTimeout(60_000);
+    await page.goto(`${docket.url}/dash/sign-in`);
+    await page.getByLabel('Member token').fill(org.admin);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL(`${docket.url}/dash`);
+    await page.waitForTimeout(3_500);
+    await page.goto(`${docket.url}/dash/runs`);
+    expect(page.url()).toBe(`${docket.url}/dash/sign-in?ended=idle`);
+    expect(await page.getByRole('status').textContent()).toContain('Your session ended after a time without activity');
+    expect((await context.cookies()).find((c) => c.name === 'docket_session')).toBeUndefined();
+    await check(page, '11-session-ended');
     await context.close();
   });
 });

@@ -39,7 +39,8 @@ describe("the dashboard", () => {
     const { admin } = await createOrg();
     const res = await page("/dash/sign-in", { form: { token: admin } });
     const cookie = res.headers.get("Set-Cookie") ?? "";
-    expect(cookie).toMatch(/^docket_session=dkt_m_/);
+    // A session id, not the member token (dashboard-sessions.test.ts).
+    expect(cookie).toMatch(/^docket_session=[0-9a-f]{64};/);
     expect(cookie).toMatch(/HttpOnly/);
     expect(cookie).toMatch(/Secure/);
     expect(cookie).toMatch(/SameSite=Strict/);
@@ -230,6 +231,24 @@ describe("the dashboard", () => {
     expect(statuses.filter((s) => s === 401).length).toBeGreaterThanOrEqual(5);
     expect(statuses.at(-1)).toBe(429);
     expect((await guess()).text).toContain("too many failed authentications from this address");
+  });
+
+  it("pages run only this origin's script files: script-src has no 'unsafe-inline', and a run's live events come from /dash/assets/live-events.js", async () => {
+    const { admin } = await createOrg();
+    const id = await dispatch(admin);
+    const session = await signIn(admin);
+    const run = await page(`/dash/runs/${id}`, { cookie: session });
+    const csp = run.headers.get("Content-Security-Policy") ?? "";
+    const scriptSrc = csp.split(";").map((d) => d.trim()).find((d) => d.startsWith("script-src"));
+    expect(scriptSrc).toBe("script-src 'self'");
+    expect(csp).not.toMatch(/default-src[^;]*'unsafe-inline'/);
+    expect(run.text).toContain('<script src="/dash/assets/live-events.js"></script>');
+    expect(run.text).not.toMatch(/<script>/);
+    const script = await page("/dash/assets/live-events.js");
+    expect(script.status).toBe(200);
+    expect(script.headers.get("Content-Type")).toMatch(/^text\/javascript/);
+    expect(script.text).toContain("new EventSource(list.dataset.stream");
+    expect((await page("/dash/assets/nope.js")).status).toBe(404);
   });
 
   it("signing out clears the cookie", async () => {
