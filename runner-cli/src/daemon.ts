@@ -2,12 +2,12 @@
 // sandbox that holds a credential (the run-attempt token): it starts the agent without it, relays
 // the agent's phases and output as batched reports (which are the attempt's heartbeats), and sends
 // the final result with the patch. See runner-cli/README.md, "The agent's side".
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ApiError, classify, DocketClient, errorText, retryDelayMs } from './api.js';
 import { Backoff } from './backoff.js';
+import { computePatch, headRevision } from './patch.js';
 import { groupAlive, signalGroup, sleep } from './procs.js';
 
 export const PHASES = ['planning', 'implementing', 'verifying'];
@@ -244,44 +244,6 @@ export function readBlocker(raw: unknown): { blocker: Blocker | null; problem: s
     return { blocker: null, problem: 'the agent reported outcome "blocked" but its blocker lacks a summary or a human_action' };
   }
   return { blocker, problem: null };
-}
-
-function run(cmd: string, args: string[], { cwd, env }: { cwd: string; env?: Record<string, string | undefined> }): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(cmd, args, { cwd, env: env ?? process.env, maxBuffer: 256 * 1024 * 1024, timeout: 120_000 }, (err, stdout, stderr) => {
-      const code = err ? (typeof (err as any).code === 'number' ? (err as any).code : 1) : 0;
-      resolve({ code, stdout: String(stdout), stderr: String(stderr) });
-    });
-  });
-}
-
-/** The commit checked out in `cwd`, or null outside a repository. */
-export async function headRevision(cwd: string) {
-  const r = await run('git', ['rev-parse', '--verify', '--quiet', 'HEAD'], { cwd });
-  return r.code === 0 ? r.stdout.trim() : null;
-}
-
-/**
- * Everything the agent changed against the source revision, new files included (a throwaway
- * index, so the work tree's own index is untouched). Empty outside a repository.
- */
-export async function computePatch(cwd: string, sourceRevision: string | null): Promise<{ patch: string; problem: string | null }> {
-  if (!sourceRevision) return { patch: '', problem: null };
-  const dir = mkdtempSync(join(tmpdir(), 'docket-index-'));
-  const env = { ...process.env, GIT_INDEX_FILE: join(dir, 'index') };
-  try {
-    const add = await run('git', ['add', '--all', '--force', '--', '.', ':!.git'], { cwd, env });
-    if (add.code !== 0) {
-      // --force adds ignored files too; fall back to the plain rule when that fails.
-      const plain = await run('git', ['add', '--all'], { cwd, env });
-      if (plain.code !== 0) return { patch: '', problem: `git add failed: ${plain.stderr.trim().slice(0, 500)}` };
-    }
-    const diff = await run('git', ['-c', 'core.quotepath=off', 'diff', '--cached', '--binary', '--no-color', '--no-ext-diff', sourceRevision], { cwd, env });
-    if (diff.code !== 0) return { patch: '', problem: `git diff failed: ${diff.stderr.trim().slice(0, 500)}` };
-    return { patch: diff.stdout, problem: null };
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
 }
 
 function writeState(dir: string | undefined, name: string, data: any) {

@@ -4,6 +4,7 @@
 import { join } from 'node:path';
 import { type AttemptCall, type AttemptCallBodies, classify, errorText, type RequestOptions, retryDelayMs } from './api.js';
 import { Backoff } from './backoff.js';
+import { GitError } from './git.js';
 import { publish, publishPatch } from './publish.js';
 import { CheckpointUnusable, type JobPaths, jobPaths, LaunchError, readJson, removeWorkDir } from './launchers/common.js';
 import { sleep } from './procs.js';
@@ -157,7 +158,7 @@ export class JobSupervisor {
       if (i?.kind === 'ok') return this.reportStopped('a stop was requested before the sandbox launched');
       if (i) return this.afterRefusal(i);
       if (e instanceof CheckpointUnusable) return this.checkpointUnusable(e.message);
-      const message = e instanceof LaunchError ? e.message : `launch failed: ${errorText(e)}`;
+      const message = e instanceof LaunchError || e instanceof GitError ? e.message : `launch failed: ${errorText(e)}`;
       return this.launchFailed(message);
     }
     launchCtl.abort();
@@ -354,7 +355,7 @@ export class JobSupervisor {
   }
 
   publishJob() {
-    return { runId: this.runId, attempt: this.attempt, workDir: this.paths.workDir, timeoutMs: PUBLISH_GIT_TIMEOUT_MS };
+    return { runId: this.runId, attempt: this.attempt, workDir: this.paths.workDir, cloneDir: this.paths.publishDir, timeoutMs: PUBLISH_GIT_TIMEOUT_MS };
   }
 
   /** A publication continuation's push-only job: the stored patch at its revision, pushed; no agent runs. */
@@ -362,9 +363,7 @@ export class JobSupervisor {
     const p = this.claim.publication;
     this.out.run('publishing', this.view, `push-only job: applying the stored patch at ${p.source_revision ?? 'HEAD'}`);
     removeWorkDir(this.paths);
-    const repositoryUrl = this.claim.repository?.url;
-    if (!repositoryUrl) return this.reportStopped('the publication names no repository to check out');
-    if (await this.pushWork(() => publishPatch(this.runner.client, { ...this.publishJob(), repositoryUrl, sourceRevision: p.source_revision, patch: p.patch }))) {
+    if (await this.pushWork(() => publishPatch(this.runner.client, { ...this.publishJob(), sourceRevision: p.source_revision, patch: p.patch }))) {
       this.finish('pushed', null);
       removeWorkDir(this.paths);
     }

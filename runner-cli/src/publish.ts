@@ -1,58 +1,89 @@
-// The runner's half of a publication (docs/protocol.md, "Publication"): after the sandbox ended and
-// the final report left the run publishing, commit the work in the attempt's checkout as "Docket",
-// push it to the run's branch with a short-lived credential that only this one git command sees,
-// and report the pushed head. The credential is never written to disk, a log or the sandbox.
-import { git } from './launchers/common.js';
+// The runner's half of a publication (docs/protocol.md, "Publication"). After the sandbox ended and
+// the final report left the run publishing, the work is read out of the attempt's checkout as a
+// patch; a push-only job has its stored patch. Either is applied to a fresh clone of the URL Docket
+// gave, in a directory the sandbox never saw, committed as "Docket" and pushed to the run's branch,
+// and the pushed head is reported. Nothing runs through the agent's checkout (runner-cli/README.md,
+// "The sandbox boundary"): its config, hooks and remotes are never read, so a hook it planted
+// cannot run and an insteadOf it planted cannot send the push elsewhere. The short-lived
+// credential reaches only the clone and the push, through their environment: never a file, a log,
+// the command line or the sandbox.
+import { rmSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { git } from './git.js';
+import { diffWorkTree } from './patch.js';
 
 /** What publish() needs of the API client (runner-cli/src/api.ts). */
 export interface PublishClient {
-  pushCredential(runId: string, attempt: number): Promise<{ body: { token: string; push_url: string; branch: string; source_revision: string | null } }>;
+  pushCredential(runId: string, attempt: number): Promise<{ body: PushCredential }>;
   pushed(runId: string, attempt: number, body: { branch: string; head_sha: string }): Promise<{ body: { state: string } }>;
 }
+
+type PushCredential = { token: string; push_url: string; branch: string; source_revision: string | null };
 
 export interface PublishJob {
   runId: string;
   attempt: number;
-  /** The attempt's checkout (the sandbox's work directory). */
-  workDir: string;
+  /** Where the fresh clone is made: the runner's, never mounted into a sandbox; removed after. */
+  cloneDir: string;
   timeoutMs: number;
 }
 
 const AUTHOR = ['-c', 'user.name=Docket', '-c', 'user.email=docket@localhost', '-c', 'commit.gpgsign=false'];
 
 /**
- * Commits what the agent left in the checkout (nothing to commit is an error: a publication has a
- * non-empty patch), pushes HEAD to refs/heads/<branch> and reports it. Answers the run's state.
+ * Publishes what the agent left in its checkout `workDir` (files its .gitignore names stay out, as
+ * they would of a commit there): its work tree against the source revision, read through the
+ * fresh clone's git directory. Answers the run's state.
  */
-export async function publish(client: PublishClient, job: PublishJob): Promise<{ branch: string; headSha: string; state: string }> {
-  const opts = { cwd: job.workDir, timeoutMs: job.timeoutMs };
-  await git(['add', '-A'], opts);
-  const staged = (await git(['diff', '--cached', '--name-only'], opts)).trim();
-  if (staged !== '') await git([...AUTHOR, 'commit', '--quiet', '--no-verify', '-m', `Docket run ${job.runId}`], opts);
-  return pushAndReport(client, job);
+export async function publish(client: PublishClient, job: PublishJob & { workDir: string }): Promise<{ branch: string; headSha: string; state: string }> {
+  return publishFrom(client, job, null, (revision, output) =>
+    diffWorkTree({ gitDir: join(job.cloneDir, '.git'), workTree: job.workDir, index: join(job.cloneDir, '.git', 'docket-work.index'), revision, output, includeIgnored: false, timeoutMs: job.timeoutMs }));
+}
+
+/** A push-only job (a publication continuation): the stored patch at its source revision; no agent runs. */
+export async function publishPatch(client: PublishClient, job: PublishJob & { sourceRevision: string | null; patch: string }) {
+  return publishFrom(client, job, job.sourceRevision, async (_revision, output) => writeFileSync(output, job.patch));
 }
 
 /**
- * A push-only job (a publication continuation): the stored patch applied at the source revision in
- * a fresh checkout, committed and pushed; no agent runs.
+ * The one way a publication is made: the credential, a fresh clone of its push_url at the source
+ * revision (the job's, else the credential's, else the default branch), the patch `writePatch`
+ * puts in a file applied and committed, `HEAD:refs/heads/<branch>` pushed and reported.
  */
-export async function publishPatch(client: PublishClient, job: PublishJob & { repositoryUrl: string; sourceRevision: string | null; patch: string }) {
-  const opts = { cwd: job.workDir, timeoutMs: job.timeoutMs };
-  await git(['clone', '--quiet', '--no-checkout', '--', job.repositoryUrl, job.workDir], { timeoutMs: job.timeoutMs });
-  await git(['-c', 'advice.detachedHead=false', 'checkout', '--quiet', '--detach', job.sourceRevision || 'HEAD', '--'], opts);
-  await gitWithInput(['apply', '--index', '--whitespace=nowarn', '-'], job.patch, opts);
-  await git([...AUTHOR, 'commit', '--quiet', '--no-verify', '-m', `Docket run ${job.runId}`], opts);
-  return pushAndReport(client, job);
-}
-
-async function pushAndReport(client: PublishClient, job: PublishJob) {
-  const opts = { cwd: job.workDir, timeoutMs: job.timeoutMs };
-  const headSha = (await git(['rev-parse', 'HEAD'], opts)).trim();
+async function publishFrom(client: PublishClient, job: PublishJob, revision: string | null, writePatch: (revision: string, output: string) => Promise<void>) {
   const credential = (await client.pushCredential(job.runId, job.attempt)).body;
-  // The branch is the run's own (docket/<run id>): a retry after a lost answer may replace it.
-  await git(['push', '--quiet', '--force', credential.push_url, `HEAD:refs/heads/${credential.branch}`], { ...opts, env: credentialEnv(credential.token, process.env) });
+  const auth = credentialEnv(credential.token, process.env);
+  let headSha: string;
+  try {
+    const at = await freshClone(credential.push_url, job, revision ?? credential.source_revision ?? 'HEAD', auth);
+    const patchFile = join(job.cloneDir, '.git', 'docket-work.patch');
+    await writePatch(at, patchFile);
+    headSha = await commitPatch(job, patchFile, at);
+    // The branch is the run's own (docket/<run id>): a retry after a lost answer may replace it.
+    await git(['push', '--quiet', '--force', credential.push_url, `HEAD:refs/heads/${credential.branch}`], { cwd: job.cloneDir, timeoutMs: job.timeoutMs, env: auth });
+  } finally {
+    rmSync(job.cloneDir, { recursive: true, force: true });
+  }
   const answer = await client.pushed(job.runId, job.attempt, { branch: credential.branch, head_sha: headSha });
   return { branch: credential.branch, headSha, state: answer.body.state };
+}
+
+/** Clones `url` into the job's clone directory and checks out `revision`; answers the commit. */
+async function freshClone(url: string, job: PublishJob, revision: string, auth: Record<string, string>) {
+  rmSync(job.cloneDir, { recursive: true, force: true });
+  await git(['clone', '--quiet', '--no-checkout', '--', url, job.cloneDir], { timeoutMs: job.timeoutMs, env: auth });
+  const opts = { cwd: job.cloneDir, timeoutMs: job.timeoutMs };
+  await git(['-c', 'advice.detachedHead=false', 'checkout', '--quiet', '--detach', revision, '--'], opts);
+  return (await git(['rev-parse', 'HEAD'], opts)).trim();
+}
+
+/** Applies the patch file on `revision` and commits it as Docket; answers the new commit. */
+async function commitPatch(job: PublishJob, patchFile: string, revision: string) {
+  if (statSync(patchFile).size === 0) throw new Error(`nothing to publish: the work has no change against ${revision}`);
+  const opts = { cwd: job.cloneDir, timeoutMs: job.timeoutMs };
+  await git(['apply', '--index', '--whitespace=nowarn', patchFile], opts);
+  await git([...AUTHOR, 'commit', '--quiet', '--no-verify', '-m', `Docket run ${job.runId}`], opts);
+  return (await git(['rev-parse', 'HEAD'], opts)).trim();
 }
 
 /**
@@ -66,8 +97,4 @@ export function credentialEnv(token: string, env: Record<string, string | undefi
   const count = Number(env.GIT_CONFIG_COUNT);
   const n = Number.isSafeInteger(count) && count > 0 ? count : 0;
   return { GIT_CONFIG_COUNT: String(n + 1), [`GIT_CONFIG_KEY_${n}`]: 'http.extraHeader', [`GIT_CONFIG_VALUE_${n}`]: `Authorization: basic ${basic}` };
-}
-
-function gitWithInput(args: string[], input: string, opts: { cwd: string; timeoutMs: number }) {
-  return git(args, { ...opts, input });
 }

@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ApiError } from '../src/api.ts';
-import { computePatch, daemonLimits, PHASE_LINE, readResultFile, ReportBuffer, ReportSequence, runDaemon } from '../src/daemon.ts';
+import { daemonLimits, PHASE_LINE, readResultFile, ReportBuffer, ReportSequence, runDaemon } from '../src/daemon.ts';
+import { computePatch } from '../src/patch.ts';
 import { attemptAnswerBody, RUN_ID } from './helpers/answers.mjs';
 import { fakeServer } from './helpers/fake-server.mjs';
 

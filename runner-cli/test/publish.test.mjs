@@ -1,36 +1,23 @@
 // The runner's push of a publication (docs/protocol.md, "Publication") against a real local bare
 // repository: the work committed as Docket, pushed to the run's branch, the pushed head reported,
 // and the credential kept out of every file.
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { credentialEnv, publish, publishPatch } from '../src/publish.ts';
+import { git, repoWithCheckout } from './helpers/git-remote.mjs';
 
 const dirs = [];
 afterEach(() => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-const git = (args, cwd) => execFileSync('git', args, { cwd, encoding: 'utf8', env: { ...process.env, GIT_CONFIG_NOSYSTEM: '1' } }).trim();
-
 /** A bare repository with one commit on main, and a checkout of it as an attempt's work directory. */
-function repoWithCheckout() {
+function repoWithRoot() {
   const root = mkdtempSync(join(tmpdir(), 'docket-publish-'));
   dirs.push(root);
-  const bare = join(root, 'remote.git');
-  git(['init', '--quiet', '--bare', '--initial-branch=main', bare]);
-  const seed = join(root, 'seed');
-  git(['clone', '--quiet', bare, seed]);
-  writeFileSync(join(seed, 'README.md'), 'comit\n');
-  git(['add', 'README.md'], seed);
-  git(['-c', 'user.name=Seed', '-c', 'user.email=seed@localhost', 'commit', '--quiet', '-m', 'seed'], seed);
-  git(['push', '--quiet', 'origin', 'HEAD:refs/heads/main'], seed);
-  const base = git(['rev-parse', 'HEAD'], seed);
-  const work = join(root, 'work');
-  git(['clone', '--quiet', bare, work]);
-  return { root, bare, work, base };
+  return { root, ...repoWithCheckout(root) };
 }
 
 /** The Docket API as publish() calls it, recording each call. */
@@ -51,10 +38,10 @@ function fakeClient(bare, branch = 'docket/run_x') {
 
 describe('the publication push', () => {
   it('commits the work as Docket, pushes HEAD to the run branch and reports the head the bare repository now has', async () => {
-    const { bare, work, base } = repoWithCheckout();
+    const { root, bare, work, base } = repoWithRoot();
     writeFileSync(join(work, 'README.md'), 'commit\n');
     const client = fakeClient(bare);
-    const r = await publish(client, { runId: 'run_x', attempt: 2, workDir: work, timeoutMs: 30_000 });
+    const r = await publish(client, { runId: 'run_x', attempt: 2, workDir: work, cloneDir: join(root, 'publish'), timeoutMs: 30_000 });
     const head = git(['--git-dir', bare, 'rev-parse', 'refs/heads/docket/run_x']);
     expect(r).toEqual({ branch: 'docket/run_x', headSha: head, state: 'publishing' });
     expect(client.calls).toEqual([['push-credential', 'run_x', 2], ['pushed', 'run_x', 2, { branch: 'docket/run_x', head_sha: head }]]);
@@ -65,12 +52,26 @@ describe('the publication push', () => {
     expect(readFileSync(join(work, '.git', 'config'), 'utf8')).not.toContain('ghs_very_secret');
   });
 
+  it("publishes the work the agent committed in its checkout as one Docket commit on the source revision, without files its .gitignore names", async () => {
+    const { root, bare, work, base } = repoWithRoot();
+    writeFileSync(join(work, 'README.md'), 'commit\n');
+    writeFileSync(join(work, '.gitignore'), 'build/\n');
+    git(['add', '-A'], work);
+    git(['-c', 'user.name=Agent', '-c', 'user.email=agent@localhost', 'commit', '--quiet', '-m', 'the agent commits'], work);
+    mkdirSync(join(work, 'build'));
+    writeFileSync(join(work, 'build', 'out.js'), 'built\n');
+    const r = await publish(fakeClient(bare), { runId: 'run_x', attempt: 1, workDir: work, cloneDir: join(root, 'publish'), timeoutMs: 30_000 });
+    expect(git(['--git-dir', bare, 'log', '-1', '--format=%an|%P', r.headSha])).toBe(`Docket|${base}`);
+    expect(git(['--git-dir', bare, 'ls-tree', '-r', '--name-only', r.headSha]).split('\n')).toEqual(['.gitignore', 'README.md']);
+    expect(git(['--git-dir', bare, 'show', `${r.headSha}:README.md`])).toBe('commit');
+    expect(existsSync(join(root, 'publish'))).toBe(false); // the clone is gone with the credential
+  });
+
   it('a push-only job applies the stored patch at the source revision and pushes it, with no agent', async () => {
-    const { root, bare, base } = repoWithCheckout();
+    const { root, bare, base } = repoWithRoot();
     const patch = 'diff --git a/README.md b/README.md\n--- a/README.md\n+++ b/README.md\n@@ -1 +1 @@\n-comit\n+commit\n';
     const client = fakeClient(bare, 'docket/run_y');
-    const workDir = join(root, 'push-only');
-    const r = await publishPatch(client, { runId: 'run_y', attempt: 3, workDir, timeoutMs: 30_000, repositoryUrl: bare, sourceRevision: base, patch });
+    const r = await publishPatch(client, { runId: 'run_y', attempt: 3, cloneDir: join(root, 'push-only'), timeoutMs: 30_000, sourceRevision: base, patch });
     expect(git(['--git-dir', bare, 'rev-parse', 'refs/heads/docket/run_y'])).toBe(r.headSha);
     expect(git(['--git-dir', bare, 'show', `${r.headSha}:README.md`])).toBe('commit');
     expect(client.calls.at(-1)).toEqual(['pushed', 'run_y', 3, { branch: 'docket/run_y', head_sha: r.headSha }]);

@@ -1,9 +1,9 @@
 // What every launcher shares: the per-run directories, the repository checkout, the sandbox's
 // environment and the daemon's launch handshake.
-import { execFile } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { NEVER_PASSED_ENV, RUNNER_OWNED_ENV } from '../config.js';
+import { git } from '../git.js';
 import { sleep } from '../procs.js';
 
 export class LaunchError extends Error {
@@ -29,6 +29,7 @@ export const BASE_ENV = ['PATH', 'HOME', 'USER', 'LOGNAME', 'LANG', 'LC_ALL', 'L
  *   jobs/<run>/<attempt>/work      the agent's working directory (the repository checkout)
  *   jobs/<run>/<attempt>/docket    files shared with the daemon (launch.json, status.json, final.json, result.json)
  *   jobs/<run>/<attempt>/sandbox.log  the sandbox's stdout and stderr
+ *   jobs/<run>/<attempt>/publish  a publication's fresh clone, never shown to the sandbox
  */
 export function jobPaths(dataDir: string, runId: string, attempt: number) {
   const safe = runId.replace(/[^A-Za-z0-9_.-]/g, '_');
@@ -38,6 +39,7 @@ export function jobPaths(dataDir: string, runId: string, attempt: number) {
     workDir: join(jobDir, 'work'),
     stateDir: join(jobDir, 'docket'),
     logFile: join(jobDir, 'sandbox.log'),
+    publishDir: join(jobDir, 'publish'),
   };
 }
 
@@ -53,35 +55,6 @@ export function freshJobDirs(paths: { jobDir: string; workDir: string; stateDir:
   rmSync(paths.jobDir, { recursive: true, force: true });
   mkdirSync(paths.workDir, { recursive: true, mode: 0o700 });
   mkdirSync(paths.stateDir, { recursive: true, mode: 0o700 });
-}
-
-/**
- * @returns stdout
- */
-export function git(
-  args: string[],
-  { cwd, timeoutMs, signal, env, input }: { cwd?: string; timeoutMs: number; signal?: AbortSignal; env?: Record<string, string>; input?: string },
-): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = execFile(
-      'git',
-      args,
-      {
-        cwd,
-        timeout: timeoutMs,
-        signal,
-        maxBuffer: 16 * 1024 * 1024,
-        env: { ...process.env, GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: 'true', ...env },
-      },
-      (err, stdout, stderr) => {
-        if (err) {
-          const why = String(stderr || err.message).trim().split('\n').slice(-3).join(' / ');
-          reject(new LaunchError(`git ${args[0]} failed: ${why}`));
-        } else resolve(stdout);
-      },
-    );
-    if (input !== undefined) child.stdin?.end(input);
-  });
 }
 
 /**
