@@ -53,8 +53,6 @@ export class RunObject extends DurableObject<Env> {
   private readonly artifacts: ArtifactStore;
   private readonly checkpoints: CheckpointStore;
   private readonly streams: RunStreams;
-  /** The run version whose slot release the scheduler last acknowledged (an autopilot run's slot). */
-  private slotReleasedVersion = 0;
   /** Lease calls waiting for a directive (leaseWait); each entry answers its call when called. */
   private readonly leaseWaiters = new Set<() => void>();
   /** The PR step in progress in this instance, so two callers never run it side by side. */
@@ -170,8 +168,11 @@ export class RunObject extends DurableObject<Env> {
     return (await this.claimCounted(machineId)).answer;
   }
 
-  /** claim(), with the D1 rows it read and wrote and the Durable Object requests it made. */
-  async claimCounted(machineId: string): Promise<{ answer: ClaimGrant | Refusal; cost: Cost }> {
+  /**
+   * claim(), with the D1 rows it read and wrote and the Durable Object requests it made.
+   * `attempt`: the attempt the scheduler took the run's slot for; another is refused (its queue row was stale).
+   */
+  async claimCounted(machineId: string, attempt: number | null = null): Promise<{ answer: ClaimGrant | Refusal; cost: Cost }> {
     const cost = noCost();
     const held = await this.ticketHold(machineId, cost);
     if (held) return { answer: held, cost };
@@ -181,7 +182,7 @@ export class RunObject extends DurableObject<Env> {
     // are recorded as done in the claim's own commit, and undone if they fail (finishClaim).
     let sending: Sending | null = null;
     const projectedBefore = this.projectedVersion();
-    const result = this.apply(
+    const result = this.otherAttempt(attempt) ?? this.apply(
       { type: "claim", machineId },
       {
         finishedHere: true,
@@ -221,6 +222,13 @@ export class RunObject extends DurableObject<Env> {
       checkpoint: this.grantCheckpoint(run),
     };
     return { answer, cost };
+  }
+
+  /** A queued run whose next attempt is not the one the scheduler's slot was taken for refuses the claim. */
+  private otherAttempt(attempt: number | null): Refusal | null {
+    const run = this.load();
+    if (attempt === null || !run || run.state !== "queued" || run.attempt + 1 === attempt) return null;
+    return refusal("stale_attempt", `the claim was for attempt ${attempt}; the run's next attempt is ${run.attempt + 1}`, { current_attempt: run.attempt });
   }
 
   /** A continuation's checkpoint, whole, for the machine that claimed it; null for new work. */
@@ -752,6 +760,10 @@ export class RunObject extends DurableObject<Env> {
     return projected.cost;
   }
 
+  private slotReleasedAttempt(): number {
+    return this.sql.exec<{ a: number }>("SELECT slot_released_attempt AS a FROM run LIMIT 1").one().a;
+  }
+
   private projectedVersion(): number {
     return this.sql.exec<{ v: number }>("SELECT projected_version AS v FROM run LIMIT 1").one().v;
   }
@@ -782,14 +794,15 @@ export class RunObject extends DurableObject<Env> {
 
   /**
    * An autopilot run that was handed out and no longer executes (queued again, paused, blocked,
-   * ended) gives its project's slot back (docs/protocol.md, "Autopilot scheduler"). Once per
-   * version; a lost call is caught by the scheduler's backstop. Answers whether it asked.
+   * ended) gives back its attempt's slot, and only that attempt's (docs/protocol.md, "Autopilot
+   * scheduler"). Once per attempt, recorded in storage so a new instance after an eviction does
+   * not ask again; a lost call is caught by the scheduler's backstop. Answers whether it asked.
    */
   private async releaseSlot(run: RunRecord): Promise<boolean> {
-    if (!run.projectId || run.attempt === 0 || SLOT_STATES.has(run.state) || this.slotReleasedVersion === run.version) return false;
+    if (!run.projectId || run.attempt === 0 || SLOT_STATES.has(run.state) || this.slotReleasedAttempt() >= run.attempt) return false;
     try {
-      await this.env.SCHEDULER.get(this.env.SCHEDULER.idFromName(run.orgId)).releaseSlot(run.id);
-      this.slotReleasedVersion = run.version;
+      await this.env.SCHEDULER.get(this.env.SCHEDULER.idFromName(run.orgId)).releaseSlot(run.id, run.attempt);
+      this.sql.exec("UPDATE run SET slot_released_attempt = ? WHERE slot_released_attempt < ?", run.attempt, run.attempt);
     } catch (err) {
       logRun("run.slot_release_failed", { run: run.id, attempt: run.attempt, reason: `the scheduler was not told: ${String(err)}` });
     }

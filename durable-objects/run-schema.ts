@@ -28,4 +28,9 @@ export const RUN_OBJECT_MIGRATIONS: readonly MigrationStep[] = [
   (sql) => {
     sql.exec("ALTER TABLE outbox ADD COLUMN unconfirmed INTEGER NOT NULL DEFAULT 0");
   },
+  // 4: the last attempt whose autopilot slot the scheduler was told to give back (releaseSlot), so
+  // a new instance after an eviction does not tell it again.
+  (sql) => {
+    sql.exec("ALTER TABLE run ADD COLUMN slot_released_attempt INTEGER NOT NULL DEFAULT 0");
+  },
 ];

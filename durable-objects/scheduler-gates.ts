@@ -18,13 +18,17 @@ import {
 export interface GateCandidate {
   id: string;
   project_id: string | null;
+  /** The attempt its claim would start (the queued row's attempt + 1): the slot's key with the run. */
+  attempt: number;
 }
 
-/** A slot the backstop checks against its run object. */
+/** A slot the backstop checks against its run object; attempt 0: taken before slots had attempts. */
 export type SlotRow = {
   run_id: string;
+  attempt: number;
   project_id: string;
   org_id: string;
+  taken_at_ms: number;
 };
 
 /** A gate's answer: admitted (with a new budget hold of `newHoldCents`, if one was taken), or refused. */
@@ -57,6 +61,7 @@ export interface GatesChange {
 
 export type SlotHolder = {
   run_id: string;
+  attempt: number;
   taken_at_ms: number;
 };
 
@@ -148,7 +153,15 @@ export class SchedulerGates {
     const holdsBudget = this.holds(candidate.id);
     const closed = firstClosed(this.verdicts(projectId, nowMs, holdsBudget));
     if (closed) return { ok: false, projectId, gate: closed.gate, reason: closed.reason };
-    this.sql.exec("INSERT INTO slots (run_id, project_id, org_id, taken_at_ms, checked_at_ms) VALUES (?, ?, ?, ?, ?)", candidate.id, projectId, orgId, nowMs, nowMs);
+    this.sql.exec(
+      "INSERT INTO slots (run_id, attempt, project_id, org_id, taken_at_ms, checked_at_ms) VALUES (?, ?, ?, ?, ?, ?)",
+      candidate.id,
+      candidate.attempt,
+      projectId,
+      orgId,
+      nowMs,
+      nowMs,
+    );
     const budget = this.read(projectId).budget;
     if (!budget || holdsBudget) return { ok: true, projectId, newHoldCents: null };
     this.sql.exec(
@@ -162,9 +175,13 @@ export class SchedulerGates {
     return { ok: true, projectId, newHoldCents: budget.perRunCents };
   }
 
-  /** Gives the run's slot back; answers whether it held one. */
-  release(runId: string): boolean {
-    return this.sql.exec("DELETE FROM slots WHERE run_id = ?", runId).rowsWritten > 0;
+  /**
+   * Gives back the slot of the run's `attempt`, never another attempt's (a release that arrives
+   * late leaves the slot taken for the next one); a slot taken before slots had attempts (0) goes
+   * with any. Answers whether it held one.
+   */
+  release(runId: string, attempt: number): boolean {
+    return this.sql.exec("DELETE FROM slots WHERE run_id = ? AND attempt IN (?, 0)", runId, attempt).rowsWritten > 0;
   }
 
   /** Drops a budget hold that never became a ledger reservation (the claim did not go through). */
@@ -198,13 +215,13 @@ export class SchedulerGates {
   }
 
   slotHolders(projectId: string, limit: number): SlotHolder[] {
-    return this.sql.exec<SlotHolder>("SELECT run_id, taken_at_ms FROM slots WHERE project_id = ? ORDER BY taken_at_ms, run_id LIMIT ?", projectId, limit).toArray();
+    return this.sql.exec<SlotHolder>("SELECT run_id, attempt, taken_at_ms FROM slots WHERE project_id = ? ORDER BY taken_at_ms, run_id LIMIT ?", projectId, limit).toArray();
   }
 
   /** The slots checked longest ago, for the backstop; each is marked checked now. */
   oldestChecked(limit: number, nowMs: number): SlotRow[] {
-    const rows = this.sql.exec<SlotRow>("SELECT run_id, project_id, org_id FROM slots ORDER BY checked_at_ms, run_id LIMIT ?", limit).toArray();
-    for (const r of rows) this.sql.exec("UPDATE slots SET checked_at_ms = ? WHERE run_id = ?", nowMs, r.run_id);
+    const rows = this.sql.exec<SlotRow>("SELECT run_id, attempt, project_id, org_id, taken_at_ms FROM slots ORDER BY checked_at_ms, run_id LIMIT ?", limit).toArray();
+    for (const r of rows) this.sql.exec("UPDATE slots SET checked_at_ms = ? WHERE run_id = ? AND attempt = ?", nowMs, r.run_id, r.attempt);
     return rows;
   }
 

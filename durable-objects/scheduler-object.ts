@@ -12,13 +12,13 @@ import { asRefusal, isRefusal, type Refusal } from "../src/errors";
 import { machineDeregistered } from "../src/credentials/tokens";
 import { ClaimCredentialsCache } from "./claim-credentials";
 import { addCost, addD1, countedAll, countedBatch, noCost, type Cost } from "../src/lib/cost";
-import { log } from "../src/lib/log";
+import { log, logRun } from "../src/lib/log";
 import { covers } from "../src/run/labels";
 import type { ClaimGrant } from "./run-object";
 import { admissionRefusal, firstClosed, SLOT_STATES, type GateVerdict } from "../src/autopilot/scheduler-gates";
 import { releaseRunBudget, reserveRunBudget } from "../src/autopilot/run-budget";
 import { SCHEDULER_OBJECT_MIGRATIONS } from "./scheduler-schema";
-import { SchedulerGates, type Admission, type GatesChange, type HoldEnd } from "./scheduler-gates";
+import { SchedulerGates, type Admission, type GatesChange, type HoldEnd, type SlotRow } from "./scheduler-gates";
 import { migrate } from "./sql-migrations";
 
 /** A claim as the Worker hands it over: its machine token, hashed, is checked here (claim-credentials.ts). */
@@ -69,6 +69,8 @@ interface Candidate {
   order_priority: number;
   queued_at_ms: number;
   project_id: string | null;
+  /** The attempt the queue row shows: its claim starts attempt + 1, the attempt its slot is taken for. */
+  attempt: number;
   /** The label set whose head listed it (filled in after the read). */
   key: string;
 }
@@ -95,7 +97,7 @@ interface Heads {
 }
 
 /** The head of one label set's queue, in queue order (the runs_queue index serves it). */
-const QUEUE_HEAD_SQL = `SELECT id, order_group, order_priority, queued_at_ms, project_id FROM runs
+const QUEUE_HEAD_SQL = `SELECT id, order_group, order_priority, queued_at_ms, project_id, attempt FROM runs
   WHERE org_id = ? AND labels_key = ? AND state = 'queued' AND not_before_ms <= ?
   ORDER BY order_group, order_priority, queued_at_ms, id LIMIT ?`;
 
@@ -103,7 +105,7 @@ const QUEUE_HEAD_SQL = `SELECT id, order_group, order_priority, queued_at_ms, pr
  * The same head without the runs of autopilot projects whose gates are closed (a JSON list), so a
  * gated project's queued runs never crowd other work out of the head.
  */
-const GATED_QUEUE_HEAD_SQL = `SELECT id, order_group, order_priority, queued_at_ms, project_id FROM runs
+const GATED_QUEUE_HEAD_SQL = `SELECT id, order_group, order_priority, queued_at_ms, project_id, attempt FROM runs
   WHERE org_id = ? AND labels_key = ? AND state = 'queued' AND not_before_ms <= ?
     AND (project_id IS NULL OR project_id NOT IN (SELECT value FROM json_each(?)))
   ORDER BY order_group, order_priority, queued_at_ms, id LIMIT ?`;
@@ -112,7 +114,7 @@ const GATED_QUEUE_HEAD_SQL = `SELECT id, order_group, order_priority, queued_at_
 export interface SchedulerView {
   gates: ReturnType<SchedulerGates["read"]>;
   concurrency_limit: number;
-  slots: { run_id: string; taken_at_ms: number }[];
+  slots: { run_id: string; attempt: number; taken_at_ms: number }[];
   budget_held_cents: number;
   budget_spent_cents: number;
   verdicts: GateVerdict[];
@@ -136,6 +138,21 @@ interface LabelSetCache {
 const FORGET_LABEL_SET_SQL = `DELETE FROM label_sets WHERE org_id = ?1 AND labels_key = ?2
   AND NOT EXISTS (SELECT 1 FROM runs WHERE org_id = ?1 AND labels_key = ?2 AND state = 'queued')`;
 
+/*
+ * What this object keeps in memory, and why losing it to an eviction is safe (../shared/STYLE.md,
+ * "An object's memory is a cache"). What must survive lives in its SQLite (scheduler-gates.ts):
+ * project gates, slots (one per run attempt), budget holds and the spent count; the slot
+ * backstop's alarm is armed whenever a slot is taken and again by a new instance that finds slots.
+ * - waiters: long-polls die with the instance; their runners ask again (a dropped claim is a 5xx).
+ * - deregistered: a deregistration is in D1 first; the machine's token is refused at its next check.
+ * - labelSetCache, labelSetRead: read again from D1 (label_sets) by the next claim.
+ * - inFlight, settled, openReads, readTails, nextReads, ahead, seq: the asks and head reads under
+ *   way, which end with the instance; the run object's compare-and-swap keeps one machine per
+ *   attempt, and a slot whose ask never answered is reconciled by the backstop.
+ * - creditShort: only the reason a queued run's `waiting` gives; the next reservation says it again.
+ * - notifications, rotation, stats: counters for fairness and readStats.
+ * - credentials (claim-credentials.ts): verified machine tokens, checked against D1 again.
+ */
 export class SchedulerObject extends DurableObject<Env> {
   private readonly config: Config;
   private readonly waiters = new Set<Waiter>();
@@ -184,6 +201,9 @@ export class SchedulerObject extends DurableObject<Env> {
     migrate(ctx.storage, SCHEDULER_OBJECT_MIGRATIONS);
     this.gates = new SchedulerGates(ctx.storage.sql, this.config.autopilotSchedulerConcurrencyDefault);
     this.credentials = new ClaimCredentialsCache(env.DB, this.config);
+    // An instance that starts over slots (after a reset, perhaps between a slot taken and its alarm
+    // written) makes sure the backstop will look at them.
+    if (this.gates.slotCount() > 0) void ctx.blockConcurrencyWhile(() => this.armBackstop());
   }
 
   /**
@@ -568,15 +588,19 @@ export class SchedulerObject extends DurableObject<Env> {
     if (this.inFlight.has(candidate.id)) throw new Error(`scheduler invariant: run ${candidate.id} asked by two claims at once`);
     this.inFlight.set(candidate.id, candidate.key);
     let failed = true;
+    // The claim starts this attempt: its slot is taken for it, and the run object grants only it.
+    const attempt = candidate.attempt + 1;
     try {
       // Every gate of the candidate's project, checked and its slot taken in one synchronous step.
-      const admitted = this.gates.admit(orgId, candidate, Date.now());
+      const admitted = this.gates.admit(orgId, { id: candidate.id, project_id: candidate.project_id, attempt }, Date.now());
       if (!admitted.ok) {
         failed = false;
         log("scheduler.gate_closed", { org: orgId, run_id: candidate.id, project: admitted.projectId, gate: admitted.gate, reason: admitted.reason });
         return null;
       }
-      if (!(await this.reserveBudget(orgId, candidate, admitted))) {
+      // Armed before anything can fail or reset: a slot whose claim never answers is still checked.
+      if (admitted.projectId) await this.armBackstop();
+      if (!(await this.reserveBudget(orgId, candidate.id, attempt, admitted))) {
         failed = false;
         return null;
       }
@@ -584,19 +608,18 @@ export class SchedulerObject extends DurableObject<Env> {
       cost.doRequests += 1;
       let counted: { answer: ClaimGrant | Refusal; cost: Cost };
       try {
-        counted = await stub.claimCounted(machineId);
+        counted = await stub.claimCounted(machineId, attempt);
       } catch (err) {
-        await this.undoAdmission(orgId, candidate.id, admitted);
+        // The run object may have committed the claim before the call failed: its slot and its
+        // reservation stay, and the backstop asks the run object whether the attempt started.
+        if (admitted.projectId) logRun("scheduler.claim_unknown", { run: candidate.id, attempt, org: orgId, reason: `the run object's answer was lost (${String(err)}): its slot and reservation are kept until the backstop asks it` });
         throw err;
       }
       const { answer, cost: runCost } = counted;
       addCost(cost, runCost);
       failed = false;
-      if (!isRefusal(answer)) {
-        if (admitted.projectId) await this.armBackstop();
-        return answer;
-      }
-      await this.undoAdmission(orgId, candidate.id, admitted);
+      if (!isRefusal(answer)) return answer;
+      await this.undoAdmission(orgId, candidate.id, attempt, admitted);
       // A stale queue row: the run object logged run.claim_refused and repaired the row; a row
       // without a run object has no attempt to name.
       if (answer.error.code === "not_found") log("scheduler.orphan_row", { run_id: candidate.id, reason: answer.error.message });
@@ -615,33 +638,32 @@ export class SchedulerObject extends DurableObject<Env> {
    * Takes the run's model-spend reservation from the organization's credit when its admission took
    * a new budget hold; short credit gives the slot and the hold back and the claim moves on.
    */
-  private async reserveBudget(orgId: string, candidate: Candidate, admitted: Extract<Admission, { ok: true }>): Promise<boolean> {
+  private async reserveBudget(orgId: string, runId: string, attempt: number, admitted: Extract<Admission, { ok: true }>): Promise<boolean> {
     if (admitted.newHoldCents === null || !admitted.projectId) return true;
     let outcome: Awaited<ReturnType<typeof reserveRunBudget>> | "failed";
     try {
-      outcome = await reserveRunBudget(this.env, { orgId, runId: candidate.id, projectId: admitted.projectId, cents: admitted.newHoldCents });
+      outcome = await reserveRunBudget(this.env, { orgId, runId, projectId: admitted.projectId, cents: admitted.newHoldCents });
     } catch (err) {
-      log("scheduler.budget_reserve_failed", { org: orgId, run_id: candidate.id, reason: String(err) });
+      log("scheduler.budget_reserve_failed", { org: orgId, run_id: runId, reason: String(err) });
       outcome = "failed";
     }
     if (outcome === "reserved" || outcome === "already_reserved") {
       this.creditShort.delete(admitted.projectId);
       return true;
     }
-    this.gates.release(candidate.id);
-    this.gates.dropHold(candidate.id);
-    const reason = outcome === "insufficient_credit"
-      ? `the organization's available credit is short of the per-run reservation (${admitted.newHoldCents} cents): grant credit (POST /v1/credits/grants)`
-      : "the reservation could not be written";
+    // Not held: the run never executes without its reservation (../shared/DESIGN.md, invariant 9).
+    this.gates.release(runId, attempt);
+    this.gates.dropHold(runId);
+    const reason = BUDGET_REFUSALS[outcome](admitted.newHoldCents);
     if (outcome === "insufficient_credit") this.creditShort.set(admitted.projectId, { gate: "budget", open: false, reason });
-    log("scheduler.gate_closed", { org: orgId, run_id: candidate.id, project: admitted.projectId, gate: "budget", reason });
+    log("scheduler.gate_closed", { org: orgId, run_id: runId, project: admitted.projectId, gate: "budget", reason });
     return false;
   }
 
   /** The run object refused the claim: its slot, and a reservation taken for this claim, go back. */
-  private async undoAdmission(orgId: string, runId: string, admitted: Extract<Admission, { ok: true }>): Promise<void> {
+  private async undoAdmission(orgId: string, runId: string, attempt: number, admitted: Extract<Admission, { ok: true }>): Promise<void> {
     if (!admitted.projectId) return;
-    this.gates.release(runId);
+    this.gates.release(runId, attempt);
     if (admitted.newHoldCents === null) return;
     this.gates.dropHold(runId);
     try {
@@ -695,9 +717,9 @@ export class SchedulerObject extends DurableObject<Env> {
     return admissionRefusal(this.gates.read(projectId));
   }
 
-  /** A run object left the slot-holding states: its slot goes back and waiting claims look again. */
-  async releaseSlot(runId: string): Promise<boolean> {
-    const released = this.gates.release(runId);
+  /** A run object's attempt left the slot-holding states: that attempt's slot goes back and waiting claims look again. */
+  async releaseSlot(runId: string, attempt: number): Promise<boolean> {
+    const released = this.gates.release(runId, attempt);
     if (released) {
       this.dropAhead();
       for (const waiter of this.waiters) waiter.wake();
@@ -721,20 +743,22 @@ export class SchedulerObject extends DurableObject<Env> {
 
   /**
    * The slot backstop: a bounded batch of slot holders, oldest checked first, is compared with its
-   * run objects; a slot whose run left the slot-holding states (a release call that was lost) goes
-   * back. A disabled project's holder that started executing since is asked to pause.
+   * run objects; a slot whose attempt no longer executes (a release call that was lost) or never
+   * started (a claim whose answer was lost, or a reset before the run object was asked) goes back.
+   * A disabled project's holder that started executing since is asked to pause.
    */
   async checkSlots(): Promise<{ checked: number; released: string[] }> {
-    const rows = this.gates.oldestChecked(this.config.autopilotSchedulerSlotCheckMax, Date.now());
+    const now = Date.now();
+    const rows = this.gates.oldestChecked(this.config.autopilotSchedulerSlotCheckMax, now);
     const released: string[] = [];
     for (const row of rows) {
       const stub = this.env.RUN.get(this.env.RUN.idFromName(row.run_id));
       try {
         const run = await stub.read(row.org_id);
-        const state = isRefusal(run) ? null : run.state;
-        if (state === null || !SLOT_STATES.has(state)) {
-          if (await this.releaseSlot(row.run_id)) released.push(row.run_id);
-        } else if (state === "implementing" && !this.gates.read(row.project_id).enabled) {
+        const verdict = slotVerdict(row, isRefusal(run) ? null : run, now - this.config.autopilotSchedulerSlotCheckMs, this.inFlight.has(row.run_id));
+        if (verdict === "free") {
+          if (await this.releaseSlot(row.run_id, row.attempt)) released.push(row.run_id);
+        } else if (verdict === "executing" && !isRefusal(run) && run.state === "implementing" && !this.gates.read(row.project_id).enabled) {
           await stub.control(row.org_id, { type: "pause", hold: false, reason: "scheduler disabled" });
         }
       } catch (err) {
@@ -752,6 +776,27 @@ export class SchedulerObject extends DurableObject<Env> {
       if (this.gates.slotCount() > 0) await this.ctx.storage.setAlarm(Date.now() + this.config.autopilotSchedulerSlotCheckMs);
     }
   }
+}
+
+/** Why a reservation was not held, as the run's `waiting` and the log say it. */
+const BUDGET_REFUSALS: Readonly<Record<"insufficient_credit" | "ended" | "failed", (cents: number) => string>> = {
+  insufficient_credit: (cents) => `the organization's available credit is short of the per-run reservation (${cents} cents): grant credit (POST /v1/credits/grants)`,
+  ended: () => "the run's reservation was settled: its run has ended",
+  failed: () => "the reservation could not be written",
+};
+
+/**
+ * A slot against its run as the run object tells it: `executing` (its attempt holds it), `free`
+ * (that attempt ended, or its claim never reached the run object and is older than `staleBeforeMs`
+ * with no ask under way here), or `wait` (its claim may still be on its way). Attempt 0: a slot
+ * taken before slots had attempts, judged by the run's state alone.
+ */
+export function slotVerdict(slot: SlotRow, run: { state: string; attempt: number } | null, staleBeforeMs: number, asking: boolean): "executing" | "free" | "wait" {
+  if (run === null) return "free";
+  const attempt = slot.attempt === 0 ? run.attempt : slot.attempt;
+  if (run.attempt > attempt) return "free";
+  if (run.attempt === attempt) return SLOT_STATES.has(run.state) ? "executing" : "free";
+  return asking || slot.taken_at_ms > staleBeforeMs ? "wait" : "free";
 }
 
 /** Queue order: the order of the runs_queue index, across label sets. */

@@ -18,11 +18,19 @@ function insertRunEntry(db: D1Database, e: { orgId: string; runId: string; opId:
   return insertHeldEntry(db, { holder: "run", orgId: e.orgId, holderId: e.runId, opId: e.opId, kind: e.kind, amountColumn: e.column, actor: "scheduler", note: e.note, nowMs: e.nowMs });
 }
 
-export type ReserveOutcome = "reserved" | "already_reserved" | "insufficient_credit";
+/**
+ * `reserved`: held now, by this call. `already_reserved`: the run holds its reservation from an
+ * earlier claim. `insufficient_credit`: the organization's available credit is short. `ended`: the
+ * run's reservation was settled or waits for cost review: its run has ended and is not handed out.
+ */
+export type ReserveOutcome = "reserved" | "already_reserved" | "insufficient_credit" | "ended";
 
 /**
  * Reserves `cents` for the run in one batch whose first statement decides: the reservation row is
- * written only when the organization has that much available and the run has none yet.
+ * written only when the organization has that much available, and either the run has no row yet or
+ * its row was released (a claim the run object refused gave it back): that row is held again,
+ * under the same balance check, in the same statement. A row still held is the run's one
+ * reservation, never a second (../shared/DESIGN.md, invariant 9).
  */
 export async function reserveRunBudget(env: Env, input: { orgId: string; runId: string; projectId: string; cents: number }): Promise<ReserveOutcome> {
   const db = env.DB;
@@ -34,18 +42,21 @@ export async function reserveRunBudget(env: Env, input: { orgId: string; runId: 
         `INSERT INTO run_reservations (org_id, run_id, project_id, status, reserved_cents, cost_cents, settled_cents, released_cents, last_op_id, created_at_ms, updated_at_ms)
          SELECT ?1, ?2, ?3, 'held', ?4, NULL, 0, 0, ?5, ?6, ?6 FROM credit_balances b
          WHERE b.org_id = ?1 AND b.granted_cents - b.held_cents - b.spent_cents >= ?4
-           AND NOT EXISTS (SELECT 1 FROM run_reservations WHERE org_id = ?1 AND run_id = ?2)`,
+         ON CONFLICT (org_id, run_id) DO UPDATE SET status = 'held', project_id = excluded.project_id, reserved_cents = excluded.reserved_cents,
+           cost_cents = NULL, settled_cents = 0, released_cents = 0, last_op_id = excluded.last_op_id, updated_at_ms = excluded.updated_at_ms
+         WHERE run_reservations.status = 'released'`,
       )
       .bind(input.orgId, input.runId, input.projectId, input.cents, opId, nowMs),
     insertRunEntry(db, { orgId: input.orgId, runId: input.runId, opId, kind: "reserve", column: "reserved_cents", note: `autopilot project ${input.projectId}`, nowMs }),
     applyOp(db, input.orgId, opId, nowMs),
   ]);
   if (results[0].meta.changes === 1) return "reserved";
-  const existing = await db.prepare("SELECT 1 FROM run_reservations WHERE org_id = ? AND run_id = ?").bind(input.orgId, input.runId).first();
-  return existing ? "already_reserved" : "insufficient_credit";
+  const existing = await db.prepare("SELECT status FROM run_reservations WHERE org_id = ? AND run_id = ?").bind(input.orgId, input.runId).first<{ status: string }>();
+  if (!existing || existing.status === "released") return "insufficient_credit";
+  return existing.status === "held" ? "already_reserved" : "ended";
 }
 
-/** Gives a held reservation back whole: its run was not handed out after all. */
+/** Gives a held reservation back whole: its run was not handed out after all (a later claim holds it again). */
 export async function releaseRunBudget(env: Env, orgId: string, runId: string, reason: string): Promise<boolean> {
   const db = env.DB;
   const opId = newId("op");

@@ -53,8 +53,10 @@ export const ledgerEntries = sqliteTable(
     index("ledger_entries_op").on(t.opId),
     // A job is reserved once, settled at most once, released at most once, charged at most once.
     uniqueIndex("ledger_entries_job_kind").on(t.orgId, t.jobId, t.kind).where(sql`${t.jobId} IS NOT NULL`),
-    // A run's reservation is reserved once, settled at most once, released at most once.
-    uniqueIndex("ledger_entries_run_kind").on(t.orgId, t.runId, t.kind).where(sql`${t.runId} IS NOT NULL`),
+    // A run's reservation is settled at most once and charged at most once. It may be reserved and
+    // released again: a claim the run object refused gives it back, and the next claim holds it anew
+    // (src/autopilot/run-budget.ts); the reservation row's compare-and-swap keeps each hold to one.
+    uniqueIndex("ledger_entries_run_end").on(t.orgId, t.runId, t.kind).where(sql`${t.runId} IS NOT NULL AND ${t.kind} IN ('settle', 'charge')`),
     uniqueIndex("ledger_entries_external_key").on(t.orgId, t.externalKey).where(sql`${t.externalKey} IS NOT NULL`),
     check("ledger_entries_amount", sql`${t.amountCents} >= 0`),
   ],

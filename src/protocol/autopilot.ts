@@ -373,7 +373,7 @@ export const AutopilotScheduler = z.object({
     limit: z.number().int(),
     configured: z.number().int().nullable().describe("null: the deployment's default applies."),
     in_use: z.number().int(),
-    slots: z.array(z.object({ run_id: runId, taken_at_ms: epochMs })).describe("The runs holding a slot (claimed, implementing, pausing, publishing)."),
+    slots: z.array(z.object({ run_id: runId, attempt: z.number().int().min(0), taken_at_ms: epochMs })).describe("The run attempts holding a slot (claimed, implementing, pausing, publishing); 0: a slot taken before slots were kept per attempt."),
   }),
   budget: z
     .object({

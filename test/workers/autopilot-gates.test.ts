@@ -290,7 +290,7 @@ describe("concurrency", () => {
     const stub = env.SCHEDULER.get(env.SCHEDULER.idFromName(s.orgId));
     // As if the run object's release call had never arrived: the slot is back in the table.
     await runInDurableObject(stub, (_o, state) => {
-      state.storage.sql.exec("INSERT OR IGNORE INTO slots (run_id, project_id, org_id, taken_at_ms, checked_at_ms) VALUES (?, ?, ?, 0, 0)", a, s.projectId, s.orgId);
+      state.storage.sql.exec("INSERT OR IGNORE INTO slots (run_id, attempt, project_id, org_id, taken_at_ms, checked_at_ms) VALUES (?, 1, ?, ?, 0, 0)", a, s.projectId, s.orgId);
     });
     expect((await scheduler(s.admin, s.projectId)).concurrency.in_use).toBe(1);
     expect(await stub.checkSlots()).toMatchObject({ released: [a] });
