@@ -39,6 +39,8 @@ export interface AdmissionRules<P extends AdmissionProject = AdmissionProject> {
 
 export interface AdmissionDeps<P extends AdmissionProject = AdmissionProject, S extends AdmissionSecrets = AdmissionSecrets> {
   readProject(env: Env, id: string): Promise<(P & { secrets: S }) | null>;
+  /** The project with only its webhook secret decrypted: all the webhook reads before a signature is checked. */
+  readWebhookProject(env: Env, id: string): Promise<{ project: P; webhookSecret: string } | null>;
   /** Projects in id order after `afterId` (null: from the first), at most `limit`: reconciliation's walk. */
   listProjects(env: Env, afterId: string | null, limit: number): Promise<P[]>;
   provider(project: P, secrets: S, config: Config): TrackerProvider;

@@ -143,13 +143,28 @@ export async function loadProjectRow(db: D1Database, orgId: string, id: string):
  * when there is no such project. A secret that does not decrypt is autopilot_not_configured.
  */
 export async function readProject(env: Env, id: string): Promise<(AutopilotProject & { secrets: AutopilotSecrets }) | null> {
-  const row = await drizzle(env.DB).select().from(autopilotProjects).where(eq(autopilotProjects.id, id)).get();
+  const row = await projectRow(env, id);
   if (!row) return null;
   const secrets: AutopilotSecrets = {
     webhookSecret: await decryptSecret(env, row.id, "webhook_secret", row.webhookSecretEnc),
     privateKey: await decryptSecret(env, row.id, "private_key", row.privateKeyEnc),
   };
   return { ...projectFromRow(row), secrets };
+}
+
+/**
+ * A project's configuration with only its webhook secret in clear: what the webhook decrypts
+ * before a delivery's signature is checked, so an unsigned request never has the App's private
+ * key decrypted. Null when there is no such project.
+ */
+export async function readWebhookProject(env: Env, id: string): Promise<{ project: AutopilotProject; webhookSecret: string } | null> {
+  const row = await projectRow(env, id);
+  if (!row) return null;
+  return { project: projectFromRow(row), webhookSecret: await decryptSecret(env, row.id, "webhook_secret", row.webhookSecretEnc) };
+}
+
+async function projectRow(env: Env, id: string): Promise<AutopilotProjectRow | undefined> {
+  return drizzle(env.DB).select().from(autopilotProjects).where(eq(autopilotProjects.id, id)).get();
 }
 
 /** Projects in id order after `afterId` (null: from the first), at most `limit`: reconciliation's walk over every organization's projects. */

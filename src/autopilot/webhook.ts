@@ -3,6 +3,7 @@
 // ticket's decision) runs from the AUTOPILOT queue, so GitHub is answered well inside its 10 s.
 
 import { Webhooks } from "@octokit/webhooks";
+import { DocketError } from "../errors";
 import type { ActorEvidence } from "./provider";
 
 /** The events a project's webhook subscribes to; others are acknowledged and ignored. */
@@ -18,6 +19,22 @@ export async function signatureValid(secret: string, body: string, signature: st
     return await new Webhooks({ secret }).verify(body, signature);
   } catch {
     return false;
+  }
+}
+
+/**
+ * A delivery's JSON payload. GitHub sends it as the body (content type `application/json`) or, in
+ * a webhook's default `application/x-www-form-urlencoded`, URL-encoded in the form field `payload`;
+ * either way the signature is over the body as sent, so this reads it only after the check.
+ */
+export function deliveryPayload(body: string, contentType: string | undefined): unknown {
+  const form = (contentType ?? "").split(";")[0].trim().toLowerCase() === "application/x-www-form-urlencoded";
+  const json = form ? new URLSearchParams(body).get("payload") : body;
+  if (json === null) throw new DocketError("invalid_request", "body: a form-encoded delivery has no payload field", { field: "payload" });
+  try {
+    return JSON.parse(json);
+  } catch {
+    throw new DocketError("invalid_request", form ? "payload: not JSON" : "body: not JSON", { field: form ? "payload" : "body" });
   }
 }
 
@@ -48,7 +65,8 @@ export function ticketOfDelivery(event: string, payload: unknown, readyLabel: st
   const action = typeof payload.action === "string" ? payload.action : "";
   const label = isObject(payload.label) && typeof payload.label.name === "string" ? payload.label.name : null;
   const sender = isObject(payload.sender) && typeof payload.sender.login === "string" ? payload.sender : null;
-  const labelsReady = event === "issues" && action === "labeled" && label === readyLabel;
+  // Label names compare without case, as GitHub's own do (docs/autopilot.md, "Eligibility").
+  const labelsReady = event === "issues" && action === "labeled" && label !== null && label.toLowerCase() === readyLabel.toLowerCase();
   const viaApp = isObject(payload.performed_via_github_app) && typeof payload.performed_via_github_app.slug === "string" ? payload.performed_via_github_app.slug : null;
   return {
     repository,

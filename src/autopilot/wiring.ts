@@ -7,12 +7,13 @@ import { installAdmissionDeps } from "./deps";
 import { checkEligibility } from "./eligibility";
 import { githubProvider } from "./github/provider";
 import { githubPublisher } from "./github/pulls";
-import { listProjects, readProject } from "./projects";
+import { listProjects, readProject, readWebhookProject } from "./projects";
 import { checkHumanReadiness } from "./readiness";
 
 export function installRealAdmissionDeps(): void {
   installAdmissionDeps({
     readProject,
+    readWebhookProject,
     listProjects,
     provider: githubProvider,
     publisher: githubPublisher,

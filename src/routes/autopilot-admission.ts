@@ -16,7 +16,7 @@ import { inProjectRepository, ticketStub } from "../autopilot/admission";
 import { ticketKey } from "../autopilot/provider";
 import { admissionDeps, type AdmissionDeps } from "../autopilot/deps";
 import { reconcileProject } from "../autopilot/reconcile";
-import { signatureValid, ticketOfDelivery, WEBHOOK_EVENTS } from "../autopilot/webhook";
+import { deliveryPayload, signatureValid, ticketOfDelivery, WEBHOOK_EVENTS } from "../autopilot/webhook";
 import type { AutopilotMessage } from "../autopilot/queue";
 
 function wired(): AdmissionDeps {
@@ -32,6 +32,30 @@ async function ownProject(env: AppEnv["Bindings"], id: string, orgId: string | n
   return project;
 }
 
+/** What every delivery that no project at its URL signed is answered: an unknown project is not told from a bad signature. */
+const UNSIGNED = "X-Hub-Signature-256 is missing, malformed or does not sign this body with the webhook secret of the project at this URL";
+/** Checked against for an unknown project, so that its answer takes the time a wrong signature's does. */
+const NO_PROJECT_SECRET = "no project: a signature is checked all the same";
+
+/**
+ * The project whose webhook secret signs `body`. No such project, a secret that does not decrypt
+ * and a bad signature are the same 401 (the reason only in the log), and only the webhook secret
+ * is decrypted before the check (src/autopilot/projects.ts, readWebhookProject).
+ */
+async function signedProject(env: AppEnv["Bindings"], id: string, body: string, signature: string | undefined) {
+  const deps = wired();
+  let found: Awaited<ReturnType<AdmissionDeps["readWebhookProject"]>> = null;
+  try {
+    found = await deps.readWebhookProject(env, id);
+  } catch (err) {
+    if (!(err instanceof DocketError && err.code === "autopilot_not_configured")) throw err;
+    log("autopilot.webhook_secret_unreadable", { project: id, reason: err.message });
+  }
+  const valid = await signatureValid(found?.webhookSecret ?? NO_PROJECT_SECRET, body, signature);
+  if (!found || !valid) throw new DocketError("unauthorized", UNSIGNED);
+  return found.project;
+}
+
 const ignored = (deliveryId: string, event: string, reason: string): WebhookAccepted => ({ delivery_id: deliveryId, event, queued: false, ignored_reason: reason });
 
 export const autopilotAdmissionRoutes = new Hono<AppEnv>()
@@ -41,13 +65,14 @@ export const autopilotAdmissionRoutes = new Hono<AppEnv>()
       id: "receiveAutopilotWebhook",
       summary: "Receive a GitHub webhook delivery for an autopilot project",
       description:
-        "Public; authenticated by X-Hub-Signature-256 over the raw body with the project's webhook secret (a missing, malformed or wrong signature is 401). " +
+        "Public; authenticated by X-Hub-Signature-256 over the raw body with the project's webhook secret. A missing, malformed or wrong signature and " +
+        "an unknown project are the same 401. The payload is the JSON body (application/json) or its form field payload (application/x-www-form-urlencoded). " +
         "Subscribes to issues, issue_comment and issue_dependencies; other events are acknowledged and ignored. Answers 202 at once; " +
         "admission runs from a queue, and a repeated X-GitHub-Delivery admits nothing new.",
       tag: "Autopilot",
       auth: "none",
       responses: { 202: { description: "Accepted: handed to admission, or ignored with the reason.", schema: WebhookAccepted } },
-      errors: ["unauthorized", "not_found", "autopilot_not_configured"],
+      errors: ["unauthorized", "autopilot_not_configured"],
       headers: [
         { name: "X-Hub-Signature-256", description: "sha256=<hex HMAC of the raw body with the project's webhook secret>.", required: true },
         { name: "X-GitHub-Event", description: "The event name (issues, issue_comment, issue_dependencies, …).", required: true },
@@ -57,22 +82,13 @@ export const autopilotAdmissionRoutes = new Hono<AppEnv>()
     validate("param", AdmissionProjectPath),
     async (c) => {
       const { id } = c.req.valid("param");
-      const project = await ownProject(c.env, id, null);
       const body = await c.req.text();
-      if (!(await signatureValid(project.secrets.webhookSecret, body, c.req.header("X-Hub-Signature-256")))) {
-        throw new DocketError("unauthorized", "X-Hub-Signature-256 is missing, malformed or does not sign this body with the project's webhook secret");
-      }
+      const project = await signedProject(c.env, id, body, c.req.header("X-Hub-Signature-256"));
       const deliveryId = c.req.header("X-GitHub-Delivery") ?? "";
       const event = c.req.header("X-GitHub-Event") ?? "";
       if (deliveryId === "" || deliveryId.length > 200) throw new DocketError("invalid_request", "header X-GitHub-Delivery: required, at most 200 characters", { field: "X-GitHub-Delivery" });
       if (!(WEBHOOK_EVENTS as readonly string[]).includes(event)) return c.json(ignored(deliveryId, event, `event ${event || "(none)"} is not one admission subscribes to`), 202);
-      let payload: unknown;
-      try {
-        payload = JSON.parse(body);
-      } catch {
-        throw new DocketError("invalid_request", "body: not JSON", { field: "body" });
-      }
-      const ticket = ticketOfDelivery(event, payload, project.readyLabel);
+      const ticket = ticketOfDelivery(event, deliveryPayload(body, c.req.header("Content-Type")), project.readyLabel);
       if (!ticket) return c.json(ignored(deliveryId, event, "the payload names no issue"), 202);
       if (!inProjectRepository(project, ticket.repository)) return c.json(ignored(deliveryId, event, `the issue is in ${ticket.repository}, not the project's repository ${project.repository}`), 202);
       const message: AutopilotMessage = { kind: "autopilot.delivery", project_id: project.id, number: ticket.number, delivery_id: deliveryId, event, action: ticket.action, sender: ticket.sender };

@@ -121,11 +121,11 @@ describe("signature verification", () => {
     }
   });
 
-  it("answers 404 for an unknown project, whatever the signature", async () => {
+  it("answers an unknown project as a bad signature, 401, whatever the signature", async () => {
     const body = JSON.stringify(labeledPayload());
     const res = await postWebhook("apj_000000000000000000000000", "issues", body);
-    expect(res.status).toBe(404);
-    expect(res.body.error.code).toBe("not_found");
+    expect(res.status).toBe(401);
+    expect(res.body.error.code).toBe("unauthorized");
   });
 });
 

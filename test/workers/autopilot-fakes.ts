@@ -14,7 +14,7 @@ import { parseAgentBrief } from "../../src/autopilot/brief";
 import type { AdmissionDeps } from "../../src/autopilot/deps";
 import { installAdmissionDeps } from "../../src/autopilot/deps";
 import { checkEligibility } from "../../src/autopilot/eligibility";
-import { listProjects, readProject, type AutopilotProject, type AutopilotSecrets } from "../../src/autopilot/projects";
+import { listProjects, readProject, readWebhookProject, type AutopilotProject, type AutopilotSecrets } from "../../src/autopilot/projects";
 import { checkHumanReadiness } from "../../src/autopilot/readiness";
 import { call } from "./helpers";
 import type { Blocker, CreatedPullRequest, IssueFacts, PublicationProvider, PullRequestFacts, ReadyTransition, TicketRef, TrackerProvider } from "../../src/autopilot/provider";
@@ -165,6 +165,7 @@ export function installRealAutopilotWithTracker() {
   };
   const deps: AdmissionDeps<AutopilotProject, AutopilotSecrets> = {
     readProject,
+    readWebhookProject,
     listProjects,
     provider: (project) => tracker(project.id),
     rules: { parseAgentBrief, checkEligibility, checkHumanReadiness },
