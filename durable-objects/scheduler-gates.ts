@@ -3,10 +3,12 @@
 // serialized"). Every method is synchronous: a claim checks a candidate's gates and takes its slot
 // in one step, with no await between them, however many claims run at once.
 
+import { ClosedProjects, type ClosedVerdict } from "./closed-projects";
 import {
   DEFAULT_GATES,
   firstClosed,
   gateVerdicts,
+  nextWindowEdgeMs,
   type DispatchWindow,
   type GateName,
   type GateUsage,
@@ -69,6 +71,12 @@ export type SlotHolder = {
 export type HoldEnd = { status: "settled"; costCents: number } | { status: "review"; costCents: number | null };
 
 export class SchedulerGates {
+  /** The projects closed to every queued run, per project (closed-projects.ts): memory only, safe to lose, as an evicted object computes it again at its first head read. */
+  private readonly closed = new ClosedProjects(
+    () => this.sql.exec<{ id: string }>("SELECT project_id AS id FROM project_gates UNION SELECT project_id FROM slots").toArray().map((r) => r.id),
+    (projectId, nowMs) => this.closedVerdict(projectId, nowMs),
+  );
+
   constructor(
     private readonly sql: SqlStorage,
     private readonly defaultConcurrency: number,
@@ -122,6 +130,7 @@ export class SchedulerGates {
       resetAt,
       nowMs,
     );
+    this.closed.changed(projectId);
   }
 
   usage(projectId: string): GateUsage {
@@ -162,6 +171,7 @@ export class SchedulerGates {
       nowMs,
       nowMs,
     );
+    this.closed.changed(projectId);
     const budget = this.read(projectId).budget;
     if (!budget || holdsBudget) return { ok: true, projectId, newHoldCents: null };
     this.sql.exec(
@@ -181,7 +191,9 @@ export class SchedulerGates {
    * with any. Answers whether it held one.
    */
   release(runId: string, attempt: number): boolean {
-    return this.sql.exec("DELETE FROM slots WHERE run_id = ? AND attempt IN (?, 0)", runId, attempt).rowsWritten > 0;
+    const released = this.sql.exec<{ project_id: string }>("DELETE FROM slots WHERE run_id = ? AND attempt IN (?, 0) RETURNING project_id", runId, attempt).toArray();
+    for (const slot of released) this.closed.changed(slot.project_id);
+    return released.length > 0;
   }
 
   /** Drops a budget hold that never became a ledger reservation (the claim did not go through). */
@@ -230,14 +242,36 @@ export class SchedulerGates {
   }
 
   /**
-   * Projects none of whose queued runs may start now (disabled, draining, outside the window, all
-   * slots taken): the claim leaves their rows out of its head read, so they never crowd out other
-   * work. The budget is checked per run (a continuation already holds its reservation).
+   * At most `max` projects none of whose queued runs may start now (disabled, draining, outside the
+   * window, all slots taken): the claim leaves their rows out of its head read, so they never crowd
+   * out other work. Each project's verdict is computed again only after its gates or slots changed
+   * or its window's next edge passed (closed-projects.ts); holds and spending do not enter it, as
+   * the budget is checked per run (a continuation already holds its reservation).
    */
-  closedProjects(nowMs: number): string[] {
-    const ids = this.sql.exec<{ id: string }>("SELECT project_id AS id FROM project_gates UNION SELECT DISTINCT project_id FROM slots").toArray();
-    return ids
-      .map((r) => r.id)
-      .filter((id) => this.verdicts(id, nowMs, true).some((v) => !v.open));
+  closedProjects(nowMs: number, max: number): string[] {
+    return this.closed.list(nowMs, max);
+  }
+
+  /** Whether the project was closed at the last closedProjects read, sent or not. */
+  isClosed(projectId: string): boolean {
+    return this.closed.isClosed(projectId);
+  }
+
+  /** A head read listed a run of a closed project beyond the list it sent: the next read leaves it out. */
+  crowding(projectId: string): void {
+    this.closed.crowding(projectId);
+  }
+
+  /** Verdicts the closed-project list computed since this object started. */
+  get closedVerdictsComputed(): number {
+    return this.closed.computed;
+  }
+
+  private closedVerdict(projectId: string, nowMs: number): ClosedVerdict {
+    const window = this.read(projectId).window;
+    return {
+      closed: this.verdicts(projectId, nowMs, true).some((v) => !v.open),
+      untilMs: window ? nextWindowEdgeMs(window, nowMs) : Infinity,
+    };
   }
 }

@@ -152,6 +152,8 @@ const FORGET_LABEL_SET_SQL = `DELETE FROM label_sets WHERE org_id = ?1 AND label
  * - creditShort: only the reason a queued run's `waiting` gives; the next reservation says it again.
  * - notifications, rotation, stats: counters for fairness and readStats.
  * - credentials (claim-credentials.ts): verified machine tokens, checked against D1 again.
+ * - gates' closed projects (closed-projects.ts): every project's verdict, computed again from its
+ *   SQLite at the first head read; a claim checks a candidate's gates from SQLite all the same.
  */
 export class SchedulerObject extends DurableObject<Env> {
   private readonly config: Config;
@@ -326,7 +328,7 @@ export class SchedulerObject extends DurableObject<Env> {
   }
 
   async readStats() {
-    return { ...this.stats, cost: { ...this.stats.cost }, waiters: this.waiters.size };
+    return { ...this.stats, cost: { ...this.stats.cost }, waiters: this.waiters.size, closedVerdicts: this.gates.closedVerdictsComputed };
   }
 
   private async knownLabelSets(orgId: string, cost: Cost): Promise<LabelSetCache> {
@@ -509,7 +511,7 @@ export class SchedulerObject extends DurableObject<Env> {
     const now = Date.now();
     const notifications = this.notifications;
     // Runs of autopilot projects whose gates are closed are left out, so they never crowd the head.
-    const closed = this.gates.closedProjects(now);
+    const closed = this.gates.closedProjects(now, this.config.autopilotSchedulerClosedProjectsMax);
     const seq = ++this.seq;
     this.openReads.set(seq, read.claims);
     const cost = noCost();
@@ -527,7 +529,7 @@ export class SchedulerObject extends DurableObject<Env> {
     const horizon = lasts.sort(queueOrder)[0];
     const candidates = sets
       .flat()
-      .filter((c) => !horizon || queueOrder(c, horizon) <= 0)
+      .filter((c) => (!horizon || queueOrder(c, horizon) <= 0) && this.notClosed(c))
       .sort(queueOrder);
     const heads = { candidates, seq, claims: read.claims, rowsRead: cost.d1RowsRead, emptyKeys: keys.filter((_k, i) => rows[i].length === 0), full: lasts.length > 0 };
     // Kept for the claims that follow, unless new work arrived while it was read (it may be missing).
@@ -566,6 +568,16 @@ export class SchedulerObject extends DurableObject<Env> {
     return closed.length === 0
       ? this.env.DB.prepare(QUEUE_HEAD_SQL).bind(orgId, key, now, limit)
       : this.env.DB.prepare(GATED_QUEUE_HEAD_SQL).bind(orgId, key, now, JSON.stringify(closed), limit);
+  }
+
+  /**
+   * A run of a closed project that the read did not leave out (there were more closed projects than
+   * AUTOPILOT_SCHEDULER_CLOSED_PROJECTS_MAX) is no candidate, and the next read leaves its project out.
+   */
+  private notClosed(c: Omit<Candidate, "key">): boolean {
+    if (!c.project_id || !this.gates.isClosed(c.project_id)) return true;
+    this.gates.crowding(c.project_id);
+    return false;
   }
 
   /** Another claim is asking this candidate, or its ask ended after this read started. */

@@ -174,6 +174,8 @@ export interface Config {
   autopilotSchedulerSlotCheckMax: number;
   /** Autopilot scheduler: paused runs one enable re-queues (oldest first; enable again for the rest). */
   autopilotSchedulerResumeMax: number;
+  /** Autopilot scheduler: closed projects one queue-head read leaves out in D1; runs of more closed projects are left out in the scheduler. */
+  autopilotSchedulerClosedProjectsMax: number;
   /** Blockers: the longest text of a blocker's summary, human action and each evidence item or question, and the most items of each list. */
   blockerTextMaxChars: number;
   blockerItemsMax: number;
@@ -296,6 +298,7 @@ export const DEFAULTS: Config = {
   autopilotSchedulerSlotCheckMs: 60_000,
   autopilotSchedulerSlotCheckMax: 20,
   autopilotSchedulerResumeMax: 100,
+  autopilotSchedulerClosedProjectsMax: 20,
   blockerTextMaxChars: 4_000,
   blockerItemsMax: 20,
   trackerDeliveryMaxAttempts: 8,
@@ -409,6 +412,7 @@ const VAR_NAMES: Record<keyof Config, string> = {
   autopilotSchedulerSlotCheckMs: "AUTOPILOT_SCHEDULER_SLOT_CHECK_MS",
   autopilotSchedulerSlotCheckMax: "AUTOPILOT_SCHEDULER_SLOT_CHECK_MAX",
   autopilotSchedulerResumeMax: "AUTOPILOT_SCHEDULER_RESUME_MAX",
+  autopilotSchedulerClosedProjectsMax: "AUTOPILOT_SCHEDULER_CLOSED_PROJECTS_MAX",
   blockerTextMaxChars: "BLOCKER_TEXT_MAX_CHARS",
   blockerItemsMax: "BLOCKER_ITEMS_MAX",
   trackerDeliveryMaxAttempts: "TRACKER_DELIVERY_MAX_ATTEMPTS",
@@ -472,6 +476,7 @@ function parseConfig(vars: Record<string, unknown>): Config {
     if (config[key] > ceiling) throw new Error(`${VAR_NAMES[key]} must be at most ${ceiling}, got ${config[key]}`);
   }
   if (config.claimReadAhead > 100) throw new Error("CLAIM_READ_AHEAD must be at most 100");
+  if (config.autopilotSchedulerClosedProjectsMax > 1_000) throw new Error("AUTOPILOT_SCHEDULER_CLOSED_PROJECTS_MAX must be at most 1000");
   if (config.claimLabelSetsMax < 1) throw new Error("CLAIM_LABEL_SETS_MAX must be at least 1");
   if (config.labelSetsReadMax < 1) throw new Error("LABEL_SETS_READ_MAX must be at least 1");
   if (config.claimTokensKnownMax < 1) throw new Error("CLAIM_TOKENS_KNOWN_MAX must be at least 1");

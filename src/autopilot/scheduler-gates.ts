@@ -90,6 +90,33 @@ export function windowOpen(window: DispatchWindow, nowMs: number): boolean {
   return (days.has(day) && minute >= start) || (days.has(yesterday) && minute < end);
 }
 
+const MINUTE_MS = 60_000;
+
+/**
+ * The next instant after `nowMs` at which the window may open or close: its next local `start` or
+ * `end` minute, on any day (a day the window does not list only finds the verdict unchanged). When the
+ * zone's offset changes before that edge (daylight saving time), it answers the first minute of
+ * the new offset instead, where the next edge can be found again: never later than the real edge.
+ */
+export function nextWindowEdgeMs(window: DispatchWindow, nowMs: number): number {
+  const fromMs = Math.floor(nowMs / MINUTE_MS) * MINUTE_MS;
+  const { minute } = localTime(fromMs, window.timeZone);
+  // 1 to 1440 minutes ahead: an edge at this very minute has passed and comes again tomorrow.
+  const ahead = Math.min(...[window.start, window.end].map((hhmm) => ((minutesOf(hhmm) - minute + 1439) % 1440) + 1));
+  const edgeMs = fromMs + ahead * MINUTE_MS;
+  const shifted = (atMs: number) => localTime(atMs, window.timeZone).minute !== (minute + (atMs - fromMs) / MINUTE_MS) % 1440;
+  if (!shifted(edgeMs)) return edgeMs;
+  // Bounded: the span halves each step, at most 11 steps for a day of minutes.
+  let before = fromMs;
+  let after = edgeMs;
+  while (after - before > MINUTE_MS) {
+    const middle = before + Math.floor((after - before) / MINUTE_MS / 2) * MINUTE_MS;
+    if (shifted(middle)) after = middle;
+    else before = middle;
+  }
+  return after;
+}
+
 function describeWindow(w: DispatchWindow): string {
   return `${w.days.join(",")} ${w.start}-${w.end} ${w.timeZone}`;
 }
