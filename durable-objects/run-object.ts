@@ -14,6 +14,7 @@ import { decide, reapDeadline } from "../src/run/decide";
 import { HELD_STATES } from "../src/run/states";
 import { awaitingPush, prStepDueAtMs, queuedPublication } from "../src/run/publication";
 import { admissionDeps } from "../src/autopilot/deps";
+import { ticketStub } from "../src/autopilot/admission";
 import type { PublicationProvider } from "../src/autopilot/provider";
 import { prStep } from "../src/autopilot/publication-step";
 import { projectRun } from "../src/run/projection";
@@ -261,8 +262,10 @@ export class RunObject extends DurableObject<Env> {
     if (!run || run.state !== "queued" || !run.ticketKey) return null;
     cost.doRequests += 1;
     let verdict: BackingAnswer;
+    // Runs stored before projectId existed name their project in their metadata (autopilot/admission.ts, runFor).
+    const at = { projectId: run.projectId ?? run.metadata.autopilot_project ?? "", ticketKey: run.ticketKey };
     try {
-      verdict = await this.env.TICKET.get(this.env.TICKET.idFromName(run.ticketKey)).backs(run.id);
+      verdict = await ticketStub(this.env, at).backs(run.id, at);
     } catch (err) {
       logRun("run.claim_refused", { run: run.id, attempt: run.attempt, machine: machineId, code: "ticket_unreachable", reason: `the ticket ${run.ticketKey} could not be asked: ${String(err)}` });
       return refusal("internal", "the run's autopilot ticket could not be asked whether it still backs the run; the claim is refused for now");

@@ -1,7 +1,9 @@
-// TicketObject: one per tracker ticket (idFromName(ticketKey(ref)), e.g. `github:owner/repo#12`).
-// It serializes everything that can admit a run for that ticket: webhooks, reconciliation, an
-// operator's request (../shared/DESIGN.md, "Each ticket is a Durable Object too";
-// ../shared/spec/run-lifecycle.md, "Admission"). It keeps the readiness generation (the id of the
+// TicketObject: one per issue of one autopilot project (idFromName(ticketObjectName(project, key)),
+// e.g. `apj_…:github:owner/repo#12`, src/autopilot/provider.ts): two organizations watching one
+// repository never share a ticket, its generation or its history. It serializes everything that
+// can admit a run for that ticket: webhooks, reconciliation, an operator's request
+// (../shared/DESIGN.md, "Each ticket is a Durable Object too"; ../shared/spec/run-lifecycle.md,
+// "Admission"). It keeps the readiness generation (the id of the
 // ready transition that opened it), the webhook delivery ids it has seen, the id of its one
 // unfinished run, and a bounded history of admissions, refusals and lapses with their reasons.
 // The Worker gathers the tracker's facts and applies the pure rules; this object decides.
@@ -9,15 +11,24 @@
 import { DurableObject } from "cloudflare:workers";
 import { loadConfig, type Config } from "../src/config";
 import type { Env } from "../src/env";
-import { DocketError, isRefusal } from "../src/errors";
+import { isRefusal } from "../src/errors";
 import { log } from "../src/lib/log";
+import { newId } from "../src/lib/crypto";
 import { runStub } from "../src/lib/stubs";
 import { dispatchRun, type DispatchInput } from "../src/run/dispatch";
 import { isTerminal } from "../src/run/states";
 import type { EligibilityResult, ReadinessResult } from "../src/autopilot/deps";
 import type { IssueFacts, ReadyTransition } from "../src/autopilot/provider";
 import { migrate } from "./sql-migrations";
+import { legacyTicketRow, withPendingRunId } from "./ticket-carry-over";
 import { TICKET_OBJECT_MIGRATIONS } from "./ticket-schema";
+
+/** Which ticket a caller means: its object's name, and the key it was kept under before (ticket-carry-over.ts). */
+export interface TicketAddress {
+  projectId: string;
+  /** `github:owner/repo#12`, the repository spelt as the project spells it. */
+  ticketKey: string;
+}
 
 /** Which of the four doors an observation came through; all obey the same policy. */
 export type AdmissionDoor = "webhook" | "reconcile" | "startup" | "operator";
@@ -87,7 +98,7 @@ export interface TicketState {
   history: TicketHistoryEntry[];
 }
 
-type TicketRow = {
+export type TicketRow = {
   ticket_key: string;
   project_id: string;
   org_id: string;
@@ -98,6 +109,7 @@ type TicketRow = {
   admitted_generation: string | null;
   /** An admission begun (its run may exist) and not yet recorded: the next observation finishes it. */
   pending_generation: string | null;
+  /** The ticket's run; while an admission is pending, the id its run is (or will be) created under. */
   run_id: string | null;
   updated_at_ms: number;
   /** A lapse recorded and its run not yet withdrawn: the ticket no longer backs this run. */
@@ -153,7 +165,10 @@ export class TicketObject extends DurableObject<Env> {
    * runs one after the other here, so the second sees the first's run and admits nothing.
    */
   async observe(obs: Observation): Promise<ObservationAnswer> {
-    return this.serialized(() => this.decide(obs));
+    return this.serialized(async () => {
+      await this.carryOver({ projectId: obs.project.id, ticketKey: obs.ticketKey });
+      return this.decide(obs);
+    });
   }
 
   /**
@@ -162,19 +177,23 @@ export class TicketObject extends DurableObject<Env> {
    * only what the ticket recorded (never the tracker), after any observation under way: the run is
    * backed while it is the ticket's run and no lapse of it is recorded.
    */
-  async backs(runId: string): Promise<BackingAnswer> {
-    return this.serialized(async () => this.backing(runId));
+  async backs(runId: string, at: TicketAddress): Promise<BackingAnswer> {
+    return this.serialized(async () => {
+      await this.carryOver(at);
+      return this.backing(runId);
+    });
   }
 
   /**
    * The outbox tells the ticket its run ended (src/autopilot/ticket-run-end.ts), so the ticket reads
    * `done` at once rather than at its next observation. Idempotent: only the ticket's own unfinished
-   * run is recorded, once; the run object is read, never trusted from the event.
+   * run is recorded, once; the run object is read, never trusted from the event. A pending
+   * admission is left to the next observation, which records its run first.
    */
   async runEnded(runId: string): Promise<boolean> {
     return this.serialized(async () => {
       const row = this.load();
-      if (!row || row.run_id !== runId) return false;
+      if (!row || row.run_id !== runId || row.pending_generation !== null) return false;
       return (await this.unfinishedRun(row, "run_end", Date.now())) === null;
     });
   }
@@ -188,7 +207,8 @@ export class TicketObject extends DurableObject<Env> {
   }
 
   /** The ticket as GET …/tickets shows it, with its history (newest first). */
-  async read(): Promise<TicketState | null> {
+  async read(at: TicketAddress): Promise<TicketState | null> {
+    await this.serialized(() => this.carryOver(at));
     const row = this.load();
     if (!row) return null;
     const history = this.sql
@@ -213,9 +233,9 @@ export class TicketObject extends DurableObject<Env> {
     const row = this.load();
     if (!row) return { backs: false, reason: "no ticket records this run" };
     if (row.withdraw_run_id === runId) return { backs: false, reason: row.withdraw_reason ?? "eligibility lapsed" };
+    // An admission interrupted before it recorded its run: the next observation settles it.
+    if (row.run_id === runId && row.pending_generation !== null) return { backs: "unknown", reason: "the ticket's admission of its run is unfinished" };
     if (row.run_id === runId) return { backs: true };
-    // An admission interrupted before it recorded its run: this may be that run; the next observation settles it.
-    if (row.pending_generation !== null && row.run_id === null) return { backs: "unknown", reason: "the ticket's admission of its run is unfinished" };
     const reasons = JSON.parse(row.reasons) as string[];
     if (row.status === "lapsed" && reasons.length > 0) return { backs: false, reason: `eligibility lapsed: ${reasons.join("; ")}` };
     return { backs: false, reason: `the ticket ${row.ticket_key} no longer backs this run (its run: ${row.run_id ?? "none"}, status ${row.status})` };
@@ -232,13 +252,9 @@ export class TicketObject extends DurableObject<Env> {
     // An issue never made ready (a comment on any issue of the repository) leaves no ticket behind;
     // a ready label's webhook without a recorded transition is judged (readiness), and its refusal kept.
     if (!stored && !obs.transition && !obs.readiness) return { outcome: "unchanged", runId: null, reasons: [] };
-    if (stored && stored.project_id !== obs.project.id) {
-      // Two projects watch the same repository: the ticket's one unfinished run stays with the project that has it.
-      if (stored.pending_generation !== null || (stored.run_id && (await this.unfinishedRun(stored, obs.door, now)))) {
-        return { outcome: "refused", runId: null, reasons: ["another autopilot project holds this issue's unfinished run"] };
-      }
-    }
-    let row = stored && stored.project_id === obs.project.id ? stored : { ...this.fresh(obs, now), admitted_generation: stored?.admitted_generation ?? null };
+    // The object's name holds the project (ticketObjectName): another project's row cannot be here.
+    if (stored && stored.project_id !== obs.project.id) throw new Error(`the ticket ${stored.ticket_key} of ${stored.project_id} was asked about ${obs.project.id}`);
+    let row = stored ?? this.fresh(obs, now);
     if (row.pending_generation !== null) row = await this.finishAdmission(obs, row, now);
     const generation = obs.transition?.eventId ?? row.generation;
     const unfinished = row.run_id ? await this.unfinishedRun(row, obs.door, now) : null;
@@ -277,7 +293,7 @@ export class TicketObject extends DurableObject<Env> {
     const closed = await this.schedulerRefusal(obs);
     if (closed) return this.refuse(obs, row, now, "refused", [closed], generation);
     if (!(await this.reservePlace(obs, row, obs.transition.eventId, now))) {
-      const waiting = await this.waitingRuns(obs);
+      const waiting = await this.waitingRuns(obs, row);
       const reason = `the project's queue is full: ${waiting} admitted runs wait for a runner (queue capacity ${obs.project.queueCapacity}); reconciliation reconsiders this issue`;
       return this.refuse(obs, row, now, "capacity_wait", [reason], generation);
     }
@@ -290,42 +306,41 @@ export class TicketObject extends DurableObject<Env> {
   }
 
   /**
-   * Creates the run through dispatch (the code POST /v1/runs uses) under a key derived from the
-   * ticket and its generation, then records the ticket's claim on it. A crash in between is
-   * finished by the next observation: the same key names the same run, never a second one.
+   * Records the pending generation with the id its run will have, then creates the run under that id
+   * through dispatch (the code POST /v1/runs uses), then records the ticket's claim on it. A crash
+   * anywhere in between is finished by the next observation with the same id, however much later:
+   * the run is found by its id, never by an idempotency key that is taken over after
+   * IDEMPOTENCY_KEY_TTL_MS (../shared/spec/run-lifecycle.md, "Admission": at most one unfinished run).
    */
   private async admit(obs: Observation, row: TicketRow, generation: string, readiness: Extract<ReadinessResult, { ok: true }>, now: number): Promise<ObservationAnswer> {
-    // Recorded first: a crash after the run's creation is finished by the next observation.
-    this.ctx.storage.transactionSync(() => this.store({ ...row, pending_generation: generation }));
-    const runId = await this.dispatchFor(obs, row.org_id, generation);
-    const next: TicketRow = { ...row, status: "admitted", reasons: "[]", generation, admitted_generation: generation, pending_generation: null, run_id: runId, updated_at_ms: now };
+    if (row.run_id !== null) throw new Error(`the ticket ${row.ticket_key} admits while it names the run ${row.run_id}`);
+    const pending: TicketRow = { ...row, pending_generation: generation, run_id: newId("run") };
+    this.ctx.storage.transactionSync(() => this.store(pending));
+    const runId = await this.createRun(obs, pending);
+    const next: TicketRow = { ...pending, status: "admitted", reasons: "[]", generation, admitted_generation: generation, pending_generation: null, updated_at_ms: now };
     this.write(obs, next, now, { kind: "admitted", run_id: runId, reasons: [], basis: readiness.basis, actor: readiness.actor });
     await this.project(next);
     log("autopilot.admitted", { ticket: obs.ticketKey, project: obs.project.id, run_id: runId, generation, door: obs.door, basis: readiness.basis, actor: readiness.actor, reason: "a human ready transition and an eligible issue" });
     return { outcome: "admitted", runId, reasons: [] };
   }
 
-  /** The run of a generation, created or found again under the key derived from the ticket and the generation. */
-  private async dispatchFor(obs: Observation, orgId: string, generation: string): Promise<string> {
-    const key = `autopilot:${obs.ticketKey}:${generation}`;
-    try {
-      return (await dispatchRun(this.env, orgId, obs.dispatch, key, { ticketKey: obs.ticketKey, projectId: obs.project.id })).run.id;
-    } catch (err) {
-      // The issue changed between a crashed admission and this one: the key's run is the ticket's.
-      if (!(err instanceof DocketError) || err.code !== "idempotency_conflict") throw err;
-      return String(err.details.run_id);
-    }
+  /** The pending admission's run, created under the id the ticket recorded, or found again (RunObject.create keeps a run that exists). */
+  private async createRun(obs: Observation, row: TicketRow): Promise<string> {
+    const runId = row.run_id;
+    if (runId === null) throw new Error(`the ticket ${row.ticket_key} has a pending admission without its run id`);
+    await dispatchRun(this.env, row.org_id, obs.dispatch, null, { runId, ticketKey: row.ticket_key, projectId: row.project_id });
+    return runId;
   }
 
   /**
-   * An admission that crashed between creating its run and recording it: the same key finds that
-   * run (or creates it, when the crash came first), and the ticket records its claim on it. The
-   * observation then goes on as usual, so a run whose issue has lapsed meanwhile is withdrawn.
+   * An admission that crashed between recording its run's id and recording the run: the run under
+   * that id is found (or created, when the crash came first), and the ticket records its claim on
+   * it. The observation then goes on as usual, so a run whose issue has lapsed meanwhile is withdrawn.
    */
   private async finishAdmission(obs: Observation, row: TicketRow, now: number): Promise<TicketRow> {
     const generation = row.pending_generation!;
-    const runId = await this.dispatchFor(obs, row.org_id, generation);
-    const next: TicketRow = { ...row, status: "admitted", reasons: "[]", admitted_generation: generation, pending_generation: null, run_id: runId, updated_at_ms: now };
+    const runId = await this.createRun(obs, row);
+    const next: TicketRow = { ...row, status: "admitted", reasons: "[]", admitted_generation: generation, pending_generation: null, updated_at_ms: now };
     const reasons = ["an admission interrupted before the ticket recorded it, finished"];
     this.ctx.storage.transactionSync(() => {
       this.store(next);
@@ -469,14 +484,46 @@ export class TicketObject extends DurableObject<Env> {
 
   private async reservePlace(obs: Observation, row: TicketRow, generation: string, now: number): Promise<boolean> {
     const result = await this.env.DB.prepare(RESERVE_SQL)
-      .bind(obs.project.id, obs.ticketKey, row.org_id, row.number, generation, now, obs.project.queueCapacity)
+      .bind(obs.project.id, row.ticket_key, row.org_id, row.number, generation, now, obs.project.queueCapacity)
       .run();
     return result.meta.changes > 0;
   }
 
-  private async waitingRuns(obs: Observation): Promise<number> {
-    const row = await this.env.DB.prepare(WAITING_RUNS_SQL).bind(obs.project.id, obs.ticketKey).first<{ n: number }>();
-    return row?.n ?? 0;
+  private async waitingRuns(obs: Observation, row: TicketRow): Promise<number> {
+    const waiting = await this.env.DB.prepare(WAITING_RUNS_SQL).bind(obs.project.id, row.ticket_key).first<{ n: number }>();
+    return waiting?.n ?? 0;
+  }
+
+  // ---- tickets kept before they were per project -------------------------------------------------
+
+  /**
+   * What this object recorded for `projectId`, asked of an object named the old way (the bare key,
+   * `github:Owner/Repo#12`, shared by every project watching the repository): see carryOver.
+   */
+  async legacyRow(projectId: string): Promise<TicketRow | null> {
+    return this.serialized(async () => {
+      const row = this.load();
+      return row?.project_id === projectId ? row : null;
+    });
+  }
+
+  /**
+   * Tickets were once kept one per repository issue, whichever project watched it. The first time
+   * this object is used it takes over the row the old object kept for its project (generations, the
+   * unfinished or pending run, a withdrawal under way), so a run admitted before the change is still
+   * the ticket's run: backed at its claim, never admitted twice. The old object, with its history
+   * (which may mix two organizations' entries) and any other project's row, is left behind. Done
+   * once (the `carried_over` row); the old object is asked only when the project's index lists it.
+   */
+  private async carryOver(at: TicketAddress): Promise<void> {
+    if (this.load() || this.sql.exec("SELECT 1 FROM carried_over").toArray().length > 0) return;
+    const old = await legacyTicketRow(this.env, at);
+    const row = old ? await withPendingRunId(this.env, old) : null;
+    this.ctx.storage.transactionSync(() => {
+      if (row) this.store(row);
+      this.sql.exec("INSERT INTO carried_over (id, at_ms, run_id) VALUES (1, ?, ?)", Date.now(), row?.run_id ?? null);
+    });
+    if (row) log("autopilot.ticket_carried_over", { ticket: row.ticket_key, project: row.project_id, run_id: row.run_id, reason: "kept per repository before tickets were per project" });
   }
 
   // ---- storage -----------------------------------------------------------------------------------

@@ -20,4 +20,9 @@ export const TICKET_OBJECT_MIGRATIONS: readonly MigrationStep[] = [
     sql.exec("ALTER TABLE ticket ADD COLUMN withdraw_reason TEXT");
     sql.exec("ALTER TABLE ticket ADD COLUMN withdraw_attempts INTEGER NOT NULL DEFAULT 0");
   },
+  // 3: whether this object, named per project, took over the row of the object once named per
+  // repository issue (TicketObject.carryOver), and the run it took over with it.
+  (sql) => {
+    sql.exec("CREATE TABLE carried_over (id INTEGER PRIMARY KEY CHECK (id = 1), at_ms INTEGER NOT NULL, run_id TEXT)");
+  },
 ];

@@ -7,9 +7,9 @@
 import type { Config } from "../config";
 import type { Env } from "../env";
 import type { DispatchInput } from "../run/dispatch";
-import type { AdmissionDoor, ObservationAnswer } from "../../durable-objects/ticket-object";
+import type { AdmissionDoor, ObservationAnswer, TicketAddress } from "../../durable-objects/ticket-object";
 import type { AdmissionProject, AdmissionRules, EligibilityResult, ReadinessResult } from "./deps";
-import { ticketKey, type ActorEvidence, type IssueFacts, type ReadyTransition, type TicketRef, type TrackerProvider } from "./provider";
+import { ticketKey, ticketObjectName, type ActorEvidence, type IssueFacts, type ReadyTransition, type TicketRef, type TrackerProvider } from "./provider";
 
 export interface AdmissionContext {
   door: AdmissionDoor;
@@ -23,8 +23,9 @@ export interface AdmissionResult extends ObservationAnswer {
   ticket: string;
 }
 
-export function ticketStub(env: Env, key: string) {
-  return env.TICKET.get(env.TICKET.idFromName(key));
+/** The Durable Object of one issue of one project (named by ticketObjectName). */
+export function ticketStub(env: Env, at: TicketAddress) {
+  return env.TICKET.get(env.TICKET.idFromName(ticketObjectName(at.projectId, at.ticketKey)));
 }
 
 /** Whether an issue of `repository` belongs to the project (GitHub names are case-insensitive). */
@@ -55,7 +56,7 @@ export async function admitTicket(
     eligibility = rules.checkEligibility(project, facts, blockers, rules.parseAgentBrief(facts.body, project.briefHeading));
   }
   const { transition, readiness } = evidence;
-  const answer = await ticketStub(env, key).observe({
+  const answer = await ticketStub(env, { projectId: project.id, ticketKey: key }).observe({
     project: { id: project.id, orgId: project.orgId, queueCapacity: project.queueCapacity },
     ticketKey: key,
     number,

@@ -14,6 +14,17 @@ export function ticketKey(ref: TicketRef): string {
   return `${ref.provider}:${ref.repository}#${ref.number}`;
 }
 
+/**
+ * The name of a ticket's Durable Object: the project, then the issue's key lower-cased
+ * (`apj_…:github:owner/repo#12`; ../shared/DESIGN.md, "Each ticket is a Durable Object too").
+ * Projects are unique per organization, not per repository, so two organizations watching one
+ * repository never share a ticket; GitHub names compare without case, so "Owner/Repo" and
+ * "owner/repo" are one ticket (only the repository part of a key has letters that can differ).
+ */
+export function ticketObjectName(projectId: string, key: string): string {
+  return `${projectId}:${key.toLowerCase()}`;
+}
+
 /** An issue as the tracker reports it now. */
 export interface IssueFacts {
   ref: TicketRef;

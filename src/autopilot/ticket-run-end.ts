@@ -16,5 +16,5 @@ export async function tellTicketRunEnded(env: Env, event: OutboxMessage): Promis
   const run = await runStub(env, event.run_id).read(event.org_id);
   if (isRefusal(run)) return;
   const key = run.metadata?.autopilot_ticket;
-  if (typeof key === "string") await ticketStub(env, key).runEnded(event.run_id);
+  if (typeof key === "string") await ticketStub(env, { projectId: row.project_id, ticketKey: key }).runEnded(event.run_id);
 }

@@ -193,8 +193,8 @@ export const autopilotAdmissionRoutes = new Hono<AppEnv>()
     async (c) => {
       const { id, number } = c.req.valid("param");
       const project = await ownProject(c.env, id, c.get("caller").orgId);
-      const key = ticketKey({ provider: project.provider, repository: project.repository, number });
-      const ticket = await ticketStub(c.env, key).read();
+      const at = { projectId: project.id, ticketKey: ticketKey({ provider: project.provider, repository: project.repository, number }) };
+      const ticket = await ticketStub(c.env, at).read(at);
       if (!ticket || ticket.project_id !== project.id) throw new DocketError("not_found", `admission has not seen issue #${number} of this project`);
       return c.json({
         ticket: ticket.ticket_key,

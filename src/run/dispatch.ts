@@ -32,11 +32,13 @@ export interface DispatchInput {
 /**
  * Creates a run, or replays it for a repeated Idempotency-Key with the same payload. The key is
  * claimed before the run object exists, so a crash in between is finished by the retry; a replay
- * that finds the run also finishes its queue row, events and alarm (RunObject.create).
+ * that finds the run also finishes its queue row, events and alarm (RunObject.create). `runId`: an
+ * id the caller recorded before this call (autopilot admission, without a key): called again, it
+ * finds that same run, whenever that is.
  */
-export async function dispatchRun(env: Env, orgId: string, body: DispatchInput, key: string | null, opts: { ticketKey?: string; projectId?: string } = {}) {
+export async function dispatchRun(env: Env, orgId: string, body: DispatchInput, key: string | null, opts: { runId?: string; ticketKey?: string; projectId?: string } = {}) {
   const payload = dispatchedPayload(body);
-  const claimed = key === null ? { runId: newId("run"), replayed: false } : await claimKey(env, orgId, key, await payloadHashes(payload, body));
+  const claimed = key === null ? { runId: opts.runId ?? newId("run"), replayed: false } : await claimKey(env, orgId, key, await payloadHashes(payload, body));
   const runId = claimed.runId;
   const run = await runStub(env, runId).create({
     id: runId,

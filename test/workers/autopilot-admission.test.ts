@@ -18,8 +18,8 @@ import protocol from "../../docs/protocol.md?raw";
 import { beforeAll, describe, expect, it } from "vitest";
 import { AUTOPILOT_QUEUE, handleDelivery, type AutopilotMessage } from "../../src/autopilot/queue";
 import { reconcileProject } from "../../src/autopilot/reconcile";
-import { runFor } from "../../src/autopilot/admission";
-import { dispatchRun } from "../../src/run/dispatch";
+import { ticketStub } from "../../src/autopilot/admission";
+import { newId } from "../../src/lib/crypto";
 import { schemaVersion } from "../../durable-objects/sql-migrations";
 import { TICKET_OBJECT_MIGRATIONS } from "../../durable-objects/ticket-schema";
 import { signatureValid, ticketOfDelivery } from "../../src/autopilot/webhook";
@@ -78,6 +78,11 @@ async function tickets(status?: string) {
 
 async function ticketOf(number: number) {
   return (await tickets()).find((t) => t.number === number);
+}
+
+/** Which ticket of the project a test means (the ticket's object is named by the project and the key). */
+function ticketAt(number: number) {
+  return { projectId: project.id, ticketKey: `github:${project.repository}#${number}` };
 }
 
 /** Runs of this organization created for ticket `number` (their metadata names it). */
@@ -464,8 +469,7 @@ describe("the ticket's memory of deliveries and history", () => {
     const payload = labeledPayload();
     payload.sender = { ...payload.sender, login: "ci[bot]", type: "Bot" };
     tracker.fromPayload(payload);
-    const key = `github:${project.repository}#${payload.issue.number}`;
-    const stub = env.TICKET.get(env.TICKET.idFromName(key));
+    const stub = ticketStub(env, ticketAt(payload.issue.number));
     expect((await handleDelivery(env, config, fake.deps, delivery(payload, "old-delivery")))?.outcome).toBe("refused");
     expect((await handleDelivery(env, config, fake.deps, delivery(payload, "old-delivery")))?.outcome).toBe("duplicate_delivery");
     await runInDurableObject(stub, (_o, state) => {
@@ -476,7 +480,7 @@ describe("the ticket's memory of deliveries and history", () => {
     expect((await handleDelivery(env, config, fake.deps, delivery(payload, "old-delivery")))?.outcome).toBe("refused");
     const kept = await runInDurableObject(stub, (_o, state) => state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM deliveries").one().n);
     expect(kept).toBe(config.autopilotDeliveriesMax);
-    const read = await stub.read();
+    const read = await stub.read(ticketAt(payload.issue.number));
     expect(read?.history.filter((h) => h.kind === "refused")).toHaveLength(1);
   });
 });
@@ -501,33 +505,57 @@ describe("which ticket a delivery names", () => {
 });
 
 describe("an admission interrupted by a crash", () => {
-  /** The state a crash leaves between the run's creation and the ticket's record of it. */
+  /**
+   * What a crash leaves between the run's creation and the ticket's record of it: a real admission,
+   * its ticket set back to the pending generation with the run id it recorded first.
+   */
   async function crashAfterDispatch(payload: Record<string, any>) {
     const issue = tracker.fromPayload(payload);
-    const key = `github:${project.repository}#${payload.issue.number}`;
-    const generation = issue.transition!.eventId;
-    const { rules } = fake.deps;
-    const eligibility = rules.checkEligibility(project, issue.facts, [], rules.parseAgentBrief(issue.facts.body, project.briefHeading));
-    expect(eligibility.eligible).toBe(true);
-    const { run } = await dispatchRun(env, org.orgId, runFor(project, issue.facts, eligibility, config), `autopilot:${key}:${generation}`);
-    const stub = env.TICKET.get(env.TICKET.idFromName(key));
+    const admitted = await handleDelivery(env, config, fake.deps, delivery(payload));
+    expect(admitted).toMatchObject({ outcome: "admitted" });
+    const stub = ticketStub(env, ticketAt(payload.issue.number));
     await runInDurableObject(stub, (_o, state) => {
-      state.storage.sql.exec(
-        `INSERT INTO ticket (id, ticket_key, project_id, org_id, number, status, reasons, generation, admitted_generation, pending_generation, run_id, updated_at_ms)
-         VALUES (1, ?, ?, ?, ?, 'idle', '[]', NULL, NULL, ?, NULL, ?)`,
-        key, project.id, org.orgId, payload.issue.number, generation, Date.now(),
-      );
+      state.storage.sql.exec("UPDATE ticket SET pending_generation = admitted_generation, admitted_generation = NULL, status = 'idle'");
+      state.storage.sql.exec("DELETE FROM history");
     });
-    return { issue, runId: run.id, stub };
+    return { issue, runId: admitted!.runId!, stub };
   }
 
-  it("the next observation finds the run under the same key and records it: never a second run", async () => {
+  const FINISHED = "an admission interrupted before the ticket recorded it, finished";
+
+  it("the next observation finds the run by the id the ticket recorded: never a second run", async () => {
     const payload = labeledPayload();
     const { runId, stub } = await crashAfterDispatch(payload);
     const answer = await handleDelivery(env, config, fake.deps, delivery(payload));
     expect(answer).toMatchObject({ outcome: "already_admitted", runId });
     expect(await runsOf(payload.issue.number)).toHaveLength(1);
-    expect((await stub.read())?.history[0]).toMatchObject({ kind: "admitted", run_id: runId });
+    expect((await stub.read(ticketAt(payload.issue.number)))?.history[0]).toMatchObject({ kind: "admitted", run_id: runId, reasons: [FINISHED] });
+  });
+
+  it("an admission finished more than IDEMPOTENCY_KEY_TTL_MS after its crash still finds its one run", async () => {
+    const payload = labeledPayload();
+    const { runId } = await crashAfterDispatch(payload);
+    // A day passes: every idempotency key of the organization is past its time and may be taken over.
+    await env.DB.prepare("UPDATE idempotency_keys SET created_at_ms = created_at_ms - ? WHERE org_id = ?").bind(config.idempotencyKeyTtlMs + 1, org.orgId).run();
+    expect(await handleDelivery(env, config, fake.deps, delivery(payload))).toMatchObject({ outcome: "already_admitted", runId });
+    expect((await runsOf(payload.issue.number)).map((r) => r.id)).toEqual([runId]);
+    const shown = await call("GET", `/v1/autopilot/projects/${project.id}/tickets/${payload.issue.number}`, { token: org.admin });
+    expect(shown.body).toMatchObject({ status: "admitted", run_id: runId });
+  });
+
+  it("an admission that crashed before creating its run creates it under the id the ticket recorded", async () => {
+    const payload = labeledPayload();
+    const issue = tracker.fromPayload(payload);
+    const runId = newId("run");
+    await runInDurableObject(ticketStub(env, ticketAt(payload.issue.number)), (_o, state) => {
+      state.storage.sql.exec(
+        `INSERT INTO ticket (id, ticket_key, project_id, org_id, number, status, reasons, generation, admitted_generation, pending_generation, run_id, updated_at_ms)
+         VALUES (1, ?, ?, ?, ?, 'idle', '[]', NULL, NULL, ?, ?, ?)`,
+        ticketAt(payload.issue.number).ticketKey, project.id, org.orgId, payload.issue.number, issue.transition!.eventId, runId, Date.now(),
+      );
+    });
+    expect(await handleDelivery(env, config, fake.deps, delivery(payload))).toMatchObject({ outcome: "already_admitted", runId });
+    expect((await runsOf(payload.issue.number)).map((r) => r.id)).toEqual([runId]);
   });
 
   it("a run whose issue lapsed meanwhile is recorded and withdrawn before it can start", async () => {
@@ -545,8 +573,9 @@ describe("an admission interrupted by a crash", () => {
 
 describe("the TicketObject's schema", () => {
   it("records the version of its schema steps (durable-objects/sql-migrations.ts)", async () => {
-    const stub = env.TICKET.get(env.TICKET.idFromName("github:Codertocat/Hello-World#424242"));
-    expect(await stub.read()).toBeNull();
+    const at = { projectId: project.id, ticketKey: "github:Codertocat/Hello-World#424242" };
+    const stub = ticketStub(env, at);
+    expect(await stub.read(at)).toBeNull();
     const version = await runInDurableObject(stub, (_o, state) => schemaVersion(state.storage.sql));
     expect(version).toBe(TICKET_OBJECT_MIGRATIONS.length);
   });

@@ -10,6 +10,7 @@ import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { handleDelivery, type AutopilotMessage } from "../../src/autopilot/queue";
+import { ticketStub as projectTicket } from "../../src/autopilot/admission";
 import { loadConfig } from "../../src/config";
 import { call, claim, createOrg, dispatch, parseCost, registerRunner } from "./helpers";
 import { briefBody, createProject, example, installRealAutopilotWithTracker, type FakeTracker, type RealProject } from "./autopilot-fakes";
@@ -31,8 +32,12 @@ beforeAll(async () => {
   runner = await registerRunner(org.admin);
 });
 
+function ticketAt(number: number) {
+  return { projectId: project.id, ticketKey: `github:${project.repository}#${number}` };
+}
+
 function ticketStub(number: number) {
-  return env.TICKET.get(env.TICKET.idFromName(`github:${project.repository}#${number}`));
+  return projectTicket(env, ticketAt(number));
 }
 
 /** A user's issues.labeled on a fresh issue, admitted through the queue consumer: its run is queued. */
@@ -101,7 +106,7 @@ describe("a claim asks the run's ticket first", () => {
     expect(await eventsOf(runId)).toContain(JSON.stringify(LAPSE).slice(1, -1));
     // The ticket's alarm then completes the lapse in its own record and history.
     await runDurableObjectAlarm(ticketStub(number));
-    const ticket = await ticketStub(number).read();
+    const ticket = await ticketStub(number).read(ticketAt(number));
     expect(ticket).toMatchObject({ status: "lapsed", run_id: null, withdrawal: null });
     expect(ticket!.history[0]).toMatchObject({ kind: "lapsed", run_id: runId, door: "withdraw_retry" });
     const shown = await call("GET", `/v1/autopilot/projects/${project.id}/tickets/${number}`, { token: org.admin });
@@ -163,9 +168,9 @@ describe("a claim asks the run's ticket first", () => {
 describe("an admission the ticket has not finished recording", () => {
   it("its run is neither handed out nor cancelled until an observation settles it, then claimed", async () => {
     const { number, runId } = await admitOne();
-    // What a crash between the run's creation and the ticket's record of it leaves.
+    // What a crash between the run's creation and the ticket's record of it leaves: the pending generation and the run's id.
     await runInDurableObject(ticketStub(number), (_o, state) => {
-      state.storage.sql.exec("UPDATE ticket SET pending_generation = admitted_generation, run_id = NULL, status = 'idle'");
+      state.storage.sql.exec("UPDATE ticket SET pending_generation = admitted_generation, admitted_generation = NULL, status = 'idle'");
     });
     expect((await claim(runner.token)).status).toBe(204);
     expect((await runOf(runId)).state).toBe("queued");
@@ -183,7 +188,7 @@ describe("the ticket retries a failed withdrawal", () => {
     const run = await runOf(runId);
     expect(run.state).toBe("cancelled");
     expect(await eventsOf(runId)).toContain(JSON.stringify(LAPSE).slice(1, -1));
-    expect(await ticketStub(number).read()).toMatchObject({ status: "lapsed", run_id: null, withdrawal: null });
+    expect(await ticketStub(number).read(ticketAt(number))).toMatchObject({ status: "lapsed", run_id: null, withdrawal: null });
   });
 
   it("a bounded number of times: a withdrawal that keeps failing stops being retried, and claims still refuse the run", async () => {
@@ -209,7 +214,7 @@ describe("the ticket retries a failed withdrawal", () => {
     await recordLapseOnly(number, runId);
     const message: AutopilotMessage = { kind: "autopilot.delivery", project_id: project.id, number, delivery_id: crypto.randomUUID(), event: "issues", action: "edited", sender: null };
     expect(await handleDelivery(env, config, fake.deps, message)).toMatchObject({ outcome: "already_admitted", runId });
-    expect((await ticketStub(number).read())!.withdrawal).toBeNull();
+    expect((await ticketStub(number).read(ticketAt(number)))!.withdrawal).toBeNull();
     expect((await claim(runner.token)).body.run_id).toBe(runId);
   });
 });

@@ -15,6 +15,7 @@ import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import worker from "../../src/index";
 import type { Env } from "../../src/env";
+import { ticketStub } from "../../src/autopilot/admission";
 import { call, createOrg } from "./helpers";
 import { briefBody, createProject, example, installRealAutopilotWithTracker, type FakeTracker, type RealProject } from "./autopilot-fakes";
 
@@ -77,7 +78,8 @@ describe("reconciliation from the cron", () => {
     const after = await admitted();
     expect(after.get(1)).toBeDefined();
     expect(after.get(1)).not.toBe(first);
-    const history = await env.TICKET.get(env.TICKET.idFromName(`github:${project.repository}#1`)).read();
+    const at = { projectId: project.id, ticketKey: `github:${project.repository}#1` };
+    const history = await ticketStub(env, at).read(at);
     expect(history?.history[0]).toMatchObject({ kind: "admitted", door: "startup", run_id: after.get(1) });
   });
 
