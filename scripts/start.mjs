@@ -26,6 +26,10 @@ Environment:
   START_TIMEOUT_MS      120000          the longest wait for the Worker to answer
   MIGRATE_ATTEMPTS      2               how many times a failed D1 migration run is tried
   MIGRATE_TIMEOUT_MS    120000          the longest one D1 migration run may take
+  OUTBOUND_ALLOW_LOOPBACK
+                        true            whether callbacks and GitHub requests may go to loopback
+                                        (a receiver or a GitHub stand-in on this machine); a
+                                        deployment refuses loopback unless it sets this
 
 Docket's own timings and limits (README.md, "Configuration") are Worker variables: set them for
 a local run in .dev.vars at the repository root, one NAME=value per line.`);
@@ -42,6 +46,8 @@ const cronEveryMs = positiveWhole("CRON_TICK_MS", 60_000, "milliseconds");
 const readyTimeoutMs = positiveWhole("START_TIMEOUT_MS", 120_000, "milliseconds");
 const migrateAttempts = positiveWhole("MIGRATE_ATTEMPTS", 2, "attempts");
 const migrateTimeoutMs = positiveWhole("MIGRATE_TIMEOUT_MS", 120_000, "milliseconds");
+// A local run talks to receivers and stand-ins on this machine (README.md, "Configuration").
+const allowLoopback = process.env.OUTBOUND_ALLOW_LOOPBACK || "true";
 
 function positiveWhole(name, fallback, unit) {
   const raw = process.env[name];
@@ -134,7 +140,8 @@ const dev = spawn(
   process.execPath,
   [
     ...wrangler, "dev", "--local", "--ip", "127.0.0.1", "--port", port, "--persist-to", persistTo,
-    "--var", `ADMIN_SECRET:${adminSecret}`, "--var", `AUTOPILOT_SECRET_KEY:${autopilotSecretKey}`, "--test-scheduled",
+    "--var", `ADMIN_SECRET:${adminSecret}`, "--var", `AUTOPILOT_SECRET_KEY:${autopilotSecretKey}`,
+    "--var", `OUTBOUND_ALLOW_LOOPBACK:${allowLoopback}`, "--test-scheduled",
   ],
   { stdio: "inherit" },
 );
@@ -199,6 +206,7 @@ Docket is running at ${base}
   The operator's dashboard is at ${base}/dash: sign in with a member token.
   The API reference is at ${base}/docs; docs/protocol.md explains it.
   The cron tick ran at start and runs every ${cronEveryMs / 1000} s (CRON_TICK_MS). Stop with Ctrl-C.
+  Callbacks and GitHub requests ${allowLoopback === "true" ? "may" : "may not"} go to loopback (OUTBOUND_ALLOW_LOOPBACK=${allowLoopback}; a deployment refuses it by default).
 `);
 }
 

@@ -8,6 +8,7 @@ import { createMiddleware } from "hono/factory";
 import type { AppEnv } from "./app-types";
 import type { Config } from "./config";
 import { DocketError } from "./errors";
+import { checkOutboundUrl } from "./lib/outbound-address";
 import { DEFAULT_LAUNCH_PROTOCOL } from "./run/launch";
 
 /** Daemon reports carry the patch, so they get their own, larger limit. */
@@ -64,9 +65,10 @@ export function checkLabels(config: Config, labels: string[] | undefined): void 
 
 export function checkDispatch(
   config: Config,
-  body: { brief: string; labels?: string[]; launch: LaunchInput; metadata?: Record<string, string> },
+  body: { brief: string; labels?: string[]; launch: LaunchInput; metadata?: Record<string, string>; callback_url?: string | null },
 ): void {
   atMost("brief", body.brief.length, config.briefMaxChars, "characters");
+  if (body.callback_url) checkOutboundUrl(config, "callback_url", body.callback_url);
   checkLabels(config, body.labels);
   checkLaunch(config, body.launch);
   atMost("metadata", Object.keys(body.metadata ?? {}).length, config.metadataMaxKeys, "keys");

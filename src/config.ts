@@ -1,6 +1,7 @@
 // Every timing and limit of Docket, with its default. Each can be overridden by a Worker var of
 // the same name (wrangler.toml [vars], `wrangler dev --var NAME:VALUE`, or test bindings).
 
+import { parseAllowHosts } from "./lib/outbound-address";
 import { BOUND_CEILINGS } from "./protocol/bounds";
 import { parseVersion } from "./protocol/version";
 
@@ -76,6 +77,13 @@ export interface Config {
   /** Live event streams: a keepalive comment this often; the reconnect delay told to clients. */
   streamKeepaliveMs: number;
   streamRetryMs: number;
+  /**
+   * Requests to URLs tenants give (callback_url, an autopilot project's github.api_url,
+   * src/lib/outbound-address.ts): whether loopback hosts are allowed (a local run), and hosts allowed
+   * whatever they are (names, addresses, `*.suffix`).
+   */
+  outboundAllowLoopback: boolean;
+  outboundAllowHosts: string[];
   /** Completion callbacks: attempts per delivery round, backoff between them (doubling, capped), and one attempt's timeout. */
   callbackMaxAttempts: number;
   callbackBackoffBaseMs: number;
@@ -141,6 +149,8 @@ export interface Config {
   githubPagesMax: number;
   /** GitHub: installation tokens kept for reuse across providers in one isolate (one per App installation); 0 keeps each provider's own. */
   githubTokenCacheMax: number;
+  /** GitHub: redirects one request follows (a renamed repository), each to a host the outbound policy allows. */
+  githubRedirectsMax: number;
   /** Autopilot: the largest queue capacity (admitted waiting runs) a project may configure. */
   autopilotQueueCapacityMax: number;
   /** Publication: tries of the pull-request step before the run ends failed (publish_failed), and the wait between tries. */
@@ -239,6 +249,8 @@ export const DEFAULTS: Config = {
   streamMaxDurationMs: 300_000,
   streamKeepaliveMs: 15_000,
   streamRetryMs: 2_000,
+  outboundAllowLoopback: false,
+  outboundAllowHosts: [],
   callbackMaxAttempts: 12,
   callbackBackoffBaseMs: 1_000,
   callbackBackoffMaxMs: 3_600_000,
@@ -278,6 +290,7 @@ export const DEFAULTS: Config = {
   githubPageSize: 100,
   githubPagesMax: 10,
   githubTokenCacheMax: 100,
+  githubRedirectsMax: 3,
   autopilotQueueCapacityMax: 100,
   publicationTriesMax: 5,
   publicationRetryMs: 30_000,
@@ -353,6 +366,8 @@ const VAR_NAMES: Record<keyof Config, string> = {
   streamMaxDurationMs: "STREAM_MAX_DURATION_MS",
   streamKeepaliveMs: "STREAM_KEEPALIVE_MS",
   streamRetryMs: "STREAM_RETRY_MS",
+  outboundAllowLoopback: "OUTBOUND_ALLOW_LOOPBACK",
+  outboundAllowHosts: "OUTBOUND_ALLOW_HOSTS",
   callbackMaxAttempts: "CALLBACK_MAX_ATTEMPTS",
   callbackBackoffBaseMs: "CALLBACK_BACKOFF_BASE_MS",
   callbackBackoffMaxMs: "CALLBACK_BACKOFF_MAX_MS",
@@ -392,6 +407,7 @@ const VAR_NAMES: Record<keyof Config, string> = {
   githubPageSize: "GITHUB_PAGE_SIZE",
   githubPagesMax: "GITHUB_PAGES_MAX",
   githubTokenCacheMax: "GITHUB_TOKEN_CACHE_MAX",
+  githubRedirectsMax: "GITHUB_REDIRECTS_MAX",
   autopilotQueueCapacityMax: "AUTOPILOT_QUEUE_CAPACITY_MAX",
   publicationTriesMax: "PUBLICATION_TRIES_MAX",
   publicationRetryMs: "PUBLICATION_RETRY_MS",
@@ -456,6 +472,11 @@ function parseConfig(vars: Record<string, unknown>): Config {
       config.contractCheck = text;
     } else if (key === "runnerUpgradeHint") {
       config.runnerUpgradeHint = text;
+    } else if (key === "outboundAllowLoopback") {
+      if (text !== "true" && text !== "false") throw new Error(`OUTBOUND_ALLOW_LOOPBACK must be true or false, got ${text}`);
+      config.outboundAllowLoopback = text === "true";
+    } else if (key === "outboundAllowHosts") {
+      config.outboundAllowHosts = parseAllowHosts(text);
     } else if (key === "launchProtocols") {
       config.launchProtocols = text.split(",").map((p) => p.trim()).filter(Boolean);
     } else {

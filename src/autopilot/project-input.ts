@@ -2,6 +2,7 @@
 // know (src/bounds.ts), the rules between fields, defaults, and the secrets encrypted.
 
 import { atMost, checkLaunch } from "../bounds";
+import { checkOutboundUrl, isLoopbackUrl } from "../lib/outbound-address";
 import type { Config } from "../config";
 import type { Env } from "../env";
 import { DocketError } from "../errors";
@@ -14,11 +15,23 @@ import { encryptSecret } from "./secrets";
 type RunInput = { labels?: string[]; priority?: number; launch?: RunTemplate["launch"]; repository_url?: string | null };
 
 /** Bounds from the deployment's configuration, each refusal naming its field. */
-export function checkProjectBounds(config: Config, body: { queue_capacity?: number; done_labels?: string[]; run?: RunInput }): void {
+export function checkProjectBounds(
+  config: Config,
+  body: { queue_capacity?: number; done_labels?: string[]; run?: RunInput; github?: { api_url?: string } },
+): void {
+  if (body.github?.api_url) checkApiUrl(config, body.github.api_url);
   if (body.queue_capacity !== undefined) atMost("queue_capacity", body.queue_capacity, config.autopilotQueueCapacityMax, "waiting runs");
   atMost("done_labels", body.done_labels?.length ?? 0, config.labelsMax, "labels");
   atMost("run.labels", body.run?.labels?.length ?? 0, config.labelsMax, "labels");
   if (body.run?.launch) checkLaunch(config, body.run.launch, "run.launch");
+}
+
+/** GitHub's API root: https, or plain http to a loopback stand-in where the deployment allows loopback. */
+function checkApiUrl(config: Config, text: string): void {
+  if (new URL(text).protocol === "http:" && !isLoopbackUrl(new URL(text))) {
+    throw new DocketError("invalid_request", "body github.api_url: must be an https URL (http only on a loopback address)", { field: "github.api_url" });
+  }
+  checkOutboundUrl(config, "github.api_url", text);
 }
 
 /** Each value once, the first spelling kept; GitHub compares labels and logins without case. */

@@ -11,6 +11,7 @@ import { orgs } from "../db/schema";
 import type { Env } from "../env";
 import { isRefusal } from "../errors";
 import { logRun } from "../lib/log";
+import { fetchOutbound, OutboundRefused, outboundPolicy } from "../lib/outbound-address";
 import { QUEUE_DELAY_MAX_S, type CallbackMessage } from "../queue/messages";
 import { runStub } from "../lib/stubs";
 import type { RunView } from "../run/view";
@@ -68,7 +69,7 @@ export async function deliverCallback(
     return { ack: true };
   }
   const result = await attemptOnce(env, config, row, attempt);
-  const status = result.ok ? "delivered" : attempt >= config.callbackMaxAttempts ? "failed" : "pending";
+  const status = result.ok ? "delivered" : result.final || attempt >= config.callbackMaxAttempts ? "failed" : "pending";
   await recordAttempt(env.DB, row.runId, attempt, { status, error: result.error, statusCode: result.statusCode, now: Date.now() });
   const delaySeconds = status === "pending" ? Math.min(QUEUE_DELAY_MAX_S, Math.ceil(callbackBackoffMs(config, attempt) / 1_000)) : null;
   logRun("callback.attempt", {
@@ -77,7 +78,7 @@ export async function deliverCallback(
     max_tries: config.callbackMaxAttempts,
     outcome: status,
     status_code: result.statusCode,
-    reason: result.ok ? `HTTP ${result.statusCode}` : (result.error ?? "failed"),
+    reason: result.ok ? `HTTP ${result.statusCode}` : (result.detail ?? result.error ?? "failed"),
     retry_in_s: delaySeconds,
     duration_ms: Date.now() - startedAtMs,
   });
@@ -87,7 +88,22 @@ export async function deliverCallback(
 interface AttemptResult {
   ok: boolean;
   statusCode: number | null;
+  /** What the run's reader sees (last_error): a status and a fixed description, never the receiver's words. */
   error: string | null;
+  /** No later attempt can do better (a refused address): the delivery fails now. */
+  final?: boolean;
+  /** For the operator's log line only: what the runtime said about a failed request. */
+  detail?: string;
+}
+
+/**
+ * last_error for an answer that is not a 2xx. The answer's body is never read: the URL is the
+ * tenant's, and what it answers must not become a way to read what Docket can reach.
+ */
+function answerError(status: number): string {
+  if (status >= 300 && status < 400) return `HTTP ${status}: the receiver answered with a redirect, which Docket does not follow`;
+  if (status >= 500) return `HTTP ${status}: the receiver failed`;
+  return `HTTP ${status}: the receiver did not accept the callback`;
 }
 
 /** Sends the callback once; every failure, thrown or answered, comes back as a value. */
@@ -103,10 +119,11 @@ async function attemptOnce(env: Env, config: Config, row: DeliveryRow, attempt: 
     if (!org) return { ok: false, statusCode: null, error: "the organization no longer exists" };
     const body = JSON.stringify(completionPayload(run));
     const now = Date.now();
-    const res = await fetch(row.url, {
+    // The URL was checked at dispatch; it is checked again here, under today's policy, and a
+    // redirect is never followed (it comes back as the answer).
+    const init = {
       method: "POST",
       body,
-      redirect: "manual",
       signal: AbortSignal.timeout(config.callbackTimeoutMs),
       headers: {
         "Content-Type": "application/json",
@@ -116,33 +133,17 @@ async function attemptOnce(env: Env, config: Config, row: DeliveryRow, attempt: 
         "Docket-Attempt": String(attempt),
         [SIGNATURE_HEADER]: await signatureHeader(signingSecrets(org, config.callbackSecretOverlapMs, now), body, now),
       },
-    });
-    const snippet = await readSnippet(res, 200);
+    };
+    const res = await fetchOutbound(outboundPolicy(config), row.url, init, { redirectsMax: 0 });
+    await res.body?.cancel().catch(() => {});
     if (res.status >= 200 && res.status < 300) return { ok: true, statusCode: res.status, error: null };
-    return { ok: false, statusCode: res.status, error: `HTTP ${res.status}${snippet ? `: ${snippet}` : ""}` };
+    return { ok: false, statusCode: res.status, error: answerError(res.status) };
   } catch (err) {
-    const name = (err as Error)?.name;
-    const error = name === "TimeoutError" ? `no answer within ${config.callbackTimeoutMs} ms` : String(err);
-    return { ok: false, statusCode: null, error: error.slice(0, 500) };
-  }
-}
-
-/** The start of a receiver's answer, for last_error; the rest is never read. */
-async function readSnippet(res: Response, maxChars: number): Promise<string> {
-  if (!res.body) return "";
-  const reader = res.body.getReader();
-  const decoder = new TextDecoder();
-  let text = "";
-  try {
-    for (let chunks = 0; chunks < 8 && text.length < maxChars; chunks++) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      text += decoder.decode(value, { stream: true });
+    if (err instanceof OutboundRefused) {
+      return { ok: false, statusCode: null, final: true, error: `not sent: ${err.reason} (this deployment sends no callbacks there)` };
     }
-  } catch {
-    // An answer body that breaks off is not the attempt's failure.
-  } finally {
-    reader.cancel().catch(() => {});
+    const name = (err as Error)?.name;
+    if (name === "TimeoutError") return { ok: false, statusCode: null, error: `no answer within ${config.callbackTimeoutMs} ms` };
+    return { ok: false, statusCode: null, error: "the request failed before an answer (connection or network error)", detail: String(err).slice(0, 500) };
   }
-  return text.replace(/\s+/g, " ").trim().slice(0, maxChars);
 }

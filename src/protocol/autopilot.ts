@@ -56,8 +56,6 @@ export const pemPrivateKey = z
     "must be a PEM private key (-----BEGIN RSA PRIVATE KEY----- … -----END RSA PRIVATE KEY-----)",
   );
 
-const LOOPBACK_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]"]);
-
 /** The URL, or null when it is not one (zod runs refinements even after the URL check failed). */
 function parsedUrl(text: string): URL | null {
   try {
@@ -67,14 +65,13 @@ function parsedUrl(text: string): URL | null {
   }
 }
 
-/** GitHub's REST API root: https, or http on a loopback address only (a local stand-in). */
+/**
+ * GitHub's REST API root. The Worker also holds it to its outbound policy (src/lib/outbound-address.ts):
+ * https to a public host, plain http only to a loopback stand-in where the deployment allows loopback.
+ */
 export const githubApiUrl = z
   .url({ protocol: /^https?$/ })
   .max(500)
-  .refine((u) => {
-    const url = parsedUrl(u);
-    return !url || url.protocol === "https:" || LOOPBACK_HOSTS.has(url.hostname);
-  }, "must be an https URL (http only on a loopback address)")
   .refine((u) => {
     const url = parsedUrl(u);
     return !url || (!url.search && !url.hash);
@@ -120,7 +117,9 @@ export const CreateAutopilotProjectBody = z
     webhook_secret: webhookSecret.describe("the secret GitHub signs deliveries with; never shown again"),
     github: z
       .object({
-        api_url: githubApiUrl.optional().describe("GitHub's REST API root (default https://api.github.com)"),
+        api_url: githubApiUrl
+          .optional()
+          .describe("GitHub's REST API root (default https://api.github.com): https to a public host; loopback, private, internal and bare-IP hosts are refused unless the deployment allows them (OUTBOUND_ALLOW_HOSTS; http only to loopback, with OUTBOUND_ALLOW_LOOPBACK)"),
         app_id: githubNumericId,
         installation_id: githubNumericId,
         private_key: pemPrivateKey.describe("the App's private key (PEM); never shown again"),

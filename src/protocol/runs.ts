@@ -59,7 +59,12 @@ export const CreateRunBody = z
     labels: labelList.optional(),
     priority: z.number().int().min(0).max(1_000).optional(),
     launch: launchInput(),
-    callback_url: z.url({ protocol: /^https?$/ }).max(2_000).nullable().optional(),
+    callback_url: z
+      .url({ protocol: /^https?$/ })
+      .max(2_000)
+      .nullable()
+      .optional()
+      .describe("where the completion callback goes (docs/callbacks.md): a public host; loopback, private, link-local, unique-local, internal and bare-IP hosts are refused unless the deployment allows them (OUTBOUND_ALLOW_HOSTS, OUTBOUND_ALLOW_LOOPBACK)"),
     metadata: z
       .record(z.string().min(1).max(64), z.string().max(1_000))
       .refine(atMostKeys(BOUND_CEILINGS.metadataMaxKeys), "too many keys")

@@ -29,6 +29,9 @@ export const FAST_VARS = {
 /** Every answer of the local Worker is checked against its OpenAPI document (src/openapi/operation.ts), as in the workers tests. */
 export const CHECK_VARS = { CONTRACT_CHECK: 'enforce' };
 
+/** The fake GitHub listens on loopback, which a deployment reaches only when it allows it (README, "Configuration"). */
+export const LOOPBACK_VARS = { OUTBOUND_ALLOW_LOOPBACK: 'true' };
+
 /** @type {string[]} */
 const tempDirs = [];
 
@@ -56,7 +59,7 @@ export async function startDocket(vars = {}) {
   const boot = async (/** @type {Record<string, string>} */ v) => {
     /** @type {Record<string, { type: 'plain_text', value: string }>} */
     const bindings = {};
-    for (const [k, val] of Object.entries({ ...FAST_VARS, ...CHECK_VARS, AUTOPILOT_SECRET_KEY, ...v, ADMIN_SECRET })) bindings[k] = { type: 'plain_text', value: val };
+    for (const [k, val] of Object.entries({ ...FAST_VARS, ...CHECK_VARS, ...LOOPBACK_VARS, AUTOPILOT_SECRET_KEY, ...v, ADMIN_SECRET })) bindings[k] = { type: 'plain_text', value: val };
     // Loaded here, not at the top: the scripts built on these helpers answer --help without it.
     const { unstable_startWorker } = await import('wrangler');
     worker = await unstable_startWorker({

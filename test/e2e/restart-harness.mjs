@@ -5,7 +5,7 @@
 import { appendFileSync, existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { ADMIN_SECRET, FAST_VARS, RunnerHome, agentScript, bareRepo, removeTempDirs, sleep, tempDir } from './helpers.mjs';
+import { ADMIN_SECRET, FAST_VARS, LOOPBACK_VARS, RunnerHome, agentScript, bareRepo, removeTempDirs, sleep, tempDir } from './helpers.mjs';
 import { TERMINAL, readRunObjects, strandedRuns, summary } from './plane-disk.mjs';
 import { migratedState } from './migrated-state.mjs';
 import { Plane, freePort } from './plane-process.mjs';
@@ -14,9 +14,11 @@ import { Plane, freePort } from './plane-process.mjs';
  * Server timings: short enough that a lost claim is requeued within the settle period, and a lease
  * longer than a restart (about 5-10 s), so a healthy run never loses its lease to the outage itself.
  * Every restart is an outage for the sweep watermark (ticks are 1 s apart while the plane is up).
+ * A build settles through its run's completion callback to the plane's own address, on loopback.
  */
 export const RESTART_VARS = {
   ...FAST_VARS,
+  ...LOOPBACK_VARS,
   LEASE_TTL_MS: '20000',
   LEASE_REFRESH_MS: '1000',
   LAUNCH_DEADLINE_MS: '12000',

@@ -12,7 +12,8 @@ import { makeAppKeyPair, startFakeGitHub } from "../fake-github/server.mjs";
 
 const REPO = "acme/widgets";
 const ref = (number: number): TicketRef => ({ provider: "github", repository: REPO, number });
-const config: Config = { ...DEFAULTS, githubRequestTimeoutMs: 2_000, githubRetries: 2, githubRetryBaseMs: 20, githubPageSize: 2, githubPagesMax: 3 };
+// The fake GitHub listens on loopback, which a deployment allows only with OUTBOUND_ALLOW_LOOPBACK.
+const config: Config = { ...DEFAULTS, outboundAllowLoopback: true, githubRequestTimeoutMs: 2_000, githubRetries: 2, githubRetryBaseMs: 20, githubPageSize: 2, githubPagesMax: 3 };
 const keys = makeAppKeyPair();
 let gh: Awaited<ReturnType<typeof startFakeGitHub>>;
 

@@ -2,7 +2,7 @@
 // (test/fake-github/server.mjs): the production code, over real HTTP, as the App installation.
 
 import { createPrivateKey } from "node:crypto";
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { DEFAULTS, loadConfig, type Config } from "../../src/config";
 import { GitHubError } from "../../src/autopilot/github/errors";
 import { toPkcs8Pem } from "../../src/autopilot/github/private-key";
@@ -14,9 +14,11 @@ import { makeAppKeyPair, startFakeGitHub } from "../fake-github/server.mjs";
 const REPO = "acme/widgets";
 const ref = (number: number, repository = REPO): TicketRef => ({ provider: "github", repository, number });
 
-// Short bounds so failures finish quickly; each test states the bound it relies on.
+// Short bounds so failures finish quickly; each test states the bound it relies on. The fake
+// GitHub listens on loopback, which a deployment allows only with OUTBOUND_ALLOW_LOOPBACK.
 const config: Config = {
   ...DEFAULTS,
+  outboundAllowLoopback: true,
   githubRequestTimeoutMs: 300,
   githubRetries: 2,
   githubRetryBaseMs: 20,
@@ -419,6 +421,43 @@ describe("bounded calls", () => {
     const secondary = await failure(p.getIssue(ref(65)));
     expect(secondary.failure).toBe("rate_limited");
     expect(secondary.retryAfterMs).toBe(600_000);
+  });
+});
+
+describe("the outbound address policy", () => {
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+
+  it("a stored api_url the policy refuses today sends nothing: the call fails as forbidden, naming the address", async () => {
+    // Answered here, never sent, should the check be missing.
+    const sent = vi.spyOn(globalThis, "fetch").mockRejectedValue(new Error("no request may leave the test"));
+    const p = githubProvider(
+      { id: "apj_private", repository: REPO, githubApiUrl: "https://10.20.30.40/api/v3", appId: gh.appId, installationId: gh.installationId },
+      { privateKey: keys.privateKey },
+      config,
+    );
+    const err = await failure(p.getIssue(ref(1)));
+    expect(err.failure).toBe("forbidden");
+    expect(err.message).toContain("10.20.30.40 is a private address");
+    expect(sent).not.toHaveBeenCalled();
+  });
+
+  it("follows a redirect within the policy, and never one outside it", async () => {
+    gh.state.addIssue(REPO, 81, { title: "Moved" });
+    // The fake GitHub is allowed by its address only: `localhost` names the same server but is refused,
+    // so a redirect there that were followed would stay on this machine.
+    const p = provider({ outboundAllowLoopback: false, outboundAllowHosts: ["127.0.0.1"] });
+    gh.state.fail({ path: `/repos/${REPO}/issues/80`, status: 301, headers: { location: `${gh.url}/repos/${REPO}/issues/81` } });
+    expect((await p.getIssue(ref(80)))?.title).toBe("Moved");
+
+    gh.requests.length = 0;
+    const elsewhere = gh.url.replace("127.0.0.1", "localhost");
+    gh.state.fail({ path: `/repos/${REPO}/issues/82`, status: 307, headers: { location: `${elsewhere}/repos/${REPO}/issues/81` }, times: 1 + config.githubRetries });
+    const err = await failure(p.getIssue(ref(82)));
+    expect(err.failure).toBe("forbidden");
+    expect(err.message).toContain("redirect was not followed, localhost is a loopback name");
+    expect(gh.reads().map((r: { path: string }) => r.path)).toEqual(Array(1 + config.githubRetries).fill(`/repos/${REPO}/issues/82`));
   });
 });
 

@@ -96,7 +96,7 @@ describe("creating a project", () => {
         launch: { protocol: "docker", command: ["agent"], image: "ghcr.io/acme/agent:1", env: { MODE: "fast" } },
         repository_url: "git@git.example.com:acme/widgets.git",
       },
-      github: { api_url: "http://127.0.0.1:8999/api/", app_id: "42", installation_id: "43", private_key: PRIVATE_KEY },
+      github: { api_url: "https://ghe.example.com/api/v3/", app_id: "42", installation_id: "43", private_key: PRIVATE_KEY },
     });
     expect(p).toMatchObject({
       ready_label: "agent: ready",
@@ -113,7 +113,7 @@ describe("creating a project", () => {
         launch: { protocol: "docker", command: ["agent"], image: "ghcr.io/acme/agent:1", env: { MODE: "fast" } },
         repository_url: "git@git.example.com:acme/widgets.git",
       },
-      github: { api_url: "http://127.0.0.1:8999/api", app_id: "42", installation_id: "43", private_key_set: true },
+      github: { api_url: "https://ghe.example.com/api/v3", app_id: "42", installation_id: "43", private_key_set: true },
     });
   });
 
@@ -242,6 +242,44 @@ describe("validation names the field", () => {
     await call("POST", "/v1/autopilot/projects", { token: admin, body: projectBody({ queue_capacity: 0 }) });
     const after = await env.DB.prepare("SELECT count(*) AS n FROM autopilot_projects").first<{ n: number }>();
     expect(after!.n).toBe(before!.n);
+  });
+});
+
+describe("GitHub API addresses", () => {
+  const REFUSED = [
+    ["http://127.0.0.1:8999/api", "127.0.0.1 is a loopback address"],
+    ["https://localhost/api/v3", "localhost is a loopback name"],
+    ["https://10.0.0.5/api/v3", "10.0.0.5 is a private address"],
+    ["https://169.254.169.254/latest", "169.254.169.254 is a link-local address"],
+    ["https://[fd00::1]/api/v3", "[fd00::1] is a unique-local address"],
+    ["https://[::ffff:192.168.1.1]/api/v3", "[::ffff:c0a8:101] is an IPv4-mapped IPv6 address (a private address)"],
+    ["https://140.82.112.6/api/v3", "140.82.112.6 is a bare IP address"],
+    ["https://ghe.internal/api/v3", "ghe.internal is an internal name (.internal)"],
+    ["https://ghe.corp/api/v3", "ghe.corp is an internal name (.corp)"],
+  ] as const;
+  const github = (api_url: string) => ({ api_url, app_id: "1", installation_id: "2", private_key: PRIVATE_KEY });
+  const count = async () => (await env.DB.prepare("SELECT count(*) AS n FROM autopilot_projects").first<{ n: number }>())!.n;
+
+  it("an api_url to a loopback, private, link-local, unique-local, internal or bare-IP host is refused on create, naming github.api_url, and makes no project", async () => {
+    const before = await count();
+    for (const [url, why] of REFUSED) {
+      const res = await call("POST", "/v1/autopilot/projects", { token: admin, body: projectBody({ github: github(url) }) });
+      expect(res.status, url).toBe(400);
+      expect(res.body.error).toMatchObject({ code: "invalid_request", field: "github.api_url" });
+      expect(res.body.error.message, url).toContain(`body github.api_url: ${why};`);
+    }
+    expect(await count()).toBe(before);
+  });
+
+  it("an api_url to such a host is refused on change too, and the project keeps its own", async () => {
+    const project = await createProject(admin, { github: github("https://ghe.example.com/api/v3") });
+    for (const [url, why] of REFUSED) {
+      const res = await call("PATCH", `/v1/autopilot/projects/${project.id}`, { token: admin, body: { github: { api_url: url } } });
+      expect(res.status, url).toBe(400);
+      expect(res.body.error.message, url).toContain(`body github.api_url: ${why};`);
+    }
+    const read = await call("GET", `/v1/autopilot/projects/${project.id}`, { token: admin });
+    expect(read.body.github.api_url).toBe("https://ghe.example.com/api/v3");
   });
 });
 

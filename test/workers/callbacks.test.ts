@@ -23,6 +23,31 @@ afterEach(() => {
   vi.restoreAllMocks();
 });
 
+/**
+ * Every outbound request of this isolate answered here, recorded with the run it is about, and never
+ * sent: a test of a refused address must not reach it even when the code under test is wrong.
+ */
+function stubEveryRequest(answer: () => Response) {
+  const sent: { url: string; run: string | null }[] = [];
+  vi.spyOn(globalThis, "fetch").mockImplementation(async (input: RequestInfo | URL, init?: RequestInit) => {
+    const request = new Request(input, init);
+    sent.push({ url: request.url, run: request.headers.get("docket-run") });
+    return answer();
+  });
+  /** The URLs requested for `runId`, and any request about no run. */
+  return (runId: string) => sent.filter((s) => s.run === runId || s.run === null).map((s) => s.url);
+}
+
+/** Makes the next attempt of a run's callback round now, as the Queue's next delivery of its message would. */
+async function nextAttempt(runId: string, orgId: string, queueTry: number) {
+  const batch = createMessageBatch("docket-events", [
+    { id: `cb-${queueTry}`, timestamp: new Date(), attempts: queueTry, body: { kind: "callback", run_id: runId, org_id: orgId, seq: null } },
+  ]);
+  const ctx = createExecutionContext();
+  await worker.queue(batch as unknown as MessageBatch<OutboxMessage>, env);
+  await getQueueResult(batch, ctx);
+}
+
 /** Polls the run until its callback has the status wanted. */
 const callbackReaches = (admin: string, runId: string, status: string, attempts?: number) =>
   waitFor(`the callback to be ${status}`, async () => {
@@ -85,7 +110,7 @@ describe("completion callbacks", () => {
       [2, "pending", 503, 2],
       [3, "delivered", 200, null],
     ]);
-    expect(attempts[0].reason).toBe("HTTP 500: upstream down");
+    expect(attempts[0].reason).toBe("HTTP 500: the receiver failed");
     expect(attempts.every((l) => Number.isInteger(l.seq))).toBe(true);
     // `attempt` is the run's attempt in every line; the callback's own count is `try`.
     expect(attempts.every((l) => l.attempt === run.attempt)).toBe(true);
@@ -125,7 +150,7 @@ describe("completion callbacks", () => {
       status: "failed",
       attempts: DEFAULTS.callbackMaxAttempts,
       last_status_code: 502,
-      last_error: "HTTP 502: gone fishing",
+      last_error: "HTTP 502: the receiver failed",
       delivered_at_ms: null,
     });
     // Every attempt number was made exactly once, whoever made it.
@@ -259,6 +284,95 @@ describe("completion callbacks", () => {
     const again = await call("POST", "/v1/orgs/current/callback-secret/rotate", { token: admin, body: {} });
     const stored = await env.DB.prepare("SELECT callback_secret, previous_callback_secret FROM orgs WHERE id = ?").bind(orgId).first();
     expect(stored).toEqual({ callback_secret: again.body.callback_secret, previous_callback_secret: newSecret });
+    await runAlarm(runId);
+  });
+});
+
+describe("callback addresses", () => {
+  const REFUSED = [
+    ["http://127.0.0.1:8080/cb", "127.0.0.1 is a loopback address"],
+    ["http://localhost/cb", "localhost is a loopback name"],
+    ["http://hooks.localhost/cb", "hooks.localhost is a loopback name"],
+    ["http://0x7f.1/cb", "127.0.0.1 is a loopback address"],
+    ["http://[::1]/cb", "[::1] is a loopback address"],
+    ["http://10.1.2.3/cb", "10.1.2.3 is a private address"],
+    ["http://172.16.5.4/cb", "172.16.5.4 is a private address"],
+    ["http://192.168.0.10/cb", "192.168.0.10 is a private address"],
+    ["http://100.64.0.1/cb", "100.64.0.1 is a shared (carrier-grade NAT) address"],
+    ["http://169.254.169.254/latest/meta-data/", "169.254.169.254 is a link-local address"],
+    ["http://[fe80::1]/cb", "[fe80::1] is a link-local address"],
+    ["http://[fd12:3456::1]/cb", "[fd12:3456::1] is a unique-local address"],
+    ["http://[::ffff:10.0.0.1]/cb", "[::ffff:a00:1] is an IPv4-mapped IPv6 address (a private address)"],
+    ["https://93.184.215.14/cb", "93.184.215.14 is a bare IP address"],
+    ["http://metadata.google.internal/computeMetadata/v1/", "metadata.google.internal is an internal name (.internal)"],
+    ["http://printer.local/cb", "printer.local is an internal name (.local)"],
+    ["http://intranet/cb", "intranet is a name without a domain"],
+  ] as const;
+
+  it("a callback_url to a loopback, private, link-local, unique-local, internal or bare-IP host is refused at dispatch, naming the field, and makes no run", async () => {
+    const { admin } = await createOrgWithSecret();
+    for (const [url, why] of REFUSED) {
+      const res = await call("POST", "/v1/runs", { token: admin, body: { brief: "b", launch: { command: ["x"] }, callback_url: url } });
+      expect(res.status, url).toBe(400);
+      expect(res.body.error).toMatchObject({ code: "invalid_request", field: "callback_url" });
+      expect(res.body.error.message, url).toContain(`body callback_url: ${why};`);
+    }
+    expect((await call("GET", "/v1/runs", { token: admin })).body.runs).toEqual([]);
+    // A public name is taken as before.
+    expect((await call("POST", "/v1/runs", { token: admin, body: { brief: "b", launch: { command: ["x"] }, callback_url: RECEIVER } })).status).toBe(201);
+  });
+
+  /**
+   * A run with RECEIVER as its callback, finished, every request answered by `answer`: once its first
+   * attempt's outcome is recorded, the run and the URLs requested for it.
+   */
+  async function firstAttempt(answer: () => Response) {
+    const sentFor = stubEveryRequest(answer);
+    const { admin, orgId } = await createOrgWithSecret();
+    const runId = await dispatch(admin, { callback_url: RECEIVER });
+    await finishRun(admin, runId);
+    const run = await waitFor("the first attempt's outcome", async () => {
+      const r = await getRun(admin, runId);
+      return r.callback?.last_error ? r : undefined;
+    });
+    return { admin, orgId, runId, run, sent: () => sentFor(runId) };
+  }
+
+  it("a receiver's answer never reaches last_error: the run's reader sees its status and a fixed description", async () => {
+    const { runId, run, sent } = await firstAttempt(() => new Response("root:x:0:0:root:/root:/bin/bash", { status: 500 }));
+    expect(run.callback).toMatchObject({ status: "pending", last_status_code: 500, last_error: "HTTP 500: the receiver failed" });
+    expect(JSON.stringify(run)).not.toContain("root:x:0:0");
+    expect(sent()).toEqual([RECEIVER]);
+    await runAlarm(runId);
+  });
+
+  it("a redirect is a failed attempt, never followed", async () => {
+    const { runId, run, sent } = await firstAttempt(
+      () => new Response("moved", { status: 302, headers: { Location: "http://169.254.169.254/latest/meta-data/" } }),
+    );
+    expect(run.callback).toMatchObject({
+      status: "pending",
+      last_status_code: 302,
+      last_error: "HTTP 302: the receiver answered with a redirect, which Docket does not follow",
+    });
+    expect(sent()).toEqual([RECEIVER]);
+    await runAlarm(runId);
+  });
+
+  it("a stored callback_url that is refused today is checked again at delivery: nothing is sent and the delivery fails at once", async () => {
+    const { admin, orgId, runId, sent } = await firstAttempt(() => new Response(null, { status: 503 }));
+    // A URL stored before the policy refused it (or before an operator took a host off OUTBOUND_ALLOW_HOSTS).
+    await env.DB.prepare("UPDATE callback_deliveries SET url = ? WHERE run_id = ?").bind("http://169.254.169.254/latest/meta-data/", runId).run();
+
+    await nextAttempt(runId, orgId, 2);
+    const run = await getRun(admin, runId);
+    expect(run.callback).toMatchObject({
+      status: "failed",
+      attempts: 2,
+      last_status_code: null,
+      last_error: "not sent: 169.254.169.254 is a link-local address (this deployment sends no callbacks there)",
+    });
+    expect(sent()).toEqual([RECEIVER]);
     await runAlarm(runId);
   });
 });

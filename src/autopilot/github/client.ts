@@ -10,6 +10,7 @@ import { retry } from "@octokit/plugin-retry";
 import { throttling } from "@octokit/plugin-throttling";
 import Bottleneck from "bottleneck/light.js";
 import type { Config } from "../../config";
+import { fetchOutbound, OutboundRefused, outboundPolicy, outboundRefusal } from "../../lib/outbound-address";
 import { GitHubError, GitHubTimeout } from "./errors";
 import { toPkcs8Pem } from "./private-key";
 
@@ -38,6 +39,9 @@ export function githubClient(options: GitHubClientOptions, config: Config, fetch
   } catch (err) {
     throw new GitHubError("unauthorized", `GitHub App ${options.appId}: ${(err as Error).message}`);
   }
+  // A project's API root was checked when it was set; a stored one is checked again under today's policy.
+  const refused = outboundRefusal(new URL(options.baseUrl), outboundPolicy(config));
+  if (refused !== null) throw new GitHubError("forbidden", `GitHub API ${options.baseUrl}: not sent, ${refused} (this deployment sends no requests there)`);
   // Rate limits are the throttling plugin's to wait out; the retry plugin leaves 429 alone.
   const rateLimitRetry = (retryAfterS: number, _options: unknown, _octokit: unknown, retryCount: number) =>
     retryCount < config.githubRetries && retryAfterS * 1_000 <= config.githubRateLimitWaitMaxMs;
@@ -52,7 +56,7 @@ export function githubClient(options: GitHubClientOptions, config: Config, fetch
       ...(config.githubTokenCacheMax > 0 ? { cache: sharedTokenCache(options.baseUrl, options.appId, privateKey, config.githubTokenCacheMax) } : {}),
     },
     headers: { "x-github-api-version": GITHUB_API_VERSION },
-    request: { fetch: boundedFetch(fetchImpl, config.githubRequestTimeoutMs) },
+    request: { fetch: boundedFetch(policedFetch(fetchImpl, config), config.githubRequestTimeoutMs) },
     retry: {
       retries: config.githubRetries,
       retryAfterBaseValue: config.githubRetryBaseMs,
@@ -123,6 +127,21 @@ function sharedTokenCache(baseUrl: string, appId: string, privateKey: string, ma
   };
 }
 
+/** fetch held to the outbound policy, redirects included (at most GITHUB_REDIRECTS_MAX, each target checked). */
+function policedFetch(fetchImpl: typeof fetch, config: Config): typeof fetch {
+  const policy = outboundPolicy(config);
+  // Octokit passes the URL as a string and the rest in `init`.
+  return async (input, init) => {
+    const url = input instanceof Request ? input.url : input;
+    const res = await fetchOutbound(policy, url, init ?? {}, { redirectsMax: config.githubRedirectsMax, fetchImpl });
+    // Octokit would take a redirect's answer for the resource itself.
+    if (res.status >= 300 && res.status < 400 && res.headers.has("location")) {
+      throw new Error(`GitHub redirected more than GITHUB_REDIRECTS_MAX (${config.githubRedirectsMax}) times`);
+    }
+    return res;
+  };
+}
+
 /**
  * fetch with a time bound per request, body included: the answer is read whole within the bound,
  * so a body that stalls fails as GitHubTimeout (retried like a 5xx) instead of reaching Octokit,
@@ -158,6 +177,7 @@ export function toGitHubError(err: unknown, what: string): GitHubError {
   const e = (typeof err === "object" && err !== null ? err : {}) as OctokitErrorShape;
   const status = typeof e.status === "number" ? e.status : null;
   const headers = e.response?.headers ?? {};
+  if (e.cause instanceof OutboundRefused) return new GitHubError("forbidden", `${what}: GitHub's redirect was not followed, ${e.cause.reason}`);
   if (e.cause instanceof GitHubTimeout || err instanceof GitHubTimeout) {
     const timeout = err instanceof GitHubTimeout ? err : (e.cause as GitHubTimeout);
     return new GitHubError("timeout", `${what}: ${timeout.message}, on every try`, null);
