@@ -42,6 +42,7 @@ describe("Durable Object schema migrations", () => {
       state.storage.sql.exec("DROP TABLE _schema");
       state.storage.sql.exec("DROP TABLE checkpoint_chunks");
       state.storage.sql.exec("ALTER TABLE outbox DROP COLUMN unconfirmed");
+      state.storage.sql.exec("ALTER TABLE run DROP COLUMN slot_released_attempt");
       const before = schemaVersion(state.storage.sql);
       return { before, after: migrate(state.storage, RUN_OBJECT_MIGRATIONS) };
     });

@@ -27,7 +27,10 @@ import type { RunRecord } from "../../src/run/types";
 import type { RunView } from "../../src/run/view";
 import { admitReadyIssue, createProject, FakeHost, installRealAutopilotWithTracker, type RealProject } from "./autopilot-fakes";
 import { callDirect as call } from "./direct";
-import { ageRun, CLI_VERSION, createOrg, editStoredRun, registerRunner, runAlarm, runBody, runStub } from "./helpers";
+import { ageRun, CLI_VERSION, createOrg, editStoredRun, registerRunner, runAlarm, runBody, runStub, schedulerOf } from "./helpers";
+import { grantCredit } from "./builds-helpers";
+import { audit } from "../../src/ledger/ledger";
+import { SLOT_STATES } from "../../src/autopilot/scheduler-gates";
 import { muteTransitionLogs } from "./quiet";
 import {
   backoffRange,
@@ -66,6 +69,8 @@ type StoredEvent = { seq: number; type: string; at_ms: number; data: Json };
 type MachinePick = "holder" | 0 | 1 | 2;
 type Step =
   | { kind: "claim"; machine: 0 | 1 | 2 }
+  /** A claim that finds the run's queue row stale (queued while the run is not): its run object refuses it. */
+  | { kind: "claim_stale"; machine: 0 | 1 | 2 }
   | { kind: "launched"; machine: MachinePick; attempt: -1 | 0 | 1; sandbox: 0 | 1 }
   | { kind: "lease" | "launch_failed" | "stopped"; machine: MachinePick; attempt: -1 | 0 | 1 }
   | { kind: "report"; token: "current" | "older" | "made_up" | "foreign"; report: ReportKind; phase: string }
@@ -209,10 +214,18 @@ const planArb: fc.Arbitrary<Plan> = fc.oneof(
   {
     weight: 1,
     arbitrary: fc
-      .tuple(claimArb, fc.oneof({ weight: 2, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: claimArb }), fc.array(publishingStepArb(), { minLength: 1, maxLength: Math.max(1, MAX_STEPS - 6) }))
-      .map(([first, again, rest]) => ({
+      .tuple(
+        fc.boolean(),
+        claimArb,
+        fc.oneof({ weight: 2, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: claimArb }),
+        fc.array(publishingStepArb(), { minLength: 1, maxLength: Math.max(1, MAX_STEPS - 6) }),
+      )
+      .map(([refusedFirst, first, again, rest]) => ({
         publishes: true,
         steps: [
+          // Half are paused before their first claim, and a claim through a stale queue row is refused
+          // by the run object before the resume: the claim after it holds the reservation again.
+          ...(refusedFirst ? ([{ kind: "pause" }, { kind: "claim_stale", machine: first.machine }, { kind: "resume" }] as Step[]) : []),
           first,
           { kind: "launched", machine: "holder", attempt: 0, sandbox: 0 } as Step,
           { kind: "report", token: "current", report: "completed", phase: "verifying" } as Step,
@@ -241,6 +254,8 @@ const host = new FakeHost();
 autopilot.deps.publisher = () => host;
 let project: RealProject | null = null;
 let nextIssue = 1_000;
+/** The project's per-run model-spend reservation: every publishing sequence's run is behind a budget gate. */
+const PER_RUN_CENTS = 100;
 /** The commit every push reports; a code host branch `moved` by someone else is at another. */
 const PUSHED_SHA = "a".repeat(40);
 const COMPLETED_PATCH = "diff --git a/x b/x\n+y\n";
@@ -251,6 +266,9 @@ async function setUp(): Promise<void> {
   machines = [];
   for (const name of ["box-a", "box-b", "box-c"]) machines.push(await registerRunner(admin, { name }));
   project = await createProject(admin);
+  await grantCredit(admin, 100_000_000);
+  const budget = await call("PATCH", `/v1/autopilot/projects/${project.id}/scheduler`, { token: admin, body: { budget: { limit_cents: 100_000_000, per_run_cents: PER_RUN_CENTS } } });
+  expect(budget.status, JSON.stringify(budget.body)).toBe(200);
 }
 
 // ---- one sequence against one new run -----------------------------------------------------------
@@ -303,7 +321,8 @@ class Sequence {
     const attemptOf = (rel: -1 | 0 | 1) => Math.max(1, m.attempt + rel);
     switch (step.kind) {
       case "claim":
-        return { kind: "claim", machine: machines[step.machine].machineId };
+      case "claim_stale":
+        return { kind: "claim", machine: machines[step.machine].machineId, stale: step.kind === "claim_stale" };
       case "launched": {
         const attempt = attemptOf(step.attempt);
         return { kind: "launched", machine: machineOf(step.machine), attempt, sandbox: step.sandbox === 0 ? `sbx-${attempt}` : "sbx-other" };
@@ -356,6 +375,7 @@ class Sequence {
     const t0 = Date.now();
     switch (c.kind) {
       case "claim": {
+        if (c.stale) await this.staleQueueRow();
         const res = await call("POST", "/v1/runners/claim", { token: machineToken(c.machine), body: { cli_version: CLI_VERSION, protocols: ["process"], wait_ms: 0 } });
         return { ...res, t0 };
       }
@@ -463,7 +483,7 @@ class Sequence {
     this.last = c;
     const pushed = this.model.publication === "pushed" ? " (pushed)" : "";
     const where = this.model.state === "publishing" ? ` while publishing${pushed}` : this.model.publication ? ` on a ${this.model.state} publication${pushed}` : "";
-    const tally = `${c.kind} ${res.status}${code ? ` ${code}` : ""}${where}`;
+    const tally = `${c.kind}${c.kind === "claim" && c.stale ? " through a stale row" : ""} ${res.status}${code ? ` ${code}` : ""}${where}`;
     answers.set(tally, (answers.get(tally) ?? 0) + 1);
 
     if (res.status >= 400) {
@@ -498,6 +518,33 @@ class Sequence {
     this.view = view;
     this.events.push(...fresh);
     await this.checkAlarm();
+    await this.checkCredit(view);
+  }
+
+  /**
+   * DESIGN.md's invariants 5 and 9 after every step: the ledger identity holds and its audit finds
+   * nothing, and a run behind the project's budget gate that executes holds exactly one `held`
+   * reservation, in the ledger and in its scheduler's budget.
+   */
+  async checkCredit(view: RunView): Promise<void> {
+    const audited = await audit(env.DB, orgId);
+    this.ensure(audited.ok && audited.identity, "the ledger identity holds: available + held + spent = granted", audited.problems);
+    if (!this.publishes || !SLOT_STATES.has(view.state)) return;
+    const rows = await env.DB.prepare("SELECT status, reserved_cents FROM run_reservations WHERE run_id = ?").bind(this.runId).all<{ status: string; reserved_cents: number }>();
+    const held = rows.results.filter((r) => r.status === "held");
+    this.ensure(held.length === 1 && held[0].reserved_cents === PER_RUN_CENTS, "an executing run behind a budget gate holds exactly one reservation", rows.results);
+    const holds = await runInDurableObject(schedulerOf(orgId), (_o, state) =>
+      state.storage.sql.exec<{ status: string }>("SELECT status FROM budget_holds WHERE run_id = ?", this.runId).toArray(),
+    );
+    this.ensure(holds.length === 1 && holds[0].status === "held", "the scheduler's budget counts the executing run's one reservation", holds);
+  }
+
+  /** The run's D1 queue row says queued while its run object does not (a projection not caught up yet). */
+  async staleQueueRow(): Promise<void> {
+    if (this.model.state === "queued") return;
+    const row = await env.DB.prepare("UPDATE runs SET state = 'queued', not_before_ms = 0 WHERE id = ? RETURNING labels_key").bind(this.runId).first<{ labels_key: string }>();
+    await env.DB.prepare("INSERT INTO label_sets (org_id, labels_key, created_at_ms) VALUES (?, ?, ?) ON CONFLICT DO NOTHING").bind(orgId, row!.labels_key, Date.now()).run();
+    await schedulerOf(orgId).notifyWork(row!.labels_key);
   }
 
   /**

@@ -72,7 +72,8 @@ export type ReportKind = "phase" | "lines" | "completed" | "failed" | "blocked" 
 
 /** A call with every choice resolved: which machine, which attempt, which token. */
 export type Call =
-  | { kind: "claim"; machine: string }
+  /** `stale`: the run's queue row was made to say queued first, whatever the run's state (a claim its run object refuses). */
+  | { kind: "claim"; machine: string; stale?: boolean }
   | { kind: "launched"; machine: string; attempt: number; sandbox: string }
   | { kind: "lease"; machine: string; attempt: number }
   | { kind: "launch_failed"; machine: string; attempt: number }
