@@ -21,7 +21,7 @@ export class GitError extends Error {
  * it includes through include/includeIf): no hook, no fsmonitor, no `ext::` transport that runs a
  * command named in a URL.
  */
-export const HARDENED_ARGS = ['-c', 'core.hooksPath=/dev/null', '-c', 'core.fsmonitor=false', '-c', 'protocol.ext.allow=never'];
+const HARDENED_ARGS = ['-c', 'core.hooksPath=/dev/null', '-c', 'core.fsmonitor=false', '-c', 'protocol.ext.allow=never'];
 
 /**
  * Variables that would point git at another repository, index or object store: only a caller's
@@ -30,13 +30,13 @@ export const HARDENED_ARGS = ['-c', 'core.hooksPath=/dev/null', '-c', 'core.fsmo
 const LOCATION_ENV = ['GIT_DIR', 'GIT_WORK_TREE', 'GIT_INDEX_FILE', 'GIT_OBJECT_DIRECTORY', 'GIT_ALTERNATE_OBJECT_DIRECTORIES', 'GIT_COMMON_DIR', 'GIT_NAMESPACE', 'GIT_CONFIG', 'GIT_CONFIG_SYSTEM'];
 
 /** The environment of a hardened git: the runner's own, no system or global config, no prompt. */
-export function gitEnv(extra: Record<string, string> = {}): Record<string, string | undefined> {
+function gitEnv(extra: Record<string, string> = {}): Record<string, string | undefined> {
   const env: Record<string, string | undefined> = { ...process.env };
   for (const name of LOCATION_ENV) delete env[name];
   return { ...env, GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: 'true', ...extra };
 }
 
-export type GitOptions = { cwd?: string; timeoutMs: number; signal?: AbortSignal; env?: Record<string, string> };
+type GitOptions = { cwd?: string; timeoutMs: number; signal?: AbortSignal; env?: Record<string, string> };
 
 /**
  * Runs `git <HARDENED_ARGS> <args>`. `env` adds to gitEnv() (a scratch GIT_INDEX_FILE, the push
