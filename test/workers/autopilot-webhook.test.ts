@@ -50,10 +50,10 @@ async function ticketOf(p: RealProject, number: number, admin = org.admin) {
   return (res.body.tickets as Record<string, any>[]).find((t) => t.number === number);
 }
 
-/** The ticket once the AUTOPILOT queue's consumer has decided it (or undefined after ~5 s). */
+/** The ticket once the AUTOPILOT queue's consumer has decided it: past `admitting` (or as it is after ~5 s). */
 async function decided(p: RealProject, number: number, admin = org.admin) {
   let ticket;
-  for (let i = 0; i < 100 && !ticket?.status; i++) {
+  for (let i = 0; i < 100 && (!ticket?.status || ticket.status === "admitting"); i++) {
     await sleep(50);
     ticket = await ticketOf(p, number, admin);
   }
