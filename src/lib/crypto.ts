@@ -24,14 +24,14 @@ export async function hmacSha256Hex(secret: string, body: string): Promise<strin
   return hex(new Uint8Array(await crypto.subtle.sign("HMAC", key, encoder.encode(body))));
 }
 
-/** Constant-time comparison of two strings of hex or secret text. */
+/**
+ * Constant-time comparison of two strings of hex or secret text, by the runtime's
+ * crypto.subtle.timingSafeEqual, which throws on inputs of different lengths: those are unequal.
+ */
 export function timingSafeEqual(a: string, b: string): boolean {
   const x = encoder.encode(a);
   const y = encoder.encode(b);
-  if (x.length !== y.length) return false;
-  let diff = 0;
-  for (let i = 0; i < x.length; i++) diff |= x[i] ^ y[i];
-  return diff === 0;
+  return x.byteLength === y.byteLength && crypto.subtle.timingSafeEqual(x, y);
 }
 
 export const TOKEN_PREFIX = {

@@ -5,24 +5,12 @@
 // the deadline passed or not, so both answers are allowed there. No I/O: model-harness.ts drives it
 // over HTTP, model-decide.test.ts compares it with decide().
 
-/** DESIGN.md's state table, restated here as the specification the run objects are checked against. */
-export const DESIGN_TABLE: Readonly<Record<string, readonly string[]>> = {
-  queued: ["claimed", "publishing", "paused", "blocked", "cancelled"],
-  // claimed -> paused: a continuation whose checkpoint did not verify.
-  claimed: ["implementing", "queued", "paused", "failed", "cancelled"],
-  implementing: ["pausing", "blocked", "publishing", "completed", "failed", "cancelled"],
-  pausing: ["paused", "blocked", "failed", "cancelled"],
-  paused: ["queued", "blocked", "cancelled"],
-  blocked: ["queued", "cancelled"],
-  publishing: ["completed", "paused", "failed"],
-  completed: [],
-  failed: [],
-  cancelled: [],
-};
+import { canTransition, isRunState, isTerminal as isTerminalState } from "../../src/run/states";
 
-export const TERMINAL = ["completed", "failed", "cancelled"];
-export const isTerminal = (state: string) => TERMINAL.includes(state);
-export const permitted = (from: string, to: string) => (DESIGN_TABLE[from] ?? []).includes(to);
+// The state table is the one the run objects use (src/run/states.ts, DESIGN.md's table as data):
+// the model predicts answers, the table says which hops are permitted.
+export const isTerminal = (state: string) => isRunState(state) && isTerminalState(state);
+export const permitted = (from: string, to: string) => isRunState(from) && isRunState(to) && canTransition(from, to);
 
 export interface Timing {
   leaseTtlMs: number;
