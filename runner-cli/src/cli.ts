@@ -94,7 +94,7 @@ export async function main(argv: string[]): Promise<number> {
     return 2;
   }
   if (command === 'daemon') {
-    const { daemonLimitsHelp, runDaemon } = await import('./daemon.js');
+    const [{ runDaemon }, { daemonLimitsHelp }] = await Promise.all([import('./daemon.js'), import('./daemon/limits.js')]);
     if (rest[0] === '--help' || rest[0] === '-h') {
       process.stdout.write(`${spec.help}\n\nLimits, from the environment (for tests and unusual agents; the agent never sees them):\n${daemonLimitsHelp()}\n`);
       return 0;

@@ -6,7 +6,8 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { readCheckpointFile, runDaemon } from '../src/daemon.ts';
+import { runDaemon } from '../src/daemon.ts';
+import { readCheckpointFile } from '../src/daemon/checkpoint.ts';
 import { computePatch } from '../src/patch.ts';
 import { CheckpointUnusable, restoreCheckpoint } from '../src/launchers/common.ts';
 import { attemptAnswerBody, heartbeatAnswer, RUN_ID } from './helpers/answers.mjs';

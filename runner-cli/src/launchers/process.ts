@@ -92,7 +92,7 @@ export function adoptProcess(row: { sandbox_pid: number | null; sandbox_start_ti
 
 /**
  * The agent runs in a process group of its own (so a pause can wait for all of it, see
- * daemon.ts): a daemon killed before it could stop the agent must not leave that group behind.
+ * daemon/agent.ts): a daemon killed before it could stop the agent must not leave that group behind.
  */
 function killAgentGroup(paths: JobPaths) {
   const agentPid = readJson(join(paths.stateDir, 'launch.json'))?.agent_pid;
