@@ -4,6 +4,7 @@
 import { and, eq, isNull, ne } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import { Hono } from "hono";
+import type { z } from "zod";
 import type { AppEnv } from "../app-types";
 import { bearer, requireAdmin, requireAttemptToken, requireMachine, requireClaimingMachine, requireMember, requireRegistration } from "../auth";
 import { atMost, checkLabels, checkReport } from "../bounds";
@@ -126,6 +127,100 @@ function attemptOperation(id: string, summary: string): OperationSpec {
     errors: ["not_found", "other_organization", "other_machine", "stale_attempt", "lease_expired", "task_gone", "invalid_transition"],
   };
 }
+
+/** The machine holding attempt n of a run: who the run object checks the call against. */
+interface AttemptHolder {
+  orgId: string;
+  attempt: number;
+  machineId: string;
+}
+
+/** A machine's call about its attempt (POST /v1/runs/:id/attempts/:n/<path>): its body and the run object's RPC it becomes. */
+interface AttemptCall<Body extends z.ZodType> {
+  path: string;
+  operation: OperationSpec;
+  body: Body;
+  send: (run: ReturnType<typeof runStub>, holder: AttemptHolder, body: z.output<Body>) => Promise<object>;
+}
+
+/** A row of the table, as the route it adds. */
+function attemptCall<Body extends z.ZodType>(row: AttemptCall<Body>) {
+  return (routes: Hono<AppEnv>) =>
+    routes.post(
+      `/runs/:id/attempts/:n/${row.path}`,
+      operation(row.operation),
+      requireMachine,
+      validate("param", AttemptPath),
+      validate("json", row.body),
+      async (c) => {
+        const { id, n } = c.req.valid("param");
+        const caller = c.get("caller");
+        const holder = { orgId: caller.orgId, attempt: n, machineId: caller.machineId! };
+        // The validator parsed the body with row.body; its generic output type is not narrowed to it.
+        return c.json(unwrap(await row.send(runStub(c.env, id), holder, c.req.valid("json") as z.output<Body>)));
+      },
+    );
+}
+
+/** The machine's calls about the attempt it holds, one row each. */
+const ATTEMPT_CALLS = [
+  attemptCall({
+    path: "launched",
+    operation: attemptOperation("reportLaunched", "Report that the attempt's sandbox started (with wait_ms, then wait as a lease does)"),
+    body: LaunchedBody,
+    send: (run, { orgId, attempt, machineId }, body) =>
+      run.machineCall(orgId, { type: "launched", attempt, machineId, sandboxId: body.sandbox_id }, body.wait_ms ?? 0),
+  }),
+  attemptCall({
+    path: "lease",
+    operation: attemptOperation("renewLease", "Renew the attempt's lease; with wait_ms, then wait for a stop request"),
+    body: LeaseBody,
+    send: (run, { orgId, attempt, machineId }, body) => run.machineCall(orgId, { type: "lease", attempt, machineId }, body.wait_ms ?? 0),
+  }),
+  attemptCall({
+    path: "push-credential",
+    operation: {
+      id: "issuePushCredential",
+      summary: "A short-lived credential to push the publication branch",
+      description:
+        "For the machine holding a publishing attempt whose push is not yet reported; renews its lease. The token may write this one " +
+        "repository's contents and is never stored: send it only with the push, never to the sandbox or the daemon.",
+      tag: "Runner protocol",
+      auth: "machine",
+      responses: { 200: { description: "The token, the URL to push to and the branch.", schema: PushCredential } },
+      errors: ["not_found", "other_organization", "other_machine", "stale_attempt", "lease_expired", "task_gone", "invalid_transition", "autopilot_not_configured", "publication_unavailable"],
+    },
+    body: PushCredentialBody,
+    send: (run, { orgId, attempt, machineId }) => run.pushCredential(orgId, attempt, machineId),
+  }),
+  attemptCall({
+    path: "pushed",
+    operation: {
+      ...attemptOperation("reportPushed", "Report that the publication branch was pushed"),
+      description: "Recorded before Docket looks for or creates the pull request (which it does after answering). Reporting the recorded push again answers the same.",
+    },
+    body: PushedBody,
+    send: (run, { orgId, attempt, machineId }, body) => run.pushed(orgId, { type: "pushed", attempt, machineId, branch: body.branch, headSha: body.head_sha }),
+  }),
+  attemptCall({
+    path: "launch-failed",
+    operation: attemptOperation("reportLaunchFailed", "Report that the attempt's sandbox could not start"),
+    body: LaunchFailedBody,
+    send: (run, { orgId, attempt, machineId }, body) => run.machineCall(orgId, { type: "launch_failed", attempt, machineId, error: body.error, jitter: 0 }),
+  }),
+  attemptCall({
+    path: "stopped",
+    operation: attemptOperation("reportStopped", "Report that the attempt's sandbox was stopped"),
+    body: StoppedBody,
+    send: (run, { orgId, attempt, machineId }, body) => run.machineCall(orgId, { type: "stopped", attempt, machineId, reason: body.reason ?? null }),
+  }),
+  attemptCall({
+    path: "checkpoint-unusable",
+    operation: attemptOperation("reportCheckpointUnusable", "Report that a continuation's checkpoint did not verify; the run goes back to paused with its hold"),
+    body: CheckpointUnusableBody,
+    send: (run, { orgId, attempt, machineId }, body) => run.machineCall(orgId, { type: "checkpoint_unusable", attempt, machineId, reason: body.reason }),
+  }),
+];
 
 export const runnerRoutes = new Hono<AppEnv>()
   .get(
@@ -337,97 +432,6 @@ export const runnerRoutes = new Hono<AppEnv>()
     return c.json({ machine_id: caller.machineId!, ended });
   })
   .post(
-    "/runs/:id/attempts/:n/launched",
-    operation(attemptOperation("reportLaunched", "Report that the attempt's sandbox started (with wait_ms, then wait as a lease does)")),
-    requireMachine,
-    validate("param", AttemptPath),
-    validate("json", LaunchedBody), async (c) => {
-    const { id, n } = c.req.valid("param");
-    const caller = c.get("caller");
-    const body = c.req.valid("json");
-    const command = { type: "launched" as const, attempt: n, machineId: caller.machineId!, sandboxId: body.sandbox_id };
-    return c.json(unwrap(await runStub(c.env, id).machineCall(caller.orgId, command, body.wait_ms ?? 0)));
-  })
-  .post(
-    "/runs/:id/attempts/:n/lease",
-    operation(attemptOperation("renewLease", "Renew the attempt's lease; with wait_ms, then wait for a stop request")),
-    requireMachine,
-    validate("param", AttemptPath),
-    validate("json", LeaseBody), async (c) => {
-    const { id, n } = c.req.valid("param");
-    const caller = c.get("caller");
-    const command = { type: "lease" as const, attempt: n, machineId: caller.machineId! };
-    return c.json(unwrap(await runStub(c.env, id).machineCall(caller.orgId, command, c.req.valid("json").wait_ms ?? 0)));
-  })
-  .post(
-    "/runs/:id/attempts/:n/push-credential",
-    operation({
-      id: "issuePushCredential",
-      summary: "A short-lived credential to push the publication branch",
-      description:
-        "For the machine holding a publishing attempt whose push is not yet reported; renews its lease. The token may write this one " +
-        "repository's contents and is never stored: send it only with the push, never to the sandbox or the daemon.",
-      tag: "Runner protocol",
-      auth: "machine",
-      responses: { 200: { description: "The token, the URL to push to and the branch.", schema: PushCredential } },
-      errors: ["not_found", "other_organization", "other_machine", "stale_attempt", "lease_expired", "task_gone", "invalid_transition", "autopilot_not_configured", "publication_unavailable"],
-    }),
-    requireMachine,
-    validate("param", AttemptPath),
-    validate("json", PushCredentialBody), async (c) => {
-    const { id, n } = c.req.valid("param");
-    const caller = c.get("caller");
-    return c.json(unwrap(await runStub(c.env, id).pushCredential(caller.orgId, n, caller.machineId!)));
-  })
-  .post(
-    "/runs/:id/attempts/:n/pushed",
-    operation({
-      ...attemptOperation("reportPushed", "Report that the publication branch was pushed"),
-      description: "Recorded before Docket looks for or creates the pull request (which it does after answering). Reporting the recorded push again answers the same.",
-    }),
-    requireMachine,
-    validate("param", AttemptPath),
-    validate("json", PushedBody), async (c) => {
-    const { id, n } = c.req.valid("param");
-    const caller = c.get("caller");
-    const body = c.req.valid("json");
-    const command = { type: "pushed" as const, attempt: n, machineId: caller.machineId!, branch: body.branch, headSha: body.head_sha };
-    return c.json(unwrap(await runStub(c.env, id).pushed(caller.orgId, command)));
-  })
-  .post(
-    "/runs/:id/attempts/:n/launch-failed",
-    operation(attemptOperation("reportLaunchFailed", "Report that the attempt's sandbox could not start")),
-    requireMachine,
-    validate("param", AttemptPath),
-    validate("json", LaunchFailedBody), async (c) => {
-    const { id, n } = c.req.valid("param");
-    const caller = c.get("caller");
-    const command = { type: "launch_failed" as const, attempt: n, machineId: caller.machineId!, error: c.req.valid("json").error, jitter: 0 };
-    return c.json(unwrap(await runStub(c.env, id).machineCall(caller.orgId, command)));
-  })
-  .post(
-    "/runs/:id/attempts/:n/stopped",
-    operation(attemptOperation("reportStopped", "Report that the attempt's sandbox was stopped")),
-    requireMachine,
-    validate("param", AttemptPath),
-    validate("json", StoppedBody), async (c) => {
-    const { id, n } = c.req.valid("param");
-    const caller = c.get("caller");
-    const command = { type: "stopped" as const, attempt: n, machineId: caller.machineId!, reason: c.req.valid("json").reason ?? null };
-    return c.json(unwrap(await runStub(c.env, id).machineCall(caller.orgId, command)));
-  })
-  .post(
-    "/runs/:id/attempts/:n/checkpoint-unusable",
-    operation(attemptOperation("reportCheckpointUnusable", "Report that a continuation's checkpoint did not verify; the run goes back to paused with its hold")),
-    requireMachine,
-    validate("param", AttemptPath),
-    validate("json", CheckpointUnusableBody), async (c) => {
-    const { id, n } = c.req.valid("param");
-    const caller = c.get("caller");
-    const command = { type: "checkpoint_unusable" as const, attempt: n, machineId: caller.machineId!, reason: c.req.valid("json").reason };
-    return c.json(unwrap(await runStub(c.env, id).machineCall(caller.orgId, command)));
-  })
-  .post(
     "/runs/:id/attempts/:n/checkpoint",
     operation({
       id: "postCheckpoint",
@@ -502,3 +506,5 @@ export const runnerRoutes = new Hono<AppEnv>()
     });
     return c.json(unwrap(answer));
   });
+
+for (const addRoute of ATTEMPT_CALLS) addRoute(runnerRoutes);
