@@ -90,7 +90,7 @@ describe("a run never loses its alarm", () => {
     let reached!: () => void;
     const publishing = new Promise<void>((resolve) => (reached = resolve));
     await runInDurableObject(stub, (instance) => {
-      const outbox = (instance as unknown as { outbox: { env: typeof env } }).outbox;
+      const outbox = (instance as unknown as { core: { outbox: { env: typeof env } } }).core.outbox;
       const queue = env.EVENTS;
       let first = true;
       const slow = {
@@ -245,7 +245,7 @@ describe("the reaper survives D1 failures and honours the outage grace", () => {
     await runInDurableObject(stub, (instance, state) => {
       // Events wait to be published (due now), and publishing throws: retried, but not in a hot loop.
       state.storage.sql.exec("UPDATE outbox SET sent_at_ms = NULL");
-      const outbox = (instance as unknown as { outbox: { publish: () => Promise<void> } }).outbox;
+      const outbox = (instance as unknown as { core: { outbox: { publish: () => Promise<void> } } }).core.outbox;
       outbox.publish = async () => {
         throw new Error("SQLITE_FULL: database or disk is full");
       };

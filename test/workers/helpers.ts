@@ -96,14 +96,14 @@ export async function launchedRun() {
 
 /**
  * Changes the stored run behind the object's back (as if time had passed), and drops the copy the
- * object keeps in memory (RunObject.load), so its next call reads the change. Answers what `edit` answers.
+ * object keeps in memory (RunCore.load, durable-objects/run/core.ts), so its next call reads the change. Answers what `edit` answers.
  */
 export async function editStoredRun<T>(runId: string, edit: (run: RunRecord) => T): Promise<T> {
   return runInDurableObject(runStub(runId), (instance, state) => {
     const run = JSON.parse(state.storage.sql.exec<{ doc: string }>("SELECT doc FROM run").one().doc) as RunRecord;
     const answer = edit(run);
     state.storage.sql.exec("UPDATE run SET doc = ?", JSON.stringify(run));
-    (instance as unknown as { stored: RunRecord | null | undefined }).stored = undefined;
+    (instance as unknown as { core: { stored: RunRecord | null | undefined } }).core.stored = undefined;
     return answer;
   });
 }

@@ -223,7 +223,7 @@ describe("a claim's events", () => {
     const { runner, runId } = await dispatchedAndStored();
     const sendBatch = vi.fn(async () => Promise.reject(new Error("queue unavailable")));
     await runInDurableObject(runStub(runId), (instance) => {
-      const outbox = (instance as unknown as { outbox: { env: unknown } }).outbox;
+      const outbox = (instance as unknown as { core: { outbox: { env: unknown } } }).core.outbox;
       outbox.env = { ...(outbox.env as object), EVENTS: { sendBatch } };
     });
     expect((await claim(runner.token, 0)).status).toBe(200);
@@ -234,7 +234,7 @@ describe("a claim's events", () => {
     expect(claimed).toMatchObject({ seq: 2, unconfirmed: 1, attempts: 1 });
     expect(claimed.sent).not.toBeNull();
     await runInDurableObject(runStub(runId), (instance) => {
-      (instance as unknown as { outbox: { env: unknown } }).outbox.env = env;
+      (instance as unknown as { core: { outbox: { env: unknown } } }).core.outbox.env = env;
     });
     await runAlarm(runId);
   });

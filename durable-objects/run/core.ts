@@ -1,0 +1,159 @@
+// What every concern of a run object shares (../shared/DESIGN.md, "The shape"): its storage, the
+// run as last read, and apply(), the one way a command changes the run. The run row, its outbox
+// events and any extra rows change together in one transactionSync; every write is a
+// compare-and-swap on (state, attempt, version). The rules themselves are the pure decide() in
+// src/run/decide.ts; the modules beside this one decide what to do around them.
+
+import type { Config } from "../../src/config";
+import type { Env } from "../../src/env";
+import { refusal, type Refusal } from "../../src/errors";
+import { sha256Hex } from "../../src/lib/crypto";
+import { logRun } from "../../src/lib/log";
+import { decide } from "../../src/run/decide";
+import type { RunCommand, RunRecord } from "../../src/run/types";
+import { attemptView, leaseWatch, runView, type RunView } from "../../src/run/view";
+import { ArtifactStore } from "../artifact-store";
+import { CheckpointStore } from "../checkpoint-store";
+import { Outbox } from "../outbox";
+import { armAlarm } from "./deadlines";
+
+/** What a machine's call about its attempt answers. */
+export type AttemptAnswer = ReturnType<typeof attemptView>;
+
+/** A change apply() committed: the run, its events' sequence numbers and the alarm it armed (undefined: none written). */
+export interface Applied {
+  run: RunRecord;
+  seqs: number[];
+  alarmAtMs: number | null | undefined;
+}
+
+export class RunCore {
+  readonly sql: SqlStorage;
+  readonly outbox: Outbox;
+  readonly artifacts: ArtifactStore;
+  readonly checkpoints: CheckpointStore;
+
+  // In memory only, each safe to lose to an eviction:
+  /** The run as last read or written (load()); undefined until the first read. A cache of the run row, read again when lost. */
+  private stored: RunRecord | null | undefined = undefined;
+  /** Lease calls waiting for a directive (run/leases.ts); an eviction ends their requests, and the runner calls again. */
+  readonly leaseWaiters = new Set<() => void>();
+  /** The PR step in progress in this instance, so two callers never run it side by side; what it records is in storage, and the alarm takes a step cut short again. */
+  publicationStep: Promise<void> | null = null;
+
+  constructor(
+    readonly ctx: DurableObjectState,
+    readonly env: Env,
+    readonly config: Config,
+  ) {
+    this.sql = ctx.storage.sql;
+    this.outbox = new Outbox(ctx.storage, env, config);
+    this.artifacts = new ArtifactStore(this.sql);
+    this.checkpoints = new CheckpointStore(this.sql);
+  }
+
+  /**
+   * The stored run, read once per instance and replaced by every write (create, apply), so the
+   * several reads of one call parse it once. Shared, so never changed in place: decide() works on
+   * a clone.
+   */
+  load(): RunRecord | null {
+    if (this.stored === undefined) {
+      const row = this.sql.exec<{ doc: string }>("SELECT doc FROM run LIMIT 1").toArray()[0];
+      this.stored = row ? (JSON.parse(row.doc) as RunRecord) : null;
+    }
+    return this.stored;
+  }
+
+  /** A run just inserted (run/create.ts) is the stored one. */
+  created(run: RunRecord): void {
+    this.stored = run;
+  }
+
+  /**
+   * The organization check that precedes every call: members never learn whether another
+   * organization has a run (not_found); machines get the definitive other_organization.
+   */
+  owned(orgId: string, asMachine: boolean): RunRecord | Refusal {
+    const run = this.load();
+    if (run && run.orgId === orgId) return run;
+    if (run && asMachine) return refusal("other_organization", "the run belongs to another organization");
+    return refusal("not_found", "no such run");
+  }
+
+  /** The run as the API shows it, its patch read back from its chunks. */
+  view(run: RunRecord): RunView {
+    return runView(this.artifacts.restore(run));
+  }
+
+  /** The run's state if it has ended, else null (its event streams close then). */
+  endedState(): string | null {
+    const run = this.load();
+    return run && run.endedAtMs !== null ? run.state : null;
+  }
+
+  /**
+   * Decides and applies one command in a single transaction: the run row (a compare-and-swap on
+   * state, attempt and version), its outbox events, a new patch's chunks and any extra rows written
+   * by `alsoWrite`; the alarm is armed from the stored result in the same synchronous step.
+   */
+  apply(command: RunCommand, opts: { finishedHere?: boolean; alsoWrite?: (run: RunRecord) => void } = {}): Applied | Refusal {
+    const current = this.load();
+    if (!current) return refusal("not_found", "no such run");
+    const now = Date.now();
+    const decision = decide(current, command, now, this.config);
+    if (!decision.ok) return { error: decision.error };
+    if (!decision.changed) return { run: current, seqs: [], alarmAtMs: undefined };
+    let next = decision.run;
+    let seqs: number[] = [];
+    this.ctx.storage.transactionSync(() => {
+      next = this.artifacts.stash(next);
+      const cursor = this.sql.exec(
+        "UPDATE run SET state = ?, attempt = ?, version = ?, doc = ? WHERE id = ? AND state = ? AND attempt = ? AND version = ?",
+        next.state,
+        next.attempt,
+        next.version,
+        JSON.stringify(next),
+        current.id,
+        current.state,
+        current.attempt,
+        current.version,
+      );
+      if (cursor.rowsWritten !== 1) throw new Error(`compare-and-swap lost on run ${current.id}`);
+      seqs = this.outbox.append(next, decision.events, now);
+      this.outbox.confirm();
+      opts.alsoWrite?.(next);
+    });
+    this.stored = next;
+    const alarmAtMs = armAlarm(this, command.type === "deadline" ? command.recoveredAtMs : 0, { finishedHere: opts.finishedHere });
+    if (leaseWatch(current) !== leaseWatch(next)) this.wakeLeaseWaiters();
+    // Each hop wrote one run.state event, in order: the line names it and the attempt it records.
+    const hopEvents = decision.events.flatMap((e, i) => (e.type === "run.state" ? [{ seq: seqs[i], attempt: e.data.attempt }] : []));
+    decision.hops.forEach((hop, i) => {
+      const event = hopEvents[i];
+      const attempt = typeof event?.attempt === "number" ? event.attempt : next.attempt;
+      logRun("run.transition", { run: next.id, attempt, seq: event?.seq ?? null, from: hop.from, to: hop.to, reason: hop.reason, version: next.version });
+    });
+    return { run: next, seqs, alarmAtMs };
+  }
+
+  private wakeLeaseWaiters(): void {
+    for (const done of [...this.leaseWaiters]) done();
+  }
+
+  /** The version of the run the D1 queue row was last written at. */
+  projectedVersion(): number {
+    return this.sql.exec<{ v: number }>("SELECT projected_version AS v FROM run LIMIT 1").one().v;
+  }
+
+  /** The last attempt whose autopilot slot this run gave back. */
+  slotReleasedAttempt(): number {
+    return this.sql.exec<{ a: number }>("SELECT slot_released_attempt AS a FROM run LIMIT 1").one().a;
+  }
+
+  /** The attempt a run-attempt token was issued for, if it was issued by this run. */
+  async attemptOfToken(token: string): Promise<{ attempt: number } | undefined> {
+    const tokenHash = await sha256Hex(token);
+    return this.sql.exec<{ attempt: number }>("SELECT attempt FROM attempt_tokens WHERE token_hash = ?", tokenHash).toArray()[0];
+  }
+}
