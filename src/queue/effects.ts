@@ -8,7 +8,7 @@ import { scheduleCompletionCallback } from "../callbacks/schedule";
 import type { Env, OutboxMessage } from "../env";
 import { terminalStateOf } from "../run/states";
 import { requestTrackerDelivery } from "../tracker/deliver";
-import { TRACKER_DELIVERY_EVENT } from "../tracker/requests";
+import { TRACKER_DELIVERY_EVENT } from "../run/ticket-requests";
 
 export type EventHandler = (env: Env, event: OutboxMessage) => Promise<void>;
 

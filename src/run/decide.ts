@@ -7,7 +7,7 @@ import type { ErrorBody } from "../errors";
 import { exponentialBackoffMs } from "../lib/backoff";
 import { awaitingPush, publicationIntent, publishable, queuedPublication } from "./publication";
 import { canTransition, HELD_STATES, isTerminal, type RunState } from "./states";
-import { blockerCommentBody, deliveryFor, failureCommentBody, TRACKER_DELIVERY_EVENT } from "../tracker/requests";
+import { blockerCommentBody, deliveryFor, failureCommentBody, TRACKER_DELIVERY_EVENT } from "./ticket-requests";
 import type { BlockerReport, FinalReport, Hop, RunCommand, RunEventDraft, RunRecord, Step } from "./types";
 
 export type DecideConfig = Pick<

@@ -16,7 +16,8 @@ import { eventsQueue, QUEUE_DELAY_MAX_S, type TrackerDeliveryMessage } from "../
 import { runStub } from "../lib/stubs";
 import { unwrap } from "../errors";
 import { claimTry, markFailed, readTrackerDelivery, recordRequest, recordTry, restartFailed, trackerBackoffMs, type TrackerDeliveryRow } from "./receipts";
-import { deliveryMarker, isDeliveryKind, TRACKER_DELIVERY_EVENT, type DeliveryKind, type DeliveryRequest } from "./requests";
+import { TRACKER_DELIVERY_EVENT, type DeliveryKind, type DeliveryRequest } from "../run/ticket-requests";
+import { deliveryMarker, isDeliveryKind } from "./requests";
 
 /** The event handler: records the request once and starts its first try; a redelivered event sends nothing twice. */
 export async function requestTrackerDelivery(env: Env, event: OutboxMessage): Promise<void> {

@@ -9,7 +9,7 @@ import type { Config } from "../config";
 import { trackerDeliveries } from "../db/tracker-schema";
 import { exponentialBackoffMs } from "../lib/backoff";
 import type { CommentReceipt } from "../autopilot/provider";
-import type { DeliveryKind, DeliveryRequest } from "./requests";
+import type { DeliveryKind, DeliveryRequest } from "../run/ticket-requests";
 
 export type TrackerDeliveryRow = typeof trackerDeliveries.$inferSelect;
 

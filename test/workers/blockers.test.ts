@@ -13,7 +13,8 @@ import { handleDelivery, type AutopilotMessage } from "../../src/autopilot/queue
 import { reconcileProject } from "../../src/autopilot/reconcile";
 import { loadConfig } from "../../src/config";
 import { requestTrackerDelivery } from "../../src/tracker/deliver";
-import { deliveryMarker, TRACKER_DELIVERY_EVENT } from "../../src/tracker/requests";
+import { TRACKER_DELIVERY_EVENT } from "../../src/run/ticket-requests";
+import { deliveryMarker } from "../../src/tracker/requests";
 import { waitFor } from "./events-helpers";
 import { attemptCall, call, claim, createOrg, dispatch, getRun, registerRunner, report } from "./helpers";
 import { briefBody, createProject, example, installRealAutopilotWithTracker, type FakeTracker, type RealProject } from "./autopilot-fakes";
