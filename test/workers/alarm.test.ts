@@ -65,7 +65,7 @@ const downD1 = new Proxy({} as D1Database, {
 async function withD1Down<T>(runId: string, fn: () => Promise<T>): Promise<T> {
   let real: unknown;
   await runInDurableObject(runStub(runId), (instance) => {
-    const o = instance as unknown as { env: typeof env };
+    const o = (instance as unknown as { core: { env: typeof env } }).core;
     real = o.env;
     o.env = new Proxy(o.env, { get: (target, prop) => (prop === "DB" ? downD1 : Reflect.get(target, prop)) });
   });
@@ -73,7 +73,7 @@ async function withD1Down<T>(runId: string, fn: () => Promise<T>): Promise<T> {
     return await fn();
   } finally {
     await runInDurableObject(runStub(runId), (instance) => {
-      (instance as unknown as { env: unknown }).env = real;
+      (instance as unknown as { core: { env: unknown } }).core.env = real;
     });
   }
 }
