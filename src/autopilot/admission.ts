@@ -7,7 +7,7 @@
 import type { Config } from "../config";
 import type { Env } from "../env";
 import type { DispatchInput } from "../run/dispatch";
-import type { AdmissionDoor, ObservationAnswer, TicketAddress } from "../../durable-objects/ticket-object";
+import type { AdmissionDoor, ObservationAnswer, TicketAddress } from "./ticket-types";
 import type { AdmissionProject, AdmissionRules, EligibilityResult, ReadinessResult } from "./deps";
 import { ticketKey, ticketObjectName, type ActorEvidence, type IssueFacts, type ReadyTransition, type TicketRef, type TrackerProvider } from "./provider";
 

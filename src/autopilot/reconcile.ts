@@ -11,7 +11,7 @@ import type { Env } from "../env";
 import { log } from "../lib/log";
 import { admitTicket, type AdmissionResult } from "./admission";
 import { admissionDeps, type AdmissionDeps, type AdmissionProject, type AdmissionSecrets } from "./deps";
-import type { AdmissionDoor } from "../../durable-objects/ticket-object";
+import type { AdmissionDoor } from "./ticket-types";
 
 type Phase = "ready" | "tracked";
 
