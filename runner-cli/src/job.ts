@@ -3,14 +3,13 @@
 // server answer goes through api.ts classify(), so only definitive codes destroy a workload.
 import { join } from 'node:path';
 import { type AttemptCall, type AttemptCallBodies, classify, errorText, type RequestOptions, retryDelayMs } from './api.js';
-import { Backoff } from './backoff.js';
 import { GitError } from './git.js';
 import { publish, publishPatch } from './publish.js';
 import { CheckpointUnusable, type JobPaths, jobPaths, LaunchError, readJson, removeWorkDir } from './launchers/common.js';
 import { sleep } from './procs.js';
 import type { JobRow } from './jobs.js';
 import type { Sandbox } from './launchers/process.js';
-import type { Runner } from './runner.js';
+import type { JobHost } from './job-host.js';
 
 /** How many times a closing call (launch-failed, stopped) is tried before the job goes to `reconcile`. */
 const CLOSING_CALL_TRIES = 6;
@@ -33,7 +32,7 @@ const PUBLISH_GIT_TIMEOUT_MS = 120_000;
 export type CallResult = { kind: 'ok'; body: any } | { kind: 'definitive' | 'attempt_over' | 'upgrade' | 'transient'; error: any };
 
 export class JobSupervisor {
-  runner: Runner;
+  runner: JobHost;
   runId: string;
   attempt: number;
   /** The claim answer (run_id, attempt, lease and launch fields). */
@@ -51,7 +50,7 @@ export class JobSupervisor {
    * @param row the job's database row
    * @param claim the claim answer (run_id, attempt, lease and launch fields)
    */
-  constructor(runner: Runner, row: JobRow, claim: any) {
+  constructor(runner: JobHost, row: JobRow, claim: any) {
     this.runner = runner;
     this.runId = row.run_id;
     this.attempt = row.attempt;
@@ -113,7 +112,7 @@ export class JobSupervisor {
     const launchCtl = new AbortController();
     let interruption: CallResult | null = null;
     const keepalive = (async () => {
-      const backoff = this.backoff();
+      const backoff = this.runner.backoff();
       let waitMs = this.leaseRefreshMs;
       while (!launchCtl.signal.aborted) {
         await sleep(waitMs, launchCtl.signal);
@@ -198,7 +197,7 @@ export class JobSupervisor {
   async supervise({ launchedAccepted, informed }: { launchedAccepted: boolean; informed: boolean }) {
     const sandbox = this.sandbox as Sandbox;
     const deadlineAtMs = (this.launchedAtMs ?? Date.now()) + this.lifetimeMs;
-    const backoff = this.backoff();
+    const backoff = this.runner.backoff();
     const lease = new LeaseWaits(this, informed);
     let nextCallAtMs = 0;
     let exited = false;
@@ -432,7 +431,7 @@ export class JobSupervisor {
    * (reconcile or interrupted) because no answer came.
    */
   async closingCall<C extends 'stopped' | 'launch-failed' | 'checkpoint-unusable'>(call: C, body: AttemptCallBodies[C]) {
-    const backoff = this.backoff();
+    const backoff = this.runner.backoff();
     let r: CallResult | null = null;
     for (let tryNo = 1; tryNo <= CLOSING_CALL_TRIES; tryNo++) {
       r = await this.call(call, body);
@@ -490,10 +489,6 @@ export class JobSupervisor {
   finish(outcome: string, reason: string | null, patch: Record<string, any> = {}) {
     this.move('done', { outcome, reason: reason ?? undefined, ended_at_ms: Date.now(), ...patch });
     this.out.run('run_ended', this.view, `ended: ${outcome}${reason ? ` (${reason})` : ''}`, { outcome, reason });
-  }
-
-  backoff() {
-    return new Backoff({ baseMs: this.runner.cfg.backoff_base_ms, maxMs: this.runner.cfg.backoff_max_ms });
   }
 }
 

@@ -6,6 +6,7 @@ import type { ClaimGrant, RunnerConfig } from '../../src/protocol/index.js';
 import { ApiError, classify, DocketClient, errorText, retryDelayMs, upgradeHint } from './api.js';
 import { Backoff } from './backoff.js';
 import { type CallResult, JobSupervisor } from './job.js';
+import type { JobHost } from './job-host.js';
 import type { JobDb, JobRow } from './jobs.js';
 import { jobPaths, readJson, removeWorkDir } from './launchers/common.js';
 import { type Launcher, launchers } from './launchers/index.js';
@@ -34,13 +35,12 @@ const CLAIM_CANCEL_TIMEOUT_MS = 3_000;
 const LOG_PRUNE_BATCH = 100;
 const LOG_PRUNE_EVERY_MS = 3_600_000;
 
-export class Runner {
+export class Runner implements JobHost {
   cfg: Record<string, any>;
   db: JobDb;
   out: Output;
   client: DocketClient;
   launchers: Record<string, Launcher>;
-  /** What the server said about itself on register and heartbeat (lease timings and such). */
   /** The server's runner configuration, from its last registration or heartbeat answer. */
   serverConfig: Partial<RunnerConfig>;
   stopCtl: AbortController;
