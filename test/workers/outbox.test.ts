@@ -117,7 +117,7 @@ describe("publishing the outbox", () => {
     const { admin } = await createOrg();
     const runId = await dispatch(admin);
     type OutboxInternals = { env: unknown; status(): { unsent: number; exhausted: number; last_error: string | null } };
-    const outboxOf = (o: unknown) => (o as { outbox: OutboxInternals }).outbox;
+    const outboxOf = (o: unknown) => (o as { core: { outbox: OutboxInternals } }).core.outbox;
     // The Queue refuses every message, as during a Queues outage.
     await runInDurableObject(runStub(runId), (instance) => {
       const outbox = outboxOf(instance);
