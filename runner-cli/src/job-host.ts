@@ -5,7 +5,7 @@ import type { RunnerConfig } from '../../src/protocol/index.js';
 import type { DocketClient } from './api.js';
 import type { Backoff } from './backoff.js';
 import type { JobDb } from './jobs.js';
-import type { Launcher } from './launchers/index.js';
+import type { Launcher } from './launchers/launcher.js';
 import type { Output } from './output.js';
 
 export interface JobHost {

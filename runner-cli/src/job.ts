@@ -5,10 +5,10 @@ import { join } from 'node:path';
 import { type AttemptCall, type AttemptCallBodies, classify, errorText, type RequestOptions, retryDelayMs } from './api.js';
 import { GitError } from './git.js';
 import { publish, publishPatch } from './publish.js';
-import { CheckpointUnusable, type JobPaths, jobPaths, LaunchError, readJson, removeWorkDir } from './launchers/common.js';
+import { CheckpointUnusable, jobPaths, LaunchError, readJson, removeWorkDir } from './launchers/common.js';
 import { sleep } from './procs.js';
 import type { JobRow } from './jobs.js';
-import type { Sandbox } from './launchers/process.js';
+import type { JobPaths, Sandbox } from './launchers/launcher.js';
 import type { JobHost } from './job-host.js';
 
 /** How many times a closing call (launch-failed, stopped) is tried before the job goes to `reconcile`. */
@@ -146,9 +146,6 @@ export class JobSupervisor {
         checkoutTimeoutMs: Math.max(30_000, (claim.launch_deadline_at_ms ?? 0) - Date.now() - 5_000),
         handshakeTimeoutMs: 30_000,
         signal: launchCtl.signal,
-        dockerPath: this.runner.cfg.docker_path,
-        dockerImage: this.runner.cfg.docker_image,
-        dockerNetwork: this.runner.cfg.docker_network,
       });
     } catch (e) {
       launchCtl.abort();

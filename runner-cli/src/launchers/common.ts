@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { NEVER_PASSED_ENV, RUNNER_OWNED_ENV } from '../config.js';
 import { git } from '../git.js';
 import { sleep } from '../procs.js';
+import type { JobPaths, LaunchRequest } from './launcher.js';
 
 export class LaunchError extends Error {
   constructor(message: string) {
@@ -31,7 +32,7 @@ export const BASE_ENV = ['PATH', 'HOME', 'USER', 'LOGNAME', 'LANG', 'LC_ALL', 'L
  *   jobs/<run>/<attempt>/sandbox.log  the sandbox's stdout and stderr
  *   jobs/<run>/<attempt>/publish  a publication's fresh clone, never shown to the sandbox
  */
-export function jobPaths(dataDir: string, runId: string, attempt: number) {
+export function jobPaths(dataDir: string, runId: string, attempt: number): JobPaths {
   const safe = runId.replace(/[^A-Za-z0-9_.-]/g, '_');
   const jobDir = join(dataDir, 'jobs', safe, String(attempt));
   return {
@@ -216,20 +217,3 @@ export function readJson(path: string): any {
     return null;
   }
 }
-
-export interface LaunchRequest {
-  /** The claim answer (run_id, attempt, repository, launch). */
-  claim: any;
-  paths: JobPaths;
-  /** DOCKET_URL, DOCKET_RUN_ID, DOCKET_ATTEMPT, DOCKET_ATTEMPT_TOKEN */
-  docketEnv: Record<string, string>;
-  passEnv: string[];
-  checkoutTimeoutMs: number;
-  handshakeTimeoutMs: number;
-  signal?: AbortSignal;
-  dockerPath: string;
-  dockerImage: string;
-  dockerNetwork?: string | null;
-}
-
-export type JobPaths = ReturnType<typeof jobPaths>;

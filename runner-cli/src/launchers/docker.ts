@@ -8,8 +8,8 @@ import { createRequire } from 'node:module';
 import { dirname, relative } from 'node:path';
 import { PACKAGE_DIR } from '../package-dir.js';
 import { sleep } from '../procs.js';
-import type { ExitInfo, Sandbox } from './process.js';
-import { type JobPaths, type LaunchRequest, LaunchError, prepareSandbox, removeWorkDir, waitForHandshake } from './common.js';
+import { LaunchError, prepareSandbox, removeWorkDir, waitForHandshake } from './common.js';
+import type { ExitInfo, JobPaths, LaunchRequest, Sandbox } from './launcher.js';
 
 export const RUNNER_PACKAGE_DIR = PACKAGE_DIR;
 
@@ -69,8 +69,11 @@ function docker(dockerPath: string, args: string[], { env, timeoutMs = 120_000, 
   });
 }
 
-export async function launchDocker(req: LaunchRequest): Promise<Sandbox> {
-  const { paths, claim, dockerPath } = req;
+/** The docker launcher's own settings (--docker-path, --docker-image, --docker-network). */
+export type DockerSettings = { dockerPath: string; image: string; network?: string | null };
+
+export async function launchDocker(req: LaunchRequest, { dockerPath, image, network }: DockerSettings): Promise<Sandbox> {
+  const { paths, claim } = req;
   const { command, env } = await prepareSandbox(req, '/docket');
   // The image's PATH and HOME, not the host's (the docker CLI itself keeps the host's, for its config).
   delete env.PATH;
@@ -78,14 +81,14 @@ export async function launchDocker(req: LaunchRequest): Promise<Sandbox> {
   const argv = dockerRunArgv({
     runId: claim.run_id,
     attempt: claim.attempt,
-    image: claim.launch?.image || req.dockerImage,
+    image: claim.launch?.image || image,
     command,
     workDir: paths.workDir,
     stateDir: paths.stateDir,
     runnerDir: RUNNER_PACKAGE_DIR,
     zodDir: ZOD_DIR,
     envNames: Object.keys(env),
-    network: req.dockerNetwork,
+    network,
     user: typeof process.getuid === 'function' ? `${process.getuid()}:${process.getgid?.()}` : null,
   });
   const id = await docker(dockerPath, argv, { env: { ...process.env, ...env }, timeoutMs: req.checkoutTimeoutMs, signal: req.signal });

@@ -1,16 +1,13 @@
-// Launchers by protocol name. Each launches a sandbox for a claim and finds one again after a restart.
-// Each is loaded on its first use, so an idle `listen` does not carry them (docs/BENCHMARKS.md, "Idle runner memory").
-import type { Sandbox } from './process.js';
-import type { JobRow } from '../jobs.js';
-import type { JobPaths, LaunchRequest } from './common.js';
+// Launchers by protocol name, each behind the Launcher interface (launcher.ts) with its own
+// settings from the runner's configuration. Each is loaded on its first use, so an idle `listen`
+// does not carry them (docs/BENCHMARKS.md, "Idle runner memory").
+import type { Launcher } from './launcher.js';
 
-export type Launcher = {
-  protocol: string;
-  launch: (req: LaunchRequest) => Promise<Sandbox>;
-  adopt: (row: JobRow, paths: JobPaths) => Promise<Sandbox | null>;
-};
+/** The configuration the launchers take their settings from (config.ts OPTIONS). */
+export type LauncherConfig = { docker_path: string; docker_image: string; docker_network?: string | null };
 
-export function launchers(cfg: { docker_path: string }): Record<string, Launcher> {
+export function launchers(cfg: LauncherConfig): Record<string, Launcher> {
+  const docker = { dockerPath: cfg.docker_path, image: cfg.docker_image, network: cfg.docker_network };
   return {
     process: {
       protocol: 'process',
@@ -19,8 +16,8 @@ export function launchers(cfg: { docker_path: string }): Record<string, Launcher
     },
     docker: {
       protocol: 'docker',
-      launch: async (req) => (await import('./docker.js')).launchDocker(req),
-      adopt: async (row, paths) => (await import('./docker.js')).adoptDocker(row, paths, cfg.docker_path),
+      launch: async (req) => (await import('./docker.js')).launchDocker(req, docker),
+      adopt: async (row, paths) => (await import('./docker.js')).adoptDocker(row, paths, docker.dockerPath),
     },
   };
 }

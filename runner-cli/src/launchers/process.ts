@@ -6,26 +6,10 @@ import { closeSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { PACKAGE_DIR } from '../package-dir.js';
 import { groupAlive, processStartTicks, signalGroup, sleep } from '../procs.js';
-import { type JobPaths, type LaunchRequest, LaunchError, prepareSandbox, readJson, removeWorkDir, waitForHandshake } from './common.js';
+import { LaunchError, prepareSandbox, readJson, removeWorkDir, waitForHandshake } from './common.js';
+import type { ExitInfo, JobPaths, LaunchRequest, Sandbox } from './launcher.js';
 
 export const RUNNER_BIN = join(PACKAGE_DIR, 'bin', 'docket-runner.mjs');
-
-export type ExitInfo = { code: number | null; signal: string | null };
-
-export interface Sandbox {
-  id: string;
-  pid: number | null;
-  startTicks: string | null;
-  running: () => boolean;
-  /** Resolves once nothing of the sandbox runs any more. */
-  exited: Promise<ExitInfo>;
-  /** SIGTERM, grace, SIGKILL; keeps the files. */
-  stop: (graceMs: number) => Promise<void>;
-  /** Sends a signal to the daemon alone (SIGUSR1: checkpoint and pause); false when it is gone. */
-  signal: (sig: NodeJS.Signals) => Promise<boolean>;
-  /** Stop, then delete the work directory (the log stays for the retention period). */
-  remove: (graceMs: number) => Promise<void>;
-}
 
 export async function launchProcess(req: LaunchRequest): Promise<Sandbox> {
   const { paths } = req;
