@@ -289,7 +289,7 @@ export class Outbox {
 
   /**
    * When this run's sent events are due for pruning: EVENT_RETENTION_MS after it ended, while any
-   * is left to prune; else null. The alarm calls prune() at that time (run-object.ts).
+   * is left to prune; else null. The alarm calls prune() at that time (durable-objects/run/alarm.ts).
    */
   pruneDueAtMs(run: RunRecord): number | null {
     if (run.endedAtMs === null) return null;

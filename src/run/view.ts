@@ -101,7 +101,7 @@ function publicationView(p: Publication | null) {
 }
 
 /**
- * The directives that answer a waiting lease call at once while pending (RunObject.leaseWait): a
+ * The directives that answer a waiting lease call at once while pending (durable-objects/run/leases.ts, leaseWait): a
  * stop request. A pause is the run's state (`pausing`, `pause_requested` in the answer): its start
  * wakes a waiting call, as any change of state does, and a runner that may have missed that answer
  * asks without waiting (docs/protocol.md, "Lease waits").
