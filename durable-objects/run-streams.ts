@@ -203,22 +203,7 @@ export class RunStreams {
   }
 }
 
-// ---- the Worker ↔ RunObject request ------------------------------------------------------------
-
-/** The Worker authorizes the member and names the organization; the object checks it owns the run. */
-export const STREAM_ORG_HEADER = "Docket-Org";
-
-export function streamRequest(runId: string, orgId: string, afterSeq: number): Request {
-  return new Request(`https://run.internal/runs/${runId}/events/stream?after=${afterSeq}`, {
-    headers: { [STREAM_ORG_HEADER]: orgId },
-  });
-}
-
-/** The resume point the Worker put in the request; 0 when it is missing or malformed. */
-export function streamAfter(request: Request): number {
-  const after = Number(new URL(request.url).searchParams.get("after") ?? "0");
-  return Number.isSafeInteger(after) && after >= 0 ? after : 0;
-}
+// ---- the object's refusal (the request itself: src/run/event-stream.ts) -----------------------
 
 /** The answer when a run already serves its maximum of streams. */
 export function tooManyStreams(limit: number, retryMs: number): Response {

@@ -3,7 +3,6 @@
 
 import { Hono } from "hono";
 import { z } from "zod";
-import { streamRequest } from "../../durable-objects/run-streams";
 import type { AppEnv } from "../app-types";
 import { requireAdmin, requireMember } from "../auth";
 import { callbackView } from "../callbacks/deliveries";
@@ -13,6 +12,7 @@ import { validate } from "../validate";
 import { operation } from "../openapi/operation";
 import { RedeliverCallbackBody, RedeliveredCallback, RedeliveredEvents, RedeliverEventsBody, RunPath, seqText, StreamRunEventsQuery } from "../protocol/runs";
 import { runStub } from "../lib/stubs";
+import { followRunEvents } from "../run/event-stream";
 
 /**
  * Where a stream resumes: after the Last-Event-ID an EventSource sends when it reconnects, which
@@ -59,8 +59,7 @@ export const eventRoutes = new Hono<AppEnv>()
     validate("query", StreamRunEventsQuery), async (c) => {
     const { id } = c.req.valid("param");
     const after = resumeAfter(c.req.header("Last-Event-ID"), c.req.valid("query").after);
-    // The run object serves the stream itself: it sees each event the moment it is written.
-    return runStub(c.env, id).fetch(streamRequest(id, c.get("caller").orgId, after));
+    return followRunEvents(c.env, c.get("caller").orgId, id, after);
   })
   .post(
     "/runs/:id/events/redeliver",
