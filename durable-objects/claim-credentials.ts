@@ -14,7 +14,7 @@ import { asRefusal, refusal, type Refusal } from "../src/errors";
 import { setBounded } from "../src/lib/bounded-map";
 import { addD1, countedAll, type Cost } from "../src/lib/cost";
 import { log } from "../src/lib/log";
-import { RECOVERY_ROW_SQL, recoveryHold, type RecoveryRow } from "../src/recovery";
+import { RECOVERY_ROW_SQL, recoveryHold, type RecoveryRow } from "../src/recovery-hold";
 
 /** A machine whose token this scheduler verified. */
 export interface KnownMachine {

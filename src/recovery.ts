@@ -5,7 +5,7 @@
 // pausing, paused, publishing) in id order, a bounded batch per call, and asks each run object to
 // reconcile itself (RunObject.recover: publications against the code host and the branch, paused
 // runs against their stored checkpoint, running attempts against their runner's reports). Until the
-// pass reaches the end, claims are refused with 503 recovering (recoveryHold), for at most
+// pass reaches the end, claims are refused with 503 recovering (src/recovery-hold.ts), for at most
 // RECOVERY_HOLD_MAX_MS; a claim that finds one under way moves the pass on itself (claimKick), so
 // dispatch does not wait for the next cron tick. A run whose reconciliation keeps failing is tried
 // RECOVERY_RUN_TRIES_MAX times, then passed over with the problem recorded on it (its
@@ -15,35 +15,10 @@
 import type { Config } from "./config";
 import type { Env } from "./env";
 import { log, logRun } from "./lib/log";
-import { outageMayBeOngoing, tickSweep } from "./sweep";
-
-/** The sweep row: a claim's scheduler reads it (durable-objects/claim-credentials.ts), a run answer and GET /v1/queue with RECOVERY_ROW_SQL. */
-export interface RecoveryRow {
-  last_tick_at_ms: number;
-  recovered_at_ms: number;
-  recovery_done_at_ms: number;
-}
-
-export const RECOVERY_ROW_SQL = "SELECT last_tick_at_ms, recovered_at_ms, recovery_done_at_ms FROM sweep WHERE id = 1";
+import { tickSweep } from "./sweep";
 
 /** The states whose runs a recovery reconciles (queued ones are the queue's: nothing ran). */
 const RECOVERED_STATES = "'claimed', 'implementing', 'pausing', 'paused', 'publishing'";
-
-/**
- * Why a claim must wait, or null. A plane that never ticked has nothing to recover. A last tick
- * older than the outage threshold means an outage may just have ended and no tick has started its
- * recovery yet; a recovery whose pass has not finished holds dispatch for at most RECOVERY_HOLD_MAX_MS.
- */
-export function recoveryHold(row: RecoveryRow | null | undefined, nowMs: number, config: Config): string | null {
-  if (!row) return null;
-  if (outageMayBeOngoing(row.last_tick_at_ms, nowMs, config.sweepOutageThresholdMs)) {
-    return `no cron tick for ${Math.round((nowMs - row.last_tick_at_ms) / 1_000)} s: an outage may just have ended, and unfinished runs are reconciled before anything is dispatched`;
-  }
-  if (row.recovered_at_ms > row.recovery_done_at_ms && nowMs - row.recovered_at_ms < config.recoveryHoldMaxMs) {
-    return `unfinished runs are being reconciled after an outage or a deploy (since ${new Date(row.recovered_at_ms).toISOString()}) before anything is dispatched`;
-  }
-  return null;
-}
 
 export interface PassResult {
   /** The recovery the pass belongs to (its start); 0 when none is under way. */

@@ -5,7 +5,7 @@
 import { and, desc, eq, gte, isNull } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import type { Config } from "../config";
-import { RECOVERY_ROW_SQL, recoveryHold, type RecoveryRow } from "../recovery";
+import { RECOVERY_ROW_SQL, recoveryHold, type RecoveryRow } from "../recovery-hold";
 import { machines, runs } from "../db/schema";
 import type { Env } from "../env";
 import { labelsKey, parseLabelsKey } from "./labels";
@@ -56,7 +56,7 @@ const autopilotGates: SchedulerGate = async (env, run) => {
 /** The gates asked for every queued run, in order. */
 export const SCHEDULER_GATES: SchedulerGate[] = [autopilotGates];
 
-/** Dispatch held for every run while unfinished runs are reconciled after an outage or a deploy (src/recovery.ts). */
+/** Dispatch held for every run while unfinished runs are reconciled after an outage or a deploy (src/recovery-hold.ts). */
 async function recoveryWaiting(env: Env, config: Config, nowMs: number): Promise<Waiting | null> {
   const held = recoveryHold(await env.DB.prepare(RECOVERY_ROW_SQL).first<RecoveryRow>(), nowMs, config);
   return held ? { reason: "recovery", detail: { message: held } } : null;
