@@ -16,6 +16,7 @@ import { inProjectRepository, ticketStub } from "../autopilot/admission";
 import { ticketKey } from "../autopilot/provider";
 import { admissionDeps, type AdmissionDeps } from "../autopilot/deps";
 import { reconcileProject } from "../autopilot/reconcile";
+import { listProjectTickets } from "../autopilot/ticket-list";
 import { deliveryPayload, signatureValid, ticketOfDelivery, WEBHOOK_EVENTS } from "../autopilot/webhook";
 import type { AutopilotMessage } from "../autopilot/queue";
 
@@ -143,37 +144,18 @@ export const autopilotAdmissionRoutes = new Hono<AppEnv>()
       const project = await ownProject(c.env, id, c.get("caller").orgId);
       const q = c.req.valid("query");
       const limit = pageSize(q.limit, 50, c.get("config").pageSizeMax);
-      const conditions = ["project_id = ?"];
-      const binds: unknown[] = [project.id];
-      if (q.status) {
-        conditions.push("status = ?");
-        binds.push(q.status);
-      }
-      if (q.cursor) {
-        const dot = q.cursor.indexOf(".");
-        conditions.push("(updated_at_ms < ? OR (updated_at_ms = ? AND ticket_key < ?))");
-        const at = Number(q.cursor.slice(0, dot));
-        binds.push(at, at, q.cursor.slice(dot + 1));
-      }
-      const rows = await c.env.DB.prepare(
-        `SELECT ticket_key, number, status, reasons, generation, run_id, updated_at_ms FROM autopilot_tickets WHERE ${conditions.join(" AND ")}
-         ORDER BY updated_at_ms DESC, ticket_key DESC LIMIT ?`,
-      )
-        .bind(...binds, limit + 1)
-        .all<{ ticket_key: string; number: number; status: string; reasons: string; generation: string | null; run_id: string | null; updated_at_ms: number }>();
-      const kept = rows.results.slice(0, limit);
-      const last = kept[kept.length - 1];
+      const { kept, next } = await listProjectTickets(c.env.DB, project.id, { status: q.status, cursor: q.cursor, limit });
       return c.json({
         tickets: kept.map((r) => ({
-          ticket: r.ticket_key,
+          ticket: r.ticketKey,
           number: r.number,
           status: r.status as "idle",
           reasons: JSON.parse(r.reasons) as string[],
           generation: r.generation,
-          run_id: r.run_id,
-          updated_at_ms: r.updated_at_ms,
+          run_id: r.runId,
+          updated_at_ms: r.updatedAtMs,
         })),
-        next_cursor: rows.results.length > limit && last ? `${last.updated_at_ms}.${last.ticket_key}` : null,
+        next_cursor: next,
       });
     },
   )
