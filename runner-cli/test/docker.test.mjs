@@ -1,5 +1,10 @@
-import { describe, expect, it } from 'vitest';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { jobPaths } from '../src/launchers/common.ts';
 import { containerName, dockerRunArgv } from '../src/launchers/docker.ts';
+import { launchers } from '../src/launchers/index.ts';
 
 const base = {
   runId: 'run_abc123',
@@ -56,5 +61,55 @@ describe('docker launcher argv', () => {
 
   it('makes container names docker accepts', () => {
     expect(containerName('run/with spaces', 1)).toBe('docket-run_with_spaces-1');
+  });
+});
+
+const dirs = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+/**
+ * A docker CLI stand-in: it records each call's argv, and its `run` writes the daemon's launch
+ * handshake into the state directory mounted at /docket, as a started daemon would.
+ */
+function fakeDocker(dir) {
+  const calls = join(dir, 'calls.jsonl');
+  const bin = join(dir, 'docker');
+  writeFileSync(bin, `#!${process.execPath}
+const { appendFileSync, writeFileSync } = require('node:fs');
+const args = process.argv.slice(2);
+appendFileSync(${JSON.stringify(calls)}, JSON.stringify(args) + '\\n');
+if (args[0] === 'run') {
+  const state = args.find((a) => a.endsWith(':/docket')).slice(0, -':/docket'.length);
+  writeFileSync(state + '/launch.json', JSON.stringify({ ok: true }));
+  process.stdout.write('container-1\\n');
+}
+if (args[0] === 'wait') process.stdout.write('0\\n');
+`);
+  chmodSync(bin, 0o755);
+  return { bin, calls: () => readFileSync(calls, 'utf8').trim().split('\n').map((l) => JSON.parse(l)) };
+}
+
+describe('the docker launcher', () => {
+  it("runs the configured image on the configured network through the configured docker binary, and a run's own image wins", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'docket-docker-'));
+    dirs.push(dir);
+    const docker = fakeDocker(dir);
+    const launcher = launchers({ docker_path: docker.bin, docker_image: 'image-of-the-runner', docker_network: 'net-of-the-runner' }).docker;
+    const launch = async (attempt, launch) => {
+      const sandbox = await launcher.launch({
+        claim: { run_id: 'run_d', attempt, launch }, paths: jobPaths(dir, 'run_d', attempt), docketEnv: { DOCKET_RUN_ID: 'run_d' },
+        passEnv: [], checkoutTimeoutMs: 30_000, handshakeTimeoutMs: 10_000,
+      });
+      await sandbox.remove(0);
+      return docker.calls().filter((argv) => argv[0] === 'run').at(-1);
+    };
+    const configured = await launch(1, { protocol: 'docker', command: ['agent'] });
+    expect(configured.slice(configured.indexOf('--network'), configured.indexOf('--network') + 2)).toEqual(['--network', 'net-of-the-runner']);
+    expect(configured.slice(configured.indexOf('daemon') - 3, configured.indexOf('daemon') - 1)).toEqual(['image-of-the-runner', 'node']);
+    const own = await launch(2, { protocol: 'docker', command: ['agent'], image: 'image-of-the-run' });
+    expect(own[own.indexOf('daemon') - 3]).toBe('image-of-the-run');
+    expect(docker.calls().map((argv) => argv[0])).toEqual(expect.arrayContaining(['run', 'wait', 'rm']));
   });
 });
