@@ -2,7 +2,7 @@
 // SHA-256 hash in D1; run-attempt tokens are checked by the run object itself (docs/protocol.md).
 // A revoked, expired or used-up token is refused with its reason (src/credentials/tokens.ts).
 
-import type { Context } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import { createMiddleware } from "hono/factory";
 import type { AppEnv, Caller } from "./app-types";
 import type { Env } from "./env";
@@ -87,8 +87,8 @@ function requireKind(kind: Caller["kind"], what: string) {
   });
 }
 
-export const requireMember = requireKind("member", "a member token");
-export const requireMachine = requireKind("machine", "a machine token");
+const requireMember = requireKind("member", "a member token");
+const requireMachine = requireKind("machine", "a machine token");
 
 /**
  * Machine tokens this isolate has verified once, by their hash: the organization, token and machine
@@ -104,7 +104,7 @@ const knownMachineTokens = new Map<string, { orgId: string; tokenId: string; mac
  * seen is authenticated as any other (unknown, wrong kind, revoked: the same 401s); a known one only
  * counts its call.
  */
-export const requireClaimingMachine = createMiddleware<AppEnv>(async (c, next) => {
+const requireClaimingMachine = createMiddleware<AppEnv>(async (c, next) => {
   const token = bearer(c.req.header("Authorization"));
   const hash = MACHINE_TOKEN.test(token) ? await sha256Hex(token) : null;
   const known = hash === null ? undefined : knownMachineTokens.get(hash);
@@ -119,14 +119,17 @@ export const requireClaimingMachine = createMiddleware<AppEnv>(async (c, next) =
   c.set("tokenHash", hash!);
   await next();
 });
-export const requireRegistration = requireKind("registration", "a runner registration token");
+const requireRegistration = requireKind("registration", "a runner registration token");
 
-export const requireAdmin = createMiddleware<AppEnv>(async (c, next) => {
-  if (c.get("caller").role !== "admin") throw new DocketError("forbidden", "this call needs an admin member token");
-  await next();
+/** A member token with the admin role: a member token first, so a bad one is a 401 before the role's 403. */
+const requireAdmin = createMiddleware<AppEnv>(async (c, next) => {
+  await requireMember(c, async () => {
+    if (c.get("caller").role !== "admin") throw new DocketError("forbidden", "this call needs an admin member token");
+    await next();
+  });
 });
 
-export const requireOperator = createMiddleware<AppEnv>(async (c, next) => {
+const requireOperator = createMiddleware<AppEnv>(async (c, next) => {
   const secret = c.env.ADMIN_SECRET;
   if (!secret) throw new DocketError("forbidden", "this deployment has no ADMIN_SECRET configured");
   if (!timingSafeEqual(bearer(c.req.header("Authorization")), secret)) {
@@ -136,7 +139,7 @@ export const requireOperator = createMiddleware<AppEnv>(async (c, next) => {
 });
 
 /** Reports carry a run-attempt token; its format is checked here, its binding by the run object. */
-export const requireAttemptToken = createMiddleware<AppEnv>(async (c, next) => {
+const requireAttemptToken = createMiddleware<AppEnv>(async (c, next) => {
   const token = bearer(c.req.header("Authorization"));
   if (!/^dkt_a_[0-9a-f]{64}$/.test(token)) {
     throw new DocketError("unauthorized", `reports need a run-attempt token (starting ${TOKEN_PREFIX.attempt})`);
@@ -144,3 +147,21 @@ export const requireAttemptToken = createMiddleware<AppEnv>(async (c, next) => {
   await countCall(c.env, c.get("config"), "runner", await attemptTokenKey(token));
   await next();
 });
+
+/**
+ * Who may call a route: the credential it asks for (docs/protocol.md, "Credentials"). A route says
+ * it once, in its operation (src/openapi/operation.ts), which both documents it and checks it here.
+ * `claim` is a machine token checked for a claim (requireClaimingMachine); `admin` is an admin member token.
+ */
+export type Auth = "none" | "member" | "admin" | "machine" | "claim" | "registration" | "attempt" | "operator";
+
+/** The middleware that checks each credential. */
+export const CREDENTIAL_CHECK: Record<Exclude<Auth, "none">, MiddlewareHandler<AppEnv>> = {
+  member: requireMember,
+  admin: requireAdmin,
+  machine: requireMachine,
+  claim: requireClaimingMachine,
+  registration: requireRegistration,
+  attempt: requireAttemptToken,
+  operator: requireOperator,
+};

@@ -6,12 +6,11 @@ import type { MiddlewareHandler } from "hono";
 import { resolver, uniqueSymbol, type DescribeRouteOptions } from "hono-openapi";
 import { z } from "zod";
 import type { AppEnv } from "../app-types";
+import { CREDENTIAL_CHECK, type Auth } from "../auth";
 import { DocketError, errorResponse } from "../errors";
 import { log } from "../lib/log";
 import { ERROR_STATUS, type ErrorCode } from "../protocol/errors";
 
-/** Who may call: the credential the route asks for (docs/protocol.md, "Credentials"). */
-export type Auth = "none" | "member" | "admin" | "machine" | "registration" | "attempt" | "operator";
 
 export interface OperationSpec {
   /** A stable operationId, lowerCamelCase: what generated clients name the call. */
@@ -33,6 +32,7 @@ export const SECURITY_SCHEME: Record<Exclude<Auth, "none">, string> = {
   member: "memberToken",
   admin: "memberToken",
   machine: "machineToken",
+  claim: "machineToken",
   registration: "registrationToken",
   attempt: "attemptToken",
   operator: "adminSecret",
@@ -105,13 +105,18 @@ async function violation(spec: OperationSpec, res: Response): Promise<string | n
 }
 
 /**
- * The route's description as a middleware; put it first in the route's chain, so the answers of
- * its auth and validation are checked too. With CONTRACT_CHECK=enforce (the test suites) an answer
- * the document does not describe becomes a 500 naming the difference; with "log" it is logged.
+ * The route's description as a middleware, first in the route's chain: it checks the credential
+ * the description names (src/auth.ts), so a route declares its credential once, and the answers of
+ * the route's validation and handler are checked against the description. A refused credential's
+ * answer (unauthorized, forbidden, rate_limited) is one commonErrors lists for that credential.
+ * With CONTRACT_CHECK=enforce (the test suites) an answer the document does not describe becomes a
+ * 500 naming the difference; with "log" it is logged.
  */
 export function operation(spec: OperationSpec): MiddlewareHandler<AppEnv> {
+  const credential = spec.auth === "none" ? null : CREDENTIAL_CHECK[spec.auth];
   const middleware: MiddlewareHandler<AppEnv> = async (c, next) => {
-    await next();
+    if (credential) await credential(c, next);
+    else await next();
     const mode = c.get("config").contractCheck;
     if (mode === "off") return;
     const problem = await violation(spec, c.res);

@@ -5,7 +5,6 @@
 
 import { Hono } from "hono";
 import type { AppEnv } from "../app-types";
-import { requireAdmin, requireMember } from "../auth";
 import { DocketError } from "../errors";
 import { log } from "../lib/log";
 import { operation } from "../openapi/operation";
@@ -111,8 +110,6 @@ export const autopilotAdmissionRoutes = new Hono<AppEnv>()
       responses: { 200: { description: "What the step examined and decided.", schema: ReconcileResult } },
       errors: ["not_found", "autopilot_not_configured"],
     }),
-    requireMember,
-    requireAdmin,
     validate("param", AdmissionProjectPath),
     async (c) => {
       const { id } = c.req.valid("param");
@@ -136,7 +133,6 @@ export const autopilotAdmissionRoutes = new Hono<AppEnv>()
       responses: { 200: { description: "A page of tickets.", schema: TicketPage } },
       errors: ["not_found", "autopilot_not_configured"],
     }),
-    requireMember,
     validate("param", AdmissionProjectPath),
     validate("query", ListTicketsQuery),
     async (c) => {
@@ -170,7 +166,6 @@ export const autopilotAdmissionRoutes = new Hono<AppEnv>()
       responses: { 200: { description: "The ticket.", schema: AutopilotTicketDetail } },
       errors: ["not_found", "autopilot_not_configured"],
     }),
-    requireMember,
     validate("param", AdmissionTicketPath),
     async (c) => {
       const { id, number } = c.req.valid("param");

@@ -5,7 +5,6 @@ import { and, eq } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import { Hono } from "hono";
 import type { AppEnv } from "../app-types";
-import { requireAdmin, requireMember } from "../auth";
 import { changedProjectRow, checkProjectBounds, newProjectRow } from "../autopilot/project-input";
 import { loadProjectRow, projectAnswer, type AutopilotProjectRow } from "../autopilot/projects";
 import { requireSecretKey } from "../autopilot/secrets";
@@ -63,8 +62,6 @@ export const autopilotProjectRoutes = new Hono<AppEnv>()
       responses: { 201: { description: "The project, without its secrets.", schema: AutopilotProject } },
       errors: ["autopilot_project_exists", "autopilot_not_configured"],
     }),
-    requireMember,
-    requireAdmin,
     validate("json", CreateAutopilotProjectBody, checkProjectBounds),
     async (c) => {
       requireSecretKey(c.env);
@@ -85,7 +82,6 @@ export const autopilotProjectRoutes = new Hono<AppEnv>()
       auth: "member",
       responses: { 200: { description: "A page of projects, newest first.", schema: AutopilotProjectPage } },
     }),
-    requireMember,
     validate("query", ListAutopilotProjectsQuery),
     async (c) => {
       const q = c.req.valid("query");
@@ -106,7 +102,6 @@ export const autopilotProjectRoutes = new Hono<AppEnv>()
       responses: { 200: { description: "The project, without its secrets.", schema: AutopilotProject } },
       errors: ["not_found"],
     }),
-    requireMember,
     validate("param", AutopilotProjectPath),
     async (c) => {
       const row = await loadProjectRow(c.env.DB, c.get("caller").orgId, c.req.valid("param").id);
@@ -124,8 +119,6 @@ export const autopilotProjectRoutes = new Hono<AppEnv>()
       responses: { 200: { description: "The project as changed, without its secrets.", schema: AutopilotProject } },
       errors: ["not_found", "autopilot_project_exists", "autopilot_not_configured"],
     }),
-    requireMember,
-    requireAdmin,
     validate("param", AutopilotProjectPath),
     validate("json", UpdateAutopilotProjectBody, checkProjectBounds),
     async (c) => {

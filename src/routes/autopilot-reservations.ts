@@ -3,7 +3,6 @@
 
 import { Hono } from "hono";
 import type { AppEnv } from "../app-types";
-import { requireAdmin, requireMember } from "../auth";
 import { loadProjectRow } from "../autopilot/projects";
 import { listReservations, resolveReservation } from "../autopilot/run-reservations";
 import { pageSize } from "../lib/pagination";
@@ -26,7 +25,6 @@ export const autopilotReservationRoutes = new Hono<AppEnv>()
       responses: { 200: { description: "A page of run reservations.", schema: RunReservationPage } },
       errors: ["not_found"],
     }),
-    requireMember,
     validate("param", AutopilotProjectPath),
     validate("query", ListRunReservationsQuery),
     async (c) => {
@@ -50,8 +48,6 @@ export const autopilotReservationRoutes = new Hono<AppEnv>()
       responses: { 200: { description: "The reservation, settled.", schema: RunReservation } },
       errors: ["not_found", "reservation_not_held", "insufficient_credit"],
     }),
-    requireMember,
-    requireAdmin,
     validate("param", RunReservationPath),
     validate("json", ResolveRunReservationBody),
     async (c) => {

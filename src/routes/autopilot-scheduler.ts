@@ -3,7 +3,6 @@
 
 import { Hono, type Context } from "hono";
 import type { AppEnv } from "../app-types";
-import { requireAdmin, requireMember } from "../auth";
 import { loadProjectRow } from "../autopilot/projects";
 import { changeScheduler, disableScheduler, drainScheduler, enableScheduler, readScheduler } from "../autopilot/scheduler-control";
 import { DocketError } from "../errors";
@@ -44,7 +43,6 @@ export const autopilotSchedulerRoutes = new Hono<AppEnv>()
       responses: { 200: { description: "The project's scheduler.", schema: AutopilotScheduler } },
       errors: ["not_found"],
     }),
-    requireMember,
     validate("param", AutopilotProjectPath),
     async (c) => {
       const { orgId, projectId } = await projectOf(c);
@@ -54,8 +52,6 @@ export const autopilotSchedulerRoutes = new Hono<AppEnv>()
   .post(
     "/autopilot/projects/:id/scheduler/enable",
     commandSpec("enableAutopilotScheduler", "Enable (resume) an autopilot project's scheduler", "Admission and dequeue again (drain ends too); paused runs without an operator hold are queued again through the ordinary gates."),
-    requireMember,
-    requireAdmin,
     validate("param", AutopilotProjectPath),
     async (c) => {
       const { orgId, projectId, by } = await projectOf(c);
@@ -65,8 +61,6 @@ export const autopilotSchedulerRoutes = new Hono<AppEnv>()
   .post(
     "/autopilot/projects/:id/scheduler/disable",
     commandSpec("disableAutopilotScheduler", "Disable an autopilot project's scheduler", "Stops admission and dequeue, and asks the project's executing runs to pause (no operator hold)."),
-    requireMember,
-    requireAdmin,
     validate("param", AutopilotProjectPath),
     async (c) => {
       const { orgId, projectId, by } = await projectOf(c);
@@ -76,8 +70,6 @@ export const autopilotSchedulerRoutes = new Hono<AppEnv>()
   .post(
     "/autopilot/projects/:id/scheduler/drain",
     commandSpec("drainAutopilotScheduler", "Drain an autopilot project's scheduler", "Stops admission and dequeue; running work goes on to its end. Enable ends the drain."),
-    requireMember,
-    requireAdmin,
     validate("param", AutopilotProjectPath),
     async (c) => {
       const { orgId, projectId, by } = await projectOf(c);
@@ -95,8 +87,6 @@ export const autopilotSchedulerRoutes = new Hono<AppEnv>()
       responses: { 200: { description: "The project's scheduler as changed.", schema: AutopilotScheduler } },
       errors: ["not_found"],
     }),
-    requireMember,
-    requireAdmin,
     validate("param", AutopilotProjectPath),
     validate("json", UpdateSchedulerBody),
     async (c) => {

@@ -5,7 +5,6 @@
 import { eq } from "drizzle-orm";
 import { Hono } from "hono";
 import type { AppEnv } from "../app-types";
-import { requireAdmin, requireMember } from "../auth";
 import { completeByCallback, reconcileJob } from "../builds/reconcile";
 import { jobView } from "../builds/payload";
 import { runEngine } from "../builds/run-engine";
@@ -68,7 +67,6 @@ export const buildJobRoutes = new Hono<AppEnv>()
       auth: "member",
       responses: { 200: { description: "A page of build jobs, newest first.", schema: BuildJobPage } },
     }),
-    requireMember,
     validate("query", ListBuildJobsQuery),
     async (c) => {
       const q = c.req.valid("query");
@@ -90,7 +88,6 @@ export const buildJobRoutes = new Hono<AppEnv>()
       responses: { 200: { description: "The job.", schema: BuildJob } },
       errors: ["not_found"],
     }),
-    requireMember,
     validate("param", BuildJobPath),
     async (c) => {
       const job = await loadJob(c.env.DB, c.get("caller").orgId, c.req.valid("param").id);
@@ -107,7 +104,6 @@ export const buildJobRoutes = new Hono<AppEnv>()
       responses: { 200: { description: "The artifact, with notes on what is empty or incomplete.", schema: BuildArtifact } },
       errors: ["not_found"],
     }),
-    requireMember,
     validate("param", BuildJobPath),
     async (c) => {
       const orgId = c.get("caller").orgId;
@@ -135,8 +131,6 @@ export const buildJobRoutes = new Hono<AppEnv>()
       },
       errors: ["not_found", "dispatch_in_flight", "idempotency_conflict"],
     }),
-    requireMember,
-    requireAdmin,
     validate("param", BuildJobPath),
     validate("json", ReconcileBuildJobBody),
     async (c) => {
@@ -158,8 +152,6 @@ export const buildJobRoutes = new Hono<AppEnv>()
       responses: { 200: { description: "The job, settled.", schema: BuildJob } },
       errors: ["not_found", "job_not_held", "insufficient_credit"],
     }),
-    requireMember,
-    requireAdmin,
     validate("param", BuildJobPath),
     validate("json", ResolveBuildJobBody),
     async (c) => {

@@ -3,7 +3,6 @@
 
 import { Hono } from "hono";
 import type { AppEnv } from "../app-types";
-import { requireAdmin, requireMember } from "../auth";
 import { audit, grant, listEntries, readBalance } from "../ledger/ledger";
 import { pageSize } from "../lib/pagination";
 import { d1Session } from "../lib/read-session";
@@ -24,7 +23,6 @@ export const creditRoutes = new Hono<AppEnv>()
       responses: { 200: { description: "The balance and a page of entries.", schema: Credits } },
       headers: [bookmarkHeader()],
     }),
-    requireMember,
     d1Session,
     validate("query", GetCreditsQuery), async (c) => {
     const q = c.req.valid("query");
@@ -52,8 +50,6 @@ export const creditRoutes = new Hono<AppEnv>()
       errors: ["idempotency_conflict"],
       headers: [idempotencyKeyHeader("a grant's key is stored on its entry and holds forever, so money is never granted twice.")],
     }),
-    requireMember,
-    requireAdmin,
     validate("json", GrantCreditsBody), async (c) => {
     const key = idempotencyKeyOf(c.req);
     const body = c.req.valid("json");
@@ -77,4 +73,4 @@ export const creditRoutes = new Hono<AppEnv>()
       auth: "member",
       responses: { 200: { description: "The audit.", schema: CreditAudit } },
     }),
-    requireMember, async (c) => c.json(await audit(c.env.DB, c.get("caller").orgId)));
+    async (c) => c.json(await audit(c.env.DB, c.get("caller").orgId)));

@@ -4,7 +4,6 @@
 
 import { Hono } from "hono";
 import type { AppEnv } from "../app-types";
-import { requireAdmin, requireMember } from "../auth";
 import { unwrap } from "../errors";
 import { runStub } from "../lib/stubs";
 import { operation } from "../openapi/operation";
@@ -25,7 +24,6 @@ export const deliveryRoutes = new Hono<AppEnv>()
       responses: { 200: { description: "The run's deliveries, oldest first.", schema: TrackerDeliveries } },
       errors: ["not_found"],
     }),
-    requireMember,
     validate("param", RunPath),
     async (c) => {
       const { id } = c.req.valid("param");
@@ -45,8 +43,6 @@ export const deliveryRoutes = new Hono<AppEnv>()
       responses: { 202: { description: "The delivery, pending again.", schema: RetriedTrackerDelivery } },
       errors: ["not_found", "invalid_transition"],
     }),
-    requireMember,
-    requireAdmin,
     validate("param", TrackerDeliveryPath),
     validate("json", RetryTrackerDeliveryBody),
     async (c) => {

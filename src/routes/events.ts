@@ -4,7 +4,6 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import type { AppEnv } from "../app-types";
-import { requireAdmin, requireMember } from "../auth";
 import { callbackView } from "../callbacks/deliveries";
 import { redeliverCallback } from "../callbacks/schedule";
 import { DocketError, unwrap } from "../errors";
@@ -54,7 +53,6 @@ export const eventRoutes = new Hono<AppEnv>()
         },
       ],
     }),
-    requireMember,
     validate("param", RunPath),
     validate("query", StreamRunEventsQuery), async (c) => {
     const { id } = c.req.valid("param");
@@ -72,8 +70,6 @@ export const eventRoutes = new Hono<AppEnv>()
       responses: { 202: { description: "The events were put back to be published.", schema: RedeliveredEvents } },
       errors: ["not_found"],
     }),
-    requireMember,
-    requireAdmin,
     validate("param", RunPath),
     validate("json", RedeliverEventsBody),
     async (c) => {
@@ -94,8 +90,6 @@ export const eventRoutes = new Hono<AppEnv>()
       responses: { 202: { description: "The new round of the callback's delivery.", schema: RedeliveredCallback } },
       errors: ["not_found", "invalid_transition"],
     }),
-    requireMember,
-    requireAdmin,
     validate("param", RunPath),
     validate("json", RedeliverCallbackBody),
     async (c) => {

@@ -6,7 +6,6 @@ import { drizzle } from "drizzle-orm/d1";
 import { Hono, type HonoRequest, type MiddlewareHandler } from "hono";
 import { resolver, uniqueSymbol } from "hono-openapi";
 import type { AppEnv, Caller } from "../app-types";
-import { requireMember } from "../auth";
 import { dispatchBuild } from "../builds/dispatcher";
 import { findHeldJob } from "../builds/preconditions";
 import { jobView, projectView, requestView, type RequestRow } from "../builds/payload";
@@ -87,7 +86,6 @@ export const projectRoutes = new Hono<AppEnv>()
       auth: "member",
       responses: { 201: { description: "The project, without a license yet.", schema: Project } },
     }),
-    requireMember,
     validate("json", CreateProjectBody, checkProject),
     async (c) => {
       const body = c.req.valid("json");
@@ -120,7 +118,6 @@ export const projectRoutes = new Hono<AppEnv>()
       auth: "member",
       responses: { 200: { description: "A page of projects, newest first.", schema: ProjectPage } },
     }),
-    requireMember,
     validate("query", ListProjectsQuery),
     async (c) => {
       const q = c.req.valid("query");
@@ -139,7 +136,6 @@ export const projectRoutes = new Hono<AppEnv>()
       responses: { 200: { description: "The project.", schema: Project } },
       errors: ["not_found"],
     }),
-    requireMember,
     validate("param", ProjectPath),
     async (c) => {
       return c.json(projectView(await loadProject(c.env.DB, c.get("caller").orgId, c.req.valid("param").id)));
@@ -156,7 +152,6 @@ export const projectRoutes = new Hono<AppEnv>()
       responses: { 200: { description: "The project with its license.", schema: Project } },
       errors: ["not_found", "forbidden"],
     }),
-    requireMember,
     validate("param", ProjectPath),
     validate("json", AcceptLicenseBody),
     async (c) => {
@@ -181,7 +176,6 @@ export const projectRoutes = new Hono<AppEnv>()
       responses: { 201: { description: "The request, labelled requested, with no jobs.", schema: BuildRequest } },
       errors: ["not_found"],
     }),
-    requireMember,
     validate("param", ProjectPath),
     validate("json", CreateBuildRequestBody),
     async (c) => {
@@ -218,7 +212,6 @@ export const projectRoutes = new Hono<AppEnv>()
       auth: "member",
       responses: { 200: { description: "A page of build requests, newest first.", schema: BuildRequestPage } },
     }),
-    requireMember,
     validate("query", ListBuildRequestsQuery),
     async (c) => {
       const q = c.req.valid("query");
@@ -240,7 +233,6 @@ export const projectRoutes = new Hono<AppEnv>()
       responses: { 200: { description: "The request with its latest 20 jobs.", schema: BuildRequest } },
       errors: ["not_found"],
     }),
-    requireMember,
     validate("param", BuildRequestPath),
     async (c) => {
       const request = await loadRequest(c.env.DB, c.get("caller").orgId, c.req.valid("param").id);
@@ -258,7 +250,6 @@ export const projectRoutes = new Hono<AppEnv>()
       responses: { 200: { description: "The request with its jobs, labelled source_review.", schema: BuildRequest } },
       errors: ["not_found", "forbidden", "request_locked"],
     }),
-    requireMember,
     validate("param", BuildRequestPath),
     validate("json", BuildPlanBody),
     async (c) => {
@@ -307,7 +298,6 @@ export const projectRoutes = new Hono<AppEnv>()
       errors: ["not_found", "plan_required", "license_required", "job_already_queued", "cost_review_pending", "no_connected_runner", "insufficient_credit", "idempotency_conflict"],
       headers: [IDEMPOTENCY_KEY_OF_JOB],
     }),
-    requireMember,
     validate("param", BuildRequestPath),
     dispatchBody,
     async (c) => {

@@ -6,7 +6,7 @@ import { drizzle } from "drizzle-orm/d1";
 import { Hono } from "hono";
 import type { z } from "zod";
 import type { AppEnv } from "../app-types";
-import { bearer, requireAdmin, requireAttemptToken, requireMachine, requireClaimingMachine, requireMember, requireRegistration } from "../auth";
+import { bearer } from "../auth";
 import { atMost, checkLabels, checkReport } from "../bounds";
 import { runnerConfig, type Config } from "../config";
 import { versionAtLeast } from "../protocol/version";
@@ -149,7 +149,6 @@ function attemptCall<Body extends z.ZodType>(row: AttemptCall<Body>) {
     routes.post(
       `/runs/:id/attempts/:n/${row.path}`,
       operation(row.operation),
-      requireMachine,
       validate("param", AttemptPath),
       validate("json", row.body),
       async (c) => {
@@ -233,7 +232,6 @@ export const runnerRoutes = new Hono<AppEnv>()
       responses: { 200: { description: "A page of runners, newest registration first; deregistered machines are not listed.", schema: RunnerPage } },
       headers: [bookmarkHeader()],
     }),
-    requireMember,
     d1Session,
     validate("query", ListRunnersQuery), async (c) => {
     const q = c.req.valid("query");
@@ -253,8 +251,6 @@ export const runnerRoutes = new Hono<AppEnv>()
       responses: { 200: { description: "The runner, deregistered.", schema: Runner } },
       errors: ["not_found"],
     }),
-    requireMember,
-    requireAdmin,
     validate("param", RunnerPath), async (c) => {
     const { id } = c.req.valid("param");
     const caller = c.get("caller");
@@ -282,7 +278,6 @@ export const runnerRoutes = new Hono<AppEnv>()
       responses: { 201: { description: "The machine, its token and the runner configuration.", schema: Registered } },
       errors: ["listener_upgrade_required"],
     }),
-    requireRegistration,
     validate("json", RegisterBody, (config, body) => checkLabels(config, body.labels)), async (c) => {
     const body = c.req.valid("json");
     const config = c.get("config");
@@ -331,7 +326,6 @@ export const runnerRoutes = new Hono<AppEnv>()
       responses: { 200: { description: "The server's time and the runner configuration.", schema: HeartbeatAnswer } },
       errors: ["listener_upgrade_required"],
     }),
-    requireMachine,
     validate("json", HeartbeatBody), async (c) => {
     const body = c.req.valid("json");
     const config = c.get("config");
@@ -371,14 +365,13 @@ export const runnerRoutes = new Hono<AppEnv>()
       summary: "Claim the next run this machine can serve (a long poll)",
       description: "Waits up to wait_ms (default: claim_wait_ms) for matching work. A machine waits on one claim at a time: its new claim ends the one it still has waiting (204).",
       tag: "Runner protocol",
-      auth: "machine",
+      auth: "claim",
       responses: {
         200: { description: "An attempt of a run, granted to this machine.", schema: ClaimGrant },
         204: { description: "No work matched within the wait." },
       },
       errors: ["listener_upgrade_required", "too_many_waiters", "recovering"],
     }),
-    requireClaimingMachine,
     validate("json", ClaimBody), async (c) => {
     const body = c.req.valid("json");
     const config = c.get("config");
@@ -422,7 +415,6 @@ export const runnerRoutes = new Hono<AppEnv>()
       auth: "machine",
       responses: { 200: { description: "The claims ended.", schema: ClaimCancelled } },
     }),
-    requireMachine,
     validate("json", CancelClaimBody), async (c) => {
     const caller = c.get("caller");
     const ended = await schedulerStub(c.env, caller.orgId).cancelClaims(caller.orgId, caller.machineId!);
@@ -442,7 +434,6 @@ export const runnerRoutes = new Hono<AppEnv>()
       responses: { 200: { description: "The run as this attempt now sees it (paused).", schema: AttemptAnswer } },
       errors: ["unauthorized", "invalid_request", "not_found", "task_gone", "stale_attempt", "lease_expired", "invalid_transition"],
     }),
-    requireAttemptToken,
     validate("param", AttemptPath),
     validate("json", CheckpointBody, checkCheckpoint), async (c) => {
     const { id, n } = c.req.valid("param");
@@ -474,7 +465,6 @@ export const runnerRoutes = new Hono<AppEnv>()
       responses: { 200: { description: "The run as this attempt now sees it.", schema: AttemptAnswer } },
       errors: ["task_gone", "stale_attempt", "lease_expired", "invalid_transition", "stale_report"],
     }),
-    requireAttemptToken,
     validate("param", ReportPath),
     validate("json", ReportBody, checkReport), async (c) => {
     const { id } = c.req.valid("param");

@@ -4,7 +4,6 @@ import { eq } from "drizzle-orm";
 import { Hono } from "hono";
 import type { AppEnv } from "../app-types";
 import { callbackView, readDelivery } from "../callbacks/deliveries";
-import { requireMember } from "../auth";
 import { runs } from "../db/schema";
 import { unwrap } from "../errors";
 import { type Config } from "../config";
@@ -47,7 +46,6 @@ export const runRoutes = new Hono<AppEnv>()
       errors: ["idempotency_conflict"],
       headers: [idempotencyKeyHeader("a run's key holds for IDEMPOTENCY_KEY_TTL_MS (24 hours) from its first use, then creates a new run."), bookmarkHeader()],
     }),
-    requireMember,
     d1Session,
     validate("json", CreateRunBody, checkDispatch), async (c) => {
     const key = idempotencyKeyOf(c.req);
@@ -65,7 +63,6 @@ export const runRoutes = new Hono<AppEnv>()
       responses: { 200: { description: "A page of runs.", schema: RunPage } },
       headers: [bookmarkHeader()],
     }),
-    requireMember,
     d1Session,
     validate("query", ListRunsQuery), async (c) => {
     const q = c.req.valid("query");
@@ -100,7 +97,6 @@ export const runRoutes = new Hono<AppEnv>()
       errors: ["not_found"],
       headers: [bookmarkHeader()],
     }),
-    requireMember,
     d1Session,
     validate("param", RunPath), async (c) => {
     const { id } = c.req.valid("param");
@@ -118,7 +114,6 @@ export const runRoutes = new Hono<AppEnv>()
       auth: "member",
       responses: { 200: { description: "The head of the queue.", schema: QueuePage } },
     }),
-    requireMember,
     validate("query", QueueQuery), async (c) => {
     const config = c.get("config");
     const limit = pageSize(c.req.valid("query").limit, 50, config.pageSizeMax);
@@ -142,7 +137,6 @@ export const runRoutes = new Hono<AppEnv>()
       errors: ["not_found", "task_gone", "invalid_transition"],
       headers: [bookmarkHeader()],
     }),
-    requireMember,
     d1Session,
     validate("param", RunPath),
     validate("json", CancelRunBody), async (c) => {
@@ -166,7 +160,6 @@ export const runRoutes = new Hono<AppEnv>()
       errors: ["not_found", "invalid_transition"],
       headers: [bookmarkHeader()],
     }),
-    requireMember,
     d1Session,
     validate("param", RunPath),
     validate("json", PauseRunBody), async (c) => {
@@ -189,7 +182,6 @@ export const runRoutes = new Hono<AppEnv>()
       errors: ["not_found", "invalid_transition", "checkpoint_missing"],
       headers: [bookmarkHeader()],
     }),
-    requireMember,
     d1Session,
     validate("param", RunPath),
     validate("json", ResumeRunBody), async (c) => {
@@ -210,7 +202,6 @@ export const runRoutes = new Hono<AppEnv>()
       responses: { 200: { description: "A page of events.", schema: RunEventPage } },
       errors: ["not_found", "events_pruned"],
     }),
-    requireMember,
     validate("param", RunPath),
     validate("query", ListRunEventsQuery), async (c) => {
     const { id } = c.req.valid("param");

@@ -5,7 +5,6 @@ import { and, eq, inArray } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import { Hono } from "hono";
 import type { AppEnv } from "../app-types";
-import { requireAdmin, requireMember } from "../auth";
 import { revokeToken, tokenView } from "../credentials/tokens";
 import { tokens } from "../db/schema";
 import { DocketError } from "../errors";
@@ -35,8 +34,6 @@ export const tokenRoutes = new Hono<AppEnv>()
       auth: "admin",
       responses: { 200: { description: "A page of tokens, newest first.", schema: TokenPage } },
     }),
-    requireMember,
-    requireAdmin,
     validate("query", ListTokensQuery), async (c) => {
     const q = c.req.valid("query");
     const limit = pageSize(q.limit, 50, c.get("config").pageSizeMax);
@@ -56,8 +53,6 @@ export const tokenRoutes = new Hono<AppEnv>()
       responses: { 200: { description: "The token, revoked.", schema: Token } },
       errors: ["not_found", "last_admin_token"],
     }),
-    requireMember,
-    requireAdmin,
     validate("param", TokenPath), async (c) => {
     const { id } = c.req.valid("param");
     const caller = c.get("caller");
