@@ -9,7 +9,6 @@
 // The host is judged as written (the URL parser has already put 0x7f.1 or 2130706433 into dotted
 // form): a Worker cannot resolve names itself, which is why bare addresses are refused outright.
 
-import type { Config } from "../config";
 import { DocketError } from "../errors";
 
 export interface OutboundPolicy {
@@ -19,7 +18,13 @@ export interface OutboundPolicy {
   allowHosts: readonly string[];
 }
 
-export function outboundPolicy(config: Config): OutboundPolicy {
+/** The deployment's settings the policy is made of (src/config.ts parses them with parseAllowHosts below). */
+export interface OutboundSettings {
+  outboundAllowLoopback: boolean;
+  outboundAllowHosts: readonly string[];
+}
+
+export function outboundPolicy(config: OutboundSettings): OutboundPolicy {
   return { allowLoopback: config.outboundAllowLoopback, allowHosts: config.outboundAllowHosts };
 }
 
@@ -117,7 +122,7 @@ export function outboundRefusal(url: URL, policy: OutboundPolicy): string | null
  * Refuses, as 400 invalid_request naming `field`, a URL Docket will not send requests to under the
  * deployment's policy.
  */
-export function checkOutboundUrl(config: Config, field: string, text: string): void {
+export function checkOutboundUrl(config: OutboundSettings, field: string, text: string): void {
   const reason = outboundRefusal(new URL(text), outboundPolicy(config));
   if (reason === null) return;
   throw new DocketError(
