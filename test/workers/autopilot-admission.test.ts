@@ -440,6 +440,40 @@ describe("operator routes", () => {
   });
 });
 
+describe("the ticket list", () => {
+  it("pages a project's tickets most recently changed first, a tie in time by ticket descending, each exactly once, and filters by status", async () => {
+    const listed = await createProject(org.admin, { repository: "Codertocat/Listed" });
+    const rows: [number, string, number][] = [
+      [1, "refused", 5_000],
+      [2, "admitted", 4_000],
+      [3, "refused", 4_000],
+      [4, "done", 3_000],
+      [5, "refused", 2_000],
+    ];
+    for (const [number, status, at] of rows) {
+      await env.DB.prepare(
+        "INSERT INTO autopilot_tickets (project_id, ticket_key, org_id, number, status, reasons, generation, run_id, updated_at_ms) VALUES (?, ?, ?, ?, ?, '[]', NULL, NULL, ?)",
+      )
+        .bind(listed.id, `github:codertocat/listed#${number}`, org.orgId, number, status, at)
+        .run();
+    }
+    const page = async (query: string) => {
+      const res = await call("GET", `/v1/autopilot/projects/${listed.id}/tickets?${query}`, { token: org.admin });
+      expect(res.status).toBe(200);
+      return { numbers: (res.body.tickets as { number: number }[]).map((t) => t.number), next: res.body.next_cursor as string | null };
+    };
+    const first = await page("limit=2");
+    expect(first.numbers).toEqual([1, 3]);
+    const second = await page(`limit=2&cursor=${encodeURIComponent(first.next!)}`);
+    expect(second.numbers).toEqual([2, 4]);
+    const last = await page(`limit=2&cursor=${encodeURIComponent(second.next!)}`);
+    expect(last).toEqual({ numbers: [5], next: null });
+    expect((await page("status=refused")).numbers).toEqual([1, 3, 5]);
+    const refusedFirst = await page("status=refused&limit=1");
+    expect((await page(`status=refused&limit=5&cursor=${encodeURIComponent(refusedFirst.next!)}`)).numbers).toEqual([3, 5]);
+  });
+});
+
 describe("the AUTOPILOT queue's consumer", () => {
   it("acknowledges a delivery it decided, retries one whose tracker failed, and acknowledges one whose project is gone", async () => {
     const payload = labeledPayload();
