@@ -1,20 +1,21 @@
 // Model-spend authorization of autopilot runs against the credit ledger (docs/protocol.md,
 // "Autopilot scheduler"): the scheduler reserves a project's per-run amount from the organization's
 // credit when it first hands a run out, the way a build job reserves (src/builds/reserve.ts), and
-// the run's end settles it once (src/builds/settle.ts): the cost within the hold is spent and the
-// rest released; a cost above the hold, or unknown, stays held for cost review, never capped.
+// the run's end settles it once, as a job's end does (src/ledger/settle-held.ts): the cost within
+// the hold is spent and the rest released; a cost above the hold, or unknown, stays held for cost
+// review, never capped.
 
 import type { Env, OutboxMessage } from "../env";
 import { newId } from "../lib/crypto";
 import { log } from "../lib/log";
 import { applyOp, insertHeldEntry, type AmountColumn } from "../ledger/entries";
-import { decideSettlement } from "../ledger/settlement";
+import { runEndStatements } from "../ledger/settle-held";
 import { isTerminal, terminalStateOf } from "../run/states";
 import type { RunView } from "../run/view";
 import type { HoldEnd } from "../../durable-objects/scheduler-gates";
 
 /** A run reservation's ledger entry, written by the scheduler (see insertHeldEntry). */
-function insertRunEntry(db: D1Database, e: { orgId: string; runId: string; opId: string; kind: "reserve" | "settle" | "release"; column: AmountColumn; note: string; nowMs: number }) {
+function insertRunEntry(db: D1Database, e: { orgId: string; runId: string; opId: string; kind: "reserve" | "release"; column: AmountColumn; note: string; nowMs: number }) {
   return insertHeldEntry(db, { holder: "run", orgId: e.orgId, holderId: e.runId, opId: e.opId, kind: e.kind, amountColumn: e.column, actor: "scheduler", note: e.note, nowMs: e.nowMs });
 }
 
@@ -87,30 +88,9 @@ interface ReservationRow {
 
 /** Settles a held reservation from its ended run, exactly once (a compare-and-swap on status 'held'). */
 async function settleReservation(env: Env, row: ReservationRow, run: RunView): Promise<void> {
-  const db = env.DB;
-  const decision = decideSettlement(row.reserved_cents, {
-    state: run.state as "completed" | "failed" | "cancelled",
-    cost_cents: run.cost_cents,
-    launched: run.steps.some((s) => s.launched_at_ms !== null),
-  });
-  const opId = newId("op");
-  const nowMs = Date.now();
-  const where = "WHERE org_id = ? AND run_id = ? AND status = 'held'";
-  if (decision.kind === "hold") {
-    await db
-      .prepare(`UPDATE run_reservations SET status = ?, cost_cents = ?, last_op_id = ?, updated_at_ms = ? ${where}`)
-      .bind(decision.status, decision.costCents, opId, nowMs, row.org_id, row.run_id)
-      .run();
-    return;
-  }
-  await db.batch([
-    db
-      .prepare(`UPDATE run_reservations SET status = 'settled', cost_cents = ?, settled_cents = ?, released_cents = ?, last_op_id = ?, updated_at_ms = ? ${where}`)
-      .bind(decision.costCents, decision.settleCents, decision.releaseCents, opId, nowMs, row.org_id, row.run_id),
-    insertRunEntry(db, { orgId: row.org_id, runId: row.run_id, opId, kind: "settle", column: "settled_cents", note: `run ${run.id} ${run.state}`, nowMs }),
-    insertRunEntry(db, { orgId: row.org_id, runId: row.run_id, opId, kind: "release", column: "released_cents", note: "unused reservation", nowMs }),
-    applyOp(db, row.org_id, opId, nowMs),
-  ]);
+  const holder = { holder: "run" as const, orgId: row.org_id, holderId: row.run_id, reservedCents: row.reserved_cents };
+  const { statements } = runEndStatements(env.DB, { ...holder, run, actor: "scheduler", opId: newId("op"), nowMs: Date.now() });
+  await env.DB.batch(statements);
 }
 
 /** How the scheduler's budget hold ends, read from the settled (or held for review) reservation. */

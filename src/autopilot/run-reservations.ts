@@ -1,8 +1,8 @@
 // An autopilot project's run reservations and an admin's resolution of one held for cost review
-// (docs/protocol.md, "Run reservations and cost review"): the same semantics as a build job's
-// resolution (src/builds/settle.ts resolveJob; ../shared/spec/build-lifecycle.md, "Recover without
-// duplicating spend"): within the reservation the cost is settled and the rest released, above it
-// the excess is charged to available credit, which must cover it; never capped silently.
+// (docs/protocol.md, "Run reservations and cost review"): one resolution for a build job and a run
+// reservation (src/ledger/settle-held.ts resolveHeld; ../shared/spec/build-lifecycle.md, "Recover
+// without duplicating spend"): within the reservation the cost is settled and the rest released,
+// above it the excess is charged to available credit, which must cover it; never capped silently.
 
 import { and, desc, eq, inArray, type SQL } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
@@ -10,16 +10,12 @@ import { runReservations } from "../db/ledger-schema";
 import { autopilotProjects } from "../db/autopilot-schema";
 import type { Env } from "../env";
 import { DocketError } from "../errors";
-import { newId } from "../lib/crypto";
 import { log } from "../lib/log";
 import { listPage } from "../lib/pagination";
-import { resolutionStatements } from "../ledger/entries";
-import { chargeNotCovered } from "../ledger/settlement";
+import { resolveHeld, REVIEW_STATUSES, type Resolution } from "../ledger/settle-held";
 import type { RunReservation } from "../protocol/run-reservations";
 
 type ReservationRow = typeof runReservations.$inferSelect;
-
-const REVIEW_STATUSES = ["cost_review", "reconcile"];
 
 export function reservationView(r: ReservationRow): RunReservation {
   return {
@@ -89,30 +85,22 @@ async function settleBudgetHold(env: Env, row: ReservationRow): Promise<void> {
   }
 }
 
-/**
- * Resolves a reservation held for cost review or reconciliation with the reconciled cost, in one
- * conditional batch: of two concurrent resolutions one wins, the other is reservation_not_held.
- */
-export async function resolveReservation(
-  env: Env,
-  key: { orgId: string; projectId: string; runId: string },
-  input: { costCents: number; note: string; actor: string },
-): Promise<RunReservation> {
-  const db = env.DB;
-  const row = await loadReservation(db, key.orgId, key.projectId, key.runId);
+/** Resolves a reservation held for cost review or reconciliation with the reconciled cost (resolveHeld). */
+export async function resolveReservation(env: Env, key: { orgId: string; projectId: string; runId: string }, input: Resolution): Promise<RunReservation> {
+  const row = await loadReservation(env.DB, key.orgId, key.projectId, key.runId);
   if (!REVIEW_STATUSES.includes(row.status)) {
     await settleBudgetHold(env, row);
     throw notHeld(row);
   }
-  const holder = { holder: "run" as const, orgId: key.orgId, holderId: key.runId, reservedCents: row.reservedCents };
-  const { statements, chargeCents } = resolutionStatements(db, { ...holder, ...input, opId: newId("op"), nowMs: Date.now() });
-  const results = await db.batch(statements);
-  const after = await loadReservation(db, key.orgId, key.projectId, key.runId);
-  if (results[0].meta.changes !== 1) {
-    if (!REVIEW_STATUSES.includes(after.status)) throw notHeld(after);
-    throw chargeNotCovered(chargeCents);
-  }
-  log("ledger.run_reservation_resolved", { org: key.orgId, project: key.projectId, run_id: key.runId, cost_cents: input.costCents, settled_cents: after.settledCents, released_cents: after.releasedCents, charged_cents: chargeCents, actor: input.actor, reason: "an admin resolved a held run reservation" });
+  const after = await resolveHeld(env.DB, {
+    holder: "run",
+    orgId: key.orgId,
+    holderId: key.runId,
+    row,
+    load: () => loadReservation(env.DB, key.orgId, key.projectId, key.runId),
+    notHeld,
+    logged: { event: "ledger.run_reservation_resolved", fields: { org: key.orgId, project: key.projectId, run_id: key.runId }, reason: "an admin resolved a held run reservation" },
+  }, input);
   await settleBudgetHold(env, after);
   return reservationView(after);
 }

@@ -10,17 +10,14 @@ import { buildJobs } from "../db/ledger-schema";
 import type { Env, OutboxMessage } from "../env";
 import { DocketError } from "../errors";
 import { newId } from "../lib/crypto";
-import { log, logRun } from "../lib/log";
-import { applyOp, insertJobEntry, resolutionStatements } from "../ledger/entries";
-import { chargeNotCovered, decideSettlement } from "../ledger/settlement";
+import { logRun } from "../lib/log";
+import { resolveHeld, runEndStatements, type Resolution } from "../ledger/settle-held";
 import { isTerminal, terminalStateOf } from "../run/states";
 import type { RunView } from "../run/view";
 import type { JobRow } from "./payload";
 import { runEngine } from "./run-engine";
-import { labelForOutcome, OPEN_JOB_STATUSES, REVIEW_JOB_STATUSES } from "./states";
+import { labelForOutcome, OPEN_JOB_STATUSES } from "./states";
 import { findJob, loadJob } from "./store";
-
-const OPEN_SQL = `status IN ('dispatch_unconfirmed', 'queued')`;
 
 /** Moves the request's label when (and only when) operation `opId` won its job's compare-and-swap. */
 function labelStatement(db: D1Database, job: JobRow, label: string, opId: string, nowMs: number): D1PreparedStatement {
@@ -40,43 +37,11 @@ function labelStatement(db: D1Database, job: JobRow, label: string, opId: string
 export async function settleFromRun(env: Env, job: JobRow, run: RunView): Promise<JobRow> {
   if (!isTerminal(run.state) || !OPEN_JOB_STATUSES.includes(job.status as never)) return job;
   const db = env.DB;
-  const decision = decideSettlement(job.reservedCents, {
-    state: run.state as "completed" | "failed" | "cancelled",
-    cost_cents: run.cost_cents,
-    launched: run.steps.some((s) => s.launched_at_ms !== null),
-  });
   const opId = newId("op");
   const nowMs = Date.now();
-  const artifactExists = run.artifact !== null ? 1 : 0;
-  const artifactEmpty = run.artifact === null ? null : run.artifact.empty ? 1 : 0;
-  const label = labelForOutcome(decision.outcome);
-  const statements: D1PreparedStatement[] = [];
-  if (decision.kind === "settle") {
-    statements.push(
-      db
-        .prepare(
-          `UPDATE build_jobs SET status = 'settled', outcome = ?, review_reason = NULL, cost_cents = ?, settled_cents = ?, released_cents = ?,
-             run_id = ?, artifact_exists = ?, artifact_empty = ?, last_op_id = ?,
-             dispatch_confirmed_at_ms = COALESCE(dispatch_confirmed_at_ms, ?), updated_at_ms = ?, ended_at_ms = ?
-           WHERE org_id = ? AND id = ? AND ${OPEN_SQL} AND reserved_cents = ?`,
-        )
-        .bind(decision.outcome, decision.costCents, decision.settleCents, decision.releaseCents, run.id, artifactExists, artifactEmpty, opId, nowMs, nowMs, nowMs, job.orgId, job.id, job.reservedCents),
-      insertJobEntry(db, { orgId: job.orgId, jobId: job.id, opId, kind: "settle", amountColumn: "settled_cents", actor: "system", note: `run ${run.id} ${run.state}`, nowMs }),
-      insertJobEntry(db, { orgId: job.orgId, jobId: job.id, opId, kind: "release", amountColumn: "released_cents", actor: "system", note: "unused reservation", nowMs }),
-      applyOp(db, job.orgId, opId, nowMs),
-    );
-  } else {
-    statements.push(
-      db
-        .prepare(
-          `UPDATE build_jobs SET status = ?, outcome = ?, review_reason = ?, cost_cents = ?, run_id = ?, artifact_exists = ?, artifact_empty = ?,
-             last_op_id = ?, dispatch_confirmed_at_ms = COALESCE(dispatch_confirmed_at_ms, ?), updated_at_ms = ?, ended_at_ms = ?
-           WHERE org_id = ? AND id = ? AND ${OPEN_SQL} AND reserved_cents = ?`,
-        )
-        .bind(decision.status, decision.outcome, decision.reason, decision.costCents, run.id, artifactExists, artifactEmpty, opId, nowMs, nowMs, nowMs, job.orgId, job.id, job.reservedCents),
-    );
-  }
-  statements.push(labelStatement(db, job, label, opId, nowMs));
+  const holder = { holder: "job" as const, orgId: job.orgId, holderId: job.id, reservedCents: job.reservedCents };
+  const { decision, statements } = runEndStatements(db, { ...holder, run, actor: "system", opId, nowMs });
+  statements.push(labelStatement(db, job, labelForOutcome(decision.outcome), opId, nowMs));
   const results = await db.batch(statements);
   const after = await loadJob(db, job.orgId, job.id);
   if (results[0].meta.changes === 1) {
@@ -143,21 +108,15 @@ export async function settleBuildOnRunEvent(env: Env, event: OutboxMessage): Pro
  * releasing credit). Within the reservation it settles and releases the rest; above it, the excess
  * is charged to available credit, which must cover it: never silently capped.
  */
-export async function resolveJob(env: Env, job: JobRow, input: { costCents: number; note: string; actor: string }): Promise<JobRow> {
-  if (!REVIEW_JOB_STATUSES.includes(job.status as never)) {
-    throw new DocketError("job_not_held", `job ${job.id} is ${job.status}, not held for cost review or reconciliation`, { status: job.status });
-  }
-  const db = env.DB;
-  const holder = { holder: "job" as const, orgId: job.orgId, holderId: job.id, reservedCents: job.reservedCents };
-  const { statements, chargeCents } = resolutionStatements(db, { ...holder, ...input, opId: newId("op"), nowMs: Date.now() });
-  const results = await db.batch(statements);
-  const after = await loadJob(db, job.orgId, job.id);
-  if (results[0].meta.changes !== 1) {
-    if (after.status !== job.status) {
-      throw new DocketError("job_not_held", `job ${job.id} is ${after.status}, not held for cost review or reconciliation`, { status: after.status });
-    }
-    throw chargeNotCovered(chargeCents);
-  }
-  log("ledger.job_resolved", { org: job.orgId, job: job.id, cost_cents: input.costCents, settled_cents: after.settledCents, released_cents: after.releasedCents, charged_cents: chargeCents, actor: input.actor, reason: "an admin resolved a held job" });
-  return after;
+export async function resolveJob(env: Env, job: JobRow, input: Resolution): Promise<JobRow> {
+  const notHeld = (j: JobRow) => new DocketError("job_not_held", `job ${j.id} is ${j.status}, not held for cost review or reconciliation`, { status: j.status });
+  return resolveHeld(env.DB, {
+    holder: "job",
+    orgId: job.orgId,
+    holderId: job.id,
+    row: job,
+    load: () => loadJob(env.DB, job.orgId, job.id),
+    notHeld,
+    logged: { event: "ledger.job_resolved", fields: { org: job.orgId, job: job.id }, reason: "an admin resolved a held job" },
+  }, input);
 }

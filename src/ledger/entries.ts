@@ -6,7 +6,6 @@
 
 import type { LedgerKind } from "../db/ledger-schema";
 import { newId } from "../lib/crypto";
-import { resolveCost } from "./settlement";
 
 /**
  * How one entry of each kind moves the three totals. available = granted - held - spent, so the
@@ -70,7 +69,7 @@ export function insertGrant(
 export type Holder = "job" | "run";
 
 /** Each holder's table, its key column, and the (job_id, request_id, run_id) an entry of it records. */
-const HOLDERS: Readonly<Record<Holder, { table: string; key: string; refs: string }>> = {
+export const HOLDERS: Readonly<Record<Holder, { table: string; key: string; refs: string }>> = {
   job: { table: "build_jobs", key: "id", refs: "id, request_id, NULL" },
   run: { table: "run_reservations", key: "run_id", refs: "NULL, NULL, run_id" },
 };
@@ -114,44 +113,4 @@ export function insertJobEntry(
   e: { orgId: string; jobId: string; opId: string; kind: Exclude<LedgerKind, "grant">; amountColumn: AmountColumn; actor: string; note: string | null; nowMs: number },
 ): D1PreparedStatement {
   return insertHeldEntry(db, { ...e, holder: "job", holderId: e.jobId });
-}
-
-/** What a resolution also records on a holder beyond the shared columns: a job's end time (?5, now). */
-const RESOLUTION_EXTRA_SET: Readonly<Record<Holder, string>> = {
-  job: ", ended_at_ms = COALESCE(ended_at_ms, ?5)",
-  run: "",
-};
-
-/**
- * An admin's resolution of a holder held for cost review or reconciliation (status cost_review or
- * reconcile) with the reconciled cost, as one batch: the compare-and-swap that decides (it holds
- * only while the reservation is unchanged and, for a cost above it, available credit covers the
- * charge), then the cost within the reservation settled, the rest released, any part above it
- * charged, and the balance update. The first statement changed a row exactly when it happened.
- */
-export function resolutionStatements(
-  db: D1Database,
-  e: { holder: Holder; orgId: string; holderId: string; reservedCents: number; costCents: number; actor: string; note: string; opId: string; nowMs: number },
-): { statements: D1PreparedStatement[]; chargeCents: number } {
-  const h = HOLDERS[e.holder];
-  const { settleCents, releaseCents, chargeCents } = resolveCost(e.reservedCents, e.costCents);
-  const decide = db
-    .prepare(
-      `UPDATE ${h.table} SET status = 'settled', cost_cents = ?1, settled_cents = ?2, released_cents = ?3, charged_cents = ?4,
-         resolution_note = ?6, resolved_by = ?7, resolved_at_ms = ?5, last_op_id = ?8, updated_at_ms = ?5${RESOLUTION_EXTRA_SET[e.holder]}
-       WHERE org_id = ?9 AND ${h.key} = ?10 AND status IN ('cost_review', 'reconcile') AND reserved_cents = ?11
-         AND (?4 = 0 OR (SELECT granted_cents - held_cents - spent_cents FROM credit_balances WHERE org_id = ?9) >= ?4)`,
-    )
-    .bind(e.costCents, settleCents, releaseCents, chargeCents, e.nowMs, e.note, e.actor, e.opId, e.orgId, e.holderId, e.reservedCents);
-  const note = `resolved: ${e.note}`;
-  const entry = (kind: "settle" | "release" | "charge", amountColumn: AmountColumn, entryNote: string) =>
-    insertHeldEntry(db, { holder: e.holder, orgId: e.orgId, holderId: e.holderId, opId: e.opId, kind, amountColumn, actor: e.actor, note: entryNote, nowMs: e.nowMs });
-  const statements = [
-    decide,
-    entry("settle", "settled_cents", note),
-    entry("release", "released_cents", note),
-    entry("charge", "charged_cents", `${note} (above the reservation)`),
-    applyOp(db, e.orgId, e.opId, e.nowMs),
-  ];
-  return { statements, chargeCents };
 }

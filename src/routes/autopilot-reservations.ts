@@ -10,6 +10,7 @@ import { operation } from "../openapi/operation";
 import { AutopilotProjectPath } from "../protocol/autopilot";
 import { ListRunReservationsQuery, ResolveRunReservationBody, RunReservation, RunReservationPage, RunReservationPath } from "../protocol/run-reservations";
 import { validate } from "../validate";
+import { resolveHandler } from "./resolve-held";
 
 const TAG = "Autopilot";
 
@@ -50,12 +51,8 @@ export const autopilotReservationRoutes = new Hono<AppEnv>()
     }),
     validate("param", RunReservationPath),
     validate("json", ResolveRunReservationBody),
-    async (c) => {
-      const caller = c.get("caller");
-      const { id, run_id } = c.req.valid("param");
-      const project = await loadProjectRow(c.env.DB, caller.orgId, id);
-      const body = c.req.valid("json");
-      const answer = await resolveReservation(c.env, { orgId: caller.orgId, projectId: project.id, runId: run_id }, { costCents: body.cost_cents, note: body.note, actor: `member:${caller.tokenId}` });
-      return c.json(answer);
-    },
+    resolveHandler(async (env, orgId, path: { id: string; run_id: string }, input) => {
+      const project = await loadProjectRow(env.DB, orgId, path.id);
+      return resolveReservation(env, { orgId, projectId: project.id, runId: path.run_id }, input);
+    }),
   );

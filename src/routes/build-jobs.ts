@@ -29,6 +29,7 @@ import {
 import type { RunView } from "../run/view";
 import { validate } from "../validate";
 import { jobAnswer } from "./job-answer";
+import { resolveHandler } from "./resolve-held";
 
 const TAG = "Projects and builds";
 
@@ -154,13 +155,7 @@ export const buildJobRoutes = new Hono<AppEnv>()
     }),
     validate("param", BuildJobPath),
     validate("json", ResolveBuildJobBody),
-    async (c) => {
-      const caller = c.get("caller");
-      const body = c.req.valid("json");
-      const job = await loadJob(c.env.DB, caller.orgId, c.req.valid("param").id);
-      const after = await resolveJob(c.env, job, { costCents: body.cost_cents, note: body.note, actor: `member:${caller.tokenId}` });
-      return c.json(await jobAnswer(c.env, after));
-    },
+    resolveHandler(async (env, orgId, path: { id: string }, input) => jobAnswer(env, await resolveJob(env, await loadJob(env.DB, orgId, path.id), input))),
   )
   // The exact completion callback URL of a job: unauthenticated, because it is a capability that
   // only triggers settlement from the run object's own record; its body is never trusted.
