@@ -59,13 +59,18 @@ function liveGroupMembers(pgid: number) {
 }
 
 /**   @returns whether the signal was sent */
-export function signalGroup(pgid: number, signal: NodeJS.Signals): boolean {
+export function signalProcess(pid: number, signal: NodeJS.Signals): boolean {
   try {
-    process.kill(-pgid, signal);
+    process.kill(pid, signal);
     return true;
   } catch {
     return false;
   }
+}
+
+/**   @returns whether the signal was sent */
+export function signalGroup(pgid: number, signal: NodeJS.Signals): boolean {
+  return signalProcess(-pgid, signal);
 }
 
 /**

@@ -168,10 +168,7 @@ export class Runner implements JobHost {
     const backoff = this.backoff();
     while (!this.stopping) {
       try {
-        const sentAtMs = Date.now();
-        const res = await this.client.heartbeat(this.heartbeatWithLabels(), { signal: this.stopSignal });
-        this.serverHeardAtMs = sentAtMs;
-        this.takeServerConfig(res.body.config);
+        await this.sendHeartbeat();
         return;
       } catch (e) {
         const delayMs = retryDelayMs(e, backoff.fail());
@@ -208,11 +205,8 @@ export class Runner implements JobHost {
       if (Date.now() - this.lastPruneAtMs >= LOG_PRUNE_EVERY_MS) this.pruneLogs();
       if (!this.heartbeatDue()) continue;
       try {
-        const sentAtMs = Date.now();
-        const res = await this.client.heartbeat(this.heartbeatWithLabels(), { signal: this.stopSignal });
-        this.serverHeardAtMs = sentAtMs;
+        await this.sendHeartbeat();
         backoff.succeed();
-        this.takeServerConfig(res.body.config);
       } catch (e) {
         backoff.fail();
         // Still due, it is sent again at the next check; a Retry-After longer than that is waited out on top.
@@ -222,6 +216,14 @@ export class Runner implements JobHost {
         if (extraMs > 0) await sleep(extraMs, this.stopSignal);
       }
     }
+  }
+
+  /** One heartbeat: the server heard this machine as of its sending, and its configuration is taken. */
+  async sendHeartbeat() {
+    const sentAtMs = Date.now();
+    const res = await this.client.heartbeat(this.heartbeatWithLabels(), { signal: this.stopSignal });
+    this.serverHeardAtMs = sentAtMs;
+    this.takeServerConfig(res.body.config);
   }
 
   takeServerConfig(config: RunnerConfig) {

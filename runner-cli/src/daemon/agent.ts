@@ -59,13 +59,10 @@ export function stopOnSignals(d: Daemon, agent: Agent) {
     void stopAgent(d, agent, `received ${sig}`);
   };
   const onPause = () => void askAgentToCheckpoint(d, agent);
-  process.on('SIGTERM', onSignal);
-  process.on('SIGINT', onSignal);
-  process.on('SIGUSR1', onPause);
+  const handlers: Array<[NodeJS.Signals, (sig: NodeJS.Signals) => void]> = [['SIGTERM', onSignal], ['SIGINT', onSignal], ['SIGUSR1', onPause]];
+  for (const [sig, handler] of handlers) process.on(sig, handler);
   const remove = () => {
-    process.off('SIGTERM', onSignal);
-    process.off('SIGINT', onSignal);
-    process.off('SIGUSR1', onPause);
+    for (const [sig, handler] of handlers) process.off(sig, handler);
   };
   return { received, remove };
 }

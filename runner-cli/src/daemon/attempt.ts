@@ -3,7 +3,7 @@
 import { ApiError, classify, DocketClient } from '../api.js';
 import { Backoff } from '../backoff.js';
 import { headRevision } from '../patch.js';
-import { daemonLimits, type DaemonLimits } from './limits.js';
+import { DAEMON_EXIT, daemonLimits, type DaemonLimits } from './limits.js';
 import { ReportBuffer, ReportSequence } from './report-batches.js';
 
 /**
@@ -54,6 +54,17 @@ export async function startDaemon(env: Record<string, string | undefined>, cwd: 
     pausing: false,
     checkpointNote: null,
   };
+}
+
+/** How the last call of an end went, for final.json: the answer that ended the attempt, and why the call was not delivered. */
+export function deliveryRecord(d: Daemon, sent: { delivered: boolean; lastError: string }) {
+  return { attempt_over: d.attemptOver, error: sent.delivered ? null : sent.lastError || d.attemptOver };
+}
+
+/** The daemon's exit code after the last call of an end: `deliveredCode`, or why it was not delivered. */
+export function exitCodeAfter(d: Daemon, delivered: boolean, deliveredCode: number) {
+  if (delivered) return deliveredCode;
+  return d.attemptOver ? DAEMON_EXIT.attemptOver : DAEMON_EXIT.undelivered;
 }
 
 /** The backoff of the report and checkpoint retries. */

@@ -4,7 +4,7 @@
 import { ApiError, type DocketClient, errorText, retryDelayMs } from '../api.js';
 import { computePatch } from '../patch.js';
 import { sleep } from '../procs.js';
-import { attemptEnded, type Daemon, endsAttempt, reportBackoff } from './attempt.js';
+import { attemptEnded, type Daemon, deliveryRecord, endsAttempt, exitCodeAfter, reportBackoff } from './attempt.js';
 import { DAEMON_EXIT } from './limits.js';
 import { flushOutput } from './report-loop.js';
 import { readAgentJsonObject, writeState } from './sandbox-files.js';
@@ -33,13 +33,11 @@ export async function endPaused(d: Daemon, agentCode: number, cwd: string, check
     delivered: false,
     checkpoint_delivered: sent.delivered,
     answer_state: sent.answerState,
-    attempt_over: d.attemptOver,
-    error: sent.delivered ? null : sent.lastError || d.attemptOver,
+    ...deliveryRecord(d, sent),
     exit_codes: { agent: agentCode },
     at_ms: Date.now(),
   });
-  if (sent.delivered) return DAEMON_EXIT.paused;
-  return d.attemptOver ? DAEMON_EXIT.attemptOver : DAEMON_EXIT.undelivered;
+  return exitCodeAfter(d, sent.delivered, DAEMON_EXIT.paused);
 }
 
 /** The agent's checkpoint file ($DOCKET_CHECKPOINT_FILE); missing or broken is a checkpoint without a session. */

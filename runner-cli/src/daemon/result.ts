@@ -3,7 +3,7 @@
 import { ApiError, errorText, retryDelayMs } from '../api.js';
 import { computePatch } from '../patch.js';
 import { sleep } from '../procs.js';
-import { attemptEnded, type Daemon, endsAttempt, reportBackoff } from './attempt.js';
+import { attemptEnded, type Daemon, deliveryRecord, endsAttempt, exitCodeAfter, reportBackoff } from './attempt.js';
 import { DAEMON_EXIT } from './limits.js';
 import { flushOutput } from './report-loop.js';
 import { readAgentJsonObject, writeState } from './sandbox-files.js';
@@ -87,13 +87,11 @@ export async function deliverResult(d: Daemon, agentCode: number, cwd: string, r
     cost_cents: final.cost_cents,
     cost_uncertain: costUncertain,
     answer_state: sent.answerState,
-    attempt_over: d.attemptOver,
-    error: sent.delivered ? null : sent.lastError || d.attemptOver,
+    ...deliveryRecord(d, sent),
     lines_sent: d.linesSent,
     at_ms: Date.now(),
   });
-  if (sent.delivered) return DAEMON_EXIT.delivered;
-  return d.attemptOver ? DAEMON_EXIT.attemptOver : DAEMON_EXIT.undelivered;
+  return exitCodeAfter(d, sent.delivered, DAEMON_EXIT.delivered);
 }
 
 /**

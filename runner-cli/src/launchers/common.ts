@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { NEVER_PASSED_ENV, RUNNER_OWNED_ENV } from '../config.js';
 import { git } from '../git.js';
 import { sleep } from '../procs.js';
-import type { JobPaths, LaunchRequest } from './launcher.js';
+import type { JobPaths, LaunchRequest, Sandbox } from './launcher.js';
 
 export class LaunchError extends Error {
   constructor(message: string) {
@@ -197,6 +197,17 @@ export async function waitForHandshake(stateDir: string, { exited, timeoutMs, lo
     if (Date.now() > deadline) throw new LaunchError(`the agent did not start within ${timeoutMs} ms`);
     await sleep(50);
   }
+}
+
+/** The sandbox, once its daemon's handshake came; a sandbox whose agent did not start is cleaned up and the launch fails. */
+export async function afterHandshake(sandbox: Sandbox, cleanUp: () => Promise<void>, stateDir: string, opts: Parameters<typeof waitForHandshake>[1]): Promise<Sandbox> {
+  try {
+    await waitForHandshake(stateDir, opts);
+  } catch (e) {
+    await cleanUp();
+    throw e;
+  }
+  return sandbox;
 }
 
 function logTail(logFile: string | undefined) {

@@ -8,7 +8,7 @@ import { createRequire } from 'node:module';
 import { dirname, relative } from 'node:path';
 import { PACKAGE_DIR } from '../package-dir.js';
 import { sleep } from '../procs.js';
-import { LaunchError, prepareSandbox, removeWorkDir, waitForHandshake } from './common.js';
+import { afterHandshake, LaunchError, prepareSandbox, removeWorkDir } from './common.js';
 import type { ExitInfo, JobPaths, LaunchRequest, Sandbox } from './launcher.js';
 
 export const RUNNER_PACKAGE_DIR = PACKAGE_DIR;
@@ -93,13 +93,7 @@ export async function launchDocker(req: LaunchRequest, { dockerPath, image, netw
   });
   const id = await docker(dockerPath, argv, { env: { ...process.env, ...env }, timeoutMs: req.checkoutTimeoutMs, signal: req.signal });
   const sandbox = dockerSandbox(dockerPath, id, paths);
-  try {
-    await waitForHandshake(paths.stateDir, { exited: () => !sandbox.running(), timeoutMs: req.handshakeTimeoutMs });
-  } catch (e) {
-    await sandbox.remove(0);
-    throw e;
-  }
-  return sandbox;
+  return afterHandshake(sandbox, () => sandbox.remove(0), paths.stateDir, { exited: () => !sandbox.running(), timeoutMs: req.handshakeTimeoutMs });
 }
 
 export async function adoptDocker(row: { sandbox_id: string | null }, paths: JobPaths, dockerPath: string) {

@@ -5,8 +5,8 @@ import { spawn } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { PACKAGE_DIR } from '../package-dir.js';
-import { groupAlive, processStartTicks, signalGroup, sleep } from '../procs.js';
-import { LaunchError, prepareSandbox, readJson, removeWorkDir, waitForHandshake } from './common.js';
+import { groupAlive, processStartTicks, signalGroup, signalProcess, sleep } from '../procs.js';
+import { afterHandshake, LaunchError, prepareSandbox, readJson, removeWorkDir } from './common.js';
 import type { ExitInfo, JobPaths, LaunchRequest, Sandbox } from './launcher.js';
 
 export const RUNNER_BIN = join(PACKAGE_DIR, 'bin', 'docket-runner.mjs');
@@ -49,13 +49,7 @@ export async function launchProcess(req: LaunchRequest): Promise<Sandbox> {
     killAgentGroup(paths);
     return info;
   }));
-  try {
-    await waitForHandshake(paths.stateDir, { exited: () => exit !== null, timeoutMs: req.handshakeTimeoutMs, logFile: paths.logFile });
-  } catch (e) {
-    await sandbox.stop(0);
-    throw e;
-  }
-  return sandbox;
+  return afterHandshake(sandbox, () => sandbox.stop(0), paths.stateDir, { exited: () => exit !== null, timeoutMs: req.handshakeTimeoutMs, logFile: paths.logFile });
 }
 
 /**
@@ -109,15 +103,7 @@ function processSandbox(pid: number, startTicks: string | null, paths: JobPaths,
     running: () => !done && groupAlive(pid),
     exited,
     stop,
-    signal: async (sig) => {
-      if (done) return false;
-      try {
-        process.kill(pid, sig);
-        return true;
-      } catch {
-        return false;
-      }
-    },
+    signal: async (sig) => !done && signalProcess(pid, sig),
     remove: async (graceMs) => {
       await stop(graceMs);
       removeWorkDir(paths);
