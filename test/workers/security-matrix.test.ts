@@ -7,8 +7,10 @@
 
 import { beforeAll, describe, expect, it } from "vitest";
 import { app } from "../../src/app";
+import { sha256Hex } from "../../src/lib/crypto";
 import { acceptLicense, createProject, createRequest, dispatchBuild, grantCredit, savePlan } from "./builds-helpers";
-import { send } from "./direct";
+import { callDirect, send } from "./direct";
+import { pageRequest, sessionCookie } from "./dashboard-helpers";
 import { ADMIN_SECRET, ageRun, call, CLI_VERSION, createOrg, registerRunner, runBody } from "./helpers";
 import { muteTransitionLogs } from "./quiet";
 import { orgState } from "./read-back";
@@ -119,9 +121,12 @@ const victimState = () => orgState({ orgId: A.orgId, admin: A.admin, runIds: [A.
 /** A's state as the last check read it after its call: the tests of a file run one after another, so it is the next call's "before". */
 let lastRead: Awaited<ReturnType<typeof victimState>> | undefined;
 
-/** Runs `call` (the request and its assertions) and checks that it left A as it found it. */
-async function leavesVictimUnchanged(call: () => Promise<void>): Promise<void> {
-  const before = lastRead ?? (await victimState());
+/**
+ * Runs `call` (the request and its assertions) and checks that it left A as it found it. After a
+ * set-up that changed A on purpose (`readBefore`: a sign-in opens a session in A), A is read again first.
+ */
+async function leavesVictimUnchanged(call: () => Promise<void>, opts: { readBefore?: boolean } = {}): Promise<void> {
+  const before = (!opts.readBefore && lastRead) || (await victimState());
   // A call or assertion that throws leaves nothing behind: the next check reads A again first.
   lastRead = undefined;
   await call();
@@ -481,12 +486,21 @@ describe("the security matrix", () => {
   });
 });
 
-// ---- the dashboard (/dash): the same boundary, with the token in a session cookie ----------------
+// ---- the dashboard (/dash): the same boundary, through sign-in and its session ------------------
+// A token signs in at the form, which opens a session; the cookie holds only the session's random
+// id (src/dashboard/session.ts). So a credential is tried the way a browser would bring it: a
+// token that cannot sign in is refused there and then sent in the cookie as it is (the cookie
+// before sessions); a token that signs in brings the session it opened.
 
 type PageExpect = "sign-in" | "ended" | "own" | 403 | 404;
 interface DashCredential {
   name: string;
-  cookie: () => string | undefined;
+  /** A token the sign-in form refuses; the page then gets it in the cookie as it is. */
+  refused?: () => string;
+  /** The cookie, when making it changes nothing of A's. */
+  cookie?: () => string;
+  /** The cookie, made before A is read (a sign-in opens a session in the signer's organization). */
+  setUp?: () => Promise<string>;
 }
 interface DashPage {
   method: "GET" | "POST";
@@ -497,10 +511,10 @@ interface DashPage {
   /** Names one of A's resources (else it lists the caller's own). */
   ofA?: boolean;
   /** The form posted (else an intruder's `reason`). */
-  form?: string;
+  form?: Record<string, string>;
 }
 
-const cookieOf = (name: string, token: () => string): DashCredential => ({ name, cookie: () => `docket_session=${token()}` });
+const resolutionForm = { cost_cents: "1", note: "intruder" };
 const dashPages: DashPage[] = [
   { method: "GET", route: "/dash", path: () => "/dash" },
   { method: "GET", route: "/dash/runs", path: () => "/dash/runs" },
@@ -516,30 +530,84 @@ const dashPages: DashPage[] = [
   { method: "GET", route: "/dash/tokens/:id", path: () => `/dash/tokens/${A.registrationId}`, ofA: true, admin: true },
   { method: "POST", route: "/dash/tokens/:id/revoke", path: () => `/dash/tokens/${A.registrationId}/revoke`, ofA: true, admin: true },
   // A well-formed resolution, so what refuses it is the boundary, not the form's validation.
-  { method: "POST", route: "/dash/build-jobs/:id/resolve", path: () => `/dash/build-jobs/${A.jobId}/resolve`, ofA: true, admin: true, form: "cost_cents=1&note=intruder" },
+  { method: "POST", route: "/dash/build-jobs/:id/resolve", path: () => `/dash/build-jobs/${A.jobId}/resolve`, ofA: true, admin: true, form: resolutionForm },
   {
     method: "POST",
     route: "/dash/autopilot/projects/:id/reservations/:run/resolve",
     path: () => `/dash/autopilot/projects/${A.autopilotProjectId}/reservations/${A.run}/resolve`,
     ofA: true,
     admin: true,
-    form: "cost_cents=1&note=intruder",
+    form: resolutionForm,
   },
 ];
-/** Pages anyone may open: the sign-in form and sign-out. */
-const PUBLIC_DASH = ["GET /dash/sign-in", "POST /dash/sign-in", "POST /dash/sign-out"];
+/**
+ * Routes anyone may open, before any session check: the sign-in form, sign-out (which ends only the
+ * session its cookie names) and the pages' scripts, which hold nothing of any organization's.
+ */
+const PUBLIC_DASH = ["GET /dash/sign-in", "POST /dash/sign-in", "POST /dash/sign-out", "GET /dash/assets/:file"];
+
+const signInAnswer = (token: string) => send(pageRequest("/dash/sign-in", { form: { token } }));
+const signedIn = async (token: string) => sessionCookie(await signInAnswer(token));
+/** A cookie of the right shape that names no session this deployment opened. */
+const FORGED_SESSION = `docket_session=${"5e".repeat(32)}`;
+
+/** A token that cannot sign in: the form refuses it and opens no session; the page gets the token itself as its cookie. */
+const refusedToken = (name: string, token: () => string): DashCredential => ({ name, refused: token, cookie: () => `docket_session=${token()}` });
+/** A session `token` opened at the form. */
+const sessionOf = (name: string, token: () => string): DashCredential => ({ name, setUp: () => signedIn(token()) });
+
+/** A session of one of A's admin tokens that worked for a page, and whose token A then revoked. */
+async function sessionOfRevokedToken(): Promise<string> {
+  const token = (await callDirect("POST", "/v1/tokens", { token: A.admin, body: { kind: "member", role: "admin" } })).body;
+  const cookie = await signedIn(token.token);
+  expect((await send(pageRequest("/dash/tokens", { cookie }))).status).toBe(200);
+  expect((await callDirect("DELETE", `/v1/tokens/${token.id}`, { token: A.admin })).status).toBe(200);
+  return cookie;
+}
+
+/** The id of one of A's admin sessions as D1 stores it (its SHA-256 hash), put in a cookie. */
+async function storedHashOfASession(): Promise<string> {
+  const cookie = await signedIn(A.admin);
+  return `docket_session=${await sha256Hex(cookie.split("=")[1])}`;
+}
 
 function dashCases(p: DashPage): [DashCredential, PageExpect][] {
   const cases: [DashCredential, PageExpect][] = [
-    [{ name: "no cookie", cookie: () => undefined }, "sign-in"],
-    [{ name: "a malformed token", cookie: () => "docket_session=dkt_m_not-a-token" }, "ended"],
-    [cookieOf("a machine token", () => A.m2.token), "ended"],
-    [cookieOf("a revoked admin token", () => A.revokedAdmin), "ended"],
-    [cookieOf("another organization's admin token", () => B.admin), p.ofA ? 404 : "own"],
+    [{ name: "no cookie" }, "sign-in"],
+    [refusedToken("a malformed token", () => "dkt_m_not-a-token"), "ended"],
+    [refusedToken("a machine token", () => A.m2.token), "ended"],
+    [refusedToken("a revoked admin token", () => A.revokedAdmin), "ended"],
+    [{ name: "a working admin token in the cookie itself", cookie: () => `docket_session=${A.admin}` }, "ended"],
+    [{ name: "a forged session id", cookie: () => FORGED_SESSION }, "ended"],
+    [{ name: "the stored hash of one of A's sessions", setUp: storedHashOfASession }, "ended"],
+    [{ name: "a session whose token was revoked after sign-in", setUp: sessionOfRevokedToken }, "ended"],
+    [sessionOf("another organization's admin token", () => B.admin), p.ofA ? 404 : "own"],
   ];
   // The token list answers a plain member why it is not shown (200); its actions and token pages are 403.
-  if (p.admin && p.route !== "/dash/tokens") cases.push([cookieOf("a member without the role", () => A.member), 403]);
+  if (p.admin && p.route !== "/dash/tokens") cases.push([sessionOf("a member without the role", () => A.member), 403]);
   return cases;
+}
+
+/** The sign-in form refuses `token` with its reason, and sets no cookie. */
+async function expectSignInRefused(token: string): Promise<void> {
+  const res = await signInAnswer(token);
+  expect(res.status, res.text).toBe(401);
+  expect(res.text).toContain("That token does not sign in");
+  expect(res.headers.get("Set-Cookie")).toBeNull();
+}
+
+function expectPageAnswer(res: Awaited<ReturnType<typeof send>>, expected: PageExpect): void {
+  if (expected === "sign-in" || expected === "ended") {
+    expect(res.status, res.text).toBe(303);
+    expect(res.headers.get("Location")).toBe(expected === "sign-in" ? "/dash/sign-in" : "/dash/sign-in?ended=unknown");
+    // A cookie that names no working session is cleared.
+    if (expected === "ended") expect(res.headers.get("Set-Cookie")).toMatch(/^docket_session=;.*Max-Age=0/);
+  } else if (expected === "own") {
+    expect(res.status, res.text).toBe(200);
+    for (const id of victimIds()) expect(res.text).not.toContain(id);
+  } else {
+    expect(res.status, res.text).toBe(expected);
+  }
 }
 
 describe("the security matrix of the dashboard", () => {
@@ -553,28 +621,31 @@ describe("the security matrix of the dashboard", () => {
   for (const p of dashPages) {
     for (const [credential, expected] of dashCases(p)) {
       it(`${p.method} ${p.route} with ${credential.name}: ${expected}, and A is unchanged`, async () => {
-        await leavesVictimUnchanged(async () => {
-          const headers: Record<string, string> = {};
-          const cookie = credential.cookie();
-          if (cookie) headers.Cookie = cookie;
-          if (p.method === "POST") {
-            headers["Content-Type"] = "application/x-www-form-urlencoded";
-            headers.Origin = "http://docket.test";
-          }
-          const res = await send(new Request(`http://docket.test${p.path()}`, { method: p.method, headers, body: p.method === "POST" ? (p.form ?? "reason=intruder") : undefined, redirect: "manual" }));
-          if (expected === "sign-in" || expected === "ended") {
-            expect(res.status, res.text).toBe(303);
-            expect(res.headers.get("Location")).toBe(expected === "sign-in" ? "/dash/sign-in" : "/dash/sign-in?ended=1");
-            // A token that stopped working loses its cookie.
-            if (expected === "ended") expect(res.headers.get("Set-Cookie")).toMatch(/^docket_session=;.*Max-Age=0/);
-          } else if (expected === "own") {
-            expect(res.status, res.text).toBe(200);
-            for (const id of victimIds()) expect(res.text).not.toContain(id);
-          } else {
-            expect(res.status, res.text).toBe(expected);
-          }
-        });
+        const cookie = credential.setUp ? await credential.setUp() : credential.cookie?.();
+        await leavesVictimUnchanged(
+          async () => {
+            if (credential.refused) await expectSignInRefused(credential.refused());
+            const form = p.method === "POST" ? (p.form ?? { reason: "intruder" }) : undefined;
+            expectPageAnswer(await send(pageRequest(p.path(), { cookie, form })), expected);
+          },
+          { readBefore: credential.setUp !== undefined },
+        );
       });
     }
   }
+
+  it("the pages' scripts are public and the same for any cookie: none is ended or cleared there, none learns A's data, and A is unchanged", async () => {
+    const cookies = ["", FORGED_SESSION, `docket_session=${A.admin}`, await signedIn(B.admin)];
+    await leavesVictimUnchanged(async () => {
+      const answers = await Promise.all(cookies.map((cookie) => send(pageRequest("/dash/assets/live-events.js", { cookie }))));
+      for (const res of answers) {
+        expect(res.status, res.text).toBe(200);
+        expect(res.headers.get("Content-Type")).toContain("text/javascript");
+        expect(res.headers.get("Set-Cookie")).toBeNull();
+        expect(res.text).toBe(answers[0].text);
+        for (const id of victimIds()) expect(res.text).not.toContain(id);
+      }
+      expect((await send(pageRequest("/dash/assets/unknown.js"))).status).toBe(404);
+    });
+  });
 });
