@@ -4,10 +4,10 @@
 
 import type { Config } from "../../config";
 import type { CommentReceipt, TicketRef } from "../provider";
+import { asList, call, describe, split } from "./calls";
 import { toGitHubError, type GitHubClient } from "./client";
 import { GitHubError } from "./errors";
 import { linkPages } from "./issues";
-import { asList, call, describe, split } from "./provider";
 
 interface GitHubComment {
   id: number;

@@ -6,6 +6,7 @@
 import type { Config } from "../../config";
 import type { Blocker, IssueFacts, ReadyIssuePage, ReadyTransition, TicketRef, TrackerProvider } from "../provider";
 import { githubClient, toGitHubError, type GitHubClient } from "./client";
+import { asList, call, describe, split } from "./calls";
 import { findComment, moveLabels, postComment } from "./comments";
 import { GitHubError } from "./errors";
 import {
@@ -60,37 +61,12 @@ export function githubProvider(
   };
 }
 
-export function split(repository: string): { owner: string; repo: string } {
-  const [owner, repo] = repository.split("/");
-  if (!owner || !repo) throw new GitHubError("unavailable", `repository ${repository} is not owner/name`);
-  return { owner, repo };
-}
-
-export function describe(ref: TicketRef): string {
-  return `${ref.repository}#${ref.number}`;
-}
-
-/** GitHub's answer as the list it must be; anything else (a proxy's page, a truncated body) is a failure. */
-export function asList<T>(data: unknown, what: string): T[] {
-  if (!Array.isArray(data)) throw new GitHubError("unavailable", `${what}: GitHub's answer was not a list`);
-  return data as T[];
-}
-
 function asIssue(data: unknown, what: string): GitHubIssue {
   const issue = data as GitHubIssue | null;
   if (typeof issue !== "object" || issue === null || typeof issue.number !== "number" || typeof issue.repository_url !== "string") {
     throw new GitHubError("unavailable", `${what}: GitHub's answer was not an issue`);
   }
   return issue;
-}
-
-/** Runs one Octokit call, turning its failure into a GitHubError that names what was being read. */
-export async function call<T>(what: string, fn: () => Promise<T>): Promise<T> {
-  try {
-    return await fn();
-  } catch (err) {
-    throw toGitHubError(err, what);
-  }
 }
 
 /** The raw issue, or the status GitHub refused it with (403, 404, 410). */

@@ -5,6 +5,7 @@
 
 import type { Config } from "../../config";
 import type { CreatedPullRequest, PublicationProvider, PullRequestFacts, PushToken } from "../provider";
+import { split } from "./calls";
 import { githubClient, toGitHubError, type GitHubClient } from "./client";
 import { GitHubError } from "./errors";
 import type { GitHubProjectSettings } from "./provider";
@@ -35,12 +36,6 @@ export function githubPublisher(
     findPullRequest: (repository, branch) => findPullRequest(client(), repository, branch),
     createPullRequest: (repository, pr) => createPullRequest(client(), repository, pr),
   };
-}
-
-function split(repository: string): { owner: string; repo: string } {
-  const [owner, repo] = repository.split("/");
-  if (!owner || !repo) throw new GitHubError("unavailable", `repository ${repository} is not owner/name`);
-  return { owner, repo };
 }
 
 /** `POST /app/installations/{id}/access_tokens` narrowed to this repository and `contents: write`. */
