@@ -1,8 +1,9 @@
 // RunObject: one per run, the single authority for that run (../shared/DESIGN.md, "The shape").
 // This class owns the object's storage, its alarm and its RPC entry points; what each call decides
-// lives in durable-objects/run/, one module per concern: the run's storage and apply() (core),
-// creation, claims, reports and leases, publication, pause and checkpoint, recovery, member and
-// operator controls, events, the side effects a change leaves pending, and the alarm's deadlines.
+// lives in durable-objects/run/, one module per concern: the run's storage, apply() and its alarm
+// (core), creation, claims, reports and leases, publication, pause and checkpoint, recovery,
+// member and operator controls, events, the side effects a change leaves pending, and the alarm's
+// work.
 // The run's transition rules are the pure decide() in src/run/decide.ts.
 
 import { DurableObject } from "cloudflare:workers";

@@ -3,8 +3,9 @@
 // the PR step taken. And the cron backstop's check that the alarm is armed at all.
 
 import { logRun } from "../../src/lib/log";
+import type { RunRecord } from "../../src/run/types";
+import { outageMayBeOngoing, readWatermark, reaperGraceFromMs as graceFromWatermark } from "../../src/sweep";
 import type { RunCore } from "./core";
-import { armAlarm, nextDeadlineMs, reaperGraceFromMs } from "./deadlines";
 import { finishPending, repairProjection } from "./pending";
 import { advancePublication } from "./publication";
 
@@ -23,7 +24,7 @@ export async function onAlarm(core: RunCore): Promise<void> {
     await finishPending(core, { notify: true, graceFromMs });
     await advancePublication(core);
   } catch (err) {
-    const at = armAlarm(core, graceFromMs, { earliestMs: Date.now() + core.config.alarmRetryMs });
+    const at = core.armAlarm(graceFromMs, { earliestMs: Date.now() + core.config.alarmRetryMs });
     logRun("run.alarm_failed", { run: run.id, attempt: run.attempt, reason: String(err), retry_at_ms: at });
   }
 }
@@ -38,10 +39,29 @@ export async function ensureAlarm(core: RunCore, rowVersion: number, graceFromMs
   await repairProjection(core, rowVersion < run.version);
   await core.outbox.publish(run);
   const armed = await core.ctx.storage.getAlarm();
-  const due = nextDeadlineMs(core, graceFromMs);
+  const due = core.nextDeadlineMs(graceFromMs);
   if (due === null || (armed !== null && armed <= Math.max(Date.now(), due))) return { alarm_at_ms: armed, rearmed: false };
-  const at = armAlarm(core, graceFromMs);
+  const at = core.armAlarm(graceFromMs);
   const now = core.load()!;
   logRun("run.alarm_rearmed", { run: now.id, attempt: now.attempt, state: now.state, reason: armed === null ? "no alarm armed" : "alarm later than its deadline", alarm_at_ms: at });
   return { alarm_at_ms: at, rearmed: true };
+}
+
+/**
+ * When the reaper's window starts (src/sweep.ts, reaperGraceFromMs). A watermark D1 cannot give
+ * counts as an outage: the run gets the window from now, never a reap on a guess.
+ */
+async function reaperGraceFromMs(core: RunCore, run: RunRecord): Promise<number> {
+  const thresholdMs = core.config.sweepOutageThresholdMs;
+  try {
+    const watermark = await readWatermark(core.env.DB);
+    const now = Date.now();
+    if (watermark && outageMayBeOngoing(watermark.lastTickAtMs, now, thresholdMs)) {
+      logRun("run.sweep_stale", { run: run.id, attempt: run.attempt, last_tick_at_ms: watermark.lastTickAtMs, reason: "no cron tick since an outage: the staleness window starts now" });
+    }
+    return graceFromWatermark(watermark, now, thresholdMs);
+  } catch (err) {
+    logRun("run.watermark_unavailable", { run: run.id, attempt: run.attempt, reason: `the staleness window starts now: ${String(err)}` });
+    return graceFromWatermark("unavailable", Date.now(), thresholdMs);
+  }
 }

@@ -1,21 +1,23 @@
 // What every concern of a run object shares (../shared/DESIGN.md, "The shape"): its storage, the
-// run as last read, and apply(), the one way a command changes the run. The run row, its outbox
-// events and any extra rows change together in one transactionSync; every write is a
-// compare-and-swap on (state, attempt, version). The rules themselves are the pure decide() in
-// src/run/decide.ts; the modules beside this one decide what to do around them.
+// run as last read, apply(), the one way a command changes the run, and the alarm armed from it.
+// The run row, its outbox events and any extra rows change together in one transactionSync; every
+// write is a compare-and-swap on (state, attempt, version). One alarm, many deadlines
+// (../shared/STYLE.md, partywhen's Scheduler), derived from what is stored, never from a caller's
+// copy. The rules themselves are the pure decide() in src/run/decide.ts; the modules beside this
+// one decide what to do around them.
 
 import type { Config } from "../../src/config";
 import type { Env } from "../../src/env";
 import { refusal, type Refusal } from "../../src/errors";
 import { sha256Hex } from "../../src/lib/crypto";
 import { logRun } from "../../src/lib/log";
-import { decide } from "../../src/run/decide";
+import { decide, reapDeadline } from "../../src/run/decide";
+import { prStepDueAtMs, queuedPublication } from "../../src/run/publication";
 import type { RunCommand, RunRecord } from "../../src/run/types";
 import { attemptView, leaseWatch, runView, type RunView } from "../../src/run/view";
 import { ArtifactStore } from "../artifact-store";
 import { CheckpointStore } from "../checkpoint-store";
 import { Outbox } from "../outbox";
-import { armAlarm } from "./deadlines";
 
 /** What a machine's call about its attempt answers. */
 export type AttemptAnswer = ReturnType<typeof attemptView>;
@@ -125,7 +127,7 @@ export class RunCore {
       opts.alsoWrite?.(next);
     });
     this.stored = next;
-    const alarmAtMs = armAlarm(this, command.type === "deadline" ? command.recoveredAtMs : 0, { finishedHere: opts.finishedHere });
+    const alarmAtMs = this.armAlarm(command.type === "deadline" ? command.recoveredAtMs : 0, { finishedHere: opts.finishedHere });
     if (leaseWatch(current) !== leaseWatch(next)) this.wakeLeaseWaiters();
     // Each hop wrote one run.state event, in order: the line names it and the attempt it records.
     const hopEvents = decision.events.flatMap((e, i) => (e.type === "run.state" ? [{ seq: seqs[i], attempt: e.data.attempt }] : []));
@@ -135,6 +137,53 @@ export class RunCore {
       logRun("run.transition", { run: next.id, attempt, seq: event?.seq ?? null, from: hop.from, to: hop.to, reason: hop.reason, version: next.version });
     });
     return { run: next, seqs, alarmAtMs };
+  }
+
+  /**
+   * Arms the alarm at the stored run's next deadline. Synchronous: called right after a
+   * transaction, the alarm is written with it, before any await lets another call or a crash in.
+   * Answers the time armed. `finishedHere`: the caller finishes the change's side effects right
+   * after (a claim), so they set no deadline of their own; a crash before they are done leaves them
+   * to the run's next deadline (the launch deadline) or to the next claim that finds its queue row
+   * stale.
+   */
+  armAlarm(graceFromMs = 0, opts: { earliestMs?: number; finishedHere?: boolean; armedAtMs?: number | null } = {}): number | null {
+    const due = this.nextDeadlineMs(graceFromMs, opts.finishedHere);
+    const at = due === null ? null : Math.max(opts.earliestMs ?? Date.now(), due);
+    // Armed so by this call already (a claim's change): one alarm write, not one per step.
+    if (at === opts.armedAtMs) return at;
+    const write = at === null ? this.ctx.storage.deleteAlarm() : this.ctx.storage.setAlarm(at);
+    write.catch((err) => {
+      const run = this.load();
+      if (run) logRun("run.alarm_write_failed", { run: run.id, attempt: run.attempt, reason: String(err) });
+    });
+    return at;
+  }
+
+  /**
+   * The stored run's earliest deadline: the reaper's, the end of a backoff, and the retry of side
+   * effects still pending (a change's own caller finishes them first; if it never does, this does).
+   */
+  nextDeadlineMs(graceFromMs: number, finishedHere = false): number | null {
+    const run = this.load();
+    if (!run) return null;
+    const now = Date.now();
+    const retryAt = now + this.config.outboxBackoffMs;
+    const deadlines: number[] = [];
+    const reap = reapDeadline(run, this.config, graceFromMs);
+    if (reap !== null) deadlines.push(reap);
+    if (run.state === "queued" && run.notBeforeMs > now) deadlines.push(run.notBeforeMs);
+    const prStepAt = prStepDueAtMs(run); // publication: Docket's PR step, or a pushed continuation to resume
+    if (prStepAt !== null) deadlines.push(prStepAt);
+    if (queuedPublication(run) === "pushed") deadlines.push(now);
+    if (!finishedHere) {
+      if (this.projectedVersion() < run.version) deadlines.push(retryAt);
+      const outboxAt = this.outbox.nextAttemptAtMs();
+      if (outboxAt !== null) deadlines.push(Math.max(outboxAt, retryAt));
+    }
+    const pruneAt = this.outbox.pruneDueAtMs(run); // retention (durable-objects/outbox.ts)
+    if (pruneAt !== null) deadlines.push(pruneAt);
+    return deadlines.length === 0 ? null : Math.min(...deadlines);
   }
 
   private wakeLeaseWaiters(): void {

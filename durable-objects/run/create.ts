@@ -5,7 +5,6 @@ import { logRun } from "../../src/lib/log";
 import { newQueuedRun, type NewRun } from "../../src/run/new-run";
 import type { RunView } from "../../src/run/view";
 import type { RunCore } from "./core";
-import { armAlarm } from "./deadlines";
 import { finishPending } from "./pending";
 
 /**
@@ -25,7 +24,7 @@ export async function createRun(core: RunCore, input: NewRun): Promise<RunView> 
     seqs = core.outbox.append(run, [{ type: "run.created", data: { state: run.state, brief: run.brief } }], now);
   });
   core.created(run);
-  armAlarm(core);
+  core.armAlarm();
   logRun("run.transition", { run: run.id, attempt: run.attempt, seq: seqs[0], from: null, to: "queued", reason: "dispatched", version: run.version });
   await finishPending(core, { notify: true });
   return core.view(run);

@@ -11,7 +11,6 @@ import { projectRun } from "../../src/run/projection";
 import type { RunRecord } from "../../src/run/types";
 import type { Sending } from "../outbox";
 import type { RunCore } from "./core";
-import { armAlarm } from "./deadlines";
 
 /**
  * Finishes what the stored run leaves pending (the queue row, forced when it may be lying; the
@@ -27,7 +26,7 @@ export async function finishPending(core: RunCore, opts: { forceProjection?: boo
     cost.doRequests += 1;
   }
   await core.outbox.publish(run);
-  armAlarm(core, opts.graceFromMs ?? 0);
+  core.armAlarm(opts.graceFromMs ?? 0);
   return cost;
 }
 
@@ -47,7 +46,7 @@ export async function finishClaim(core: RunCore, run: RunRecord, projectedBefore
   const [projected] = await Promise.all([writeQueueRow(core, run, store ? core.outbox.inserts(store) : []), send ? core.outbox.sendMarked(run, send) : null]);
   if (store) core.outbox.storedMarked(run, store, projected);
   if (!projected.ok) core.sql.exec("UPDATE run SET projected_version = ? WHERE projected_version = ?", projectedBefore, run.version);
-  armAlarm(core, 0, { armedAtMs });
+  core.armAlarm(0, { armedAtMs });
   return projected.cost;
 }
 
@@ -68,7 +67,7 @@ export function resendUnconfirmed(core: RunCore): void {
   const reclaimed = core.outbox.reclaimUnconfirmed(Date.now());
   const run = reclaimed > 0 ? core.load() : null;
   if (!run) return;
-  const at = armAlarm(core);
+  const at = core.armAlarm();
   logRun("outbox.reclaimed", { run: run.id, attempt: run.attempt, count: reclaimed, retry_at_ms: at, reason: "sent by an earlier instance and never confirmed: sent again" });
 }
 
