@@ -8,7 +8,7 @@ import { publish, publishPatch } from './publish.js';
 import { CheckpointUnusable, jobPaths, LaunchError, readJson, removeWorkDir } from './launchers/common.js';
 import { sleep } from './procs.js';
 import type { JobRow } from './jobs.js';
-import type { JobPaths, Sandbox } from './launchers/launcher.js';
+import type { JobPaths, LaunchRequest, Sandbox } from './launchers/launcher.js';
 import type { JobHost } from './job-host.js';
 
 /** How many times a closing call (launch-failed, stopped) is tried before the job goes to `reconcile`. */
@@ -110,8 +110,45 @@ export class JobSupervisor {
 
     // Keep the lease while the checkout runs; a stop request or a definitive answer aborts the launch.
     const launchCtl = new AbortController();
+    const lease = this.keepLeaseWhileLaunching(launchCtl);
+    const started = Date.now();
+    this.out.run('launching', this.view, claim.repository ? `launching (checking out ${claim.repository.url} at ${claim.repository.commit ?? 'HEAD'})` : 'launching');
+    try {
+      this.sandbox = await launcher.launch(this.launchRequest(launchCtl.signal));
+    } catch (e) {
+      launchCtl.abort();
+      await lease.done;
+      const i = lease.interruption();
+      if (i?.kind === 'ok') return this.reportStopped('a stop was requested before the sandbox launched');
+      if (i) return this.afterRefusal(i);
+      if (e instanceof CheckpointUnusable) return this.checkpointUnusable(e.message);
+      const message = e instanceof LaunchError || e instanceof GitError ? e.message : `launch failed: ${errorText(e)}`;
+      return this.launchFailed(message);
+    }
+    launchCtl.abort();
+    await lease.done;
+    this.launchedAtMs = Date.now();
+    this.startedAtMs = this.launchedAtMs;
+    this.move('running', {
+      sandbox_id: this.sandbox.id,
+      sandbox_pid: this.sandbox.pid,
+      sandbox_start_ticks: this.sandbox.startTicks,
+      launched_at_ms: this.launchedAtMs,
+      lifetime_ms: this.lifetimeMs,
+    });
+    this.out.run('launched', this.view, `launched sandbox ${this.sandbox.id} in ${Date.now() - started} ms`, { sandbox_id: this.sandbox.id });
+    const i = lease.interruption();
+    if (i) return i.kind === 'ok' ? this.stopAndReport('a stop was requested') : this.afterRefusal(i);
+    return this.supervise({ launchedAccepted: false, informed: true });
+  }
+
+  /**
+   * The lease kept while the sandbox launches: a stop request or an answer that ends the attempt
+   * aborts the launch through `launchCtl`, and `interruption()` is that answer.
+   */
+  keepLeaseWhileLaunching(launchCtl: AbortController) {
     let interruption: CallResult | null = null;
-    const keepalive = (async () => {
+    const done = (async () => {
       const backoff = this.runner.backoff();
       let waitMs = this.leaseRefreshMs;
       while (!launchCtl.signal.aborted) {
@@ -130,48 +167,26 @@ export class JobSupervisor {
         }
       }
     })();
-    const started = Date.now();
-    this.out.run('launching', this.view, claim.repository ? `launching (checking out ${claim.repository.url} at ${claim.repository.commit ?? 'HEAD'})` : 'launching');
-    try {
-      this.sandbox = await launcher.launch({
-        claim,
-        paths: this.paths,
-        docketEnv: {
-          DOCKET_URL: this.runner.cfg.server_url,
-          DOCKET_RUN_ID: this.runId,
-          DOCKET_ATTEMPT: String(this.attempt),
-          DOCKET_ATTEMPT_TOKEN: claim.attempt_token,
-        },
-        passEnv: this.runner.cfg.pass_env,
-        checkoutTimeoutMs: Math.max(30_000, (claim.launch_deadline_at_ms ?? 0) - Date.now() - 5_000),
-        handshakeTimeoutMs: 30_000,
-        signal: launchCtl.signal,
-      });
-    } catch (e) {
-      launchCtl.abort();
-      await keepalive;
-      const i = interruption as CallResult | null;
-      if (i?.kind === 'ok') return this.reportStopped('a stop was requested before the sandbox launched');
-      if (i) return this.afterRefusal(i);
-      if (e instanceof CheckpointUnusable) return this.checkpointUnusable(e.message);
-      const message = e instanceof LaunchError || e instanceof GitError ? e.message : `launch failed: ${errorText(e)}`;
-      return this.launchFailed(message);
-    }
-    launchCtl.abort();
-    await keepalive;
-    this.launchedAtMs = Date.now();
-    this.startedAtMs = this.launchedAtMs;
-    this.move('running', {
-      sandbox_id: this.sandbox.id,
-      sandbox_pid: this.sandbox.pid,
-      sandbox_start_ticks: this.sandbox.startTicks,
-      launched_at_ms: this.launchedAtMs,
-      lifetime_ms: this.lifetimeMs,
-    });
-    this.out.run('launched', this.view, `launched sandbox ${this.sandbox.id} in ${Date.now() - started} ms`, { sandbox_id: this.sandbox.id });
-    const i = interruption as CallResult | null;
-    if (i) return i.kind === 'ok' ? this.stopAndReport('a stop was requested') : this.afterRefusal(i);
-    return this.supervise({ launchedAccepted: false, informed: true });
+    return { done, interruption: () => interruption };
+  }
+
+  /** What the launcher is asked for: the claim, the job's files, and the daemon's variables. */
+  launchRequest(signal: AbortSignal): LaunchRequest {
+    const claim = this.claim;
+    return {
+      claim,
+      paths: this.paths,
+      docketEnv: {
+        DOCKET_URL: this.runner.cfg.server_url,
+        DOCKET_RUN_ID: this.runId,
+        DOCKET_ATTEMPT: String(this.attempt),
+        DOCKET_ATTEMPT_TOKEN: claim.attempt_token,
+      },
+      passEnv: this.runner.cfg.pass_env,
+      checkoutTimeoutMs: Math.max(30_000, (claim.launch_deadline_at_ms ?? 0) - Date.now() - 5_000),
+      handshakeTimeoutMs: 30_000,
+      signal,
+    };
   }
 
   /**
