@@ -5,7 +5,8 @@
 import { loadConfig, type Config } from "../config";
 import type { Env } from "../env";
 import { log } from "../lib/log";
-import { queueRetryDelaySeconds } from "../queue/messages";
+import { z } from "zod";
+import { parseMessage, queueRetryDelaySeconds } from "../queue/messages";
 import { admitTicket } from "./admission";
 import { admissionDeps, type AdmissionDeps } from "./deps";
 import type { ActorEvidence } from "./provider";
@@ -13,15 +14,17 @@ import type { ActorEvidence } from "./provider";
 /** The queue's name (wrangler.toml): the Worker's queue handler dispatches on it. */
 export const AUTOPILOT_QUEUE = "docket-autopilot";
 
-export interface AutopilotMessage {
-  kind: "autopilot.delivery";
-  project_id: string;
-  number: number;
-  delivery_id: string;
-  event: string;
-  action: string;
-  sender: ActorEvidence | null;
-}
+/** What the webhook sends for an accepted delivery (src/routes/autopilot-admission.ts), parsed here by the same schema. */
+export const AutopilotMessage = z.object({
+  kind: z.literal("autopilot.delivery"),
+  project_id: z.string().min(1),
+  number: z.int().min(1),
+  delivery_id: z.string().min(1),
+  event: z.string(),
+  action: z.string(),
+  sender: z.object({ login: z.string(), type: z.string(), viaApp: z.string().nullable() }).nullable() satisfies z.ZodType<ActorEvidence | null>,
+});
+export type AutopilotMessage = z.infer<typeof AutopilotMessage>;
 
 export async function consumeAutopilot(batch: MessageBatch<unknown>, env: Env): Promise<void> {
   const config = loadConfig(env);
@@ -30,8 +33,9 @@ export async function consumeAutopilot(batch: MessageBatch<unknown>, env: Env): 
 }
 
 async function consumeOne(message: Message<unknown>, env: Env, config: Config, deps: AdmissionDeps | null): Promise<void> {
-  const body = message.body as AutopilotMessage;
+  let body: AutopilotMessage | null = null;
   try {
+    body = parseMessage(AutopilotMessage, message.body, "an autopilot delivery");
     if (!deps) throw new Error("autopilot is not wired: no project store, tracker or rules installed");
     const result = await handleDelivery(env, config, deps, body);
     message.ack();

@@ -13,7 +13,7 @@ import { performEffects } from "./effects";
 import { insertEvent } from "./store";
 import { isRefusal } from "../errors";
 import { runStub } from "../lib/stubs";
-import { eventAttempt, type CallbackMessage, isCallbackMessage, isTrackerDeliveryMessage, parseOutboxMessage, queueRetryDelaySeconds, type TrackerDeliveryMessage } from "./messages";
+import { CallbackMessage, eventAttempt, isCallbackMessage, isTrackerDeliveryMessage, parseMessage, parseOutboxMessage, queueRetryDelaySeconds, TrackerDeliveryMessage } from "./messages";
 import { deliverToTracker } from "../tracker/deliver";
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
@@ -35,7 +35,7 @@ export async function consumeEvents(batch: MessageBatch<unknown>, env: Env): Pro
   const stored = storeTogether(batch.messages, env);
   for (const message of batch.messages) {
     if (isCallbackMessage(message.body)) await consumeCallback(message, env, config);
-    else if (isTrackerDeliveryMessage(message.body)) await consumeTrackerDelivery(message, message.body, env, config);
+    else if (isTrackerDeliveryMessage(message.body)) await consumeTrackerDelivery(message, env, config);
     else await consumeEvent(message, env, config, stored);
   }
 }
@@ -95,8 +95,12 @@ async function consumeEvent(message: Message<unknown>, env: Env, config: Config,
 }
 
 async function consumeCallback(message: Message<unknown>, env: Env, config: Config): Promise<void> {
-  if (!isCallbackMessage(message.body)) return;
-  let body = message.body;
+  let body: CallbackMessage;
+  try {
+    body = parseMessage(CallbackMessage, message.body, "a callback message");
+  } catch (err) {
+    return retryMalformed(message, config, "callback.consume_failed", err);
+  }
   try {
     const withAttempt = await withRunAttempt(env, body);
     body = withAttempt;
@@ -114,7 +118,13 @@ async function consumeCallback(message: Message<unknown>, env: Env, config: Conf
 }
 
 /** One try of a tracker delivery; Docket's own failure (D1 unreachable) retries the message. */
-async function consumeTrackerDelivery(message: Message<unknown>, body: TrackerDeliveryMessage, env: Env, config: Config): Promise<void> {
+async function consumeTrackerDelivery(message: Message<unknown>, env: Env, config: Config): Promise<void> {
+  let body: TrackerDeliveryMessage;
+  try {
+    body = parseMessage(TrackerDeliveryMessage, message.body, "a tracker delivery message");
+  } catch (err) {
+    return retryMalformed(message, config, "tracker_delivery.consume_failed", err);
+  }
   try {
     const outcome = await deliverToTracker(env, config, body, message.attempts);
     if (outcome.ack) message.ack();
@@ -124,6 +134,13 @@ async function consumeTrackerDelivery(message: Message<unknown>, body: TrackerDe
     message.retry({ delaySeconds });
     logRun("tracker_delivery.consume_failed", { run: body.run_id, attempt: body.attempt, kind: body.delivery, try: message.attempts, reason: String(err), retry_in_s: delaySeconds });
   }
+}
+
+/** A message its schema refuses is retried like any failure, so the queue dead-letters it after max_retries. */
+function retryMalformed(message: Message<unknown>, config: Config, msg: string, err: unknown): void {
+  const delaySeconds = queueRetryDelaySeconds(config, message.attempts);
+  message.retry({ delaySeconds });
+  log(msg, { try: message.attempts, reason: String(err), retry_in_s: delaySeconds });
 }
 
 /** A callback message sent before messages carried the run's attempt gets it from the run. */

@@ -5,28 +5,42 @@
 import type { Config } from "../config";
 import type { Env, OutboxMessage } from "../env";
 import { exponentialBackoffMs } from "../lib/backoff";
+import { z } from "zod";
 
 /** One completion-callback delivery: each delivery of this message is at most one attempt. */
-export interface CallbackMessage {
-  kind: "callback";
-  run_id: string;
-  org_id: string;
+export const CallbackMessage = z.object({
+  kind: z.literal("callback"),
+  run_id: z.string().min(1),
+  org_id: z.string().min(1),
   /** The sequence number of the run's terminal event, or null for an operator's redelivery. */
-  seq: number | null;
+  seq: z.int().nullable(),
   /** The run's attempt (it ended in it), for the log lines; a message sent before it was carried has none. */
-  attempt?: number;
-}
+  attempt: z.int().min(0).optional(),
+});
+export type CallbackMessage = z.infer<typeof CallbackMessage>;
 
 /** One try of a tracker delivery (src/tracker/deliver.ts): each delivery of this message is at most one try. */
-export interface TrackerDeliveryMessage {
-  kind: "tracker_delivery";
-  run_id: string;
-  org_id: string;
-  /** The delivery's kind: blocker_comment, review_label, pr_comment or failure_comment. */
-  delivery: "blocker_comment" | "review_label" | "pr_comment" | "failure_comment";
+export const TrackerDeliveryMessage = z.object({
+  kind: z.literal("tracker_delivery"),
+  run_id: z.string().min(1),
+  org_id: z.string().min(1),
+  /** The delivery's kind. */
+  delivery: z.enum(["blocker_comment", "review_label", "pr_comment", "failure_comment"]),
   /** The run's attempt when the delivery was asked for, for the log lines. */
-  attempt: number;
-}
+  attempt: z.int().min(0),
+});
+export type TrackerDeliveryMessage = z.infer<typeof TrackerDeliveryMessage>;
+
+/** An outbox event as its producer (the run object's outbox) sends it; `attempt` is absent from messages sent before it was carried. */
+const OutboxEvent = z.object({
+  run_id: z.string().min(1),
+  org_id: z.string().min(1),
+  seq: z.int().min(1),
+  type: z.string().min(1),
+  at_ms: z.int(),
+  attempt: z.int().min(0).optional(),
+  data: z.record(z.string(), z.unknown()),
+}) satisfies z.ZodType<Omit<OutboxMessage, "attempt"> & { attempt?: number }>;
 
 export type QueueMessage = OutboxMessage | CallbackMessage | TrackerDeliveryMessage;
 
@@ -41,21 +55,22 @@ export function isCallbackMessage(body: unknown): body is CallbackMessage {
   return typeof body === "object" && body !== null && (body as { kind?: unknown }).kind === "callback";
 }
 
+/**
+ * A message's body by its schema, or an error naming the first field that is wrong: the consumer
+ * retries such a message, and the queue dead-letters it after max_retries.
+ */
+export function parseMessage<T>(schema: z.ZodType<T>, body: unknown, what: string): T {
+  const parsed = schema.safeParse(body);
+  if (parsed.success) return parsed.data;
+  const field = parsed.error.issues[0]?.path.join(".") || "body";
+  throw new Error(`not ${what}: ${field} is missing or malformed`);
+}
+
 /** Checks every field of an outbox event; a message that fails is retried and then dead-lettered. */
 export function parseOutboxMessage(body: unknown): OutboxMessage {
-  const b = body as Partial<OutboxMessage> | null;
-  const bad = (field: string) => new Error(`not an outbox event: ${field} is missing or malformed`);
-  if (typeof b !== "object" || b === null) throw bad("body");
-  if (typeof b.run_id !== "string" || b.run_id === "") throw bad("run_id");
-  if (typeof b.org_id !== "string" || b.org_id === "") throw bad("org_id");
-  if (!Number.isSafeInteger(b.seq) || (b.seq as number) < 1) throw bad("seq");
-  if (typeof b.type !== "string" || b.type === "") throw bad("type");
-  if (!Number.isSafeInteger(b.at_ms)) throw bad("at_ms");
-  if (typeof b.data !== "object" || b.data === null || Array.isArray(b.data)) throw bad("data");
+  const event = parseMessage(OutboxEvent, body, "an outbox event");
   // A message published before messages carried the attempt takes it from its data.
-  if (b.attempt === undefined) return { ...(b as OutboxMessage), attempt: eventAttempt(b.data) };
-  if (!Number.isSafeInteger(b.attempt) || (b.attempt as number) < 0) throw bad("attempt");
-  return b as OutboxMessage;
+  return { ...event, attempt: event.attempt ?? eventAttempt(event.data) };
 }
 
 /** The run attempt an event happened in: its data says so (the one event stored before it did, run.created, is of attempt 0). */

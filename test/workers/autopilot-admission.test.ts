@@ -496,6 +496,20 @@ describe("the AUTOPILOT queue's consumer", () => {
     expect(result.retryMessages.map((m: { msgId: string }) => m.msgId)).toEqual(["ap-1"]);
     expect((await ticketOf(payload.issue.number))?.status).toBe("admitted");
   });
+
+  it("retries a message its schema refuses (no project, or a number that is not one) and admits nothing for it", async () => {
+    const payload = labeledPayload();
+    tracker.fromPayload(payload);
+    const { project_id: _gone, ...noProject } = delivery(payload, "queue-no-project");
+    const messages = [noProject, { ...delivery(payload, "queue-bad-number"), number: String(payload.issue.number) }];
+    const batch = createMessageBatch(AUTOPILOT_QUEUE, messages.map((body, i) => ({ id: `bad-${i}`, timestamp: new Date(), attempts: 1, body })));
+    const ctx = createExecutionContext();
+    await worker.queue(batch as MessageBatch<never>, env);
+    const result = await getQueueResult(batch, ctx);
+    expect(result.explicitAcks).toEqual([]);
+    expect(result.retryMessages.map((m: { msgId: string }) => m.msgId).sort()).toEqual(["bad-0", "bad-1"]);
+    expect(await ticketOf(payload.issue.number)).toBeUndefined();
+  });
 });
 
 describe("the ticket's memory of deliveries and history", () => {
