@@ -3,7 +3,7 @@
 // serialized"). Every method is synchronous: a claim checks a candidate's gates and takes its slot
 // in one step, with no await between them, however many claims run at once.
 
-import { ClosedProjects, type ClosedVerdict } from "./closed-projects";
+import { ClosedProjects, type ClosedVerdict } from "./scheduler/closed-projects";
 import {
   DEFAULT_GATES,
   firstClosed,
@@ -71,7 +71,7 @@ export type SlotHolder = {
 export type HoldEnd = { status: "settled"; costCents: number } | { status: "review"; costCents: number | null };
 
 export class SchedulerGates {
-  /** The projects closed to every queued run, per project (closed-projects.ts): memory only, safe to lose, as an evicted object computes it again at its first head read. */
+  /** The projects closed to every queued run, per project (scheduler/closed-projects.ts), in memory only (SchedulerObject lists why that is safe). */
   private readonly closed = new ClosedProjects(
     () => this.sql.exec<{ id: string }>("SELECT project_id AS id FROM project_gates UNION SELECT project_id FROM slots").toArray().map((r) => r.id),
     (projectId, nowMs) => this.closedVerdict(projectId, nowMs),
@@ -245,7 +245,7 @@ export class SchedulerGates {
    * At most `max` projects none of whose queued runs may start now (disabled, draining, outside the
    * window, all slots taken): the claim leaves their rows out of its head read, so they never crowd
    * out other work. Each project's verdict is computed again only after its gates or slots changed
-   * or its window's next edge passed (closed-projects.ts); holds and spending do not enter it, as
+   * or its window's next edge passed (scheduler/closed-projects.ts); holds and spending do not enter it, as
    * the budget is checked per run (a continuation already holds its reservation).
    */
   closedProjects(nowMs: number, max: number): string[] {

@@ -80,7 +80,7 @@ export interface SchedulerView {
  *   `waiting` gives; the next reservation says it again.
  * - stats: counters for readStats.
  * - credentials (claim-credentials.ts): verified machine tokens, checked against D1 again.
- * - gates' closed projects (closed-projects.ts): every project's verdict, computed again from its
+ * - gates' closed projects (scheduler/closed-projects.ts): every project's verdict, computed again from its
  *   SQLite at the first head read; a claim checks a candidate's gates from SQLite all the same.
  */
 export class SchedulerObject extends DurableObject<Env> {

@@ -1,5 +1,5 @@
 // A claim's work is bounded whatever the number of autopilot projects: the scheduler keeps each
-// project's verdict (durable-objects/closed-projects.ts) and computes it again only after its
+// project's verdict (durable-objects/scheduler/closed-projects.ts) and computes it again only after its
 // gates or slots change or its dispatch window's next edge passes, and one head read leaves out at
 // most AUTOPILOT_SCHEDULER_CLOSED_PROJECTS_MAX closed projects in D1 (docs/protocol.md,
 // "Autopilot scheduler"). Each test has its own organization, so its own SchedulerObject.
@@ -10,7 +10,7 @@ import { describe, expect, it } from "vitest";
 import { nextWindowEdgeMs, type DispatchWindow } from "../../src/autopilot/scheduler-gates";
 import type { Config } from "../../src/config";
 import { dispatchRun } from "../../src/run/dispatch";
-import { ClosedProjects } from "../../durable-objects/closed-projects";
+import { ClosedProjects } from "../../durable-objects/scheduler/closed-projects";
 import { attemptCall, call, claim, createOrg, dispatch, parseCost, registerRunner, schedulerOf } from "./helpers";
 
 let nextOrg = 0;

@@ -1,9 +1,9 @@
 // Which autopilot projects are closed to every queued run (../shared/spec/run-lifecycle.md, "Queue
-// and dispatch"), for the claim's head read to leave out (SchedulerGates.closedProjects). A project's verdict is kept in memory and computed again only
-// when something it depends on changes: its gates, its slots, or the clock reaching its dispatch
-// window's next edge. So a claim with unchanged gates computes no verdict, however many projects
-// the organization has. It is a cache: an evicted scheduler starts without it and computes every
-// project's verdict once, at its first head read.
+// and dispatch"), for the claim's head read to leave out (SchedulerGates.closedProjects). A
+// project's verdict is kept in memory and computed again only when something it depends on
+// changes: its gates, its slots, or the clock reaching its dispatch window's next edge. So a claim
+// with unchanged gates computes no verdict, however many projects the organization has. In memory
+// only: SchedulerObject lists why losing it to an eviction is safe.
 
 /** A project's verdict for the head read, and until when it holds (Infinity: until a change). */
 export interface ClosedVerdict {
