@@ -12,6 +12,7 @@ import type { Env } from "../env";
 import { isRefusal } from "../errors";
 import { logRun } from "../lib/log";
 import { fetchOutbound, OutboundRefused, outboundPolicy } from "../lib/outbound-address";
+import type { DeliveryOutcome } from "../queue/delivery";
 import { QUEUE_DELAY_MAX_S, type CallbackMessage } from "../queue/messages";
 import { runStub } from "../lib/stubs";
 import type { RunView } from "../run/view";
@@ -20,9 +21,6 @@ import { signingSecrets } from "./secret";
 import { SIGNATURE_HEADER, signatureHeader } from "./signature";
 
 export const CALLBACK_EVENT = "run.ended";
-
-/** What the consumer does with the callback message: acknowledge it, or have the Queue retry it. */
-export type CallbackOutcome = { ack: true } | { ack: false; delaySeconds: number };
 
 /** The body a receiver gets: the same bytes on every attempt of a run's callback. */
 export function completionPayload(run: RunView) {
@@ -39,7 +37,7 @@ export async function deliverCallback(
   config: Config,
   msg: CallbackMessage & { attempt: number },
   queueAttempts: number,
-): Promise<CallbackOutcome> {
+): Promise<DeliveryOutcome> {
   // `try` is the callback's attempt number (its Docket-Attempt header); `queue_try` counts deliveries.
   const base = { run: msg.run_id, attempt: msg.attempt, org: msg.org_id, seq: msg.seq, queue_try: queueAttempts };
   const row = await readDelivery(env.DB, msg.run_id);

@@ -1,14 +1,12 @@
 // The receipt of a completion callback: one D1 row per run (callback_deliveries), pending until a
-// receiver answered 2xx (delivered) or the attempts of the round ran out (failed). Every write is
-// conditional on the attempt count it was made against, so duplicate queue deliveries of the same
-// callback message make at most one attempt each (../shared/spec/build-lifecycle.md, "Events and
-// completion retry independently").
+// receiver answered 2xx (delivered) or the attempts of the round ran out (failed); its attempts are
+// counted and recorded the way every delivery's are (src/queue/delivery.ts).
 
-import { and, eq, sql } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import type { Config } from "../config";
 import { callbackDeliveries } from "../db/schema";
-import { exponentialBackoffMs } from "../lib/backoff";
+import { claimNext, giveUp, recordEnd, retryBackoffMs, type DeliveryStatus, type ReceiptTable } from "../queue/delivery";
 
 export type DeliveryRow = typeof callbackDeliveries.$inferSelect;
 
@@ -38,17 +36,16 @@ export async function startRound(db: D1Database, row: { runId: string; orgId: st
     });
 }
 
-/**
- * Claims attempt `expected + 1`: a compare-and-swap on the attempt count, so of two deliveries of
- * the same message only one makes the attempt. Returns the attempt number, or null when lost.
- */
-export async function claimAttempt(db: D1Database, runId: string, expected: number, now: number): Promise<number | null> {
-  const rows = await drizzle(db)
-    .update(callbackDeliveries)
-    .set({ attempts: sql`${callbackDeliveries.attempts} + 1`, lastAttemptAtMs: now })
-    .where(and(eq(callbackDeliveries.runId, runId), eq(callbackDeliveries.status, "pending"), eq(callbackDeliveries.attempts, expected)))
-    .returning({ attempts: callbackDeliveries.attempts });
-  return rows.length === 1 ? rows[0].attempts : null;
+/** The receipts of callbacks: a round counts its attempts in `attempts`. */
+const RECEIPTS: ReceiptTable<typeof callbackDeliveries> = {
+  table: callbackDeliveries,
+  count: callbackDeliveries.attempts,
+  counted: (now) => ({ attempts: sql`${callbackDeliveries.attempts} + 1`, lastAttemptAtMs: now }),
+};
+
+/** Claims attempt `expected + 1` of the run's callback (claimNext); null when another delivery took it. */
+export function claimAttempt(db: D1Database, runId: string, expected: number, now: number): Promise<number | null> {
+  return claimNext(db, RECEIPTS, eq(callbackDeliveries.runId, runId), expected, now);
 }
 
 /** Records how attempt `attempt` went, unless a redelivery started a new round meanwhile. */
@@ -56,25 +53,14 @@ export async function recordAttempt(
   db: D1Database,
   runId: string,
   attempt: number,
-  result: { status: "pending" | "delivered" | "failed"; error: string | null; statusCode: number | null; now: number },
+  result: { status: DeliveryStatus; error: string | null; statusCode: number | null; now: number },
 ): Promise<void> {
-  await drizzle(db)
-    .update(callbackDeliveries)
-    .set({
-      status: result.status,
-      lastError: result.error,
-      lastStatusCode: result.statusCode,
-      deliveredAtMs: result.status === "delivered" ? result.now : null,
-    })
-    .where(and(eq(callbackDeliveries.runId, runId), eq(callbackDeliveries.status, "pending"), eq(callbackDeliveries.attempts, attempt)));
+  await recordEnd(db, RECEIPTS, eq(callbackDeliveries.runId, runId), attempt, result, { lastStatusCode: result.statusCode });
 }
 
-/** Gives up on a round whose attempts are spent (for example after a crash between claim and record). */
+/** Gives up on a round whose attempts are spent (giveUp). */
 export async function markFailed(db: D1Database, runId: string, expected: number, error: string): Promise<void> {
-  await drizzle(db)
-    .update(callbackDeliveries)
-    .set({ status: "failed", lastError: error })
-    .where(and(eq(callbackDeliveries.runId, runId), eq(callbackDeliveries.status, "pending"), eq(callbackDeliveries.attempts, expected)));
+  await giveUp(db, RECEIPTS, eq(callbackDeliveries.runId, runId), expected, error);
 }
 
 /**
@@ -99,7 +85,7 @@ export function callbackView(callbackUrl: string | null, row: DeliveryRow | null
 
 export type CallbackView = ReturnType<typeof callbackView>;
 
-/** Backoff before the next attempt: base * 2^(attempt-1), capped (attempt counts from 1). */
+/** Backoff before the next attempt (retryBackoffMs). */
 export function callbackBackoffMs(config: Config, attempt: number): number {
-  return exponentialBackoffMs({ baseMs: config.callbackBackoffBaseMs, maxMs: config.callbackBackoffMaxMs, maxDoublings: 30 }, attempt - 1);
+  return retryBackoffMs({ baseMs: config.callbackBackoffBaseMs, maxMs: config.callbackBackoffMaxMs }, attempt);
 }

@@ -12,6 +12,7 @@ import { DocketError } from "../errors";
 import { logRun } from "../lib/log";
 import { admissionDeps } from "../autopilot/deps";
 import { parseTicketKey, type CommentReceipt } from "../autopilot/provider";
+import type { DeliveryOutcome } from "../queue/delivery";
 import { eventsQueue, QUEUE_DELAY_MAX_S, type TrackerDeliveryMessage } from "../queue/messages";
 import { runStub } from "../lib/stubs";
 import { unwrap } from "../errors";
@@ -60,9 +61,6 @@ export async function retryTrackerDelivery(env: Env, orgId: string, runId: strin
   logRun("tracker_delivery.retry", { run: runId, attempt: run.attempt, kind, by, try: 0, reason: "operator retry" });
   return restarted;
 }
-
-/** What the consumer does with the message: acknowledge it, or have the Queue retry it. */
-export type DeliveryOutcome = { ack: true } | { ack: false; delaySeconds: number };
 
 /**
  * One queue delivery of a try message. The try is claimed by a compare-and-swap on the row's try

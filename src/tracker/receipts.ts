@@ -1,13 +1,13 @@
 // The receipt of a tracker delivery: one D1 row per (run, kind) (tracker_deliveries), pending
-// until the tracker confirmed it (delivered) or its tries ran out (failed). Every write is
-// conditional on the try count it was made against, so duplicate queue deliveries of the same
-// message make at most one try each, and a delivered kind is never sent again.
+// until the tracker confirmed it (delivered) or its tries ran out (failed); its tries are counted
+// and recorded the way every delivery's are (src/queue/delivery.ts), and a delivered kind is never
+// sent again.
 
 import { and, asc, eq, sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import type { Config } from "../config";
 import { trackerDeliveries } from "../db/tracker-schema";
-import { exponentialBackoffMs } from "../lib/backoff";
+import { claimNext, giveUp, recordEnd, retryBackoffMs, type DeliveryStatus, type ReceiptTable } from "../queue/delivery";
 import type { CommentReceipt } from "../autopilot/provider";
 import type { DeliveryKind, DeliveryRequest } from "../run/ticket-requests";
 
@@ -60,14 +60,16 @@ async function supersede(db: D1Database, current: TrackerDeliveryRow, request: D
   return (await readTrackerDelivery(db, current.runId, current.kind)) ?? current;
 }
 
-/** Claims try `expected + 1` (a compare-and-swap on the count); null when another delivery took it. */
-export async function claimTry(db: D1Database, runId: string, kind: DeliveryKind, expected: number, now: number): Promise<number | null> {
-  const rows = await drizzle(db)
-    .update(trackerDeliveries)
-    .set({ tries: sql`${trackerDeliveries.tries} + 1`, lastTryAtMs: now })
-    .where(and(key(runId, kind), eq(trackerDeliveries.status, "pending"), eq(trackerDeliveries.tries, expected)))
-    .returning({ tries: trackerDeliveries.tries });
-  return rows.length === 1 ? rows[0].tries : null;
+/** The receipts of tracker deliveries: a round counts its tries in `tries`. */
+const RECEIPTS: ReceiptTable<typeof trackerDeliveries> = {
+  table: trackerDeliveries,
+  count: trackerDeliveries.tries,
+  counted: (now) => ({ tries: sql`${trackerDeliveries.tries} + 1`, lastTryAtMs: now }),
+};
+
+/** Claims try `expected + 1` (claimNext); null when another delivery took it. */
+export function claimTry(db: D1Database, runId: string, kind: DeliveryKind, expected: number, now: number): Promise<number | null> {
+  return claimNext(db, RECEIPTS, key(runId, kind), expected, now);
 }
 
 /** Records how try `tries` went, unless an operator's retry started over meanwhile. */
@@ -76,25 +78,15 @@ export async function recordTry(
   runId: string,
   kind: DeliveryKind,
   tries: number,
-  result: { status: "pending" | "delivered" | "failed"; error: string | null; receipt: CommentReceipt | null; now: number },
+  result: { status: DeliveryStatus; error: string | null; receipt: CommentReceipt | null; now: number },
 ): Promise<void> {
-  await drizzle(db)
-    .update(trackerDeliveries)
-    .set({
-      status: result.status,
-      lastError: result.error,
-      receipt: result.receipt ? JSON.stringify({ comment_id: result.receipt.id, url: result.receipt.url }) : null,
-      deliveredAtMs: result.status === "delivered" ? result.now : null,
-    })
-    .where(and(key(runId, kind), eq(trackerDeliveries.status, "pending"), eq(trackerDeliveries.tries, tries)));
+  const receipt = result.receipt ? JSON.stringify({ comment_id: result.receipt.id, url: result.receipt.url }) : null;
+  await recordEnd(db, RECEIPTS, key(runId, kind), tries, result, { receipt });
 }
 
-/** Gives up on a delivery whose tries are spent (for example after a crash between claim and record). */
+/** Gives up on a delivery whose tries are spent (giveUp). */
 export async function markFailed(db: D1Database, runId: string, kind: DeliveryKind, expected: number, error: string): Promise<void> {
-  await drizzle(db)
-    .update(trackerDeliveries)
-    .set({ status: "failed", lastError: error })
-    .where(and(key(runId, kind), eq(trackerDeliveries.status, "pending"), eq(trackerDeliveries.tries, expected)));
+  await giveUp(db, RECEIPTS, key(runId, kind), expected, error);
 }
 
 /** An operator's retry of a failed delivery: pending again with its tries counted from 0. False when it was not failed. */
@@ -107,9 +99,9 @@ export async function restartFailed(db: D1Database, runId: string, kind: Deliver
   return rows.length === 1;
 }
 
-/** Backoff before the next try: base * 2^(try-1), capped (tries count from 1). */
+/** Backoff before the next try (retryBackoffMs). */
 export function trackerBackoffMs(config: Config, tries: number): number {
-  return exponentialBackoffMs({ baseMs: config.trackerDeliveryBackoffBaseMs, maxMs: config.trackerDeliveryBackoffMaxMs, maxDoublings: 30 }, tries - 1);
+  return retryBackoffMs({ baseMs: config.trackerDeliveryBackoffBaseMs, maxMs: config.trackerDeliveryBackoffMaxMs }, tries);
 }
 
 /** A delivery as GET /v1/runs/:id/deliveries shows it. */

@@ -1,0 +1,72 @@
+// One way to retry a delivery from the events queue (a completion callback, a tracker comment or
+// label move): its receipt row is pending until delivered or until the attempts of its round run
+// out (failed), and every write is conditional on the attempt count it was made against, so
+// duplicate queue deliveries of the same message make at most one attempt each
+// (../shared/spec/build-lifecycle.md, "Events and completion retry independently").
+
+import { and, eq, type SQL } from "drizzle-orm";
+import { drizzle } from "drizzle-orm/d1";
+import type { SQLiteColumn, SQLiteTable, SQLiteUpdateSetSource } from "drizzle-orm/sqlite-core";
+import { exponentialBackoffMs } from "../lib/backoff";
+
+/** What the consumer does with a delivery's message: acknowledge it, or have the Queue retry it. */
+export type DeliveryOutcome = { ack: true } | { ack: false; delaySeconds: number };
+
+export type DeliveryStatus = "pending" | "delivered" | "failed";
+
+/** A receipts table: every receipt has a status, a last error and a delivery time. */
+type Receipts = SQLiteTable & Record<"status" | "lastError" | "deliveredAtMs", SQLiteColumn>;
+
+/** A table of receipts and how it counts the attempts of a round. */
+export interface ReceiptTable<T extends Receipts> {
+  table: T;
+  /** The attempts made in the current round. */
+  count: SQLiteColumn;
+  /** The write that counts one more attempt, begun at `now`. */
+  counted: (now: number) => SQLiteUpdateSetSource<T>;
+}
+
+/** A write to the receipt `key` that happens only while it is pending at attempt `count`. */
+function writeAtCount<T extends Receipts>(db: D1Database, r: ReceiptTable<T>, key: SQL | undefined, count: number, set: SQLiteUpdateSetSource<T>) {
+  return drizzle(db)
+    .update(r.table)
+    .set(set)
+    .where(and(key, eq(r.table.status, "pending"), eq(r.count, count)));
+}
+
+/**
+ * Claims attempt `expected + 1`: a compare-and-swap on the attempt count, so of two deliveries of
+ * the same message only one makes the attempt. Returns the attempt number, or null when lost.
+ */
+export async function claimNext<T extends Receipts>(db: D1Database, r: ReceiptTable<T>, key: SQL | undefined, expected: number, now: number): Promise<number | null> {
+  const rows = await writeAtCount(db, r, key, expected, r.counted(now)).returning({ count: r.count });
+  return rows.length === 1 ? (rows[0].count as number) : null;
+}
+
+/**
+ * Records how attempt `attempt` went, with the table's own columns of it in `more`, unless a new
+ * round (an operator's redelivery or retry) started meanwhile.
+ */
+export async function recordEnd<T extends Receipts>(
+  db: D1Database,
+  r: ReceiptTable<T>,
+  key: SQL | undefined,
+  attempt: number,
+  end: { status: DeliveryStatus; error: string | null; now: number },
+  more: SQLiteUpdateSetSource<T>,
+): Promise<void> {
+  // The three columns every receipt table has (the ReceiptTable constraint); drizzle cannot map a
+  // generic table's keys, hence the cast.
+  const shared = { status: end.status, lastError: end.error, deliveredAtMs: end.status === "delivered" ? end.now : null } as SQLiteUpdateSetSource<T>;
+  await writeAtCount(db, r, key, attempt, { ...shared, ...more });
+}
+
+/** Gives up on a round whose attempts are spent (for example after a crash between claim and record). */
+export async function giveUp<T extends Receipts>(db: D1Database, r: ReceiptTable<T>, key: SQL | undefined, expected: number, error: string): Promise<void> {
+  await writeAtCount(db, r, key, expected, { status: "failed", lastError: error } as SQLiteUpdateSetSource<T>);
+}
+
+/** Backoff before the next attempt: base * 2^(attempt-1), capped (attempts count from 1). */
+export function retryBackoffMs(backoff: { baseMs: number; maxMs: number }, attempt: number): number {
+  return exponentialBackoffMs({ ...backoff, maxDoublings: 30 }, attempt - 1);
+}
