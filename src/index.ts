@@ -16,7 +16,6 @@ import { pruneStorage } from "./retention";
 import { tickSweep } from "./sweep";
 import { AUTOPILOT_QUEUE, consumeAutopilot } from "./autopilot/queue";
 import { reconcileTick } from "./autopilot/reconcile";
-import { installRealAdmissionDeps } from "./autopilot/wiring";
 
 export { RunObject } from "../durable-objects/run-object";
 export { SchedulerObject } from "../durable-objects/scheduler-object";
@@ -30,8 +29,6 @@ async function step(name: string, work: () => Promise<unknown>): Promise<void> {
     log("cron.step_failed", { step: name, reason: String(err) });
   }
 }
-
-installRealAdmissionDeps();
 
 export default {
   fetch: app.fetch,

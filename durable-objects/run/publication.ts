@@ -2,7 +2,7 @@
 // Docket's PR step (taken by the alarm, never by a request), and its reconciliation before
 // dispatch after an outage or a deploy.
 
-import { admissionDeps } from "../../src/autopilot/deps";
+import { admissionDeps } from "../../src/autopilot/wiring";
 import type { PublicationProvider } from "../../src/autopilot/provider";
 import { prStep } from "../../src/autopilot/publication-step";
 import { isRefusal, refusal, type Refusal } from "../../src/errors";
@@ -105,9 +105,9 @@ export async function advancePublication(core: RunCore): Promise<void> {
 
 /** The project's code host, or a refusal saying why there is none. */
 async function publisher(core: RunCore, run: RunRecord): Promise<{ host: PublicationProvider; repository: string } | Refusal> {
-  const deps = admissionDeps();
+  const deps = admissionDeps(core.env);
   const projectId = run.metadata.autopilot_project;
-  if (!deps?.publisher || !projectId) return refusal("autopilot_not_configured", "no code host is configured for this run's publication");
+  if (!deps.publisher || !projectId) return refusal("autopilot_not_configured", "no code host is configured for this run's publication");
   const project = await deps.readProject(core.env, projectId);
   if (!project) return refusal("autopilot_not_configured", `the run's autopilot project ${projectId} no longer exists`);
   return { host: deps.publisher(project, project.secrets, core.config), repository: project.repository };

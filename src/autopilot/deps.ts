@@ -1,8 +1,9 @@
 // What admission needs from the rest of autopilot, as one replaceable set: the project store, the
 // tracker provider factory, and the pure eligibility and readiness rules
-// (../shared/spec/run-lifecycle.md, "Admission", "Human readiness authorization"). The Worker's
-// entry installs the real ones; tests install in-memory ones. Admission's own code never imports
-// a tracker client, so a second tracker plugs in here.
+// (../shared/spec/run-lifecycle.md, "Admission", "Human readiness authorization"). Each door is
+// handed the set for its env (src/autopilot/wiring.ts), never reads one installed at load; tests
+// pass in-memory ones. Admission's own code never imports a tracker client, so a second tracker
+// plugs in here.
 
 import type { Config } from "../config";
 import type { Env } from "../env";
@@ -49,16 +50,12 @@ export interface AdmissionDeps<P extends AdmissionProject = AdmissionProject, S 
   rules: AdmissionRules<P>;
 }
 
-// The installed set; `any` so the real project type (with more fields) fits without a cast at the call site.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-let installed: AdmissionDeps<any, any> | null = null;
-
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export function installAdmissionDeps(deps: AdmissionDeps<any, any> | null): void {
-  installed = deps;
-}
-
-/** The installed set, or null while none is (the doors then refuse or skip, never guess). */
-export function admissionDeps(): AdmissionDeps | null {
-  return installed;
+/**
+ * The Worker's env as admission's doors read it: an env may bring its own set (a test's, with the
+ * tracker replaced), which then replaces the real one (src/autopilot/wiring.ts, admissionDeps).
+ */
+export interface AdmissionEnv {
+  // `any` so the real project type (with more fields) fits without a cast where a set is made.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  AUTOPILOT_ADMISSION?: AdmissionDeps<any, any>;
 }

@@ -8,7 +8,8 @@ import { log } from "../lib/log";
 import { z } from "zod";
 import { parseMessage, queueRetryDelaySeconds } from "../queue/messages";
 import { admitTicket } from "./admission";
-import { admissionDeps, type AdmissionDeps } from "./deps";
+import type { AdmissionDeps } from "./deps";
+import { admissionDeps } from "./wiring";
 import type { ActorEvidence } from "./provider";
 
 /** The queue's name (wrangler.toml): the Worker's queue handler dispatches on it. */
@@ -28,15 +29,14 @@ export type AutopilotMessage = z.infer<typeof AutopilotMessage>;
 
 export async function consumeAutopilot(batch: MessageBatch<unknown>, env: Env): Promise<void> {
   const config = loadConfig(env);
-  const deps = admissionDeps();
+  const deps = admissionDeps(env);
   for (const message of batch.messages) await consumeOne(message, env, config, deps);
 }
 
-async function consumeOne(message: Message<unknown>, env: Env, config: Config, deps: AdmissionDeps | null): Promise<void> {
+async function consumeOne(message: Message<unknown>, env: Env, config: Config, deps: AdmissionDeps): Promise<void> {
   let body: AutopilotMessage | null = null;
   try {
     body = parseMessage(AutopilotMessage, message.body, "an autopilot delivery");
-    if (!deps) throw new Error("autopilot is not wired: no project store, tracker or rules installed");
     const result = await handleDelivery(env, config, deps, body);
     message.ack();
     log("autopilot.delivery_consumed", { delivery: body.delivery_id, project: body.project_id, ticket: result?.ticket ?? null, outcome: result?.outcome ?? "project_gone", run_id: result?.runId ?? null, reason: result?.reasons.join("; ") || "admission decided" });

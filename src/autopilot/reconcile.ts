@@ -10,7 +10,8 @@ import type { Config } from "../config";
 import type { Env } from "../env";
 import { log } from "../lib/log";
 import { admitTicket, type AdmissionResult } from "./admission";
-import { admissionDeps, type AdmissionDeps, type AdmissionProject, type AdmissionSecrets } from "./deps";
+import type { AdmissionDeps, AdmissionProject, AdmissionSecrets } from "./deps";
+import { admissionDeps } from "./wiring";
 import type { AdmissionDoor } from "./ticket-types";
 
 type Phase = "ready" | "tracked";
@@ -115,9 +116,8 @@ export async function reconcileProject(
  * deploy or an outage, src/sweep.ts) restarts every project's pass from its beginning, so webhooks
  * lost while Docket was away are found.
  */
-export async function reconcileTick(env: Env, config: Config, startup: boolean): Promise<{ projects: number; examined: number } | null> {
-  const deps = admissionDeps();
-  if (!deps) return null;
+export async function reconcileTick(env: Env, config: Config, startup: boolean): Promise<{ projects: number; examined: number }> {
+  const deps = admissionDeps(env);
   const door: AdmissionDoor = startup ? "startup" : "reconcile";
   if (startup) {
     await env.DB.prepare("DELETE FROM autopilot_reconcile").run();

@@ -1,22 +1,29 @@
 // The real parts admission runs with (src/autopilot/deps.ts): the D1 project store with its
 // encrypted secrets, the GitHub provider, and the pure brief, eligibility and readiness rules.
-// The Worker's entry installs them once; tests may install in-memory ones instead.
+// A door (the webhook and its queue, reconciliation, tracker deliveries, publication) asks for
+// the set of the env it was handed; nothing is installed when a module loads.
 
+import type { Env } from "../env";
 import { parseAgentBrief } from "./brief";
-import { installAdmissionDeps } from "./deps";
+import type { AdmissionDeps, AdmissionEnv } from "./deps";
 import { checkEligibility } from "./eligibility";
 import { githubProvider } from "./github/provider";
 import { githubPublisher } from "./github/pulls";
 import { listProjects, readProject, readWebhookProject } from "./projects";
 import { checkHumanReadiness } from "./readiness";
 
-export function installRealAdmissionDeps(): void {
-  installAdmissionDeps({
-    readProject,
-    readWebhookProject,
-    listProjects,
-    provider: githubProvider,
-    publisher: githubPublisher,
-    rules: { parseAgentBrief, checkEligibility, checkHumanReadiness },
-  });
+// `any` as in AdmissionEnv: the store's project type has more fields than admission reads.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+const REAL: AdmissionDeps<any, any> = {
+  readProject,
+  readWebhookProject,
+  listProjects,
+  provider: githubProvider,
+  publisher: githubPublisher,
+  rules: { parseAgentBrief, checkEligibility, checkHumanReadiness },
+};
+
+/** The set `env` brings (a test's), else the real one. */
+export function admissionDeps(env: Env): AdmissionDeps {
+  return (env as Env & AdmissionEnv).AUTOPILOT_ADMISSION ?? REAL;
 }

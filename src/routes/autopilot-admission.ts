@@ -13,21 +13,16 @@ import { validate } from "../validate";
 import { pageSize } from "../lib/pagination";
 import { inProjectRepository, ticketStub } from "../autopilot/admission";
 import { ticketKey } from "../autopilot/provider";
-import { admissionDeps, type AdmissionDeps } from "../autopilot/deps";
+import type { AdmissionDeps } from "../autopilot/deps";
+import { admissionDeps } from "../autopilot/wiring";
 import { reconcileProject } from "../autopilot/reconcile";
 import { listProjectTickets } from "../autopilot/ticket-list";
 import { deliveryPayload, signatureValid, ticketOfDelivery, WEBHOOK_EVENTS } from "../autopilot/webhook";
 import type { AutopilotMessage } from "../autopilot/queue";
 
-function wired(): AdmissionDeps {
-  const deps = admissionDeps();
-  if (!deps) throw new DocketError("autopilot_not_configured", "autopilot admission is not configured on this deployment", { setting: "admission" });
-  return deps;
-}
-
 /** The project, when it belongs to the caller's organization; another organization's is not_found. */
 async function ownProject(env: AppEnv["Bindings"], id: string, orgId: string | null) {
-  const project = await wired().readProject(env, id);
+  const project = await admissionDeps(env).readProject(env, id);
   if (!project || (orgId !== null && project.orgId !== orgId)) throw new DocketError("not_found", `no autopilot project ${id}`);
   return project;
 }
@@ -43,7 +38,7 @@ const NO_PROJECT_SECRET = "no project: a signature is checked all the same";
  * is decrypted before the check (src/autopilot/projects.ts, readWebhookProject).
  */
 async function signedProject(env: AppEnv["Bindings"], id: string, body: string, signature: string | undefined) {
-  const deps = wired();
+  const deps = admissionDeps(env);
   let found: Awaited<ReturnType<AdmissionDeps["readWebhookProject"]>> = null;
   try {
     found = await deps.readWebhookProject(env, id);
@@ -115,7 +110,7 @@ export const autopilotAdmissionRoutes = new Hono<AppEnv>()
       const { id } = c.req.valid("param");
       const project = await ownProject(c.env, id, c.get("caller").orgId);
       const config = c.get("config");
-      const summary = await reconcileProject(c.env, config, wired(), project, config.autopilotReconcileBatch, "operator");
+      const summary = await reconcileProject(c.env, config, admissionDeps(c.env), project, config.autopilotReconcileBatch, "operator");
       return c.json({
         ...summary,
         results: summary.results.map((r) => ({ ticket: r.ticket, outcome: r.outcome, run_id: r.runId, reasons: r.reasons })),

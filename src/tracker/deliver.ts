@@ -10,7 +10,7 @@ import type { Config } from "../config";
 import type { Env, OutboxMessage } from "../env";
 import { DocketError } from "../errors";
 import { logRun } from "../lib/log";
-import { admissionDeps } from "../autopilot/deps";
+import { admissionDeps } from "../autopilot/wiring";
 import { parseTicketKey, type CommentReceipt } from "../autopilot/provider";
 import type { DeliveryOutcome } from "../queue/delivery";
 import { eventsQueue, QUEUE_DELAY_MAX_S, type TrackerDeliveryMessage } from "../queue/messages";
@@ -101,8 +101,7 @@ type TryResult = { ok: true; error: null; receipt: CommentReceipt | null } | { o
 /** Performs the delivery once through the project's provider; every failure comes back as a value. */
 async function tryOnce(env: Env, config: Config, row: TrackerDeliveryRow): Promise<TryResult> {
   try {
-    const deps = admissionDeps();
-    if (!deps) return { ok: false, error: "autopilot is not installed in this Worker", receipt: null };
+    const deps = admissionDeps(env);
     const project = await deps.readProject(env, row.projectId);
     if (!project) return { ok: false, error: `the autopilot project ${row.projectId} no longer exists`, receipt: null };
     const ref = parseTicketKey(row.ticketKey)!;

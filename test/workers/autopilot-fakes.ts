@@ -5,14 +5,13 @@
 // server instead. Everything else is production code: projects are created through
 // POST /v1/autopilot/projects and read back by the real store (src/autopilot/projects.ts, secrets
 // encrypted), and the rules are the real ones (src/autopilot/{brief,eligibility,readiness}.ts).
-// installRealAutopilotWithTracker() installs that set where the Worker's doors look
-// (src/autopilot/deps.ts), with only the provider replaced.
+// installRealAutopilotWithTracker() passes that set, with only the provider replaced, in the env
+// the runtime hands every door (src/autopilot/wiring.ts, admissionDeps).
 
 import examples from "@octokit/webhooks-examples";
 import { env } from "cloudflare:workers";
 import { parseAgentBrief } from "../../src/autopilot/brief";
-import type { AdmissionDeps } from "../../src/autopilot/deps";
-import { installAdmissionDeps } from "../../src/autopilot/deps";
+import type { AdmissionDeps, AdmissionEnv } from "../../src/autopilot/deps";
 import { checkEligibility } from "../../src/autopilot/eligibility";
 import { listProjects, readProject, readWebhookProject, type AutopilotProject, type AutopilotSecrets } from "../../src/autopilot/projects";
 import { checkHumanReadiness } from "../../src/autopilot/readiness";
@@ -153,8 +152,9 @@ export async function createProject(admin: string, overrides: Record<string, unk
 }
 
 /**
- * Installs the production admission deps (the D1 project store and the real rules) with only the
- * tracker replaced: one in-memory FakeTracker per project, made on first use. Answers the deps
+ * The production admission deps (the D1 project store and the real rules) with only the tracker
+ * replaced, one in-memory FakeTracker per project made on first use, carried by the test's env
+ * (the env the Worker's handlers and Durable Objects are handed). Answers the deps
  * (for calls into handleDelivery and reconcileProject) and each project's tracker.
  */
 export function installRealAutopilotWithTracker() {
@@ -170,7 +170,7 @@ export function installRealAutopilotWithTracker() {
     provider: (project) => tracker(project.id),
     rules: { parseAgentBrief, checkEligibility, checkHumanReadiness },
   };
-  installAdmissionDeps(deps);
+  (env as typeof env & AdmissionEnv).AUTOPILOT_ADMISSION = deps;
   return { deps, tracker };
 }
 
