@@ -23,7 +23,7 @@ import { Outbox } from "../outbox";
 export type AttemptAnswer = ReturnType<typeof attemptView>;
 
 /** A change apply() committed: the run, its events' sequence numbers and the alarm it armed (undefined: none written). */
-export interface Applied {
+interface Applied {
   run: RunRecord;
   seqs: number[];
   alarmAtMs: number | null | undefined;
