@@ -83,7 +83,7 @@ const RESOLUTION_EXTRA_SET: Readonly<Record<Holder, string>> = {
  * charge), then the cost within the reservation settled, the rest released, any part above it
  * charged, and the balance update. The first statement changed a row exactly when it happened.
  */
-export function resolutionStatements(
+function resolutionStatements(
   db: D1Database,
   e: { holder: Holder; orgId: string; holderId: string; reservedCents: number; costCents: number; actor: string; note: string; opId: string; nowMs: number },
 ): { statements: D1PreparedStatement[]; chargeCents: number } {
@@ -118,7 +118,7 @@ export interface Resolution {
 }
 
 /** A holder's row as a resolution reads it. */
-export interface HeldRow {
+interface HeldRow {
   status: string;
   reservedCents: number;
   settledCents: number;
@@ -126,7 +126,7 @@ export interface HeldRow {
 }
 
 /** A holder to resolve: its row as read, how to read it again, its refusal, and its log line. */
-export interface HeldForReview<R extends HeldRow> {
+interface HeldForReview<R extends HeldRow> {
   holder: Holder;
   orgId: string;
   holderId: string;
