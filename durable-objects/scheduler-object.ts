@@ -71,17 +71,18 @@ export interface SchedulerView {
  *   (a dropped claim is a 5xx). Its deregistered machines: a deregistration is in D1 first, and
  *   the machine's token is refused at its next check.
  * - labelSets (scheduler/label-sets.ts): the known label sets and the read under way, read again
- *   from D1 (label_sets) by the next claim; its rotation and arrivals count only order and hint.
+ *   from D1 (label_sets) by the next claim; where the next window starts (rotation) and a count of
+ *   arrived work: a new instance starts its windows at the first set and reads the list afresh.
  * - heads (scheduler/queue-heads.ts): the asks in flight, the settled asks, the head reads under way
- *   and open, the reads kept ahead and their sequence, which end with the instance; the run
- *   object's compare-and-swap keeps one machine per attempt, and a slot whose ask never answered
- *   is reconciled by the backstop.
+ *   and open, the reads kept ahead, their sequence and a count of arrived work, which end with the
+ *   instance; the run object's compare-and-swap keeps one machine per attempt, and a slot whose
+ *   ask never answered is reconciled by the backstop.
  * - claimGates' credit-short projects (scheduler/claim-gates.ts): only the reason a queued run's
  *   `waiting` gives; the next reservation says it again.
  * - stats: counters for readStats.
  * - credentials (claim-credentials.ts): verified machine tokens, checked against D1 again.
- * - gates' closed projects (scheduler/closed-projects.ts): every project's verdict, computed again from its
- *   SQLite at the first head read; a claim checks a candidate's gates from SQLite all the same.
+ * - gates' closed projects (scheduler/closed-projects.ts): every project's verdict, computed again
+ *   from its SQLite at the first head read; a claim checks a candidate's gates from SQLite all the same.
  */
 export class SchedulerObject extends DurableObject<Env> {
   private readonly config: Config;
