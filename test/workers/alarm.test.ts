@@ -14,7 +14,7 @@ import { newId } from "../../src/lib/crypto";
 import { labelsKey } from "../../src/run/labels";
 import { reaperGraceFromMs } from "../../src/sweep";
 import type { RunRecord } from "../../src/run/types";
-import { ageRun, attemptCall, call, claim, createOrg, dispatch, getRun, registerRunner, runAlarm, runBody, runStub, untilClaimWaits } from "./helpers";
+import { ageRun, call, claim, createOrg, dispatch, getRun, launchedRun, registerRunner, runAlarm, runBody, runStub, untilClaimWaits } from "./helpers";
 
 const MIN = 60_000;
 const config = loadConfig(env);
@@ -43,15 +43,6 @@ async function dropAlarm(runId: string, ...statements: string[]): Promise<void> 
 
 async function cronTick(atMs: number) {
   await worker.scheduled(createScheduledController({ scheduledTime: atMs, cron: "* * * * *" }), env);
-}
-
-async function launchedRun(org: { admin: string }) {
-  const runner = await registerRunner(org.admin);
-  const runId = await dispatch(org.admin);
-  const granted = await claim(runner.token, 0);
-  expect(granted.body.run_id).toBe(runId);
-  await attemptCall(runner.token, runId, 1, "launched", { sandbox_id: "sbx" });
-  return runId;
 }
 
 /** A D1 binding that is down: every statement throws, as D1 does when it cannot be reached. */
@@ -164,8 +155,7 @@ describe("a run never loses its alarm", () => {
   });
 
   it("the cron backstop re-arms a held run whose alarm was lost", async () => {
-    const { admin } = await createOrg("backstop");
-    const runId = await launchedRun({ admin });
+    const { runId } = await launchedRun();
     await dropAlarm(runId);
     // Unchanged for longer than the backstop's window.
     await env.DB.prepare("UPDATE runs SET updated_at_ms = updated_at_ms - ? WHERE id = ?").bind(config.alarmBackstopAgeMs + MIN, runId).run();
@@ -218,8 +208,7 @@ describe("a run never loses its alarm", () => {
 
 describe("the reaper survives D1 failures and honours the outage grace", () => {
   it("an alarm that cannot read D1 keeps the run's alarm and fails nobody on a guess", async () => {
-    const { admin } = await createOrg("d1-down");
-    const runId = await launchedRun({ admin });
+    const { admin, runId } = await launchedRun();
     await cronTick(Date.now()); // ticks are regular: no outage on record
     await ageRun(runId, config.daemonSilenceMs + MIN); // lease gone, daemon silent
 
@@ -239,8 +228,7 @@ describe("the reaper survives D1 failures and honours the outage grace", () => {
   });
 
   it("an exception inside the alarm is logged and the alarm armed again after ALARM_RETRY_MS", async () => {
-    const { admin } = await createOrg("alarm-throws");
-    const runId = await launchedRun({ admin });
+    const { runId } = await launchedRun();
     const stub = runStub(runId);
     await runInDurableObject(stub, (instance, state) => {
       // Events wait to be published (due now), and publishing throws: retried, but not in a hot loop.
@@ -260,8 +248,7 @@ describe("the reaper survives D1 failures and honours the outage grace", () => {
   });
 
   it("alarms that fire before the first tick after an outage fail no healthy run; the window then runs from the recovery", async () => {
-    const { admin } = await createOrg("outage");
-    const runId = await launchedRun({ admin });
+    const { admin, runId } = await launchedRun();
     const now = Date.now();
     // The last tick was before the outage; the Worker is back, the cron has not ticked yet.
     await env.DB.prepare("INSERT OR REPLACE INTO sweep (id, last_tick_at_ms, recovered_at_ms) VALUES (1, ?, 0)").bind(now - 20 * MIN).run();

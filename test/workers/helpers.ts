@@ -90,6 +90,7 @@ export async function launchedRun() {
   const runner = await registerRunner(admin);
   const runId = await dispatch(admin);
   const grant = (await claim(runner.token, 0)).body;
+  if (grant?.run_id !== runId) throw new Error(`launchedRun: the claim granted ${JSON.stringify(grant)}, not ${runId}`);
   await attemptCall(runner.token, runId, 1, "launched", { sandbox_id: "sbx-1" });
   return { admin, runner, runId, grant, attemptToken: grant.attempt_token as string };
 }
