@@ -5,6 +5,7 @@
 // (../shared/spec/build-lifecycle.md, "Events and completion retry independently": "Delivery retries
 // send the same job/sequence pair, and the application ignores duplicate inserts").
 
+import type { z } from "zod";
 import { deliverCallback } from "../callbacks/deliver";
 import { loadConfig, type Config } from "../config";
 import type { Env, OutboxMessage } from "../env";
@@ -95,12 +96,8 @@ async function consumeEvent(message: Message<unknown>, env: Env, config: Config,
 }
 
 async function consumeCallback(message: Message<unknown>, env: Env, config: Config): Promise<void> {
-  let body: CallbackMessage;
-  try {
-    body = parseMessage(CallbackMessage, message.body, "a callback message");
-  } catch (err) {
-    return retryMalformed(message, config, "callback.consume_failed", err);
-  }
+  let body = parsedOrRetried(message, config, CallbackMessage, "a callback message", "callback.consume_failed");
+  if (!body) return;
   try {
     const withAttempt = await withRunAttempt(env, body);
     body = withAttempt;
@@ -119,12 +116,8 @@ async function consumeCallback(message: Message<unknown>, env: Env, config: Conf
 
 /** One try of a tracker delivery; Docket's own failure (D1 unreachable) retries the message. */
 async function consumeTrackerDelivery(message: Message<unknown>, env: Env, config: Config): Promise<void> {
-  let body: TrackerDeliveryMessage;
-  try {
-    body = parseMessage(TrackerDeliveryMessage, message.body, "a tracker delivery message");
-  } catch (err) {
-    return retryMalformed(message, config, "tracker_delivery.consume_failed", err);
-  }
+  const body = parsedOrRetried(message, config, TrackerDeliveryMessage, "a tracker delivery message", "tracker_delivery.consume_failed");
+  if (!body) return;
   try {
     const outcome = await deliverToTracker(env, config, body, message.attempts);
     if (outcome.ack) message.ack();
@@ -136,11 +129,16 @@ async function consumeTrackerDelivery(message: Message<unknown>, env: Env, confi
   }
 }
 
-/** A message its schema refuses is retried like any failure, so the queue dead-letters it after max_retries. */
-function retryMalformed(message: Message<unknown>, config: Config, msg: string, err: unknown): void {
-  const delaySeconds = queueRetryDelaySeconds(config, message.attempts);
-  message.retry({ delaySeconds });
-  log(msg, { try: message.attempts, reason: String(err), retry_in_s: delaySeconds });
+/** The message's body by its schema; a body the schema refuses is retried like any failure (dead-lettered after max_retries), and null. */
+function parsedOrRetried<T>(message: Message<unknown>, config: Config, schema: z.ZodType<T>, what: string, failedMsg: string): T | null {
+  try {
+    return parseMessage(schema, message.body, what);
+  } catch (err) {
+    const delaySeconds = queueRetryDelaySeconds(config, message.attempts);
+    message.retry({ delaySeconds });
+    log(failedMsg, { try: message.attempts, reason: String(err), retry_in_s: delaySeconds });
+    return null;
+  }
 }
 
 /** A callback message sent before messages carried the run's attempt gets it from the run. */
