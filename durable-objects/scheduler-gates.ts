@@ -70,6 +70,17 @@ export type SlotHolder = {
 /** Where a budget hold ends: settled (its cost counts as spent) or review (kept held for an admin). */
 export type HoldEnd = { status: "settled"; costCents: number } | { status: "review"; costCents: number | null };
 
+/** An autopilot project's scheduler as the API shows it (docs/protocol.md, "Autopilot scheduler"). */
+export interface SchedulerView {
+  gates: ReturnType<SchedulerGates["read"]>;
+  concurrency_limit: number;
+  slots: { run_id: string; attempt: number; taken_at_ms: number }[];
+  budget_held_cents: number;
+  budget_spent_cents: number;
+  verdicts: GateVerdict[];
+  admission: string | null;
+}
+
 export class SchedulerGates {
   /** The projects closed to every queued run, per project (scheduler/closed-projects.ts), in memory only (SchedulerObject lists why that is safe). */
   private readonly closed = new ClosedProjects(

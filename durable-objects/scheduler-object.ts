@@ -10,14 +10,14 @@
 import { DurableObject } from "cloudflare:workers";
 import { loadConfig, type Config } from "../src/config";
 import type { Env } from "../src/env";
-import { asRefusal, isRefusal, type Refusal } from "../src/errors";
+import { asRefusal, isRefusal } from "../src/errors";
 import { machineDeregistered } from "../src/credentials/tokens";
 import { ClaimCredentialsCache } from "./claim-credentials";
 import { addCost, noCost, type Cost } from "../src/lib/cost";
-import type { ClaimGrant } from "./run-object";
+import type { ClaimAnswer } from "../src/run/claim-answer";
 import { admissionRefusal, firstClosed, type GateVerdict } from "../src/autopilot/scheduler-gates";
 import { SCHEDULER_OBJECT_MIGRATIONS } from "./scheduler-schema";
-import { SchedulerGates, type GatesChange, type HoldEnd } from "./scheduler-gates";
+import { SchedulerGates, type GatesChange, type HoldEnd, type SchedulerView } from "./scheduler-gates";
 import { migrate } from "./sql-migrations";
 import { ClaimGates } from "./scheduler/claim-gates";
 import { ClaimRounds } from "./scheduler/claim-round";
@@ -35,31 +35,6 @@ export interface ClaimRequest {
   /** What the runner said of itself, recorded as its heartbeat. */
   offered: { cli_version: string; protocols: string[] };
   waitMs: number;
-}
-
-/**
- * A claim's answer and what it cost: every round's D1 rows and Durable Object requests. `shed`:
- * no work, and the scheduler already holds CLAIM_WAITERS_MAX long-polls, so this one was not kept.
- * `refused`: its token no longer works, or an admin deregistered the machine while its claim was
- * on its way or waiting. `held`: a recovery holds dispatch (src/recovery.ts), and why.
- */
-export interface ClaimAnswer {
-  grant: ClaimGrant | null;
-  cost: Cost;
-  shed?: { limit: number };
-  refused?: Refusal;
-  held?: string;
-}
-
-/** An autopilot project's scheduler as the API shows it (docs/protocol.md, "Autopilot scheduler"). */
-export interface SchedulerView {
-  gates: ReturnType<SchedulerGates["read"]>;
-  concurrency_limit: number;
-  slots: { run_id: string; attempt: number; taken_at_ms: number }[];
-  budget_held_cents: number;
-  budget_spent_cents: number;
-  verdicts: GateVerdict[];
-  admission: string | null;
 }
 
 /*

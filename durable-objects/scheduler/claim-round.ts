@@ -11,16 +11,8 @@ import { addCost, type Cost } from "../../src/lib/cost";
 import { log, logRun } from "../../src/lib/log";
 import type { ClaimGrant } from "../run-object";
 import type { ClaimGates } from "./claim-gates";
-import type { LabelSets } from "./label-sets";
+import type { Claimant, LabelSets } from "./label-sets";
 import type { Candidate, QueueHeads } from "./queue-heads";
-
-/** The claimant once its credentials are checked. */
-export interface Claimant {
-  orgId: string;
-  machineId: string;
-  labels: string[];
-  protocols: string[];
-}
 
 export class ClaimRounds {
   constructor(

@@ -7,7 +7,6 @@ import type { Config } from "../../src/config";
 import { addD1, countedAll, type Cost } from "../../src/lib/cost";
 import { log } from "../../src/lib/log";
 import { covers } from "../../src/run/labels";
-import type { Claimant } from "./claim-round";
 
 interface LabelSetCache {
   orgId: string;
@@ -25,6 +24,14 @@ interface LabelSetCache {
  */
 const FORGET_LABEL_SET_SQL = `DELETE FROM label_sets WHERE org_id = ?1 AND labels_key = ?2
   AND NOT EXISTS (SELECT 1 FROM runs WHERE org_id = ?1 AND labels_key = ?2 AND state = 'queued')`;
+
+/** The claimant once its credentials are checked. */
+export interface Claimant {
+  orgId: string;
+  machineId: string;
+  labels: string[];
+  protocols: string[];
+}
 
 export class LabelSets {
   private cache: LabelSetCache | null = null;

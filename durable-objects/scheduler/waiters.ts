@@ -7,7 +7,7 @@ import type { Config } from "../../src/config";
 import { log } from "../../src/lib/log";
 import { covers } from "../../src/run/labels";
 import type { ClaimGrant } from "../run-object";
-import type { Claimant } from "./claim-round";
+import type { Claimant } from "./label-sets";
 
 interface Waiter {
   machineId: string;

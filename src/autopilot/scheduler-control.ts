@@ -9,8 +9,7 @@ import type { Env } from "../env";
 import { isRefusal } from "../errors";
 import { log } from "../lib/log";
 import type { AutopilotScheduler } from "../protocol/autopilot";
-import type { GatesChange } from "../../durable-objects/scheduler-gates";
-import type { SchedulerView } from "../../durable-objects/scheduler-object";
+import type { GatesChange, SchedulerView } from "../../durable-objects/scheduler-gates";
 
 function scheduler(env: Env, orgId: string) {
   return env.SCHEDULER.get(env.SCHEDULER.idFromName(orgId));

@@ -24,7 +24,6 @@ import { bookmarkHeader } from "../openapi/headers";
 import { blockerFromWire } from "../run/blocker";
 import { normalizeLabels } from "../run/labels";
 import { validate } from "../validate";
-import type { ClaimAnswer } from "../../durable-objects/scheduler-object";
 import { operation, type OperationSpec } from "../openapi/operation";
 import {
   AttemptAnswer,
@@ -54,6 +53,7 @@ import {
   StoppedBody,
 } from "../protocol/runners";
 import { runStub, schedulerStub } from "../lib/stubs";
+import type { ClaimAnswer } from "../run/claim-answer";
 
 /** Stores a registration; when that fails, the registration token's use is given back. */
 async function storeRegistration<T>(db: D1Database, tokenId: string, write: () => Promise<T>): Promise<T> {
