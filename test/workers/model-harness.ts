@@ -532,6 +532,9 @@ class Sequence {
     if (!this.publishes || !SLOT_STATES.has(view.state)) return;
     const rows = await env.DB.prepare("SELECT status, reserved_cents FROM run_reservations WHERE run_id = ?").bind(this.runId).all<{ status: string; reserved_cents: number }>();
     const held = rows.results.filter((r) => r.status === "held");
+    // The run's alarm may finish a publication after `view` was read, and the outbox then settles
+    // its reservation: a run that has ended since is no longer executing.
+    if (held.length !== 1 && isTerminal((await this.read()).state)) return;
     this.ensure(held.length === 1 && held[0].reserved_cents === PER_RUN_CENTS, "an executing run behind a budget gate holds exactly one reservation", rows.results);
     const holds = await runInDurableObject(schedulerOf(orgId), (_o, state) =>
       state.storage.sql.exec<{ status: string }>("SELECT status FROM budget_holds WHERE run_id = ?", this.runId).toArray(),
