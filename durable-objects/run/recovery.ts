@@ -4,7 +4,7 @@
 // reaper's window starts: a running attempt gets a full window from then.
 
 import { isRefusal } from "../../src/errors";
-import { reapDeadline } from "../../src/run/decide";
+import { reapDeadline } from "../../src/run/rules/reaper";
 import { queuedPublication } from "../../src/run/publication";
 import { HELD_STATES } from "../../src/run/states";
 import type { RunRecord } from "../../src/run/types";

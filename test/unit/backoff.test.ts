@@ -7,7 +7,7 @@ import { callbackBackoffMs } from "../../src/callbacks/deliveries";
 import { DEFAULTS } from "../../src/config";
 import { exponentialBackoffMs } from "../../src/lib/backoff";
 import { QUEUE_DELAY_MAX_S, queueRetryDelaySeconds } from "../../src/queue/messages";
-import { backoffMs } from "../../src/run/decide";
+import { backoffMs } from "../../src/run/rules/draft";
 import { publishRetryMs } from "../../durable-objects/outbox";
 
 describe("exponentialBackoffMs", () => {

@@ -21,10 +21,10 @@ const TREES = ["src", "durable-objects", "runner-cli/src"];
 const HTTP_SURFACE = [/^src\/app\.ts$/, /^src\/index\.ts$/, /^src\/routes\//, /^src\/dashboard\//];
 /** The cron's passes over the whole plane: the entry's cron handler and the routes start them. */
 const PASSES = ["src/recovery.ts", "src/publication-recovery.ts", "src/retention.ts", "src/alarm-backstop.ts"];
-/** The pure rules (../shared/DESIGN.md, "The run state machine"): no I/O, tested without a runtime. */
-const PURE_RULES = ["src/run/decide.ts", "src/run/states.ts"];
+/** The pure rules (../shared/DESIGN.md, "The run state machine"): no I/O, tested without a runtime. decide() picks one rule of src/run/rules/ per command. */
+const PURE_RULES = ["src/run/decide.ts", "src/run/states.ts", "src/run/rules/draft.ts"];
 /** The modules the pure rules may import: themselves pure, and importing only each other (and zod). */
-const PURE = [...PURE_RULES, "src/run/publication.ts", "src/run/types.ts", "src/run/ticket-requests.ts", "src/lib/backoff.ts", /^src\/protocol\//];
+const PURE = [...PURE_RULES, /^src\/run\/rules\//, "src/run/publication.ts", "src/run/types.ts", "src/run/ticket-requests.ts", "src/lib/backoff.ts", /^src\/protocol\//];
 const PURE_PACKAGES = ["zod"];
 /** What a pure module never calls: the clock, randomness, the network, timers, the log. */
 const IMPURE_CALLS = /\b(Date\.now|Math\.random|fetch|crypto\.\w+|setTimeout|setInterval|console\.\w+)\s*\(/;
@@ -252,7 +252,7 @@ describe("layers", () => {
     expect(edges.filter((e) => PASSES.includes(e.to) && !starts(e.from)).map(line)).toEqual([]);
   });
 
-  it("the pure rules (src/run/decide.ts, src/run/states.ts) import only pure modules, and those only each other", () => {
+  it("the pure rules (src/run/decide.ts, src/run/rules/, src/run/states.ts) import only pure modules, and those only each other", () => {
     for (const file of PURE_RULES) expect(modules.has(file), `${file} is missing`).toBe(true);
     const pure = [...modules.keys()].filter((file) => matches(file, PURE));
     const wrong = pure.flatMap((file) =>
