@@ -1,5 +1,5 @@
 // register, status and listen: the commands that talk to the user.
-import { resolve } from 'node:path';
+import { basename, isAbsolute, relative, resolve } from 'node:path';
 import { classify, DocketClient, errorText, upgradeHint } from './api.js';
 import { configFilePath, ensurePrivateDir, writeConfigFile } from './config.js';
 import { formatDuration, type Output } from './output.js';
@@ -52,12 +52,30 @@ export async function register(cfg: Record<string, any>, file: Record<string, an
     registered_at_ms: Date.now(),
     server_config: b.config ?? {},
   });
-  // `listen` must look where register wrote: a --config-dir given here goes into the hint.
-  const listenCommand = cfg.sources?.config_dir === 'flag' ? `docket-runner listen --config-dir ${shellWord(resolve(cfg.config_dir))}` : 'docket-runner listen';
+  const listenCommand = listenCommandLike(cfg);
   out.emit('registered', `registered ${cfg.name} as ${b.machine_id} with ${cfg.server_url}; credentials saved in ${path}. ` +
     `Start it with \`${listenCommand}\`.`, { machine_id: b.machine_id, org_id: b.org_id ?? null, config_file: path, server_url: cfg.server_url,
     listen_command: listenCommand });
   return 0;
+}
+
+/**
+ * `listen` as the user can type it next: the CLI as they ran it (an installed `docket-runner`, or a
+ * checkout's bin by the path they gave, e.g. `node runner-cli/bin/docket-runner.mjs`), looking
+ * where register wrote (the same --config-dir, or the same DOCKET_RUNNER_HOME).
+ */
+export function listenCommandLike(cfg: Record<string, any>, script = process.argv[1] ?? '', cwd = process.cwd()) {
+  const cli = basename(script) === 'docket-runner' ? 'docket-runner' : `node ${shellWord(pathFrom(cwd, script))}`;
+  const home = shellWord(resolve(cfg.config_dir));
+  if (cfg.sources?.config_dir === 'flag') return `${cli} listen --config-dir ${home}`;
+  if (cfg.sources?.config_dir === 'env') return `DOCKET_RUNNER_HOME=${home} ${cli} listen`;
+  return `${cli} listen`;
+}
+
+/** `path` relative to `cwd` when it lies under it, else absolute. */
+function pathFrom(cwd: string, path: string) {
+  const rel = relative(cwd, path);
+  return rel && !rel.startsWith('..') && !isAbsolute(rel) ? rel : resolve(path);
 }
 
 /** A word as a POSIX shell reads it back: as is when plain, else single-quoted. */

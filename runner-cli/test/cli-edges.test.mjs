@@ -1,8 +1,8 @@
 // The rough edges a new user meets first: a closed pipe on stdout, a mistyped flag, a bad label,
 // a second listen, `listen --label`, the upgrade hint of a 426, the hints and help texts, and a
 // checkout whose runner was never built.
-import { spawn } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -11,6 +11,7 @@ import { heartbeatAnswer, MACHINE_ID, runnerConfig } from './helpers/answers.mjs
 import { fakeServer } from './helpers/fake-server.mjs';
 
 const CLI = fileURLToPath(new URL('../bin/docket-runner.mjs', import.meta.url));
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const cleanups = [];
 afterEach(async () => {
   for (const f of cleanups.splice(0).reverse()) await f();
@@ -29,9 +30,9 @@ function home(serverUrl = 'http://127.0.0.1:9', extra = {}) {
  * does once it has its line.
  * @param {string} dir @param {string[]} args @param {{ closeStdout?: boolean, timeoutMs?: number, env?: Record<string, string>, bin?: string }} [opts]
  */
-function cli(dir, args, { closeStdout = false, timeoutMs = 20_000, env = {}, bin = CLI } = {}) {
+function cli(dir, args, { closeStdout = false, timeoutMs = 20_000, env = {}, bin = CLI, cwd = undefined } = {}) {
   const child = spawn(process.execPath, [bin, ...args], {
-    env: { PATH: process.env.PATH, HOME: dir, DOCKET_RUNNER_HOME: dir, ...env }, stdio: ['ignore', 'pipe', 'pipe'],
+    cwd, env: { PATH: process.env.PATH, HOME: dir, DOCKET_RUNNER_HOME: dir, ...env }, stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';
   let stderr = '';
@@ -197,17 +198,29 @@ describe('the command line', () => {
     expect(g.stdout).toContain('the server refused the registration (400 invalid_request): body labels.0');
   });
 
-  it('after `register --config-dir X` the hint starts `listen` with the same --config-dir', async () => {
+  it('register prints the command that starts the listener as the user ran it: the checkout\'s path, the same DOCKET_RUNNER_HOME or --config-dir', async () => {
     const server = await fakeServer(() => ok({ machine_id: MACHINE_ID, machine_token: 'dkt_s_new', org_id: 'org_00000000000000000000000a', config: runnerConfig }));
     cleanups.push(server.close);
+    const register = ['register', '--server', server.url, '--token', 'dkt_r_x'];
+    const hint = (r) => r.stdout.match(/Start it with `(.+)`\./)?.[1];
     const dir = home();
+    // From the checkout's root, as README's `npm start` note runs it, with DOCKET_RUNNER_HOME set.
+    const fromCheckout = await cli(dir, register, { cwd: ROOT });
+    expect(fromCheckout.code).toBe(0);
+    expect(hint(fromCheckout)).toBe(`DOCKET_RUNNER_HOME=${dir} node runner-cli/bin/docket-runner.mjs listen`);
+    // The printed command, run in a shell without that variable, finds the registration.
+    const status = execFileSync('sh', ['-c', hint(fromCheckout).replace(/ listen$/, ' status')], { cwd: ROOT, encoding: 'utf8', env: { PATH: process.env.PATH, HOME: dir } });
+    expect(status).toContain(`(data ${join(dir, 'data')})`);
+    // A --config-dir given to register goes into the hint; from elsewhere the bin is named by its absolute path.
     const elsewhere = join(dir, 'other home');
-    const r = await cli(dir, ['register', '--config-dir', elsewhere, '--server', server.url, '--token', 'dkt_r_x']);
-    expect(r.code).toBe(0);
-    expect(r.stdout).toContain(`Start it with \`docket-runner listen --config-dir '${elsewhere}'\`.`);
-    // Without --config-dir the hint stays short.
-    const plain = await cli(dir, ['register', '--server', server.url, '--token', 'dkt_r_x']);
-    expect(plain.stdout).toContain('Start it with `docket-runner listen`.');
+    const flagged = await cli(dir, ['register', '--config-dir', elsewhere, ...register.slice(1)], { cwd: dir });
+    expect(hint(flagged)).toBe(`node ${CLI} listen --config-dir '${elsewhere}'`);
+    // Neither: the default home, and the hint stays short; an installed `docket-runner` is named as such.
+    const installed = join(dir, 'bin', 'docket-runner');
+    mkdirSync(join(dir, 'bin'));
+    symlinkSync(CLI, installed);
+    const plain = await cli(dir, register, { bin: installed, env: { DOCKET_RUNNER_HOME: undefined } });
+    expect(hint(plain)).toBe('docket-runner listen');
   });
 
   it('`status` is not stopped by a bad value of an option it does not use', async () => {
