@@ -1,18 +1,17 @@
-// `docket-runner listen`: heartbeats, the claim long-poll, one supervisor per job, and startup
-// reconciliation of every job that is not done.
-import { rmSync } from 'node:fs';
-import { join } from 'node:path';
+// `docket-runner listen`: heartbeats, the claim long-poll and one supervisor per job; startup
+// reconciliation of every job that is not done is reconcile.ts.
 import type { ClaimGrant, RunnerConfig } from '../../src/protocol/index.js';
 import { ApiError, classify, DocketClient, errorText, retryDelayMs, upgradeHint } from './api.js';
 import { Backoff } from './backoff.js';
-import { type CallResult, JobSupervisor } from './job.js';
+import { JobSupervisor } from './job.js';
 import type { JobHost } from './job-host.js';
-import type { JobDb, JobRow } from './jobs.js';
-import { jobPaths, readJson, removeWorkDir } from './launchers/common.js';
+import type { JobDb } from './jobs.js';
 import { launchers, type LauncherConfig } from './launchers/index.js';
-import type { Launcher, Sandbox } from './launchers/launcher.js';
-import { formatDuration, formatWait, type Output } from './output.js';
+import type { Launcher } from './launchers/launcher.js';
+import { formatWait, type Output } from './output.js';
 import { sleep } from './procs.js';
+import { pruneLogs } from './prune-logs.js';
+import { reconcileAll } from './reconcile.js';
 import { CLI_VERSION } from './version.js';
 
 /** Exit codes of `docket-runner listen` (also in README.md). */
@@ -26,13 +25,11 @@ export const EXIT = {
   deregistered: 6, // an admin deregistered this machine: its machine token no longer works
 };
 
-const RECONCILE_TRIES = 3;
 /** The longest pause between two checks of whether a heartbeat is due. */
 const HEARTBEAT_CHECK_MAX_MS = 5_000;
 /** How long a stopping runner tries to end the claim it leaves waiting (cancelWaitingClaim). */
 const CLAIM_CANCEL_TIMEOUT_MS = 3_000;
-/** Job directories past the log retention removed in one pass, and how often a pass runs. */
-const LOG_PRUNE_BATCH = 100;
+/** How often a pass removes the files of jobs past the log retention (prune-logs.ts). */
 const LOG_PRUNE_EVERY_MS = 3_600_000;
 
 export class Runner implements JobHost {
@@ -139,7 +136,7 @@ export class Runner implements JobHost {
       { cli_version: CLI_VERSION, server_url: this.cfg.server_url, machine_id: this.cfg.machine_id ?? null, protocols: this.protocols, labels: this.cfg.labels,
         concurrency: this.cfg.concurrency, data_dir: this.cfg.data_dir });
     await this.firstHeartbeat();
-    if (!this.stopping) await this.reconcileAll();
+    if (!this.stopping) await reconcileAll(this);
     if (!this.stopping) this.pruneLogs();
     const heartbeats = this.heartbeatLoop();
     await this.claimLoop();
@@ -341,112 +338,8 @@ export class Runner implements JobHost {
     this.jobs.set(key, p);
   }
 
-  /**
-   * Startup reconciliation (shared/spec/build-lifecycle.md, "Recover without duplicating spend";
-   * DESIGN.md, "Protocol essentials"): ask the server about each job that is not done, resume the
-   * lease where the attempt is still ours, remove a sandbox only on a definitive code, and
-   * otherwise mark the job `reconcile`.
-   */
-  async reconcileAll() {
-    const rows = this.db.unfinished();
-    if (rows.length === 0) return;
-    this.out.emit('reconciling', `reconciling ${rows.length} unfinished job(s)`, { jobs: rows.length });
-    for (const row of rows) {
-      if (this.stopping) return;
-      try {
-        await this.reconcileOne(row);
-      } catch (e) {
-        this.out.run('reconcile', { run_id: row.run_id, attempt: row.attempt }, `reconciliation failed: ${errorText(e)}`, { error: errorText(e) });
-      }
-    }
-  }
-
-  async reconcileOne(row: JobRow) {
-    const view = { run_id: row.run_id, attempt: row.attempt, phase: row.phase };
-    if (row.state === 'cost-review') return this.closeCostReview(row);
-    if (row.state === 'queued' || row.state === 'running') {
-      this.db.transition(row.run_id, row.attempt, 'interrupted', { reason: 'the listener that ran it is gone' });
-    }
-    const claim = JSON.parse(row.launch_json);
-    const sup = new JobSupervisor(this, this.db.get(row.run_id, row.attempt)!, claim);
-    const launcher = this.launchers[row.protocol] ?? this.launchers.process;
-    const paths = jobPaths(this.cfg.data_dir, row.run_id, row.attempt);
-    const sandbox = row.sandbox_id ? await launcher.adopt(row, paths) : null;
-    sup.sandbox = sandbox;
-
-    const backoff = this.backoff();
-    let r: CallResult = await sup.call('lease');
-    for (let i = 1; i < RECONCILE_TRIES && r.kind === 'transient' && !this.stopping; i++) {
-      await sleep(backoff.fail(), this.stopSignal);
-      r = await sup.call('lease');
-    }
-    if (r.kind === 'upgrade') return;
-    if (r.kind === 'definitive' && (await this.endedWhileAway(sup, sandbox))) {
-      // The run ended by its own daemon's final report while no listener watched: record that end.
-      return sup.finishExited(sandbox ? await sandbox.exited : { code: null, signal: null });
-    }
-    if (r.kind !== 'ok') {
-      if (r.kind === 'transient') {
-        return sup.park('reconcile', `the server could not be asked (${errorText(r.error)}); the sandbox was left as it is`);
-      }
-      return sup.afterRefusal(r, { atStartup: true });
-    }
-    const state = r.body?.state;
-    if (state === 'claimed') {
-      if (sandbox) return this.track(sup, sup.resume(sandbox, { launchedAccepted: false }));
-      removeWorkDir(paths);
-      return sup.launchFailed('the runner restarted before the sandbox was launched');
-    }
-    if (r.body?.stop_requested) {
-      this.out.run('stop_requested', view, 'the server asked to stop this run');
-      if (sandbox) return sup.stopAndReport('stop requested');
-      return sup.reportStopped('stop requested; the sandbox was already gone');
-    }
-    if (sandbox) return this.track(sup, sup.resume(sandbox, { launchedAccepted: true }));
-    // The sandbox ended while no listener watched it: the daemon's final.json says how.
-    return sup.finishExited({ code: null, signal: null });
-  }
-
-  /**
-   * A job in cost-review ended with its final report accepted, so its run's end and cost are the
-   * server's (a budgeted run's reservation waits for an admin's cost review there). Here it is a
-   * record: said once more at this start, then done, its outcome and the review's reason kept for
-   * `status` (runner-cli/README.md, "The job database and restarts").
-   */
-  closeCostReview(row: JobRow) {
-    const cost = row.cost_cents === null ? 'an unknown cost' : `a cost of ${row.cost_cents} cents`;
-    const reason = `cost review: ${row.reason ?? 'the reported cost was uncertain or above the review threshold'}`;
-    this.db.transition(row.run_id, row.attempt, 'done', { reason }, 'cost review noted at a listener start');
-    this.out.run('cost_review', { run_id: row.run_id, attempt: row.attempt, phase: row.phase },
-      `ended ${row.outcome ?? 'unknown'} with ${cost} that needs review; recorded as done (\`docket-runner status\` keeps the reason)`,
-      { outcome: row.outcome, cost_cents: row.cost_cents, reason });
-  }
-
-  /**
-   * Whether the daemon delivered its final report (final.json says so) and its sandbox is gone or
-   * going: then a task_gone at startup is the run's own end, not a workload to destroy.
-   */
-  async endedWhileAway(sup: JobSupervisor, sandbox: Sandbox | null) {
-    if (sandbox) return sup.endedByItsDaemon(sandbox);
-    return readJson(join(sup.paths.stateDir, 'final.json'))?.delivered === true;
-  }
-
-  /**
-   * Removes the files of jobs that ended more than `log_retention_ms` ago (their sandbox.log and
-   * the daemon's state files; the job's row stays for `status`), at most LOG_PRUNE_BATCH per pass.
-   */
   pruneLogs() {
-    const beforeMs = Date.now() - this.cfg.log_retention_ms;
-    const rows = this.db.expiredJobDirs(beforeMs, LOG_PRUNE_BATCH);
-    for (const row of rows) {
-      try {
-        rmSync(row.job_dir!, { recursive: true, force: true });
-        this.db.update(row.run_id, row.attempt, { job_dir: null, work_dir: null });
-      } catch (e) {
-        this.out.run('prune_failed', { run_id: row.run_id, attempt: row.attempt }, `could not remove ${row.job_dir}: ${errorText(e)}`, { error: errorText(e) });
-      }
-    }
-    if (rows.length > 0) this.out.emit('logs_pruned', `removed the files of ${rows.length} job(s) that ended over ${formatDuration(this.cfg.log_retention_ms)} ago`, { jobs: rows.length });
+    pruneLogs(this.db, this.out, this.cfg.log_retention_ms);
     this.lastPruneAtMs = Date.now();
   }
 

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ApiError, classify } from '../src/api.ts';
-import { effectiveLifetimeMs } from '../src/job.ts';
+import { effectiveLifetimeMs } from '../src/job-attempt.ts';
 import { sandboxEnv } from '../src/launchers/common.ts';
 import { acquireLock, LockedError, lockHolder } from '../src/lock.ts';
 import { formatDuration, Output } from '../src/output.ts';
