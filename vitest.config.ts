@@ -63,6 +63,8 @@ export default defineConfig(async () => {
                   MODEL_SEED: process.env.MODEL_SEED ?? String(Math.floor(Math.random() * 2 ** 31)),
                   MODEL_STEPS: process.env.MODEL_STEPS ?? "",
                 },
+                // The Durable Objects' generated migrations import .sql files as text, as wrangler.toml's [[rules]] say.
+                modulesRules: [{ type: "Text", include: ["**/*.sql"], fallthrough: true }],
                 // Suites make thousands of calls from one token: the real limits are far above them.
                 // test/workers/rate-limit.test.ts puts the low RATE_LIMIT_TEST_* bindings in their place.
                 ratelimits: {
@@ -88,7 +90,7 @@ export default defineConfig(async () => {
                   enabled: true,
                   include: [
                     "hono", "hono/factory", "hono/http-exception", "hono/html", "hono/secure-headers", "hono/jsx", "hono/csrf", "hono/cookie", "hono/body-limit",
-                    "hono-openapi", "zod", "drizzle-orm", "drizzle-orm/d1", "drizzle-orm/sqlite-core",
+                    "hono-openapi", "zod", "drizzle-orm", "drizzle-orm/d1", "drizzle-orm/sqlite-core", "drizzle-orm/durable-sqlite", "drizzle-orm/durable-sqlite/migrator",
                     "@octokit/webhooks", "@octokit/plugin-throttling", "@octokit/plugin-retry", "@octokit/core", "@octokit/auth-app", "bottleneck/light.js", "fast-check",
                   ],
                 },

@@ -28,8 +28,8 @@ import { resendUnconfirmed } from "./run/pending";
 import { pushCredential, pushed, reconcilePublication, type PublicationReconciled } from "./run/publication";
 import { recover, recoveryFailed, type Recovered } from "./run/recovery";
 import { RunStreams } from "./run-streams";
-import { RUN_OBJECT_MIGRATIONS } from "./run-schema";
-import { migrate } from "./sql-migrations";
+import { RUN_OBJECT_MIGRATIONS } from "./legacy/run-steps";
+import { migrate } from "./legacy/migrator";
 
 export type { NewRun } from "../src/run/new-run";
 

@@ -1,36 +1,64 @@
-// The RunObject's SQLite schema, as versioned steps (durable-objects/sql-migrations.ts). Version 1
-// is the schema every run object had before versions were recorded: IF NOT EXISTS lets objects
-// that already hold those tables take it as is. A change is a new step at the end of the list.
+// The RunObject's SQLite (durable-objects/run/core.ts and the stores beside it read and write it):
+// the run row, attempt tokens, the event outbox and the patch and checkpoint chunks. A change is an
+// edit here plus the migration `npm run db:generate` makes in durable-objects/drizzle/run/. Keys are
+// the column names. Objects made before these migrations took the frozen steps of
+// durable-objects/legacy/run-steps.ts, whose last version the first migration adopts
+// (durable-objects/store.ts).
 
-import type { MigrationStep } from "./sql-migrations";
+import { integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
 
-export const RUN_OBJECT_MIGRATIONS: readonly MigrationStep[] = [
-  // 1: the run row, attempt tokens, the event outbox and the patch chunks.
-  (sql) => {
-    sql.exec(`CREATE TABLE IF NOT EXISTS run (
-      id TEXT PRIMARY KEY, state TEXT NOT NULL, attempt INTEGER NOT NULL, version INTEGER NOT NULL,
-      doc TEXT NOT NULL, projected_version INTEGER NOT NULL DEFAULT 0)`);
-    sql.exec(`CREATE TABLE IF NOT EXISTS attempt_tokens (
-      attempt INTEGER PRIMARY KEY, machine_id TEXT NOT NULL, token_hash TEXT NOT NULL UNIQUE)`);
-    sql.exec(`CREATE TABLE IF NOT EXISTS outbox (
-      seq INTEGER PRIMARY KEY, type TEXT NOT NULL, data TEXT NOT NULL, at_ms INTEGER NOT NULL,
-      sent_at_ms INTEGER, attempts INTEGER NOT NULL DEFAULT 0, next_attempt_at_ms INTEGER NOT NULL,
-      last_error TEXT)`);
-    sql.exec(`CREATE TABLE IF NOT EXISTS artifact_chunks (
-      attempt INTEGER NOT NULL, idx INTEGER NOT NULL, data TEXT NOT NULL, PRIMARY KEY (attempt, idx))`);
+/** The one run: its compare-and-swap columns, the whole record as JSON (doc), and two marks of side effects done. */
+export const runTable = sqliteTable("run", {
+  id: text("id").primaryKey(),
+  state: text("state").notNull(),
+  attempt: integer("attempt").notNull(),
+  version: integer("version").notNull(),
+  doc: text("doc").notNull(),
+  // The version of the run the D1 queue row was last written at.
+  projected_version: integer("projected_version").notNull().default(0),
+  // The last attempt whose autopilot slot the scheduler was told to give back (run/pending.ts).
+  slot_released_attempt: integer("slot_released_attempt").notNull().default(0),
+});
+
+/** The hash of each attempt's run-attempt token, and the machine it was issued to. */
+export const attemptTokens = sqliteTable("attempt_tokens", {
+  attempt: integer("attempt").primaryKey(),
+  machine_id: text("machine_id").notNull(),
+  token_hash: text("token_hash").notNull().unique(),
+});
+
+/** The run's events, by per-run sequence number, and their publication to the Queue (durable-objects/outbox.ts). */
+export const outboxEvents = sqliteTable("outbox", {
+  seq: integer("seq").primaryKey(),
+  type: text("type").notNull(),
+  data: text("data").notNull(),
+  at_ms: integer("at_ms").notNull(),
+  sent_at_ms: integer("sent_at_ms"),
+  attempts: integer("attempts").notNull().default(0),
+  next_attempt_at_ms: integer("next_attempt_at_ms").notNull(),
+  last_error: text("last_error"),
+  // Recorded as sent by a claim before it was sent (Outbox.markSending): 1 until confirmed.
+  unconfirmed: integer("unconfirmed").notNull().default(0),
+});
+
+/** A reported patch, in chunks under the 2 MB row limit (durable-objects/artifact-store.ts). */
+export const artifactChunks = sqliteTable(
+  "artifact_chunks",
+  {
+    attempt: integer("attempt").notNull(),
+    idx: integer("idx").notNull(),
+    data: text("data").notNull(),
   },
-  // 2: the latest checkpoint's patch and session text (durable-objects/checkpoint-store.ts).
-  (sql) => {
-    sql.exec(`CREATE TABLE IF NOT EXISTS checkpoint_chunks (
-      part TEXT NOT NULL, idx INTEGER NOT NULL, data TEXT NOT NULL, PRIMARY KEY (part, idx))`);
+  (t) => [primaryKey({ columns: [t.attempt, t.idx] })],
+);
+
+/** The latest checkpoint's patch and session text, in chunks (durable-objects/checkpoint-store.ts). */
+export const checkpointChunks = sqliteTable(
+  "checkpoint_chunks",
+  {
+    part: text("part").notNull(),
+    idx: integer("idx").notNull(),
+    data: text("data").notNull(),
   },
-  // 3: events a claim recorded as sent before it sent them (durable-objects/outbox.ts, markSending).
-  (sql) => {
-    sql.exec("ALTER TABLE outbox ADD COLUMN unconfirmed INTEGER NOT NULL DEFAULT 0");
-  },
-  // 4: the last attempt whose autopilot slot the scheduler was told to give back (releaseSlot), so
-  // a new instance after an eviction does not tell it again.
-  (sql) => {
-    sql.exec("ALTER TABLE run ADD COLUMN slot_released_attempt INTEGER NOT NULL DEFAULT 0");
-  },
-];
+  (t) => [primaryKey({ columns: [t.part, t.idx] })],
+);

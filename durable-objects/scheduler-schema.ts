@@ -1,38 +1,57 @@
-// The SchedulerObject's SQLite schema, as versioned steps (durable-objects/sql-migrations.ts). A
-// change is a new step at the end of the list; never edit a shipped step.
+// The SchedulerObject's SQLite (durable-objects/scheduler-gates.ts reads and writes it): each
+// autopilot project's gates, the slots its runs' attempts hold, and the budget each run reserved. A
+// change is an edit here plus the migration `npm run db:generate` makes in
+// durable-objects/drizzle/scheduler/. Keys are the column names. Objects made before these
+// migrations took the frozen steps of durable-objects/legacy/scheduler-steps.ts, whose last version
+// the first migration adopts (durable-objects/store.ts).
 
-import type { MigrationStep } from "./sql-migrations";
+import { index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
 
-export const SCHEDULER_OBJECT_MIGRATIONS: readonly MigrationStep[] = [
-  // 1: each autopilot project's gates, the slots its runs hold, and the budget each run reserved.
-  (sql) => {
-    sql.exec(`CREATE TABLE IF NOT EXISTS project_gates (
-      project_id TEXT PRIMARY KEY, enabled INTEGER NOT NULL, draining INTEGER NOT NULL, dispatch_window TEXT,
-      concurrency INTEGER, budget_limit_cents INTEGER, budget_per_run_cents INTEGER,
-      budget_spent_cents INTEGER NOT NULL DEFAULT 0, budget_reset_at_ms INTEGER, updated_at_ms INTEGER NOT NULL)`);
-    sql.exec(`CREATE TABLE IF NOT EXISTS slots (
-      run_id TEXT PRIMARY KEY, project_id TEXT NOT NULL, org_id TEXT NOT NULL, taken_at_ms INTEGER NOT NULL, checked_at_ms INTEGER NOT NULL)`);
-    sql.exec("CREATE INDEX IF NOT EXISTS slots_project ON slots (project_id, taken_at_ms)");
-    sql.exec("CREATE INDEX IF NOT EXISTS slots_checked ON slots (checked_at_ms)");
-    // status: held (reserved, run unfinished), settled (cost counted as spent), review (cost above the
-    // hold or unknown: still held until an admin resolves it).
-    sql.exec(`CREATE TABLE IF NOT EXISTS budget_holds (
-      run_id TEXT PRIMARY KEY, project_id TEXT NOT NULL, reserved_cents INTEGER NOT NULL, status TEXT NOT NULL,
-      cost_cents INTEGER, created_at_ms INTEGER NOT NULL, updated_at_ms INTEGER NOT NULL)`);
-    sql.exec("CREATE INDEX IF NOT EXISTS budget_holds_project ON budget_holds (project_id, status)");
+export const projectGates = sqliteTable("project_gates", {
+  project_id: text("project_id").primaryKey(),
+  enabled: integer("enabled").notNull(),
+  draining: integer("draining").notNull(),
+  dispatch_window: text("dispatch_window"),
+  concurrency: integer("concurrency"),
+  budget_limit_cents: integer("budget_limit_cents"),
+  budget_per_run_cents: integer("budget_per_run_cents"),
+  budget_spent_cents: integer("budget_spent_cents").notNull().default(0),
+  budget_reset_at_ms: integer("budget_reset_at_ms"),
+  updated_at_ms: integer("updated_at_ms").notNull(),
+});
+
+// A slot belongs to one attempt of its run (../shared/STYLE.md, "Key state by what it belongs to"),
+// so a late release of attempt N never frees the slot taken for attempt N+1. Slots taken before
+// slots were per attempt keep attempt 0: any release of their run frees them.
+export const slots = sqliteTable(
+  "slots",
+  {
+    run_id: text("run_id").notNull(),
+    attempt: integer("attempt").notNull(),
+    project_id: text("project_id").notNull(),
+    org_id: text("org_id").notNull(),
+    taken_at_ms: integer("taken_at_ms").notNull(),
+    checked_at_ms: integer("checked_at_ms").notNull(),
   },
-  // 2: a slot belongs to one attempt of its run (../shared/STYLE.md, "Key state by what it belongs
-  // to"), so a late release of attempt N never frees the slot taken for attempt N+1. Slots taken
-  // before keep attempt 0: any release of their run frees them, as it did then.
-  (sql) => {
-    sql.exec(`CREATE TABLE slots_by_attempt (
-      run_id TEXT NOT NULL, attempt INTEGER NOT NULL, project_id TEXT NOT NULL, org_id TEXT NOT NULL,
-      taken_at_ms INTEGER NOT NULL, checked_at_ms INTEGER NOT NULL, PRIMARY KEY (run_id, attempt))`);
-    sql.exec(`INSERT INTO slots_by_attempt (run_id, attempt, project_id, org_id, taken_at_ms, checked_at_ms)
-      SELECT run_id, 0, project_id, org_id, taken_at_ms, checked_at_ms FROM slots`);
-    sql.exec("DROP TABLE slots");
-    sql.exec("ALTER TABLE slots_by_attempt RENAME TO slots");
-    sql.exec("CREATE INDEX slots_project ON slots (project_id, taken_at_ms)");
-    sql.exec("CREATE INDEX slots_checked ON slots (checked_at_ms)");
+  (t) => [
+    primaryKey({ columns: [t.run_id, t.attempt] }),
+    index("slots_project").on(t.project_id, t.taken_at_ms),
+    index("slots_checked").on(t.checked_at_ms),
+  ],
+);
+
+// status: held (reserved, run unfinished), settled (cost counted as spent), review (cost above the
+// hold or unknown: still held until an admin resolves it).
+export const budgetHolds = sqliteTable(
+  "budget_holds",
+  {
+    run_id: text("run_id").primaryKey(),
+    project_id: text("project_id").notNull(),
+    reserved_cents: integer("reserved_cents").notNull(),
+    status: text("status").notNull(),
+    cost_cents: integer("cost_cents"),
+    created_at_ms: integer("created_at_ms").notNull(),
+    updated_at_ms: integer("updated_at_ms").notNull(),
   },
-];
+  (t) => [index("budget_holds_project").on(t.project_id, t.status)],
+);

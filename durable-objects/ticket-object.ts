@@ -21,11 +21,13 @@ import { DurableObject } from "cloudflare:workers";
 import { loadConfig } from "../src/config";
 import type { Env } from "../src/env";
 import type { BackingAnswer, Observation, ObservationAnswer, TicketAddress, TicketState } from "../src/autopilot/ticket-types";
-import { migrate } from "./sql-migrations";
+import ticketMigrations from "./drizzle/ticket/migrations";
+import { TICKET_OBJECT_MIGRATIONS } from "./legacy/ticket-steps";
+import { openStore } from "./store";
 import { decide } from "./ticket-admission";
 import { carryOver } from "./ticket-carry-over";
 import { readTicket } from "./ticket-read";
-import { TICKET_OBJECT_MIGRATIONS } from "./ticket-schema";
+import * as ticketSchema from "./ticket-schema";
 import { TicketStore, type TicketContext, type TicketRow } from "./ticket-store";
 import { backing, unfinishedRun, withdrawLapsed } from "./ticket-withdrawal";
 
@@ -38,8 +40,8 @@ export class TicketObject extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     const config = loadConfig(env);
-    migrate(ctx.storage, TICKET_OBJECT_MIGRATIONS);
-    this.ticket = { env, config, store: new TicketStore(ctx.storage, config), setAlarm: (atMs) => ctx.storage.setAlarm(atMs) };
+    const db = openStore(ctx, { schema: ticketSchema, migrations: ticketMigrations, legacySteps: TICKET_OBJECT_MIGRATIONS });
+    this.ticket = { env, config, store: new TicketStore(ctx.storage, db, config), setAlarm: (atMs) => ctx.storage.setAlarm(atMs) };
   }
 
   /**

@@ -1,28 +1,56 @@
-// The TicketObject's SQLite schema, as versioned steps (durable-objects/sql-migrations.ts). A
-// change is a new step at the end of the list; never edit a shipped step.
+// The TicketObject's SQLite (durable-objects/ticket-store.ts reads and writes it): its one row, the
+// webhook deliveries it has seen and its history. A change is an edit here plus the migration
+// `npm run db:generate` makes in durable-objects/drizzle/ticket/. Keys are the column names, as the
+// ticket's modules read its row. Objects made before these migrations took the frozen steps of
+// durable-objects/legacy/ticket-steps.ts, whose last version the first migration adopts
+// (durable-objects/store.ts).
 
-import type { MigrationStep } from "./sql-migrations";
+import { sql } from "drizzle-orm";
+import { check, integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
+import type { TicketStatus } from "../src/autopilot/ticket-types";
 
-export const TICKET_OBJECT_MIGRATIONS: readonly MigrationStep[] = [
-  // 1: the ticket's one row (pending_generation: an admission begun and not yet recorded), the
-  // webhook deliveries it has seen, and its history.
-  (sql) => {
-    sql.exec(`CREATE TABLE ticket (
-      id INTEGER PRIMARY KEY CHECK (id = 1), ticket_key TEXT NOT NULL, project_id TEXT NOT NULL, org_id TEXT NOT NULL,
-      number INTEGER NOT NULL, status TEXT NOT NULL, reasons TEXT NOT NULL, generation TEXT, admitted_generation TEXT,
-      pending_generation TEXT, run_id TEXT, updated_at_ms INTEGER NOT NULL)`);
-    sql.exec("CREATE TABLE deliveries (delivery_id TEXT PRIMARY KEY, seen_at_ms INTEGER NOT NULL)");
-    sql.exec("CREATE TABLE history (seq INTEGER PRIMARY KEY AUTOINCREMENT, entry TEXT NOT NULL)");
+export const ticket = sqliteTable(
+  "ticket",
+  {
+    id: integer("id").primaryKey(),
+    ticket_key: text("ticket_key").notNull(),
+    project_id: text("project_id").notNull(),
+    org_id: text("org_id").notNull(),
+    number: integer("number").notNull(),
+    status: text("status").$type<TicketStatus>().notNull(),
+    reasons: text("reasons").notNull(),
+    generation: text("generation"),
+    admitted_generation: text("admitted_generation"),
+    // An admission begun and not yet recorded.
+    pending_generation: text("pending_generation"),
+    run_id: text("run_id"),
+    updated_at_ms: integer("updated_at_ms").notNull(),
+    // A lapse recorded before its run is withdrawn: the run, the reason, and the withdrawals tried.
+    withdraw_run_id: text("withdraw_run_id"),
+    withdraw_reason: text("withdraw_reason"),
+    withdraw_attempts: integer("withdraw_attempts").notNull().default(0),
   },
-  // 2: a lapse recorded before its run is withdrawn: the run, the reason, and the withdrawals tried.
-  (sql) => {
-    sql.exec("ALTER TABLE ticket ADD COLUMN withdraw_run_id TEXT");
-    sql.exec("ALTER TABLE ticket ADD COLUMN withdraw_reason TEXT");
-    sql.exec("ALTER TABLE ticket ADD COLUMN withdraw_attempts INTEGER NOT NULL DEFAULT 0");
+  (t) => [check("ticket_one_row", sql`${t.id} = 1`)],
+);
+
+export const deliveries = sqliteTable("deliveries", {
+  delivery_id: text("delivery_id").primaryKey(),
+  seen_at_ms: integer("seen_at_ms").notNull(),
+});
+
+export const history = sqliteTable("history", {
+  seq: integer("seq").primaryKey({ autoIncrement: true }),
+  entry: text("entry").notNull(),
+});
+
+// Whether this object, named per project, took over the row of the object once named per
+// repository issue (durable-objects/ticket-carry-over.ts), and the run it took over with it.
+export const carriedOver = sqliteTable(
+  "carried_over",
+  {
+    id: integer("id").primaryKey(),
+    at_ms: integer("at_ms").notNull(),
+    run_id: text("run_id"),
   },
-  // 3: whether this object, named per project, took over the row of the object once named per
-  // repository issue (TicketObject.carryOver), and the run it took over with it.
-  (sql) => {
-    sql.exec("CREATE TABLE carried_over (id INTEGER PRIMARY KEY CHECK (id = 1), at_ms INTEGER NOT NULL, run_id TEXT)");
-  },
-];
+  (t) => [check("carried_over_one_row", sql`${t.id} = 1`)],
+);

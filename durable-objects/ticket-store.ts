@@ -1,10 +1,13 @@
-// A ticket's own SQLite (durable-objects/ticket-schema.ts): its one row, the webhook deliveries it
-// has seen and its bounded history, each write one transaction. Everything a ticket decides
+// A ticket's own SQLite (its tables in durable-objects/ticket-schema.ts): its one row, the webhook
+// deliveries it has seen and its bounded history, each write one transaction. Everything a ticket decides
 // survives an eviction here; the object keeps nothing else but the queue of calls under way.
 
 import type { Config } from "../src/config";
 import type { Env } from "../src/env";
+import { desc, eq, lt, notInArray } from "drizzle-orm";
 import type { Observation, TicketHistoryEntry, TicketStatus } from "../src/autopilot/ticket-types";
+import type { StoreDb } from "./store";
+import { carriedOver, deliveries, history, ticket } from "./ticket-schema";
 
 export type TicketRow = {
   ticket_key: string;
@@ -37,29 +40,28 @@ export interface TicketContext {
 }
 
 export class TicketStore {
-  private readonly sql: SqlStorage;
-
   constructor(
     private readonly storage: DurableObjectStorage,
+    private readonly db: StoreDb,
     private readonly config: Config,
-  ) {
-    this.sql = storage.sql;
-  }
+  ) {}
 
   load(): TicketRow | null {
-    return this.sql.exec<TicketRow>("SELECT * FROM ticket WHERE id = 1").toArray()[0] ?? null;
+    return this.db.select().from(ticket).where(eq(ticket.id, 1)).get() ?? null;
   }
 
   /** The ticket's history, newest first. */
   history(): TicketHistoryEntry[] {
-    return this.sql
-      .exec<{ entry: string }>("SELECT entry FROM history ORDER BY seq DESC")
-      .toArray()
+    return this.db
+      .select({ entry: history.entry })
+      .from(history)
+      .orderBy(desc(history.seq))
+      .all()
       .map((r) => JSON.parse(r.entry) as TicketHistoryEntry);
   }
 
   seen(deliveryId: string, now: number): boolean {
-    const row = this.sql.exec<{ seen_at_ms: number }>("SELECT seen_at_ms FROM deliveries WHERE delivery_id = ?", deliveryId).toArray()[0];
+    const row = this.db.select({ seen_at_ms: deliveries.seen_at_ms }).from(deliveries).where(eq(deliveries.delivery_id, deliveryId)).get();
     return row !== undefined && now - row.seen_at_ms < this.config.autopilotDeliveryTtlMs;
   }
 
@@ -82,56 +84,60 @@ export class TicketStore {
 
   /** Whether this object already took over (or found nothing to take over from) its old object (ticket-carry-over.ts). */
   carriedOver(): boolean {
-    return this.sql.exec("SELECT 1 FROM carried_over").toArray().length > 0;
+    return this.db.select({ id: carriedOver.id }).from(carriedOver).all().length > 0;
   }
 
   /** The row taken over, if any, and the record that the take-over is done, in one transaction. */
   carryOver(row: TicketRow | null, now: number): void {
     this.storage.transactionSync(() => {
       if (row) this.store(row);
-      this.sql.exec("INSERT INTO carried_over (id, at_ms, run_id) VALUES (1, ?, ?)", now, row?.run_id ?? null);
+      this.db.insert(carriedOver).values({ id: 1, at_ms: now, run_id: row?.run_id ?? null }).run();
     });
   }
 
+  /** The one row, inserted or updated; its key and number never change once written. */
   private store(row: TicketRow): void {
-    this.sql.exec(
-      `INSERT INTO ticket (id, ticket_key, project_id, org_id, number, status, reasons, generation, admitted_generation, pending_generation, run_id, updated_at_ms,
-         withdraw_run_id, withdraw_reason, withdraw_attempts)
-       VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT (id) DO UPDATE SET project_id = excluded.project_id, org_id = excluded.org_id, status = excluded.status, reasons = excluded.reasons,
-         generation = excluded.generation, admitted_generation = excluded.admitted_generation, pending_generation = excluded.pending_generation,
-         run_id = excluded.run_id, updated_at_ms = excluded.updated_at_ms, withdraw_run_id = excluded.withdraw_run_id,
-         withdraw_reason = excluded.withdraw_reason, withdraw_attempts = excluded.withdraw_attempts`,
-      row.ticket_key,
-      row.project_id,
-      row.org_id,
-      row.number,
-      row.status,
-      row.reasons,
-      row.generation,
-      row.admitted_generation,
-      row.pending_generation,
-      row.run_id,
-      row.updated_at_ms,
-      row.withdraw_run_id,
-      row.withdraw_reason,
-      row.withdraw_attempts,
-    );
+    const set = {
+      project_id: row.project_id,
+      org_id: row.org_id,
+      status: row.status,
+      reasons: row.reasons,
+      generation: row.generation,
+      admitted_generation: row.admitted_generation,
+      pending_generation: row.pending_generation,
+      run_id: row.run_id,
+      updated_at_ms: row.updated_at_ms,
+      withdraw_run_id: row.withdraw_run_id,
+      withdraw_reason: row.withdraw_reason,
+      withdraw_attempts: row.withdraw_attempts,
+    };
+    this.db
+      .insert(ticket)
+      .values({ id: 1, ticket_key: row.ticket_key, number: row.number, ...set })
+      .onConflictDoUpdate({ target: ticket.id, set })
+      .run();
   }
 
   /** Delivery ids expire after AUTOPILOT_DELIVERY_TTL_MS and are capped at AUTOPILOT_DELIVERIES_MAX (oldest dropped). */
   private rememberDelivery(deliveryId: string, now: number): void {
-    this.sql.exec("INSERT INTO deliveries (delivery_id, seen_at_ms) VALUES (?, ?) ON CONFLICT (delivery_id) DO UPDATE SET seen_at_ms = excluded.seen_at_ms", deliveryId, now);
-    this.sql.exec("DELETE FROM deliveries WHERE seen_at_ms < ?", now - this.config.autopilotDeliveryTtlMs);
-    this.sql.exec(
-      "DELETE FROM deliveries WHERE delivery_id NOT IN (SELECT delivery_id FROM deliveries ORDER BY seen_at_ms DESC, delivery_id LIMIT ?)",
-      this.config.autopilotDeliveriesMax,
-    );
+    this.db
+      .insert(deliveries)
+      .values({ delivery_id: deliveryId, seen_at_ms: now })
+      .onConflictDoUpdate({ target: deliveries.delivery_id, set: { seen_at_ms: now } })
+      .run();
+    this.db.delete(deliveries).where(lt(deliveries.seen_at_ms, now - this.config.autopilotDeliveryTtlMs)).run();
+    const newest = this.db
+      .select({ id: deliveries.delivery_id })
+      .from(deliveries)
+      .orderBy(desc(deliveries.seen_at_ms), deliveries.delivery_id)
+      .limit(this.config.autopilotDeliveriesMax);
+    this.db.delete(deliveries).where(notInArray(deliveries.delivery_id, newest)).run();
   }
 
   /** History is bounded by AUTOPILOT_HISTORY_MAX entries (oldest dropped). */
   private remember(entry: TicketHistoryEntry): void {
-    this.sql.exec("INSERT INTO history (entry) VALUES (?)", JSON.stringify(entry));
-    this.sql.exec("DELETE FROM history WHERE seq NOT IN (SELECT seq FROM history ORDER BY seq DESC LIMIT ?)", this.config.autopilotHistoryMax);
+    this.db.insert(history).values({ entry: JSON.stringify(entry) }).run();
+    const newest = this.db.select({ seq: history.seq }).from(history).orderBy(desc(history.seq)).limit(this.config.autopilotHistoryMax);
+    this.db.delete(history).where(notInArray(history.seq, newest)).run();
   }
 }

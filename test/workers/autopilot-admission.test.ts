@@ -20,8 +20,8 @@ import { AUTOPILOT_QUEUE, handleDelivery, type AutopilotMessage } from "../../sr
 import { reconcileProject } from "../../src/autopilot/reconcile";
 import { ticketStub } from "../../src/autopilot/admission";
 import { newId } from "../../src/lib/crypto";
-import { schemaVersion } from "../../durable-objects/sql-migrations";
-import { TICKET_OBJECT_MIGRATIONS } from "../../durable-objects/ticket-schema";
+import ticketMigrations from "../../durable-objects/drizzle/ticket/migrations";
+import { DRIZZLE_MIGRATIONS_TABLE } from "../../durable-objects/store";
 import { signatureValid, ticketOfDelivery } from "../../src/autopilot/webhook";
 import { loadConfig } from "../../src/config";
 import { call, claim, createOrg, registerRunner, sleep } from "./helpers";
@@ -620,12 +620,12 @@ describe("an admission interrupted by a crash", () => {
 });
 
 describe("the TicketObject's schema", () => {
-  it("records the version of its schema steps (durable-objects/sql-migrations.ts)", async () => {
+  it("records each of its generated migrations as applied (durable-objects/store.ts)", async () => {
     const at = { projectId: project.id, ticketKey: "github:Codertocat/Hello-World#424242" };
     const stub = ticketStub(env, at);
     expect(await stub.read(at)).toBeNull();
-    const version = await runInDurableObject(stub, (_o, state) => schemaVersion(state.storage.sql));
-    expect(version).toBe(TICKET_OBJECT_MIGRATIONS.length);
+    const applied = await runInDurableObject(stub, (_o, state) => state.storage.sql.exec(`SELECT created_at FROM ${DRIZZLE_MIGRATIONS_TABLE}`).toArray());
+    expect(applied.map((r) => Number(r.created_at))).toEqual(ticketMigrations.journal.entries.map((e) => e.when));
   });
 });
 

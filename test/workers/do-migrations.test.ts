@@ -1,11 +1,123 @@
-// Durable Object SQLite schema versions (durable-objects/sql-migrations.ts): a step added to the end
-// of an object's list reaches a live object that already holds data, once.
+// Durable Object SQLite schemas through drizzle (durable-objects/store.ts): a new object applies its
+// store's generated migrations; an object the hand-written steps made (durable-objects/legacy/) is
+// adopted with its rows; a migration added later reaches a live object once.
 
+import { env } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
+import { getTableName, is } from "drizzle-orm";
+import { drizzle } from "drizzle-orm/durable-sqlite";
+import { SQLiteTable } from "drizzle-orm/sqlite-core";
 import { describe, expect, it } from "vitest";
-import { RUN_OBJECT_MIGRATIONS } from "../../durable-objects/run-schema";
-import { migrate, schemaVersion, type MigrationStep } from "../../durable-objects/sql-migrations";
+import { ticketStub } from "../../src/autopilot/admission";
+import ticketMigrations from "../../durable-objects/drizzle/ticket/migrations";
+import { migrate as migrateLegacy, schemaVersion, type MigrationStep } from "../../durable-objects/legacy/migrator";
+import { RUN_OBJECT_MIGRATIONS } from "../../durable-objects/legacy/run-steps";
+import { TICKET_OBJECT_MIGRATIONS } from "../../durable-objects/legacy/ticket-steps";
+import { DRIZZLE_MIGRATIONS_TABLE, migrateStore, type StoreDefinition } from "../../durable-objects/store";
+import * as ticketSchema from "../../durable-objects/ticket-schema";
 import { call, createOrg, dispatch, runStub } from "./helpers";
+
+const TICKET: StoreDefinition = { schema: ticketSchema, migrations: ticketMigrations, legacySteps: TICKET_OBJECT_MIGRATIONS };
+
+/** What an object's schema is, table by table: columns and indexes, their names and SQL text aside where SQLite words them by hand. */
+function schemaOf(sql: SqlStorage) {
+  const tables = sql
+    .exec<{ name: string }>(
+      `SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT IN ('_schema', '${DRIZZLE_MIGRATIONS_TABLE}', '__miniflare_do_name')
+       AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%' ORDER BY name`,
+    )
+    .toArray()
+    .map((r) => r.name);
+  return tables.map((table) => ({
+    table,
+    // A hand-written PRIMARY KEY column without NOT NULL holds no null either: Docket never writes one.
+    columns: sql
+      .exec<{ name: string; type: string; notnull: number; dflt_value: string | null; pk: number }>(`PRAGMA table_info("${table}")`)
+      .toArray()
+      .map((c) => ({ name: c.name, type: c.type.toLowerCase(), notNull: c.notnull === 1 || c.pk > 0, default: c.dflt_value, pk: c.pk })),
+    indexes: sql
+      .exec<{ name: string; unique: number }>(`PRAGMA index_list("${table}")`)
+      .toArray()
+      .map((i) => ({ unique: i.unique, columns: sql.exec<{ name: string }>(`PRAGMA index_info("${i.name}")`).toArray().map((c) => c.name) }))
+      .sort((a, b) => a.columns.join().localeCompare(b.columns.join())),
+  }));
+}
+
+/** Empties the object's store, as if no code had touched it: its tables and both records of versions go. */
+function dropStore(storage: DurableObjectStorage, store: StoreDefinition): void {
+  const tables = Object.values(store.schema).flatMap((t) => (is(t, SQLiteTable) ? [getTableName(t)] : []));
+  for (const name of [...tables, "_schema", DRIZZLE_MIGRATIONS_TABLE]) storage.sql.exec(`DROP TABLE IF EXISTS "${name}"`);
+}
+
+/** The store as the hand-written steps made it, with `rows` written by the old code's statements. */
+function legacyObject(storage: DurableObjectStorage, store: StoreDefinition, rows: (sql: SqlStorage) => void): number {
+  dropStore(storage, store);
+  const version = migrateLegacy(storage, store.legacySteps);
+  rows(storage.sql);
+  return version;
+}
+
+/** A generated migration after the baseline, as drizzle-kit writes one for a new column. */
+function withNewColumn(store: StoreDefinition, table: string, column: string): StoreDefinition {
+  const entries = store.migrations.journal.entries;
+  const last = entries[entries.length - 1];
+  const idx = last.idx + 1;
+  const key = `m${String(idx).padStart(4, "0")}`;
+  return {
+    ...store,
+    migrations: {
+      journal: { entries: [...entries, { idx, when: last.when + 1, tag: `${String(idx).padStart(4, "0")}_${column}`, breakpoints: true }] },
+      migrations: { ...store.migrations.migrations, [key]: `ALTER TABLE \`${table}\` ADD \`${column}\` text DEFAULT 'none' NOT NULL;` },
+    },
+  };
+}
+
+const appliedMigrations = (sql: SqlStorage) => sql.exec(`SELECT created_at FROM ${DRIZZLE_MIGRATIONS_TABLE} ORDER BY created_at`).toArray().map((r) => Number(r.created_at));
+const whens = (store: StoreDefinition) => store.migrations.journal.entries.map((e) => e.when);
+
+describe("the ticket store (durable-objects/ticket-schema.ts)", () => {
+  const at = (n: number) => ({ projectId: "apj_migrations", ticketKey: `github:octo/migrations#${n}` });
+
+  /** The old TicketStore's statements: a ticket that admitted a run, a delivery, a history entry, and its carry-over done. */
+  const oldRows = (sql: SqlStorage) => {
+    sql.exec(
+      `INSERT INTO ticket (id, ticket_key, project_id, org_id, number, status, reasons, generation, admitted_generation, pending_generation, run_id, updated_at_ms,
+         withdraw_run_id, withdraw_reason, withdraw_attempts) VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      "github:octo/migrations#1", "apj_migrations", "org_1", 1, "admitted", JSON.stringify(["ready"]), "gen-1", "gen-1", null, "run_old", 1_000, null, null, 0,
+    );
+    sql.exec("INSERT INTO deliveries (delivery_id, seen_at_ms) VALUES (?, ?)", "delivery-old", Date.now());
+    sql.exec("INSERT INTO history (entry) VALUES (?)", JSON.stringify({ kind: "admitted", at_ms: 1_000, door: "webhook", generation: "gen-1", run_id: "run_old", reasons: [] }));
+    sql.exec("INSERT INTO carried_over (id, at_ms, run_id) VALUES (1, ?, ?)", 1_000, "run_old");
+  };
+
+  it("a new ticket object records each generated migration as applied and takes no hand-written step", async () => {
+    const state = await runInDurableObject(ticketStub(env, at(2)), (_o, s) => ({ applied: appliedMigrations(s.storage.sql), legacy: schemaVersion(s.storage.sql) }));
+    expect(state).toEqual({ applied: whens(TICKET), legacy: 0 });
+  });
+
+  it("a ticket object the hand-written steps made keeps its rows, takes a new column once, and has a new object's schema", async () => {
+    const stub = ticketStub(env, at(1));
+    const adopted = await runInDurableObject(stub, async (_o, s) => {
+      const legacyVersion = legacyObject(s.storage, TICKET, oldRows);
+      const store = withNewColumn(TICKET, "ticket", "note");
+      await migrateStore(s.storage, drizzle(s.storage), store);
+      await migrateStore(s.storage, drizzle(s.storage), store); // a second start applies nothing again
+      const note = s.storage.sql.exec<{ note: string }>("SELECT note FROM ticket").one().note;
+      s.storage.sql.exec("ALTER TABLE ticket DROP COLUMN note");
+      s.storage.sql.exec(`DELETE FROM ${DRIZZLE_MIGRATIONS_TABLE} WHERE created_at > ?`, whens(TICKET).at(-1)!);
+      return { legacyVersion, note, applied: appliedMigrations(s.storage.sql), schema: schemaOf(s.storage.sql) };
+    });
+    expect(adopted.legacyVersion).toBe(TICKET_OBJECT_MIGRATIONS.length);
+    expect(adopted.note).toBe("none");
+    expect(adopted.applied).toEqual(whens(TICKET));
+    const read = await stub.read(at(1));
+    expect(read).toMatchObject({ status: "admitted", run_id: "run_old", generation: "gen-1", reasons: ["ready"], history: [{ kind: "admitted", run_id: "run_old" }] });
+    const fresh = await runInDurableObject(ticketStub(env, at(3)), (_o, s) => schemaOf(s.storage.sql));
+    expect(adopted.schema.map((t) => t.table)).toEqual(["carried_over", "deliveries", "history", "ticket"]);
+    expect(adopted.schema.find((t) => t.table === "ticket")?.columns).toHaveLength(15);
+    expect(adopted.schema).toEqual(fresh);
+  });
+});
 
 const addNote: MigrationStep = (sql) => sql.exec("ALTER TABLE run ADD COLUMN note TEXT NOT NULL DEFAULT 'none'");
 
@@ -22,9 +134,9 @@ describe("Durable Object schema migrations", () => {
     const runId = await dispatch(admin);
     const steps = [...RUN_OBJECT_MIGRATIONS, addNote];
     const after = await runInDurableObject(runStub(runId), (_o, state) => {
-      const first = migrate(state.storage, steps);
+      const first = migrateLegacy(state.storage, steps);
       // ALTER TABLE ADD COLUMN fails when repeated: a second run must not apply the step again.
-      const second = migrate(state.storage, steps);
+      const second = migrateLegacy(state.storage, steps);
       const note = state.storage.sql.exec<{ note: string }>("SELECT note FROM run").one().note;
       return { first, second, note };
     });
@@ -44,7 +156,7 @@ describe("Durable Object schema migrations", () => {
       state.storage.sql.exec("ALTER TABLE outbox DROP COLUMN unconfirmed");
       state.storage.sql.exec("ALTER TABLE run DROP COLUMN slot_released_attempt");
       const before = schemaVersion(state.storage.sql);
-      return { before, after: migrate(state.storage, RUN_OBJECT_MIGRATIONS) };
+      return { before, after: migrateLegacy(state.storage, RUN_OBJECT_MIGRATIONS) };
     });
     expect(version).toEqual({ before: 0, after: RUN_OBJECT_MIGRATIONS.length });
     const events = await call("GET", `/v1/runs/${runId}/events`, { token: admin });
