@@ -2,14 +2,17 @@
 // SHA-256 hash in D1; run-attempt tokens are checked by the run object itself (docs/protocol.md).
 // A revoked, expired or used-up token is refused with its reason (src/credentials/tokens.ts).
 
+import { eq, sql } from "drizzle-orm";
 import type { Context, MiddlewareHandler } from "hono";
 import { createMiddleware } from "hono/factory";
 import type { AppEnv, Caller } from "./app-types";
 import type { Env } from "./env";
 import { DocketError } from "./errors";
 import { setBounded } from "./lib/bounded-map";
+import { fixedStatement, textOnly } from "./db/fixed-statement";
+import { tokens } from "./db/schema";
 import { countedAll, noCost, type Cost } from "./lib/cost";
-import { refusalOf, TOKEN_COLUMNS, type StoredToken } from "./credentials/tokens";
+import { refusalOf, STORED_TOKEN, type StoredToken } from "./credentials/tokens";
 import { sha256Hex, timingSafeEqual, TOKEN_PREFIX } from "./lib/crypto";
 import { attemptTokenKey, countCall } from "./rate-limit";
 
@@ -19,6 +22,9 @@ export function bearer(header: string | undefined): string {
   return match[1];
 }
 
+/** The token a hash names, built once: every API call reads it (src/db/fixed-statement.ts), its rows counted. */
+const TOKEN_BY_HASH = fixedStatement<{ hash: string }>(textOnly.select(STORED_TOKEN).from(tokens).where(eq(tokens.tokenHash, sql.placeholder("hash"))));
+
 /**
  * The caller a token stands for. A token that was issued but no longer works (revoked, its machine
  * deregistered, expired, used up) is a 401 that names why; an unknown one is null.
@@ -26,7 +32,7 @@ export function bearer(header: string | undefined): string {
 async function lookup(db: D1Database, token: string, cost: Cost, knownHash?: string): Promise<Caller | null> {
   if (!/^dkt_[mrs]_[0-9a-f]{64}$/.test(token)) return null;
   const hash = knownHash ?? (await sha256Hex(token));
-  const [row] = await countedAll<StoredToken>(cost, db.prepare(`SELECT ${TOKEN_COLUMNS} FROM tokens WHERE token_hash = ?`).bind(hash));
+  const [row] = await countedAll<StoredToken>(cost, TOKEN_BY_HASH.bind(db, { hash }));
   if (!row) return null;
   const refused = refusalOf(row, Date.now());
   if (refused) throw refused;

@@ -2,7 +2,9 @@
 // and the one it replaced signs them too until CALLBACK_SECRET_OVERLAP_MS has passed, so receivers
 // can switch over without a callback they cannot verify (docs/callbacks.md, "Rotating the secret").
 
-import type { orgs } from "../db/schema";
+import { eq, sql } from "drizzle-orm";
+import { drizzle } from "drizzle-orm/d1";
+import { orgs } from "../db/schema";
 import { randomHex } from "../lib/crypto";
 
 type OrgSecrets = Pick<typeof orgs.$inferSelect, "callbackSecret" | "previousCallbackSecret" | "callbackSecretRotatedAtMs">;
@@ -19,12 +21,10 @@ export function signingSecrets(org: OrgSecrets, overlapMs: number, nowMs: number
  */
 export async function rotateCallbackSecret(db: D1Database, orgId: string, nowMs: number): Promise<string | null> {
   const secret = randomHex(32);
-  const row = await db
-    .prepare(
-      `UPDATE orgs SET previous_callback_secret = callback_secret, callback_secret = ?, callback_secret_rotated_at_ms = ?
-       WHERE id = ? RETURNING callback_secret`,
-    )
-    .bind(secret, nowMs, orgId)
-    .first<{ callback_secret: string }>();
-  return row?.callback_secret ?? null;
+  const [row] = await drizzle(db)
+    .update(orgs)
+    .set({ previousCallbackSecret: sql`${orgs.callbackSecret}`, callbackSecret: secret, callbackSecretRotatedAtMs: nowMs })
+    .where(eq(orgs.id, orgId))
+    .returning({ callbackSecret: orgs.callbackSecret });
+  return row?.callbackSecret ?? null;
 }

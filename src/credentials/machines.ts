@@ -3,7 +3,9 @@
 // longer refresh their leases, so the reaper's rules take them back when the lease lapses
 // (../shared/spec/dispatch-lifecycle.md, "Decisions"; docs/protocol.md, "Runners").
 
-import type { machines } from "../db/schema";
+import { and, eq, isNull } from "drizzle-orm";
+import { drizzle } from "drizzle-orm/d1";
+import { machines, tokens } from "../db/schema";
 
 export type MachineRow = typeof machines.$inferSelect;
 
@@ -22,13 +24,16 @@ export function machineView(m: MachineRow) {
 
 /** Deregisters a machine of `orgId` and revokes its token in one batch; a second call changes nothing. */
 export async function deregisterMachine(db: D1Database, orgId: string, machineId: string, nowMs: number): Promise<boolean> {
-  const [machine] = await db.batch([
-    db
-      .prepare("UPDATE machines SET deregistered_at_ms = ?1 WHERE id = ?2 AND org_id = ?3 AND deregistered_at_ms IS NULL")
-      .bind(nowMs, machineId, orgId),
-    db
-      .prepare("UPDATE tokens SET revoked_at_ms = ?1 WHERE machine_id = ?2 AND org_id = ?3 AND kind = 'machine' AND revoked_at_ms IS NULL")
-      .bind(nowMs, machineId, orgId),
+  const orm = drizzle(db);
+  const [machine] = await orm.batch([
+    orm
+      .update(machines)
+      .set({ deregisteredAtMs: nowMs })
+      .where(and(eq(machines.id, machineId), eq(machines.orgId, orgId), isNull(machines.deregisteredAtMs))),
+    orm
+      .update(tokens)
+      .set({ revokedAtMs: nowMs })
+      .where(and(eq(tokens.machineId, machineId), eq(tokens.orgId, orgId), eq(tokens.kind, "machine"), isNull(tokens.revokedAtMs))),
   ]);
   return machine.meta.changes === 1;
 }

@@ -4,10 +4,14 @@
 // token works, until DASHBOARD_SESSION_IDLE_MS after its last recorded page view and
 // DASHBOARD_SESSION_MAX_MS after sign-in; signing out or revoking the token deletes it.
 
+import { and, desc, eq, inArray, lt, lte, ne, notInArray, or, sql } from "drizzle-orm";
+import { drizzle } from "drizzle-orm/d1";
 import type { Caller } from "../app-types";
 import type { Config } from "../config";
+import { tokens } from "../db/schema";
+import { dashboardSessions as sessions } from "../db/session-schema";
 import { randomHex, sha256Hex } from "../lib/crypto";
-import { refusalOf, TOKEN_COLUMNS, type StoredToken } from "./tokens";
+import { refusalOf, STORED_TOKEN, type StoredToken } from "./tokens";
 
 /** Why a session no longer works: no such session, idle too long, past its absolute limit, or its token stopped working. */
 export type SessionEnd = "unknown" | "idle" | "expired" | "token";
@@ -22,9 +26,7 @@ interface StoredSession extends StoredToken {
 const SESSION_ID = /^[0-9a-f]{64}$/;
 
 /** The token's columns, read through the session: its role and whether it still works are the token's, never a copy. */
-const SESSION_SQL = `SELECT s.created_at_ms, s.seen_at_ms, ${TOKEN_COLUMNS.split(", ").map((column) => `t.${column}`).join(", ")}
-  FROM dashboard_sessions s JOIN tokens t ON t.id = s.token_id AND t.org_id = s.org_id
-  WHERE s.id_hash = ?`;
+const STORED_SESSION = { created_at_ms: sessions.createdAtMs, seen_at_ms: sessions.seenAtMs, ...STORED_TOKEN };
 
 /**
  * Opens a session for a member `caller` just verified by its token and answers the session id for
@@ -35,16 +37,12 @@ export async function openSession(db: D1Database, config: Config, caller: Caller
   if (caller.kind !== "member") throw new Error(`a dashboard session acts as a member token, not a ${caller.kind} token`);
   const id = randomHex(32);
   const hash = await sha256Hex(id);
-  await db.batch([
-    db
-      .prepare("INSERT INTO dashboard_sessions (id_hash, org_id, token_id, created_at_ms, seen_at_ms) VALUES (?, ?, ?, ?, ?)")
-      .bind(hash, caller.orgId, caller.tokenId, nowMs, nowMs),
-    db
-      .prepare(
-        `DELETE FROM dashboard_sessions WHERE token_id = ?1 AND id_hash != ?2 AND id_hash NOT IN (
-           SELECT id_hash FROM dashboard_sessions WHERE token_id = ?1 AND id_hash != ?2 ORDER BY seen_at_ms DESC LIMIT ?3)`,
-      )
-      .bind(caller.tokenId, hash, config.dashboardSessionsPerTokenMax - 1),
+  const orm = drizzle(db);
+  const others = and(eq(sessions.tokenId, caller.tokenId), ne(sessions.idHash, hash));
+  const kept = orm.select({ idHash: sessions.idHash }).from(sessions).where(others).orderBy(desc(sessions.seenAtMs)).limit(config.dashboardSessionsPerTokenMax - 1);
+  await orm.batch([
+    orm.insert(sessions).values({ idHash: hash, orgId: caller.orgId, tokenId: caller.tokenId, createdAtMs: nowMs, seenAtMs: nowMs }),
+    orm.delete(sessions).where(and(others, notInArray(sessions.idHash, kept))),
   ]);
   return id;
 }
@@ -64,7 +62,13 @@ export function sessionEnd(session: StoredSession, config: Config, nowMs: number
 export async function checkSession(db: D1Database, config: Config, id: string, nowMs: number): Promise<SessionCheck> {
   if (!SESSION_ID.test(id)) return { ended: "unknown" };
   const hash = await sha256Hex(id);
-  const session = await db.prepare(SESSION_SQL).bind(hash).first<StoredSession>();
+  const orm = drizzle(db);
+  const session = await orm
+    .select(STORED_SESSION)
+    .from(sessions)
+    .innerJoin(tokens, and(eq(tokens.id, sessions.tokenId), eq(tokens.orgId, sessions.orgId)))
+    .where(eq(sessions.idHash, hash))
+    .get();
   if (!session) return { ended: "unknown" };
   const ended = sessionEnd(session, config, nowMs);
   if (ended) {
@@ -72,7 +76,7 @@ export async function checkSession(db: D1Database, config: Config, id: string, n
     return { ended };
   }
   if (nowMs - session.seen_at_ms >= config.dashboardSessionTouchMs) {
-    await db.prepare("UPDATE dashboard_sessions SET seen_at_ms = ? WHERE id_hash = ? AND seen_at_ms < ?").bind(nowMs, hash, nowMs).run();
+    await orm.update(sessions).set({ seenAtMs: nowMs }).where(and(eq(sessions.idHash, hash), lt(sessions.seenAtMs, nowMs)));
   }
   return { caller: { orgId: session.org_id, tokenId: session.id, kind: "member", role: session.role, machineId: null } };
 }
@@ -83,7 +87,7 @@ export async function closeSession(db: D1Database, id: string): Promise<void> {
 }
 
 async function deleteSession(db: D1Database, hash: string): Promise<void> {
-  await db.prepare("DELETE FROM dashboard_sessions WHERE id_hash = ?").bind(hash).run();
+  await drizzle(db).delete(sessions).where(eq(sessions.idHash, hash));
 }
 
 /**
@@ -91,12 +95,12 @@ async function deleteSession(db: D1Database, hash: string): Promise<void> {
  * nobody came back to end. A session whose token expired stops being seen, so it idles out too.
  */
 export async function pruneSessions(db: D1Database, config: Config, nowMs: number): Promise<number> {
-  const result = await db
-    .prepare(
-      `DELETE FROM dashboard_sessions WHERE rowid IN (
-         SELECT rowid FROM dashboard_sessions WHERE seen_at_ms <= ?1 OR created_at_ms <= ?2 LIMIT ?3)`,
-    )
-    .bind(nowMs - config.dashboardSessionIdleMs, nowMs - config.dashboardSessionMaxMs, config.pruneBatchMax)
-    .run();
+  const orm = drizzle(db);
+  const past = orm
+    .select({ rowid: sql`rowid` })
+    .from(sessions)
+    .where(or(lte(sessions.seenAtMs, nowMs - config.dashboardSessionIdleMs), lte(sessions.createdAtMs, nowMs - config.dashboardSessionMaxMs)))
+    .limit(config.pruneBatchMax);
+  const result = await orm.delete(sessions).where(inArray(sql`rowid`, past));
   return result.meta.changes;
 }

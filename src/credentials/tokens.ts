@@ -1,8 +1,12 @@
 // Member and registration tokens an admin can list and revoke; registration tokens that expire and
 // may be limited to a number of registrations (docs/protocol.md, "Organizations and tokens").
 
+import { and, eq, exists, gt, inArray, isNotNull, isNull, lt, ne, or, sql } from "drizzle-orm";
+import { drizzle } from "drizzle-orm/d1";
+import { alias } from "drizzle-orm/sqlite-core";
 import type { Caller } from "../app-types";
-import type { tokens } from "../db/schema";
+import { dashboardSessions } from "../db/session-schema";
+import { tokens } from "../db/schema";
 import { DocketError } from "../errors";
 
 export type TokenRow = typeof tokens.$inferSelect;
@@ -19,6 +23,19 @@ export interface StoredToken {
   max_uses: number | null;
   uses: number;
 }
+
+/** StoredToken as a drizzle selection: the same names, so a join can read it beside other columns. */
+export const STORED_TOKEN = {
+  id: tokens.id,
+  org_id: tokens.orgId,
+  kind: tokens.kind,
+  role: tokens.role,
+  machine_id: tokens.machineId,
+  revoked_at_ms: tokens.revokedAtMs,
+  expires_at_ms: tokens.expiresAtMs,
+  max_uses: tokens.maxUses,
+  uses: tokens.uses,
+};
 
 export type TokenStatus = "active" | "revoked" | "expired" | "used_up";
 
@@ -75,36 +92,54 @@ export function tokenView(t: TokenRow, nowMs: number) {
  * no session that still acts as it.
  */
 export async function revokeToken(db: D1Database, orgId: string, tokenId: string, nowMs: number): Promise<boolean> {
-  const [revoked] = await db.batch([revokeStatement(db, orgId, tokenId, nowMs), endRevokedTokenSessions(db, orgId, tokenId)]);
+  const orm = drizzle(db);
+  const [revoked] = await orm.batch([revokeStatement(orm, orgId, tokenId, nowMs), endRevokedTokenSessions(orm, orgId, tokenId)]);
   return revoked.meta.changes === 1;
 }
+
+type Orm = ReturnType<typeof drizzle>;
 
 /**
  * Revokes a member or registration token of `orgId` in one conditional statement, so that of two
  * admins revoking the last two admin tokens at once only one succeeds: an admin token is revoked
  * only while another active admin token of the organization remains. Already revoked: unchanged.
  */
-function revokeStatement(db: D1Database, orgId: string, tokenId: string, nowMs: number): D1PreparedStatement {
-  return db
-    .prepare(
-      `UPDATE tokens SET revoked_at_ms = ?3
-       WHERE id = ?2 AND org_id = ?1 AND kind IN ('member', 'registration') AND revoked_at_ms IS NULL
-         AND (role IS NOT 'admin' OR EXISTS (
-           SELECT 1 FROM tokens other
-           WHERE other.org_id = ?1 AND other.id != ?2 AND other.kind = 'member' AND other.role = 'admin'
-             AND other.revoked_at_ms IS NULL AND (other.expires_at_ms IS NULL OR other.expires_at_ms > ?3)))`,
-    )
-    .bind(orgId, tokenId, nowMs);
+function revokeStatement(orm: Orm, orgId: string, tokenId: string, nowMs: number) {
+  const other = alias(tokens, "other");
+  const anotherAdmin = orm
+    .select({ one: sql`1` })
+    .from(other)
+    .where(
+      and(
+        eq(other.orgId, orgId),
+        ne(other.id, tokenId),
+        eq(other.kind, "member"),
+        eq(other.role, "admin"),
+        isNull(other.revokedAtMs),
+        or(isNull(other.expiresAtMs), gt(other.expiresAtMs, nowMs)),
+      ),
+    );
+  return orm
+    .update(tokens)
+    .set({ revokedAtMs: nowMs })
+    .where(
+      and(
+        eq(tokens.id, tokenId),
+        eq(tokens.orgId, orgId),
+        inArray(tokens.kind, ["member", "registration"]),
+        isNull(tokens.revokedAtMs),
+        or(isNull(tokens.role), ne(tokens.role, "admin"), exists(anotherAdmin)),
+      ),
+    );
 }
 
 /** Deletes the sessions of a token once it is revoked; a token the revocation left active keeps them. */
-function endRevokedTokenSessions(db: D1Database, orgId: string, tokenId: string): D1PreparedStatement {
-  return db
-    .prepare(
-      `DELETE FROM dashboard_sessions WHERE org_id = ?1 AND token_id = ?2
-         AND EXISTS (SELECT 1 FROM tokens WHERE id = ?2 AND org_id = ?1 AND revoked_at_ms IS NOT NULL)`,
-    )
-    .bind(orgId, tokenId);
+function endRevokedTokenSessions(orm: Orm, orgId: string, tokenId: string) {
+  const revoked = orm
+    .select({ one: sql`1` })
+    .from(tokens)
+    .where(and(eq(tokens.id, tokenId), eq(tokens.orgId, orgId), isNotNull(tokens.revokedAtMs)));
+  return orm.delete(dashboardSessions).where(and(eq(dashboardSessions.orgId, orgId), eq(dashboardSessions.tokenId, tokenId), exists(revoked)));
 }
 
 /**
@@ -113,22 +148,33 @@ function endRevokedTokenSessions(db: D1Database, orgId: string, tokenId: string)
  * that says why (it may have expired or been used up since the caller was authenticated).
  */
 export async function takeRegistrationUse(db: D1Database, tokenId: string, nowMs: number): Promise<void> {
-  const result = await db
-    .prepare(
-      `UPDATE tokens SET uses = uses + 1
-       WHERE id = ? AND kind = 'registration' AND revoked_at_ms IS NULL
-         AND (expires_at_ms IS NULL OR expires_at_ms > ?) AND (max_uses IS NULL OR uses < max_uses)`,
-    )
-    .bind(tokenId, nowMs)
-    .run();
+  const orm = drizzle(db);
+  const result = await orm
+    .update(tokens)
+    .set({ uses: sql`${tokens.uses} + 1` })
+    .where(
+      and(
+        eq(tokens.id, tokenId),
+        eq(tokens.kind, "registration"),
+        isNull(tokens.revokedAtMs),
+        or(isNull(tokens.expiresAtMs), gt(tokens.expiresAtMs, nowMs)),
+        or(isNull(tokens.maxUses), lt(tokens.uses, tokens.maxUses)),
+      ),
+    );
   if (result.meta.changes === 1) return;
-  const row = await db.prepare(`SELECT ${TOKEN_COLUMNS} FROM tokens WHERE id = ?`).bind(tokenId).first<StoredToken>();
+  const row = await orm.select(STORED_TOKEN).from(tokens).where(eq(tokens.id, tokenId)).get();
   throw (row && refusalOf(row, nowMs)) || new DocketError("unauthorized", "this registration token no longer works");
 }
 
 /** Gives back a use taken by a registration that then failed to be stored. */
 export async function returnRegistrationUse(db: D1Database, tokenId: string): Promise<void> {
-  await db.prepare("UPDATE tokens SET uses = uses - 1 WHERE id = ? AND uses > 0").bind(tokenId).run();
+  await drizzle(db)
+    .update(tokens)
+    .set({ uses: sql`${tokens.uses} - 1` })
+    .where(and(eq(tokens.id, tokenId), gt(tokens.uses, 0)));
 }
 
-export const TOKEN_COLUMNS = "id, org_id, kind, role, machine_id, revoked_at_ms, expires_at_ms, max_uses, uses";
+/** STORED_TOKEN's columns as SQL text, for the claim's counted join (durable-objects/claim-credentials.ts). */
+export const TOKEN_COLUMNS = Object.values(STORED_TOKEN)
+  .map((column) => column.name)
+  .join(", ");
