@@ -12,6 +12,7 @@ const ROOT = join(__dirname, "..", "..");
 /** The scripts, as package.json names them, and the files whose variables their help must list. */
 const SCRIPTS = [
   { script: "start", file: "scripts/start.mjs", reads: ["scripts/start.mjs"] },
+  { script: "demo", file: "scripts/demo.mjs", reads: ["scripts/demo.mjs"] },
   { script: "bench", file: "bench/run.mjs", reads: ["bench/lib/config.mjs"] },
   { script: "bench:profile", file: "bench/profile.mjs", reads: ["bench/profile.mjs"] },
   { script: "bench:reopen", file: "bench/reopen.mjs", reads: ["bench/reopen.mjs"] },
