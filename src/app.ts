@@ -21,6 +21,7 @@ import { orgRoutes } from "./routes/orgs";
 import { projectRoutes } from "./routes/projects";
 import { runRoutes } from "./routes/runs";
 import { runnerRoutes } from "./routes/runners";
+import { attemptRoutes } from "./routes/attempts";
 import { tokenRoutes } from "./routes/tokens";
 import { dashboardRoutes } from "./dashboard/routes";
 
@@ -44,6 +45,7 @@ export const app = new Hono<AppEnv>()
   .route("/v1", orgRoutes)
   .route("/v1", tokenRoutes)
   .route("/v1", runnerRoutes)
+  .route("/v1", attemptRoutes)
   .route("/v1", runRoutes)
   .route("/v1", eventRoutes)
   .route("/v1", deliveryRoutes)
