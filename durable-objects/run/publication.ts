@@ -110,5 +110,5 @@ async function publisher(core: RunCore, run: RunRecord): Promise<{ host: Publica
   if (!deps.publisher || !projectId) return refusal("autopilot_not_configured", "no code host is configured for this run's publication");
   const project = await deps.readProject(core.env, projectId);
   if (!project) return refusal("autopilot_not_configured", `the run's autopilot project ${projectId} no longer exists`);
-  return { host: deps.publisher(project, project.secrets, core.config), repository: project.repository };
+  return { host: deps.publisher(project, project.secrets, core.config, core.env), repository: project.repository };
 }

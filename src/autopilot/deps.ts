@@ -44,9 +44,10 @@ export interface AdmissionDeps<P extends AdmissionProject = AdmissionProject, S 
   readWebhookProject(env: Env, id: string): Promise<{ project: P; webhookSecret: string } | null>;
   /** Projects in id order after `afterId` (null: from the first), at most `limit`: reconciliation's walk. */
   listProjects(env: Env, afterId: string | null, limit: number): Promise<P[]>;
-  provider(project: P, secrets: S, config: Config): TrackerProvider;
+  /** The project's tracker; with `env`, its traffic is recorded (and repeated reads kept) in the env's D1. */
+  provider(project: P, secrets: S, config: Config, env?: Env): TrackerProvider;
   /** The code host publication pushes to and opens pull requests on; absent: publications wait. */
-  publisher?(project: P, secrets: S, config: Config): PublicationProvider;
+  publisher?(project: P, secrets: S, config: Config, env?: Env): PublicationProvider;
   rules: AdmissionRules<P>;
 }
 

@@ -63,10 +63,27 @@ export interface ReadyTransition {
   actor: ActorEvidence | null;
 }
 
+/** A ready issue as the list reports it: which one, and when it last changed. */
+export interface ReadyIssue {
+  ref: TicketRef;
+  updatedAtMs: number;
+}
+
 export interface ReadyIssuePage {
-  issues: IssueFacts[];
-  /** Where the next page starts; null on the last page. */
+  issues: ReadyIssue[];
+  /**
+   * Where the walk goes on; null past the last issue. It names a stable position (the last issue
+   * handed out), never an offset that depends on how many were asked for.
+   */
   cursor: string | null;
+}
+
+/** An installation's request budget as the tracker last stated it. */
+export interface Headroom {
+  remaining: number;
+  limit: number;
+  /** When the budget is whole again (epoch ms); 0 when the tracker did not say. */
+  resetAtMs: number;
 }
 
 export interface TrackerProvider {
@@ -74,8 +91,13 @@ export interface TrackerProvider {
   listBlockers(ref: TicketRef): Promise<Blocker[]>;
   /** The most recent addition of `label` to the issue, or null when the tracker records none. */
   lastReadyTransition(ref: TicketRef, label: string): Promise<ReadyTransition | null>;
-  /** Open issues carrying `label`, a bounded page at a time. */
-  listReadyIssues(label: string, cursor: string | null, pageSize: number): Promise<ReadyIssuePage>;
+  /**
+   * Open issues carrying `label`, in a stable order, at most `limit` from `cursor`; with `sinceMs`,
+   * only those changed since then (epoch ms; null: all).
+   */
+  listReadyIssues(label: string, cursor: string | null, limit: number, sinceMs?: number | null): Promise<ReadyIssuePage>;
+  /** The request budget the tracker last stated for this project's installation, if it states one. */
+  headroom?(): Promise<Headroom | null>;
   /** Posts a comment on the ticket once (no retry of its own: a delivery looks for it before posting again). */
   postComment(ref: TicketRef, body: string): Promise<CommentReceipt>;
   /** The ticket's comment whose text contains `marker`, or null (a bounded number of pages is read). */

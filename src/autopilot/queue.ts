@@ -51,6 +51,6 @@ async function consumeOne(message: Message<unknown>, env: Env, config: Config, d
 export async function handleDelivery(env: Env, config: Config, deps: AdmissionDeps, body: AutopilotMessage) {
   const project = await deps.readProject(env, body.project_id);
   if (!project) return null;
-  const provider = deps.provider(project, project.secrets, config);
+  const provider = deps.provider(project, project.secrets, config, env);
   return admitTicket(env, config, project, provider, deps.rules, body.number, { door: "webhook", deliveryId: body.delivery_id, sender: body.sender });
 }

@@ -1,28 +1,25 @@
 // Reconciliation, the admission guarantee (../shared/spec/run-lifecycle.md, "Admission"): GitHub
 // never retries a failed webhook delivery, so each project's ready issues, and the tickets that
 // hold an unfinished run, are walked again through the same admission path as the webhook. Each
-// pass is bounded per call (AUTOPILOT_RECONCILE_BATCH tickets) and resumes from a cursor
-// persisted in D1: first the tracker's pages of ready issues, then the tickets with a run (a run
-// whose issue lost its ready label is found there and withdrawn while still queued) or an admission
-// left unfinished by a crash.
+// project examines at most AUTOPILOT_RECONCILE_BATCH tickets a tick, its own share, and resumes
+// from a cursor persisted in D1 (reconcile-state.ts): first the tracker's ready issues (a stable
+// position, whatever the share), then the tickets with a run (a run whose issue lost its ready
+// label is found there and withdrawn while still queued) or an admission left unfinished by a crash.
+// A full pass reads every ready issue now and then; the passes between read only the issues
+// changed since the last pass began, so a ticket waiting for capacity costs nothing that counts.
+// Reconciliation stops while the installation's budget is under its reserve, and says so.
 
 import type { Config } from "../config";
+import { and, asc, eq, gt, isNotNull, or } from "drizzle-orm";
+import { drizzle } from "drizzle-orm/d1";
+import { autopilotTickets as t } from "../db/autopilot-schema";
 import type { Env } from "../env";
 import { log } from "../lib/log";
 import { admitTicket, type AdmissionResult } from "./admission";
 import type { AdmissionDeps, AdmissionProject, AdmissionSecrets } from "./deps";
 import { admissionDeps } from "./wiring";
 import type { AdmissionDoor } from "./ticket-types";
-
-type Phase = "ready" | "tracked";
-
-interface Cursor {
-  phase: Phase;
-  cursor: string | null;
-}
-
-/** The row that remembers where the walk over projects stopped (project ids start with "apj_"). */
-const PROJECTS_CURSOR_ID = "*projects";
+import { finishPass, readPassState, reserveReason, restartEveryPass, startPass, writePassState, type PassKind } from "./reconcile-state";
 
 export interface ReconcileSummary {
   project_id: string;
@@ -32,21 +29,14 @@ export interface ReconcileSummary {
   failures: { number: number; reason: string }[];
   /** The pass reached its end; the next one starts from the first ready issue. */
   pass_complete: boolean;
+  /** full: every ready issue; changed: those updated since the last complete pass began. */
+  pass: PassKind;
+  /** Why nothing (more) was examined: the installation's budget is under its reserve; else null. */
+  paused_reason: string | null;
 }
 
-async function readCursor(env: Env, id: string): Promise<Cursor> {
-  const row = await env.DB.prepare("SELECT phase, cursor FROM autopilot_reconcile WHERE project_id = ?").bind(id).first<{ phase: Phase; cursor: string | null }>();
-  return row ?? { phase: "ready", cursor: null };
-}
-
-async function writeCursor(env: Env, id: string, cursor: Cursor): Promise<void> {
-  await env.DB.prepare(
-    `INSERT INTO autopilot_reconcile (project_id, phase, cursor, updated_at_ms) VALUES (?, ?, ?, ?)
-     ON CONFLICT (project_id) DO UPDATE SET phase = excluded.phase, cursor = excluded.cursor, updated_at_ms = excluded.updated_at_ms`,
-  )
-    .bind(id, cursor.phase, cursor.cursor, Date.now())
-    .run();
-}
+/** The row that remembers where the walk over projects stopped (project ids start with "apj_"). */
+const PROJECTS_CURSOR_ID = "*projects";
 
 /**
  * Examines up to `budget` tickets of one project from its persisted cursor, through admitTicket.
@@ -60,9 +50,11 @@ export async function reconcileProject(
   budget: number,
   door: AdmissionDoor,
 ): Promise<ReconcileSummary> {
-  const provider = deps.provider(project, project.secrets, config);
-  const summary: ReconcileSummary = { project_id: project.id, door, examined: 0, results: [], failures: [], pass_complete: false };
-  let at = await readCursor(env, project.id);
+  const provider = deps.provider(project, project.secrets, config, env);
+  let state = await readPassState(env.DB, project.id);
+  if (state.passStartedAtMs === null) state = startPass(state, config, door === "operator");
+  const summary: ReconcileSummary = { project_id: project.id, door, examined: 0, results: [], failures: [], pass_complete: false, pass: state.passKind, paused_reason: null };
+  const paused = async () => (summary.paused_reason = reserveReason((await provider.headroom?.()) ?? null, config)) !== null;
   // A ready issue with a run is in both phases: one step examines it once.
   const seen = new Set<number>();
   const examine = async (number: number) => {
@@ -77,75 +69,79 @@ export async function reconcileProject(
   };
   // Each round examines at least one ticket or moves to the next phase; an empty page that still
   // names a cursor is bounded by the round count.
-  for (let round = 0; round < budget + 2 && summary.examined < budget && !summary.pass_complete; round++) {
+  for (let round = 0; round < budget + 2 && summary.examined < budget && !summary.pass_complete && !(await paused()); round++) {
     const left = budget - summary.examined;
-    if (at.phase === "ready") {
-      const page = await provider.listReadyIssues(project.readyLabel, at.cursor, left);
+    if (state.phase === "ready") {
+      const page = await provider.listReadyIssues(project.readyLabel, state.cursor, left, state.passKind === "changed" ? state.sinceMs : null);
       for (const issue of page.issues.slice(0, left)) await examine(issue.ref.number);
-      at = page.cursor === null ? { phase: "tracked", cursor: null } : { phase: "ready", cursor: page.cursor };
+      state = page.cursor === null ? { ...state, phase: "tracked", cursor: null } : { ...state, cursor: page.cursor };
     } else {
-      const rows = await env.DB.prepare(
-        "SELECT ticket_key, number FROM autopilot_tickets WHERE project_id = ? AND (run_id IS NOT NULL OR status = 'admitting') AND ticket_key > ? ORDER BY ticket_key LIMIT ?",
-      )
-        .bind(project.id, at.cursor ?? "", left)
-        .all<{ ticket_key: string; number: number }>();
-      for (const row of rows.results) await examine(row.number);
-      if (rows.results.length < left) {
+      const rows = await trackedTickets(env, project.id, state.cursor, left);
+      for (const row of rows) await examine(row.number);
+      if (rows.length < left) {
         summary.pass_complete = true;
-        at = { phase: "ready", cursor: null };
-      } else at = { phase: "tracked", cursor: rows.results[rows.results.length - 1].ticket_key };
+        state = finishPass(state);
+      } else state = { ...state, cursor: rows[rows.length - 1]!.ticketKey };
     }
   }
-  await writeCursor(env, project.id, at);
+  await writePassState(env.DB, project.id, { ...state, pausedReason: summary.paused_reason });
+  logPass(project.id, summary);
+  return summary;
+}
+
+/** Tickets of the project holding a run or an unfinished admission, in key order after `afterKey`. */
+async function trackedTickets(env: Env, projectId: string, afterKey: string | null, limit: number) {
+  return drizzle(env.DB)
+    .select({ ticketKey: t.ticketKey, number: t.number })
+    .from(t)
+    .where(and(eq(t.projectId, projectId), or(isNotNull(t.runId), eq(t.status, "admitting")), gt(t.ticketKey, afterKey ?? "")))
+    .orderBy(asc(t.ticketKey))
+    .limit(limit);
+}
+
+function logPass(projectId: string, summary: ReconcileSummary): void {
   log("autopilot.reconciled", {
-    project: project.id,
-    door,
+    project: projectId,
+    door: summary.door,
+    pass: summary.pass,
     examined: summary.examined,
     admitted: summary.results.filter((r) => r.outcome === "admitted").length,
     lapsed: summary.results.filter((r) => r.outcome === "lapsed").length,
     failures: summary.failures.length,
     pass_complete: summary.pass_complete,
+    paused: summary.paused_reason,
     reason: "reconciliation is the admission guarantee; the webhook is the fast path",
   });
-  return summary;
 }
 
 /**
- * The cron's door: projects in id order from where the last tick stopped, AUTOPILOT_RECONCILE_BATCH
- * tickets and AUTOPILOT_RECONCILE_PROJECTS_MAX projects at most. `startup` (the first tick after a
- * deploy or an outage, src/sweep.ts) restarts every project's pass from its beginning, so webhooks
- * lost while Docket was away are found.
+ * The cron's door: AUTOPILOT_RECONCILE_PROJECTS_MAX projects at most, in id order from where the
+ * last tick stopped, each with its own AUTOPILOT_RECONCILE_BATCH tickets, so no project's backlog
+ * uses up another's share. `startup` (the first tick after a deploy or an outage, src/sweep.ts)
+ * restarts every project's pass from its beginning, so webhooks lost while Docket was away are found.
  */
 export async function reconcileTick(env: Env, config: Config, startup: boolean): Promise<{ projects: number; examined: number }> {
   const deps = admissionDeps(env);
   const door: AdmissionDoor = startup ? "startup" : "reconcile";
   if (startup) {
-    await env.DB.prepare("DELETE FROM autopilot_reconcile").run();
+    await restartEveryPass(env.DB);
     log("autopilot.startup_reconcile", { reason: "the first tick after a deploy or an outage: every project's pass starts again" });
   }
-  const { cursor } = await readCursor(env, PROJECTS_CURSOR_ID);
-  const projects = await deps.listProjects(env, cursor, config.autopilotReconcileProjectsMax);
+  const walk = await readPassState(env.DB, PROJECTS_CURSOR_ID);
+  const projects = await deps.listProjects(env, walk.cursor, config.autopilotReconcileProjectsMax);
   let examined = 0;
-  let visited = 0;
-  let resumeAfter: string | null = cursor;
   for (const listed of projects) {
-    if (examined >= config.autopilotReconcileBatch) break;
-    visited += 1;
     const project = await deps.readProject(env, listed.id);
-    if (project) {
-      try {
-        const summary = await reconcileProject(env, config, deps, project, config.autopilotReconcileBatch - examined, door);
-        examined += summary.examined;
-        if (!summary.pass_complete) break;
-      } catch (err) {
-        // The tracker is unreachable for this project: the next tick tries it again after the others.
-        log("autopilot.reconcile_failed", { project: listed.id, door, reason: String(err) });
-      }
+    if (!project) continue;
+    try {
+      examined += (await reconcileProject(env, config, deps, project, config.autopilotReconcileBatch, door)).examined;
+    } catch (err) {
+      // The tracker is unreachable for this project: the next visit tries it again.
+      log("autopilot.reconcile_failed", { project: listed.id, door, reason: String(err) });
     }
-    resumeAfter = listed.id;
   }
   // Past the last project the walk starts over from the first.
-  const wrapped = projects.length < config.autopilotReconcileProjectsMax && resumeAfter === (projects[projects.length - 1]?.id ?? cursor);
-  await writeCursor(env, PROJECTS_CURSOR_ID, { phase: "ready", cursor: wrapped ? null : resumeAfter });
-  return { projects: visited, examined };
+  const next = projects.length < config.autopilotReconcileProjectsMax ? null : projects[projects.length - 1]!.id;
+  await writePassState(env.DB, PROJECTS_CURSOR_ID, { ...walk, cursor: next });
+  return { projects: projects.length, examined };
 }

@@ -1,5 +1,5 @@
 // The real parts admission runs with (src/autopilot/deps.ts): the D1 project store with its
-// encrypted secrets, the GitHub provider, and the pure brief, eligibility and readiness rules.
+// encrypted secrets, the GitHub provider (its traffic recorded per installation in D1), and the pure brief, eligibility and readiness rules.
 // A door (the webhook and its queue, reconciliation, tracker deliveries, publication) asks for
 // the set of the env it was handed; nothing is installed when a module loads.
 
@@ -9,6 +9,7 @@ import type { AdmissionDeps, AdmissionEnv } from "./deps";
 import { checkEligibility } from "./eligibility";
 import { githubProvider } from "./github/provider";
 import { githubPublisher } from "./github/pulls";
+import { d1GitHubLedger } from "./github/usage-store";
 import { listProjects, readProject, readWebhookProject } from "./projects";
 import { checkHumanReadiness } from "./readiness";
 
@@ -18,8 +19,8 @@ const REAL: AdmissionDeps<any, any> = {
   readProject,
   readWebhookProject,
   listProjects,
-  provider: githubProvider,
-  publisher: githubPublisher,
+  provider: (project, secrets, config, env) => githubProvider(project, secrets, config, undefined, env ? d1GitHubLedger(env.DB, project, config) : null),
+  publisher: (project, secrets, config, env) => githubPublisher(project, secrets, config, undefined, env ? d1GitHubLedger(env.DB, project, config) : null),
   rules: { parseAgentBrief, checkEligibility, checkHumanReadiness },
 };
 

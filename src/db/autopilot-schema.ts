@@ -64,4 +64,12 @@ export const autopilotReconcile = sqliteTable("autopilot_reconcile", {
   phase: text("phase").notNull(),
   cursor: text("cursor"),
   updatedAtMs: integer("updated_at_ms").notNull(),
+  // The pass under way: "full" reads every ready issue, "changed" those updated since `sinceMs`.
+  passKind: text("pass_kind").notNull().default("full"),
+  passStartedAtMs: integer("pass_started_at_ms"),
+  sinceMs: integer("since_ms"),
+  passesSinceFull: integer("passes_since_full").notNull().default(0),
+  fullPassFinishedAtMs: integer("full_pass_finished_at_ms"),
+  // Why the last tick did not reconcile the project (its installation's reserve), else null.
+  pausedReason: text("paused_reason"),
 });

@@ -210,6 +210,32 @@ export const AutopilotProject = z
   .meta({ id: "AutopilotProject" });
 export type AutopilotProjectAnswer = z.infer<typeof AutopilotProject>;
 
+/**
+ * A project read on its own, with what its GitHub traffic costs and where its reconciliation
+ * stands (docs/autopilot.md, "GitHub's rate limit").
+ */
+export const AutopilotProjectDetail = AutopilotProject.extend({
+  github_budget: z.object({
+    requests_last_hour: z.number().int().describe("requests of this project GitHub counted in the last hour (a 304 answer to a conditional read is not counted)"),
+    rate_limit: z
+      .object({
+        remaining: z.number().int(),
+        limit: z.number().int(),
+        reset_at_ms: epochMs.nullable().describe("when the installation's budget is whole again; null when GitHub did not say"),
+      })
+      .nullable()
+      .describe("the installation's rate limit as GitHub last stated it (shared by every project on the installation); null before any request"),
+    reserve: z.number().int().describe("AUTOPILOT_GITHUB_RESERVE: under this many remaining requests reconciliation pauses; webhooks and publication go on"),
+  }),
+  reconciliation: z.object({
+    state: z.enum(["running", "paused"]),
+    paused_reason: z.string().nullable().describe("why the last tick did not reconcile the project (the installation's budget under its reserve)"),
+    pass: z.enum(["full", "changed"]).nullable().describe("the pass under way: every ready issue, or those changed since the last pass began; null between passes"),
+    last_full_pass_finished_at_ms: epochMs.nullable().describe("when the last pass over every ready issue finished; null before the first"),
+  }),
+}).meta({ id: "AutopilotProjectDetail" });
+export type AutopilotProjectDetail = z.infer<typeof AutopilotProjectDetail>;
+
 export const AutopilotProjectPage = page("projects", AutopilotProject);
 
 // ---- Autopilot admission: the webhook, reconcile and tickets operations -----------------------
@@ -257,6 +283,8 @@ export const ReconcileResult = z.object({
   results: z.array(AdmissionOutcome),
   failures: z.array(z.object({ number: z.number().int(), reason: z.string() })).describe("Issues whose facts could not be read; the next pass tries them again."),
   pass_complete: z.boolean().describe("The pass reached its end; otherwise the next call (or cron tick) continues from the persisted cursor."),
+  pass: z.enum(["full", "changed"]).describe("full: every ready issue (an operator's request always makes one); changed: those updated since the last pass began."),
+  paused_reason: z.string().nullable().describe("Why the step stopped before its share: the installation's GitHub budget is under AUTOPILOT_GITHUB_RESERVE; null otherwise."),
 });
 export type ReconcileResult = z.infer<typeof ReconcileResult>;
 

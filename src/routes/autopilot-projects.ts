@@ -6,6 +6,7 @@ import { drizzle } from "drizzle-orm/d1";
 import { Hono } from "hono";
 import type { AppEnv } from "../app-types";
 import { changedProjectRow, checkProjectBounds, newProjectRow } from "../autopilot/project-input";
+import { projectBudget } from "../autopilot/project-budget";
 import { loadProjectRow, projectAnswer, type AutopilotProjectRow } from "../autopilot/projects";
 import { requireSecretKey } from "../autopilot/secrets";
 import { autopilotProjects } from "../db/autopilot-schema";
@@ -16,6 +17,7 @@ import { listPage, pageSize } from "../lib/pagination";
 import { operation } from "../openapi/operation";
 import {
   AutopilotProject,
+  AutopilotProjectDetail,
   AutopilotProjectPage,
   AutopilotProjectPath,
   CreateAutopilotProjectBody,
@@ -97,15 +99,19 @@ export const autopilotProjectRoutes = new Hono<AppEnv>()
     operation({
       id: "getAutopilotProject",
       summary: "Read an autopilot project",
+      description:
+        "The project without its secrets, with its GitHub budget (requests GitHub counted in the last hour, its installation's rate limit as GitHub last stated it) " +
+        "and its reconciliation's state (paused under AUTOPILOT_GITHUB_RESERVE, the pass under way, when the last full pass finished).",
       tag: TAG,
       auth: "member",
-      responses: { 200: { description: "The project, without its secrets.", schema: AutopilotProject } },
+      responses: { 200: { description: "The project, without its secrets, with its GitHub budget.", schema: AutopilotProjectDetail } },
       errors: ["not_found"],
     }),
     validate("param", AutopilotProjectPath),
     async (c) => {
       const row = await loadProjectRow(c.env.DB, c.get("caller").orgId, c.req.valid("param").id);
-      return c.json(projectAnswer(row, origin(c.req.url)));
+      const budget = await projectBudget(c.env.DB, c.get("config"), row);
+      return c.json({ ...projectAnswer(row, origin(c.req.url)), ...budget } satisfies AutopilotProjectDetail);
     },
   )
   .patch(

@@ -105,7 +105,7 @@ async function tryOnce(env: Env, config: Config, row: TrackerDeliveryRow): Promi
     const project = await deps.readProject(env, row.projectId);
     if (!project) return { ok: false, error: `the autopilot project ${row.projectId} no longer exists`, receipt: null };
     const ref = parseTicketKey(row.ticketKey)!;
-    const provider = deps.provider(project, project.secrets, config);
+    const provider = deps.provider(project, project.secrets, config, env);
     const request = JSON.parse(row.request) as DeliveryRequest;
     if (row.kind === "review_label") {
       await provider.moveLabels(ref, { remove: [project.readyLabel], add: [project.reviewLabel] });

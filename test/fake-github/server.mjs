@@ -4,8 +4,13 @@
 // dependencies, issue events and the labeled-issues list, with GitHub's JSON field names, Link
 // pagination and rate-limit headers; and the writes tracker deliveries make (issue comments, label
 // changes). Tests set the model up and inject faults; never the internet.
+//
+// Conditional requests as GitHub answers them (REST docs, "Best practices"): every 200 GET carries a
+// weak ETag of its representation; a request whose If-None-Match names it gets 304 with no body,
+// which does not count against the installation's rate limit. Every other answer to an installation
+// request counts: x-ratelimit-remaining goes down by one, and `counted()` says how many there were.
 
-import { createPublicKey, generateKeyPairSync, randomBytes, verify } from "node:crypto";
+import { createHash, createPublicKey, generateKeyPairSync, randomBytes, verify } from "node:crypto";
 import { execFileSync } from "node:child_process";
 import { createServer } from "node:http";
 
@@ -34,6 +39,7 @@ export async function startFakeGitHub({ appId = "1001", installationId = "2002",
   const tokens = new Map(); // token -> expiresAtMs
   const faults = []; // { match, status, headers, body, delayMs, times }
   const requests = [];
+  const rateLimit = { limit: 5_000, used: 0, resetAtS: Math.ceil(Date.now() / 1000) + 3_600 };
   let nextId = 5_000;
   let server;
   let base;
@@ -128,6 +134,7 @@ export async function startFakeGitHub({ appId = "1001", installationId = "2002",
     unlabel(repository, number, label, actor = { login: "octocat", type: "User" }) {
       const model = mustIssue(repository, number);
       model.labels = model.labels.filter((l) => l.toLowerCase() !== label.toLowerCase());
+      model.updatedAtMs = Date.now();
       return state.addEvent(repository, number, { event: "unlabeled", label, actor });
     },
     /** Appends a raw event ({event, label?, actor: {login, type} | null, viaApp?, atMs?}); returns its id. */
@@ -192,6 +199,10 @@ export async function startFakeGitHub({ appId = "1001", installationId = "2002",
     comments: (repository, number) => trackerWrites.comments(repository, number),
     /** A person comments on the issue (a reply to a blocker). */
     addComment: (repository, number, body, login = "octocat") => trackerWrites.add(repository, number, body, { login, type: "User" }),
+    /** The installation's rate limit: `remaining` left of `limit` until `resetInS` from now (as GitHub would state it). */
+    setRateLimit({ limit = rateLimit.limit, remaining, resetInS = 3_600 }) {
+      Object.assign(rateLimit, { limit, used: limit - remaining, resetAtS: Math.ceil(Date.now() / 1000) + resetInS });
+    },
     /** Installation tokens issued so far. */
     tokensIssued: () => requests.filter((r) => r.method === "POST" && r.path.endsWith("/access_tokens") && r.status === 201).length,
   };
@@ -274,8 +285,25 @@ export async function startFakeGitHub({ appId = "1001", installationId = "2002",
 
   // ---- HTTP ----
   function send(res, status, body, headers = {}) {
-    res.writeHead(status, { "content-type": "application/json; charset=utf-8", "x-github-api-version-selected": "2022-11-28", "x-ratelimit-limit": "5000", "x-ratelimit-remaining": "4999", ...headers });
-    res.end(body === null ? "" : JSON.stringify(body));
+    const text = body === null ? "" : JSON.stringify(body);
+    const req = res.req;
+    const etag = req?.method === "GET" && status === 200 ? `W/"${createHash("sha1").update(text).digest("hex")}"` : null;
+    const notModified = etag !== null && (req.headers["if-none-match"] ?? "").split(",").some((tag) => tag.trim() === etag);
+    const counted = !notModified && !(req?.url ?? "").includes("/access_tokens");
+    if (counted) rateLimit.used += 1;
+    const limits = {
+      "x-ratelimit-limit": String(rateLimit.limit),
+      "x-ratelimit-remaining": String(Math.max(0, rateLimit.limit - rateLimit.used)),
+      "x-ratelimit-used": String(rateLimit.used),
+      "x-ratelimit-reset": String(rateLimit.resetAtS),
+      "x-ratelimit-resource": "core",
+    };
+    if (notModified) {
+      res.writeHead(304, { etag, "x-github-api-version-selected": "2022-11-28", ...limits, ...headers });
+      return res.end();
+    }
+    res.writeHead(status, { "content-type": "application/json; charset=utf-8", "x-github-api-version-selected": "2022-11-28", ...limits, ...(etag ? { etag } : {}), ...headers });
+    res.end(text);
   }
   const error = (res, status, message, headers = {}) => send(res, status, { message, documentation_url: DOCS, status: String(status) }, headers);
   const notFound = (res) => error(res, 404, "Not Found");
@@ -455,8 +483,10 @@ export async function startFakeGitHub({ appId = "1001", installationId = "2002",
       const wanted = (url.searchParams.get("labels") ?? "").split(",").map((l) => l.trim().toLowerCase()).filter(Boolean);
       const stateFilter = url.searchParams.get("state") ?? "open";
       const direction = url.searchParams.get("direction") ?? "desc";
+      const sinceMs = url.searchParams.has("since") ? Date.parse(url.searchParams.get("since")) : -Infinity;
       const list = [...issues.values()]
         .filter((i) => i.repository.toLowerCase() === repository.toLowerCase())
+        .filter((i) => i.updatedAtMs >= sinceMs)
         .filter((i) => stateFilter === "all" || i.state === stateFilter)
         .filter((i) => wanted.every((w) => i.labels.some((l) => l.toLowerCase() === w)))
         .sort((a, b) => (direction === "asc" ? 1 : -1) * (a.createdAtMs - b.createdAtMs || a.number - b.number));
@@ -545,6 +575,8 @@ export async function startFakeGitHub({ appId = "1001", installationId = "2002",
     requests,
     /** Requests other than the token request, for assertions on what the provider read. */
     reads: () => requests.filter((r) => !r.path.endsWith("/access_tokens")),
+    /** Requests that counted against the installation's rate limit (all but token requests and 304s). */
+    counted: () => requests.filter((r) => !r.path.endsWith("/access_tokens") && r.status !== 304).length,
     close: () =>
       new Promise((resolve) => {
         server.closeAllConnections?.();

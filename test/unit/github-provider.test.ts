@@ -7,7 +7,8 @@ import { DEFAULTS, loadConfig, type Config } from "../../src/config";
 import { GitHubError } from "../../src/autopilot/github/errors";
 import { toPkcs8Pem } from "../../src/autopilot/github/private-key";
 import { githubProvider } from "../../src/autopilot/github/provider";
-import type { TicketRef } from "../../src/autopilot/provider";
+import type { Headroom, TicketRef } from "../../src/autopilot/provider";
+import type { CachedAnswer, GitHubLedger } from "../../src/autopilot/github/ledger";
 // @ts-expect-error: a plain ES module without types
 import { makeAppKeyPair, startFakeGitHub } from "../fake-github/server.mjs";
 
@@ -190,8 +191,83 @@ describe("lastReadyTransition", () => {
   });
 });
 
+/** The ledger kept in memory (production keeps it in D1, src/autopilot/github/usage-store.ts): what the provider kept and was told. */
+function memoryLedger() {
+  const entries = new Map<string, CachedAnswer>();
+  const observed: { counted: boolean; headroom: Headroom | null }[] = [];
+  const ledger: GitHubLedger = {
+    cached: async (url) => entries.get(url) ?? null,
+    remember: async (url, answer) => void entries.set(url, answer),
+    revalidated: async () => {},
+    observe: async (answer) => void observed.push(answer),
+    headroom: async () => observed.findLast((o) => o.headroom)?.headroom ?? null,
+  };
+  return { ledger, entries, observed };
+}
+
+function ledgered(repository: string, ledger: GitHubLedger) {
+  const project = { id: `apj_ledger${++projectSeq}`, repository, githubApiUrl: gh.url, appId: gh.appId, installationId: gh.installationId };
+  return githubProvider(project, { privateKey: keys.privateKey }, config, undefined, ledger);
+}
+
+describe("conditional reads", () => {
+  it("a read repeated on an unchanged issue sends its ETag back, is answered 304 and reuses the kept facts: GitHub counts nothing", async () => {
+    const repo = "acme/conditional";
+    gh.state.addIssue(repo, 1, { title: "Kept", body: "## Agent Brief\ngoal: x", labels: ["ready"] });
+    const { ledger } = memoryLedger();
+    const first = await ledgered(repo, ledger).getIssue(ref(1, repo));
+    const counted = gh.counted();
+    const again = await ledgered(repo, ledger).getIssue(ref(1, repo));
+    expect(again).toEqual(first);
+    expect(gh.counted()).toBe(counted);
+    const read = gh.reads().filter((r: { path: string }) => r.path === `/repos/${repo}/issues/1`);
+    expect(read.map((r: { status: number }) => r.status)).toEqual([200, 304]);
+    // A change is read (and counted) again.
+    gh.state.updateIssue(repo, 1, { title: "Changed" });
+    expect((await ledgered(repo, ledger).getIssue(ref(1, repo)))?.title).toBe("Changed");
+    expect(gh.counted()).toBe(counted + 1);
+  });
+
+  it("an issue waiting, whose issue, blockers and events did not change, costs nothing that counts when examined again", async () => {
+    const repo = "acme/waiting";
+    gh.state.addIssue(repo, 1, { labels: [] });
+    gh.state.addIssue(repo, 2, { labels: [] });
+    gh.state.setBlockedBy(repo, 2, [[repo, 1]]);
+    gh.state.label(repo, 2, "ready", { login: "octocat", type: "User" });
+    const { ledger, entries } = memoryLedger();
+    const examine = async () => {
+      const p = ledgered(repo, ledger);
+      return [await p.getIssue(ref(2, repo)), await p.listBlockers(ref(2, repo)), await p.lastReadyTransition(ref(2, repo), "ready"), await p.listReadyIssues("ready", null, 50)];
+    };
+    const first = await examine();
+    const counted = gh.counted();
+    expect(await examine()).toEqual(first);
+    expect(gh.counted()).toBe(counted);
+    // What is kept is what the provider reads, not GitHub's whole answer.
+    expect(JSON.stringify([...entries.values()])).not.toContain("avatar_url");
+    // A blocker closing changes the blockers' answer: it is read again, and counted.
+    gh.state.updateIssue(repo, 1, { state: "closed", stateReason: "completed" });
+    const [, blockers] = await examine();
+    expect((blockers as { facts: { state: string } }[])[0]?.facts.state).toBe("closed");
+    expect(gh.counted()).toBeGreaterThan(counted);
+  });
+
+  it("records the installation's rate limit from every answer, and whether GitHub counted it", async () => {
+    const repo = "acme/limits";
+    gh.state.addIssue(repo, 1);
+    gh.state.setRateLimit({ limit: 5_000, remaining: 1_234, resetInS: 600 });
+    const { ledger, observed } = memoryLedger();
+    await ledgered(repo, ledger).getIssue(ref(1, repo));
+    await ledgered(repo, ledger).getIssue(ref(1, repo));
+    expect(observed.map((o) => o.counted)).toEqual([true, false]);
+    expect(await ledger.headroom()).toEqual({ remaining: 1_233, limit: 5_000, resetAtMs: expect.any(Number) });
+    expect((await ledger.headroom())!.resetAtMs).toBeGreaterThan(Date.now() + 590_000);
+    gh.state.setRateLimit({ limit: 5_000, remaining: 5_000 });
+  });
+});
+
 describe("listReadyIssues", () => {
-  it("pages through the open issues carrying the label with its cursor, leaving pull requests out", async () => {
+  it("lists the open issues carrying the label in number order, a limit at a time, leaving pull requests out", async () => {
     const repo = "acme/listing";
     const at = Date.parse("2026-02-01T00:00:00Z");
     for (const n of [1, 2, 3, 4, 5]) gh.state.addIssue(repo, n, { labels: ["ready"], createdAtMs: at + n });
@@ -209,18 +285,70 @@ describe("listReadyIssues", () => {
     for (let i = 0; i < 10; i++) {
       const page = await p.listReadyIssues("ready", cursor, 2);
       pages.push(page.issues.map((issue) => issue.ref.number));
-      expect(page.issues.every((issue) => issue.ref.repository === repo && issue.labels.includes("ready") && issue.state === "open")).toBe(true);
+      expect(page.issues.every((issue) => issue.ref.repository === repo)).toBe(true);
       cursor = page.cursor;
       if (cursor === null) break;
     }
-    expect(pages).toEqual([[1, 2], [3, 4], [5], [9]]);
+    expect(pages).toEqual([[1, 2], [3, 4], [5, 9]]);
     const listed = gh.reads().filter((r: { path: string }) => r.path === `/repos/${repo}/issues`);
-    expect(listed.map((r: { query: Record<string, string> }) => [r.query.labels, r.query.state, r.query.page])).toEqual([
-      ["ready", "open", "1"],
-      ["ready", "open", "2"],
-      ["ready", "open", "3"],
-      ["ready", "open", "4"],
-    ]);
+    expect(listed.map((r: { query: Record<string, string> }) => [r.query.labels, r.query.state, r.query.sort, r.query.direction])).toEqual(
+      Array(3).fill(["ready", "open", "created", "asc"]),
+    );
+  });
+
+  it("two projects sharing an installation, 120 ready issues each, asked for varying numbers a tick: every issue is listed once per pass, none skipped", async () => {
+    const repos = ["acme/shared-one", "acme/shared-two"];
+    const at = Date.parse("2026-02-02T00:00:00Z");
+    for (const repo of repos) for (let n = 1; n <= 120; n++) gh.state.addIssue(repo, n, { labels: ["ready"], createdAtMs: at + n });
+    const providers = repos.map((repo, i) =>
+      githubProvider({ id: `apj_shared${i}`, repository: repo, githubApiUrl: gh.url, appId: gh.appId, installationId: gh.installationId }, { privateKey: keys.privateKey }, { ...config, githubPageSize: 30 }),
+    );
+    // A tick's 50 shared between the two, as one project's use leaves the other the rest.
+    const listed: number[][] = [[], []];
+    const cursors: (string | null)[] = [null, null];
+    const done = [false, false];
+    for (let tick = 0; tick < 40 && !done.every(Boolean); tick++) {
+      let left = 50;
+      for (const i of [0, 1]) {
+        if (done[i] || left === 0) continue;
+        const asked = Math.min(left, [50, 7, 33, 12, 1][(tick + i) % 5]!);
+        const page = await providers[i]!.listReadyIssues("ready", cursors[i]!, asked);
+        expect(page.issues.length).toBeLessThanOrEqual(asked);
+        listed[i]!.push(...page.issues.map((issue) => issue.ref.number));
+        left -= page.issues.length;
+        cursors[i] = page.cursor;
+        done[i] = page.cursor === null;
+      }
+    }
+    const every = Array.from({ length: 120 }, (_, k) => k + 1);
+    expect(listed).toEqual([every, every]);
+  });
+
+  it("does not skip an issue when issues before the cursor leave the list between two calls", async () => {
+    const repo = "acme/shifting";
+    const at = Date.parse("2026-02-03T00:00:00Z");
+    for (let n = 1; n <= 10; n++) gh.state.addIssue(repo, n, { labels: ["ready"], createdAtMs: at + n });
+    const p = githubProvider({ id: "apj_shifting", repository: repo, githubApiUrl: gh.url, appId: gh.appId, installationId: gh.installationId }, { privateKey: keys.privateKey }, { ...config, githubPageSize: 4 });
+    const first = await p.listReadyIssues("ready", null, 4);
+    expect(first.issues.map((i) => i.ref.number)).toEqual([1, 2, 3, 4]);
+    // Three issues already listed are closed: #5 moves onto the first page.
+    for (const n of [1, 2, 3]) gh.state.updateIssue(repo, n, { state: "closed", stateReason: "completed" });
+    const rest = await p.listReadyIssues("ready", first.cursor, 10);
+    expect(rest.issues.map((i) => i.ref.number)).toEqual([5, 6, 7, 8, 9, 10]);
+    expect(rest.cursor).toBeNull();
+  });
+
+  it("with a since time, lists only the ready issues changed since then", async () => {
+    const repo = "acme/since";
+    const at = Date.now() - 60_000;
+    for (let n = 1; n <= 5; n++) gh.state.addIssue(repo, n, { labels: ["ready"], createdAtMs: at + n });
+    const sinceMs = Date.now();
+    await new Promise((r) => setTimeout(r, 5));
+    gh.state.updateIssue(repo, 4, { title: "changed" });
+    const p = githubProvider({ id: "apj_since", repository: repo, githubApiUrl: gh.url, appId: gh.appId, installationId: gh.installationId }, { privateKey: keys.privateKey }, config);
+    const page = await p.listReadyIssues("ready", null, 50, sinceMs);
+    expect(page.issues.map((i) => i.ref.number)).toEqual([4]);
+    expect(gh.reads().find((r: { path: string }) => r.path === `/repos/${repo}/issues`).query.since).toBe(new Date(sinceMs).toISOString());
   });
 });
 

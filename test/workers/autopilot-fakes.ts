@@ -16,7 +16,7 @@ import { checkEligibility } from "../../src/autopilot/eligibility";
 import { listProjects, readProject, readWebhookProject, type AutopilotProject, type AutopilotSecrets } from "../../src/autopilot/projects";
 import { checkHumanReadiness } from "../../src/autopilot/readiness";
 import { call } from "./helpers";
-import type { Blocker, CreatedPullRequest, IssueFacts, PublicationProvider, PullRequestFacts, ReadyTransition, TicketRef, TrackerProvider } from "../../src/autopilot/provider";
+import type { Blocker, CreatedPullRequest, Headroom, IssueFacts, PublicationProvider, PullRequestFacts, ReadyTransition, TicketRef, TrackerProvider } from "../../src/autopilot/provider";
 import { handleDelivery, type AutopilotMessage } from "../../src/autopilot/queue";
 import { loadConfig } from "../../src/config";
 
@@ -106,6 +106,12 @@ export class FakeTracker implements TrackerProvider {
     const issue = this.issues.get(ref.number);
     if (!issue) throw new Error(`no issue ${ref.number}`);
     issue.facts.labels = [...issue.facts.labels.filter((l) => !labels.remove.includes(l)), ...labels.add.filter((l) => !issue.facts.labels.includes(l))];
+  }
+
+  /** The installation's request budget as GitHub would state it; null: not stated yet. */
+  headroomNow: Headroom | null = null;
+  async headroom() {
+    return this.headroomNow;
   }
 
   async listReadyIssues(label: string, cursor: string | null, pageSize: number) {

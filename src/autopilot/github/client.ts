@@ -10,8 +10,11 @@ import { retry } from "@octokit/plugin-retry";
 import { throttling } from "@octokit/plugin-throttling";
 import Bottleneck from "bottleneck/light.js";
 import type { Config } from "../../config";
+import { log } from "../../lib/log";
 import { fetchOutbound, OutboundRefused, outboundPolicy, outboundRefusal } from "../../lib/outbound-address";
 import { GitHubError, GitHubTimeout } from "./errors";
+import type { GitHubLedger } from "./ledger";
+import { headroomOf } from "./usage-store";
 import { toPkcs8Pem } from "./private-key";
 
 const GitHubOctokit = Octokit.plugin(retry, throttling);
@@ -27,6 +30,8 @@ export interface GitHubClientOptions {
   privateKey: string;
   /** Names the client's throttling queue, so one project's backlog does not delay another's. */
   queueId: string;
+  /** Where the installation's rate limit and counted requests are recorded; null records nothing. */
+  ledger?: GitHubLedger | null;
 }
 
 // The global fetch is called through a closure: workerd refuses it called with another `this`.
@@ -56,7 +61,7 @@ export function githubClient(options: GitHubClientOptions, config: Config, fetch
       ...(config.githubTokenCacheMax > 0 ? { cache: sharedTokenCache(options.baseUrl, options.appId, privateKey, config.githubTokenCacheMax) } : {}),
     },
     headers: { "x-github-api-version": GITHUB_API_VERSION },
-    request: { fetch: boundedFetch(policedFetch(fetchImpl, config), config.githubRequestTimeoutMs) },
+    request: { fetch: observedFetch(boundedFetch(policedFetch(fetchImpl, config), config.githubRequestTimeoutMs), options.ledger ?? null) },
     retry: {
       retries: config.githubRetries,
       retryAfterBaseValue: config.githubRetryBaseMs,
@@ -124,6 +129,25 @@ function sharedTokenCache(baseUrl: string, appId: string, privateKey: string, ma
       }
       tokenCache.set(name, { value, reuseUntilMs: expiresAtMs - TOKEN_EXPIRY_MARGIN_MS });
     },
+  };
+}
+
+/**
+ * fetch whose every answer, retries included, is told to the ledger: the rate limit it states and
+ * whether GitHub counted it (all but a 304). An installation token request is the App's, not the
+ * installation's, and is left out. A ledger that cannot record does not fail the read.
+ */
+function observedFetch(fetchImpl: typeof fetch, ledger: GitHubLedger | null): typeof fetch {
+  if (ledger === null) return fetchImpl;
+  return async (input, init) => {
+    const response = await fetchImpl(input, init);
+    const url = input instanceof Request ? input.url : String(input);
+    if (!/\/app\/installations\/[^/]+\/access_tokens$/.test(new URL(url).pathname)) {
+      await ledger.observe({ counted: response.status !== 304, headroom: headroomOf(response.headers) }).catch((err: unknown) => {
+        log("github.usage_unrecorded", { reason: String(err) });
+      });
+    }
+    return response;
   };
 }
 

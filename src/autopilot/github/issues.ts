@@ -56,6 +56,35 @@ export function issueFacts(issue: GitHubIssue, ref?: TicketRef): IssueFacts {
   };
 }
 
+/** The fields of an issue the provider reads, all a conditional read keeps of it (a 304 answers them again). */
+export function compactIssue(issue: GitHubIssue): GitHubIssue {
+  return {
+    number: issue.number,
+    title: issue.title,
+    body: issue.body ?? null,
+    state: issue.state,
+    state_reason: issue.state_reason ?? null,
+    labels: (issue.labels ?? []).map((l) => ({ name: typeof l === "string" ? l : (l.name ?? "") })),
+    html_url: issue.html_url,
+    repository_url: issue.repository_url,
+    updated_at: issue.updated_at,
+    ...(isPullRequest(issue) ? { pull_request: true } : {}),
+  };
+}
+
+/** The fields of an issue event the provider reads. */
+export function compactEvent(event: GitHubIssueEvent): GitHubIssueEvent {
+  const app = event.performed_via_github_app;
+  return {
+    id: event.id,
+    event: event.event,
+    created_at: event.created_at,
+    actor: event.actor ? { login: event.actor.login, type: event.actor.type } : null,
+    label: event.label ? { name: event.label.name } : null,
+    performed_via_github_app: app ? { slug: app.slug ?? null, name: app.name ?? null } : null,
+  };
+}
+
 /** Whether an event is the addition of `label` (label names compare case-insensitively on GitHub). */
 export function isLabeled(event: GitHubIssueEvent, label: string): boolean {
   return event.event === "labeled" && (event.label?.name ?? "").toLowerCase() === label.toLowerCase();

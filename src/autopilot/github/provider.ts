@@ -5,11 +5,15 @@
 
 import type { Config } from "../../config";
 import type { Blocker, IssueFacts, ReadyIssuePage, ReadyTransition, TicketRef, TrackerProvider } from "../provider";
-import { githubClient, toGitHubError, type GitHubClient } from "./client";
-import { asList, call, describe, split } from "./calls";
+import { githubClient, type GitHubClient } from "./client";
+import { asList, describe, split } from "./calls";
+import { conditionalGet } from "./conditional";
 import { findComment, moveLabels, postComment } from "./comments";
 import { GitHubError } from "./errors";
+import type { GitHubLedger } from "./ledger";
 import {
+  compactEvent,
+  compactIssue,
   type GitHubIssue,
   type GitHubIssueEvent,
   isLabeled,
@@ -35,6 +39,7 @@ export function githubProvider(
   secrets: { privateKey: string },
   config: Config,
   fetchImpl?: typeof fetch,
+  ledger: GitHubLedger | null = null,
 ): TrackerProvider {
   // Made on first use, so a bad private key fails the call (a GitHubError) rather than the caller's setup.
   let made: GitHubClient | null = null;
@@ -46,19 +51,29 @@ export function githubProvider(
         installationId: project.installationId,
         privateKey: secrets.privateKey,
         queueId: project.id,
+        ledger,
       },
       config,
       fetchImpl,
     ));
+  const reads = async (): Promise<Reads> => ({ client: await client(), ledger, config });
   return {
-    getIssue: async (ref) => getIssue(await client(), ref),
-    listBlockers: async (ref) => listBlockers(await client(), config, ref),
-    lastReadyTransition: async (ref, label) => lastReadyTransition(await client(), config, ref, label),
-    listReadyIssues: async (label, cursor, pageSize) => listReadyIssues(await client(), project.repository, label, cursor, pageSize),
+    getIssue: async (ref) => getIssue(await reads(), ref),
+    listBlockers: async (ref) => listBlockers(await reads(), ref),
+    lastReadyTransition: async (ref, label) => lastReadyTransition(await reads(), ref, label),
+    listReadyIssues: async (label, cursor, limit, sinceMs) => listReadyIssues(await reads(), project.repository, label, { cursor, limit, sinceMs: sinceMs ?? null }),
+    headroom: async () => (ledger ? ledger.headroom() : null),
     postComment: async (ref, body) => postComment(await client(), ref, body),
     findComment: async (ref, marker) => findComment(await client(), config, ref, marker),
     moveLabels: async (ref, labels) => moveLabels(await client(), ref, labels),
   };
+}
+
+/** What every read goes through: the client, the installation's ledger (conditional reads), the bounds. */
+interface Reads {
+  client: GitHubClient;
+  ledger: GitHubLedger | null;
+  config: Config;
 }
 
 function asIssue(data: unknown, what: string): GitHubIssue {
@@ -70,26 +85,24 @@ function asIssue(data: unknown, what: string): GitHubIssue {
 }
 
 /** The raw issue, or the status GitHub refused it with (403, 404, 410). */
-async function readIssue(client: GitHubClient, ref: TicketRef): Promise<GitHubIssue | { refused: number }> {
+async function readIssue(reads: Reads, ref: TicketRef): Promise<GitHubIssue | { refused: number }> {
   const what = `reading ${describe(ref)}`;
-  let data: unknown;
   try {
-    const response = await client.request("GET /repos/{owner}/{repo}/issues/{issue_number}", {
-      ...split(ref.repository),
-      issue_number: ref.number,
-    });
-    data = response.data;
+    const route = "GET /repos/{owner}/{repo}/issues/{issue_number}";
+    const answer = await conditionalGet(reads.client, reads.ledger, what, route, { ...split(ref.repository), issue_number: ref.number }, (data) =>
+      compactIssue(asIssue(data, what)),
+    );
+    return answer.data;
   } catch (err) {
-    const failure = toGitHubError(err, what);
+    const failure = err as GitHubError;
     if ((failure.failure === "forbidden" || failure.status === 410) && failure.status !== null) return { refused: failure.status };
     throw failure;
   }
-  return asIssue(data, what);
 }
 
 /** The issue now; null when it does not exist (or was deleted) or is a pull request. */
-async function getIssue(client: GitHubClient, ref: TicketRef): Promise<IssueFacts | null> {
-  const issue = await readIssue(client, ref);
+async function getIssue(reads: Reads, ref: TicketRef): Promise<IssueFacts | null> {
+  const issue = await readIssue(reads, ref);
   if ("refused" in issue) {
     if (issue.refused === 403) throw new GitHubError("forbidden", `reading ${describe(ref)}: GitHub answered 403; the App installation cannot read it`, 403);
     return null;
@@ -100,34 +113,34 @@ async function getIssue(client: GitHubClient, ref: TicketRef): Promise<IssueFact
 /**
  * Every issue GitHub reports as blocking `ref` (`GET …/issues/{n}/dependencies/blocked_by`). A
  * blocker in another repository is read again through the installation: one it cannot read (403,
- * 404) has no facts and says why, so admission counts it as not done with that reason.
+ * 404) has no facts and says why, so admission counts it as not done with that reason. Each page is
+ * a conditional read: a list whose blockers did not change is a 304, which GitHub does not count.
  */
-async function listBlockers(client: GitHubClient, config: Config, ref: TicketRef): Promise<Blocker[]> {
+async function listBlockers(reads: Reads, ref: TicketRef): Promise<Blocker[]> {
+  const { config } = reads;
+  const what = `listing the blockers of ${describe(ref)}`;
   const listed: GitHubIssue[] = [];
   for (let page = 1; ; page++) {
     if (page > config.githubPagesMax) {
       throw new GitHubError("too_many_pages", `blockers of ${describe(ref)}: more than ${config.githubPagesMax} pages (GITHUB_PAGES_MAX)`);
     }
-    const response = await call(`listing the blockers of ${describe(ref)}`, () =>
-      client.request("GET /repos/{owner}/{repo}/issues/{issue_number}/dependencies/blocked_by", {
-        ...split(ref.repository),
-        issue_number: ref.number,
-        per_page: config.githubPageSize,
-        page,
-      }),
+    const route = "GET /repos/{owner}/{repo}/issues/{issue_number}/dependencies/blocked_by";
+    const params = { ...split(ref.repository), issue_number: ref.number, per_page: config.githubPageSize, page };
+    const answer = await conditionalGet(reads.client, reads.ledger, what, route, params, (data) =>
+      asList<unknown>(data, what).map((item) => compactIssue(asIssue(item, `a blocker of ${describe(ref)}`))),
     );
-    listed.push(...asList<unknown>(response.data, `listing the blockers of ${describe(ref)}`).map((item) => asIssue(item, `a blocker of ${describe(ref)}`)));
-    if (!linkPages(response.headers.link).next) break;
+    listed.push(...answer.data);
+    if (!linkPages(answer.link).next) break;
   }
   const blockers: Blocker[] = [];
-  for (const item of listed) blockers.push(await blocker(client, ref, item));
+  for (const item of listed) blockers.push(await blocker(reads, ref, item));
   return blockers;
 }
 
-async function blocker(client: GitHubClient, blocked: TicketRef, item: GitHubIssue): Promise<Blocker> {
+async function blocker(reads: Reads, blocked: TicketRef, item: GitHubIssue): Promise<Blocker> {
   const ref: TicketRef = { provider: "github", repository: repositoryOf(item), number: item.number };
   if (sameRepository(ref.repository, blocked.repository)) return { ref, facts: issueFacts(item, ref), unreadable: null };
-  const issue = await readIssue(client, ref);
+  const issue = await readIssue(reads, ref);
   if ("refused" in issue) {
     return { ref, facts: null, unreadable: `the GitHub App installation cannot read ${describe(ref)} (GitHub answered ${issue.refused})` };
   }
@@ -137,63 +150,101 @@ async function blocker(client: GitHubClient, blocked: TicketRef, item: GitHubIss
 /**
  * The latest `labeled` event for `label` in the issue's events (`GET …/issues/{n}/events`, oldest
  * first), read from the last page backwards, at most GITHUB_PAGES_MAX pages: when none of them
- * holds one the answer is null, an unknown transition, which admission refuses.
+ * holds one the answer is null, an unknown transition, which admission refuses. Pages are
+ * conditional reads; what is kept of them is their `labeled` events only.
  */
-async function lastReadyTransition(client: GitHubClient, config: Config, ref: TicketRef, label: string): Promise<ReadyTransition | null> {
+async function lastReadyTransition(reads: Reads, ref: TicketRef, label: string): Promise<ReadyTransition | null> {
+  const { config } = reads;
   const what = `reading the events of ${describe(ref)}`;
   const readPage = (page: number) =>
-    call(what, () =>
-      client.request("GET /repos/{owner}/{repo}/issues/{issue_number}/events", {
-        ...split(ref.repository),
-        issue_number: ref.number,
-        per_page: config.githubPageSize,
-        page,
-      }),
+    conditionalGet(
+      reads.client,
+      reads.ledger,
+      what,
+      "GET /repos/{owner}/{repo}/issues/{issue_number}/events",
+      { ...split(ref.repository), issue_number: ref.number, per_page: config.githubPageSize, page },
+      (data) => asList<GitHubIssueEvent>(data, what).filter((event) => event.event === "labeled").map(compactEvent),
     );
   const first = await readPage(1);
-  const lastPage = linkPages(first.headers.link).last ?? 1;
+  const lastPage = linkPages(first.link).last ?? 1;
   for (let page = lastPage, read = 0; page >= 1 && read < config.githubPagesMax; page--, read++) {
-    const events = asList<GitHubIssueEvent>(page === 1 ? first.data : (await readPage(page)).data, what);
+    const events = page === 1 ? first.data : (await readPage(page)).data;
     const latest = [...events].reverse().find((event) => isLabeled(event, label));
     if (latest) return readyTransition(latest);
   }
   return null;
 }
 
-/** GitHub answers at most 100 items a page; its next-page links assume the page size asked for. */
-const GITHUB_PER_PAGE_MAX = 100;
+/** The ready list's position: the page (of GITHUB_PAGE_SIZE issues) and the last issue number handed out. */
+interface ReadyPosition {
+  page: number;
+  after: number;
+}
+
+function readyPosition(cursor: string | null): ReadyPosition {
+  if (cursor === null) return { page: 1, after: 0 };
+  const match = /^(\d+):(\d+)$/.exec(cursor);
+  const page = Number(match?.[1]);
+  if (!match || !Number.isSafeInteger(page) || page < 1) throw new GitHubError("unavailable", `ready issues: cursor ${cursor} is not a position in the list`);
+  return { page, after: Number(match[2]) };
+}
 
 /**
- * Open issues of the repository carrying `label`, oldest first, one page at a time; pull requests
- * (which the issues endpoint lists too) are left out, so a page may hold fewer than `pageSize`.
- * The cursor is GitHub's next page number, for the same page size.
+ * Open issues of the repository carrying `label`, in issue-number order (GitHub's `sort=created`,
+ * ascending), at most `limit` after the cursor; pull requests (which the issues endpoint lists too)
+ * are left out. Pages always hold GITHUB_PAGE_SIZE issues, so a page's URL, and so its validator,
+ * is the same from pass to pass; the cursor is the page and the last number handed out, so a
+ * caller asking for fewer or more issues each time neither skips nor repeats one. When issues
+ * before the page closed since it was read, the page before is read again (once a call): issues
+ * that moved back onto it are not skipped.
  */
 async function listReadyIssues(
-  client: GitHubClient,
+  reads: Reads,
   repository: string,
   label: string,
-  cursor: string | null,
-  pageSize: number,
+  ask: { cursor: string | null; limit: number; sinceMs: number | null },
 ): Promise<ReadyIssuePage> {
-  const page = cursor === null ? 1 : Number(cursor);
-  if (!Number.isSafeInteger(page) || page < 1) throw new GitHubError("unavailable", `ready issues: cursor ${cursor} is not a page number`);
-  const response = await call(`listing the open issues labeled ${label} in ${repository}`, () =>
-    client.request("GET /repos/{owner}/{repo}/issues", {
-      ...split(repository),
-      labels: label,
-      state: "open",
-      sort: "created",
-      direction: "asc",
-      per_page: Math.min(Math.max(1, pageSize), GITHUB_PER_PAGE_MAX),
-      page,
+  let { page, after } = readyPosition(ask.cursor);
+  const issues: ReadyIssuePage["issues"] = [];
+  let steppedBack = ask.cursor === null;
+  for (let read = 0; read < reads.config.githubPagesMax + 1 && issues.length < ask.limit; read++) {
+    const { items, next } = await readyPage(reads, repository, label, page, ask.sinceMs);
+    if (!steppedBack && page > 1 && (items[0]?.number ?? Infinity) > after) {
+      steppedBack = true;
+      page -= 1;
+      continue;
+    }
+    steppedBack = true;
+    for (const item of items) {
+      if (item.number <= after) continue;
+      if (issues.length >= ask.limit) return { issues, cursor: `${page}:${after}` };
+      after = item.number;
+      if (item.pull_request !== true) issues.push({ ref: { provider: "github", repository, number: item.number }, updatedAtMs: Date.parse(item.updated_at) });
+    }
+    if (!next) return { issues, cursor: null };
+    page += 1;
+  }
+  return { issues, cursor: `${page}:${after}` };
+}
+
+/** One page of the ready list, as a conditional read that keeps only each issue's number, update time and kind. */
+async function readyPage(reads: Reads, repository: string, label: string, page: number, sinceMs: number | null) {
+  const what = `listing the open issues labeled ${label} in ${repository}`;
+  const params = {
+    ...split(repository),
+    labels: label,
+    state: "open",
+    sort: "created",
+    direction: "asc",
+    per_page: reads.config.githubPageSize,
+    page,
+    ...(sinceMs === null ? {} : { since: new Date(sinceMs).toISOString() }),
+  };
+  const answer = await conditionalGet(reads.client, reads.ledger, what, "GET /repos/{owner}/{repo}/issues", params, (data) =>
+    asList<unknown>(data, what).map((item) => {
+      const issue = asIssue(item, `an issue labeled ${label} in ${repository}`);
+      return { number: issue.number, updated_at: issue.updated_at, ...(isPullRequest(issue) ? { pull_request: true } : {}) };
     }),
   );
-  const items = asList<unknown>(response.data, `listing the open issues labeled ${label} in ${repository}`).map((item) =>
-    asIssue(item, `an issue labeled ${label} in ${repository}`),
-  );
-  const issues = items
-    .filter((item) => !isPullRequest(item))
-    .map((item) => issueFacts(item, { provider: "github", repository, number: item.number }));
-  const next = linkPages(response.headers.link).next;
-  return { issues, cursor: next ? String(next) : null };
+  return { items: answer.data, next: linkPages(answer.link).next !== undefined };
 }

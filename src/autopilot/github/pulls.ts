@@ -8,6 +8,7 @@ import type { CreatedPullRequest, PublicationProvider, PullRequestFacts, PushTok
 import { split } from "./calls";
 import { githubClient, toGitHubError, type GitHubClient } from "./client";
 import { GitHubError } from "./errors";
+import type { GitHubLedger } from "./ledger";
 import type { GitHubProjectSettings } from "./provider";
 
 interface GitHubPull {
@@ -22,11 +23,12 @@ export function githubPublisher(
   secrets: { privateKey: string },
   config: Config,
   fetchImpl?: typeof fetch,
+  ledger: GitHubLedger | null = null,
 ): PublicationProvider {
   let made: GitHubClient | null = null;
   const client = () =>
     (made ??= githubClient(
-      { baseUrl: project.githubApiUrl, appId: project.appId, installationId: project.installationId, privateKey: secrets.privateKey, queueId: project.id },
+      { baseUrl: project.githubApiUrl, appId: project.appId, installationId: project.installationId, privateKey: secrets.privateKey, queueId: project.id, ledger },
       config,
       fetchImpl,
     ));

@@ -1,0 +1,95 @@
+// Reconciliation within GitHub's budget (docs/autopilot.md, "GitHub's rate limit"): each project
+// of a tick examines its own share (AUTOPILOT_RECONCILE_BATCH), so one project's backlog never
+// starves another; reconciliation pauses, and the project read says why, while its installation's
+// remaining requests are under AUTOPILOT_GITHUB_RESERVE, when webhook admission still goes on.
+// GitHub is the in-memory tracker of test/workers/autopilot-fakes.ts; everything else is real.
+
+import { createScheduledController } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { beforeAll, describe, expect, it } from "vitest";
+import worker from "../../src/index";
+import type { Env } from "../../src/env";
+import { call, createOrg } from "./helpers";
+import { handleDelivery, type AutopilotMessage } from "../../src/autopilot/queue";
+import { loadConfig } from "../../src/config";
+import { briefBody, createProject, example, installRealAutopilotWithTracker, type RealProject } from "./autopilot-fakes";
+
+const MIN = 60_000;
+const fake = installRealAutopilotWithTracker();
+let org: { orgId: string; admin: string };
+/** The project the walk visits first, with a backlog of 120 ready issues, and the one after it with 3. */
+let busy: RealProject;
+let quiet: RealProject;
+
+async function cronTick(atMs: number, vars: Record<string, string> = {}) {
+  const tickEnv = { ...(env as unknown as Env), AUTOPILOT_RECONCILE_BATCH: "5", ...vars } as Env;
+  await worker.scheduled(createScheduledController({ scheduledTime: atMs, cron: "* * * * *" }), tickEnv);
+}
+
+function ready(project: RealProject, number: number) {
+  const payload = example("issues", "labeled");
+  payload.issue.number = number;
+  payload.issue.body = briefBody(payload.issue.body);
+  payload.repository.full_name = project.repository;
+  return fake.tracker(project.id).fromPayload(payload, number);
+}
+
+async function ticketsSeen(project: RealProject): Promise<number[]> {
+  const res = await call("GET", `/v1/autopilot/projects/${project.id}/tickets?limit=200`, { token: org.admin });
+  expect(res.status).toBe(200);
+  return res.body.tickets.map((t: { number: number }) => t.number).sort((a: number, b: number) => a - b);
+}
+
+const readProject = async (project: RealProject) => (await call("GET", `/v1/autopilot/projects/${project.id}`, { token: org.admin })).body;
+
+beforeAll(async () => {
+  org = await createOrg("reconcile-budget");
+  const made = [
+    await createProject(org.admin, { repository: "acme/busy", queue_capacity: 5 }),
+    await createProject(org.admin, { repository: "acme/quiet", queue_capacity: 5 }),
+  ].sort((a, b) => (a.id < b.id ? -1 : 1));
+  [busy, quiet] = made as [RealProject, RealProject];
+  for (let n = 1; n <= 120; n++) ready(busy, n);
+  for (const n of [1, 2, 3]) ready(quiet, n);
+});
+
+describe("each project's own share of a tick", () => {
+  const t0 = Date.now();
+
+  it("a project after one with a backlog of 120 ready issues is reconciled in the same tick", async () => {
+    await cronTick(t0);
+    expect(await ticketsSeen(busy)).toEqual([1, 2, 3, 4, 5]);
+    expect(await ticketsSeen(quiet)).toEqual([1, 2, 3]);
+  });
+
+  it("every ready issue of both projects is examined once in a pass, and the finished full pass shows on the project", async () => {
+    for (let tick = 1; tick < 30; tick++) await cronTick(t0 + tick * MIN);
+    expect(await ticketsSeen(busy)).toEqual(Array.from({ length: 120 }, (_, k) => k + 1));
+    const project = await readProject(busy);
+    expect(project.reconciliation.last_full_pass_finished_at_ms).toBeGreaterThan(t0);
+    expect(project.reconciliation.state).toBe("running");
+  });
+});
+
+describe("the installation's reserve", () => {
+  it("under AUTOPILOT_GITHUB_RESERVE reconciliation pauses and the project says why; a webhook still admits", async () => {
+    const resetAtMs = Date.now() + 30 * MIN;
+    fake.tracker(quiet.id).headroomNow = { remaining: 120, limit: 5_000, resetAtMs };
+    ready(quiet, 4);
+    await cronTick(Date.now() + 40 * MIN, { AUTOPILOT_GITHUB_RESERVE: "200" });
+    expect(await ticketsSeen(quiet)).toEqual([1, 2, 3]);
+    const paused = await readProject(quiet);
+    expect(paused.reconciliation.state).toBe("paused");
+    expect(paused.reconciliation.paused_reason).toContain("120 of 5000 requests left");
+    expect(paused.reconciliation.paused_reason).toContain("AUTOPILOT_GITHUB_RESERVE");
+    // The webhook door is not held to the reserve.
+    const labeled = ready(quiet, 5);
+    const message: AutopilotMessage = { kind: "autopilot.delivery", project_id: quiet.id, number: 5, delivery_id: crypto.randomUUID(), event: "issues", action: "labeled", sender: labeled.transition!.actor };
+    expect((await handleDelivery(env, loadConfig(env as unknown as Record<string, unknown>), fake.deps, message))?.outcome).toBe("admitted");
+    // Above the reserve again, the next tick reconciles and the pause is over.
+    fake.tracker(quiet.id).headroomNow = { remaining: 4_000, limit: 5_000, resetAtMs };
+    await cronTick(Date.now() + 41 * MIN, { AUTOPILOT_GITHUB_RESERVE: "200" });
+    expect(await ticketsSeen(quiet)).toEqual([1, 2, 3, 4, 5]);
+    expect((await readProject(quiet)).reconciliation).toMatchObject({ state: "running", paused_reason: null });
+  });
+});
