@@ -12,11 +12,11 @@ import type { Env } from "../env";
 import { isRefusal } from "../errors";
 import { logRun } from "../lib/log";
 import { fetchOutbound, OutboundRefused, outboundPolicy } from "../lib/outbound-address";
-import type { DeliveryOutcome } from "../queue/delivery";
-import { QUEUE_DELAY_MAX_S, type CallbackMessage } from "../queue/messages";
+import { afterAttempt, type DeliveryOutcome } from "../queue/delivery";
+import type { CallbackMessage } from "../queue/messages";
 import { runStub } from "../lib/stubs";
 import type { RunView } from "../run/view";
-import { callbackBackoffMs, claimAttempt, markFailed, readDelivery, recordAttempt, type DeliveryRow } from "./deliveries";
+import { callbackRound, claimAttempt, markFailed, readDelivery, recordAttempt, type DeliveryRow } from "./deliveries";
 import { signingSecrets } from "./secret";
 import { SIGNATURE_HEADER, signatureHeader } from "./signature";
 
@@ -67,20 +67,19 @@ export async function deliverCallback(
     return { ack: true };
   }
   const result = await attemptOnce(env, config, row, attempt);
-  const status = result.ok ? "delivered" : result.final || attempt >= config.callbackMaxAttempts ? "failed" : "pending";
-  await recordAttempt(env.DB, row.runId, attempt, { status, error: result.error, statusCode: result.statusCode, now: Date.now() });
-  const delaySeconds = status === "pending" ? Math.min(QUEUE_DELAY_MAX_S, Math.ceil(callbackBackoffMs(config, attempt) / 1_000)) : null;
+  const next = afterAttempt(result, attempt, callbackRound(config));
+  await recordAttempt(env.DB, row.runId, attempt, { status: next.status, error: result.error, statusCode: result.statusCode, now: Date.now() });
   logRun("callback.attempt", {
     ...base,
     try: attempt,
     max_tries: config.callbackMaxAttempts,
-    outcome: status,
+    outcome: next.status,
     status_code: result.statusCode,
     reason: result.ok ? `HTTP ${result.statusCode}` : (result.detail ?? result.error ?? "failed"),
-    retry_in_s: delaySeconds,
+    retry_in_s: next.retryInS,
     duration_ms: Date.now() - startedAtMs,
   });
-  return delaySeconds === null ? { ack: true } : { ack: false, delaySeconds };
+  return next.outcome;
 }
 
 interface AttemptResult {

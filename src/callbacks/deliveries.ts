@@ -6,7 +6,7 @@ import { eq, sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import type { Config } from "../config";
 import { callbackDeliveries } from "../db/schema";
-import { claimNext, giveUp, recordEnd, retryBackoffMs, type DeliveryStatus, type ReceiptTable } from "../queue/delivery";
+import { claimNext, giveUp, recordEnd, type DeliveryRound, type DeliveryStatus, type ReceiptTable } from "../queue/delivery";
 
 export type DeliveryRow = typeof callbackDeliveries.$inferSelect;
 
@@ -85,7 +85,7 @@ export function callbackView(callbackUrl: string | null, row: DeliveryRow | null
 
 export type CallbackView = ReturnType<typeof callbackView>;
 
-/** Backoff before the next attempt (retryBackoffMs). */
-export function callbackBackoffMs(config: Config, attempt: number): number {
-  return retryBackoffMs({ baseMs: config.callbackBackoffBaseMs, maxMs: config.callbackBackoffMaxMs }, attempt);
+/** A callback's round: CALLBACK_MAX_ATTEMPTS attempts, CALLBACK_BACKOFF_* between them. */
+export function callbackRound(config: Config): DeliveryRound {
+  return { maxAttempts: config.callbackMaxAttempts, backoff: { baseMs: config.callbackBackoffBaseMs, maxMs: config.callbackBackoffMaxMs } };
 }

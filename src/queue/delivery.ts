@@ -8,6 +8,7 @@ import { and, eq, type SQL } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import type { SQLiteColumn, SQLiteTable, SQLiteUpdateSetSource } from "drizzle-orm/sqlite-core";
 import { exponentialBackoffMs } from "../lib/backoff";
+import { QUEUE_DELAY_MAX_S } from "./messages";
 
 /** What the consumer does with a delivery's message: acknowledge it, or have the Queue retry it. */
 export type DeliveryOutcome = { ack: true } | { ack: false; delaySeconds: number };
@@ -69,4 +70,35 @@ export async function giveUp<T extends Receipts>(db: D1Database, r: ReceiptTable
 /** Backoff before the next attempt: base * 2^(attempt-1), capped (attempts count from 1). */
 export function retryBackoffMs(backoff: { baseMs: number; maxMs: number }, attempt: number): number {
   return exponentialBackoffMs({ ...backoff, maxDoublings: 30 }, attempt - 1);
+}
+
+/** A kind of delivery's round: its attempts, and the backoff between them (doubling, capped). */
+export interface DeliveryRound {
+  maxAttempts: number;
+  backoff: { baseMs: number; maxMs: number };
+}
+
+/** How an attempt went: delivered or not, and whether no later attempt can do better (`final`). */
+export interface AttemptEnd {
+  ok: boolean;
+  final?: boolean;
+}
+
+/** What follows an attempt: the receipt's status, the queue's delay before the next attempt (null when none), and the consumer's answer. */
+export interface AfterAttempt {
+  status: DeliveryStatus;
+  retryInS: number | null;
+  outcome: DeliveryOutcome;
+}
+
+/**
+ * What follows attempt `attempt` of a round, for every kind of delivery: done when delivered; given
+ * up when the error is final or the round's attempts are spent; otherwise retried by the queue after
+ * the backoff, within the queue's longest delay.
+ */
+export function afterAttempt(end: AttemptEnd, attempt: number, round: DeliveryRound): AfterAttempt {
+  const status = end.ok ? "delivered" : end.final || attempt >= round.maxAttempts ? "failed" : "pending";
+  if (status !== "pending") return { status, retryInS: null, outcome: { ack: true } };
+  const delaySeconds = Math.min(QUEUE_DELAY_MAX_S, Math.ceil(retryBackoffMs(round.backoff, attempt) / 1_000));
+  return { status, retryInS: delaySeconds, outcome: { ack: false, delaySeconds } };
 }

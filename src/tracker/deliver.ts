@@ -12,11 +12,11 @@ import { DocketError } from "../errors";
 import { logRun } from "../lib/log";
 import { admissionDeps } from "../autopilot/wiring";
 import { parseTicketKey, type CommentReceipt } from "../autopilot/provider";
-import type { DeliveryOutcome } from "../queue/delivery";
-import { eventsQueue, QUEUE_DELAY_MAX_S, type TrackerDeliveryMessage } from "../queue/messages";
+import { afterAttempt, type DeliveryOutcome } from "../queue/delivery";
+import { eventsQueue, type TrackerDeliveryMessage } from "../queue/messages";
 import { runStub } from "../lib/stubs";
 import { unwrap } from "../errors";
-import { claimTry, markFailed, readTrackerDelivery, recordRequest, recordTry, restartFailed, trackerBackoffMs, type TrackerDeliveryRow } from "./receipts";
+import { claimTry, markFailed, readTrackerDelivery, recordRequest, recordTry, restartFailed, trackerRound, type TrackerDeliveryRow } from "./receipts";
 import { TRACKER_DELIVERY_EVENT, type DeliveryKind, type DeliveryRequest } from "../run/ticket-requests";
 import { deliveryMarker, isDeliveryKind } from "./requests";
 
@@ -82,11 +82,10 @@ export async function deliverToTracker(env: Env, config: Config, msg: TrackerDel
   const tries = await claimTry(env.DB, current.runId, current.kind, current.tries, Date.now());
   if (tries === null) return { ack: true };
   const result = await tryOnce(env, config, current);
-  const status = result.ok ? "delivered" : tries >= config.trackerDeliveryMaxAttempts ? "failed" : "pending";
-  await recordTry(env.DB, current.runId, current.kind, tries, { status, error: result.error, receipt: result.receipt, now: Date.now() });
-  const delaySeconds = status === "pending" ? Math.min(QUEUE_DELAY_MAX_S, Math.ceil(trackerBackoffMs(config, tries) / 1_000)) : null;
-  logRun("tracker_delivery.try", { ...base, try: tries, max_tries: config.trackerDeliveryMaxAttempts, outcome: status, reason: result.error ?? "delivered", retry_in_s: delaySeconds });
-  return delaySeconds === null ? { ack: true } : { ack: false, delaySeconds };
+  const next = afterAttempt(result, tries, trackerRound(config));
+  await recordTry(env.DB, current.runId, current.kind, tries, { status: next.status, error: result.error, receipt: result.receipt, now: Date.now() });
+  logRun("tracker_delivery.try", { ...base, try: tries, max_tries: config.trackerDeliveryMaxAttempts, outcome: next.status, reason: result.error ?? "delivered", retry_in_s: next.retryInS });
+  return next.outcome;
 }
 
 function skipReason(row: TrackerDeliveryRow | null, msg: TrackerDeliveryMessage, queueAttempts: number): string | null {

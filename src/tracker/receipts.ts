@@ -7,7 +7,7 @@ import { and, asc, eq, sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import type { Config } from "../config";
 import { trackerDeliveries } from "../db/tracker-schema";
-import { claimNext, giveUp, recordEnd, retryBackoffMs, type DeliveryStatus, type ReceiptTable } from "../queue/delivery";
+import { claimNext, giveUp, recordEnd, type DeliveryRound, type DeliveryStatus, type ReceiptTable } from "../queue/delivery";
 import type { CommentReceipt } from "../autopilot/provider";
 import type { DeliveryKind, DeliveryRequest } from "../run/ticket-requests";
 
@@ -99,9 +99,9 @@ export async function restartFailed(db: D1Database, runId: string, kind: Deliver
   return rows.length === 1;
 }
 
-/** Backoff before the next try (retryBackoffMs). */
-export function trackerBackoffMs(config: Config, tries: number): number {
-  return retryBackoffMs({ baseMs: config.trackerDeliveryBackoffBaseMs, maxMs: config.trackerDeliveryBackoffMaxMs }, tries);
+/** A tracker delivery's round: TRACKER_DELIVERY_MAX_ATTEMPTS tries, TRACKER_DELIVERY_BACKOFF_* between them. */
+export function trackerRound(config: Config): DeliveryRound {
+  return { maxAttempts: config.trackerDeliveryMaxAttempts, backoff: { baseMs: config.trackerDeliveryBackoffBaseMs, maxMs: config.trackerDeliveryBackoffMaxMs } };
 }
 
 /** A delivery as GET /v1/runs/:id/deliveries shows it. */

@@ -3,9 +3,10 @@
 
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { callbackBackoffMs } from "../../src/callbacks/deliveries";
+import { callbackRound } from "../../src/callbacks/deliveries";
 import { DEFAULTS } from "../../src/config";
 import { exponentialBackoffMs } from "../../src/lib/backoff";
+import { retryBackoffMs } from "../../src/queue/delivery";
 import { QUEUE_DELAY_MAX_S, queueRetryDelaySeconds } from "../../src/queue/messages";
 import { backoffMs } from "../../src/run/rules/draft";
 import { publishRetryMs } from "../../durable-objects/outbox";
@@ -80,6 +81,7 @@ describe("each retry keeps its numbers", () => {
   });
 
   it("completion callbacks (callbacks/deliveries.ts): base * 2^(attempt-1), capped", () => {
+    const callbackBackoffMs = (config: typeof DEFAULTS, attempt: number) => retryBackoffMs(callbackRound(config).backoff, attempt);
     fc.assert(
       fc.property(ms, ms, step, (base, max, attempt) => {
         const config = { ...DEFAULTS, callbackBackoffBaseMs: base, callbackBackoffMaxMs: max };
