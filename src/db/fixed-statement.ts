@@ -9,14 +9,13 @@ import { drizzle } from "drizzle-orm/d1";
 export const textOnly = drizzle({} as D1Database);
 
 export interface FixedStatement<V> {
-  readonly sql: string;
   bind(db: D1Database, values: V): D1PreparedStatement;
 }
 
 /** The query's text, fixed now; its placeholders are filled from `values` at each bind. */
 export function fixedStatement<V extends Record<string, unknown>>(query: { toSQL(): { sql: string; params: unknown[] } }): FixedStatement<V> {
   const { sql: text, params } = query.toSQL();
-  return { sql: text, bind: (db, values) => db.prepare(text).bind(...fillPlaceholders(params, values)) };
+  return { bind: (db, values) => db.prepare(text).bind(...fillPlaceholders(params, values)) };
 }
 
 /** A placeholder for each of `columns`, under the column's key: the values of a fixed INSERT. */
