@@ -10,6 +10,7 @@ const LISTEN_KEYS = [
   'claim_wait_ms', 'claim_min_gap_ms', 'backoff_base_ms', 'backoff_max_ms', 'request_timeout_ms', 'pass_env', 'cost_review_above_cents',
   'log_retention_ms',
   'docker_path', 'docker_image', 'docker_network',
+  'e2b_api_key', 'e2b_template', 'e2b_api_url', 'e2b_sandbox_url',
 ];
 const REGISTER_KEYS = [...COMMON, 'server_url', 'registration_token', 'name', 'labels', 'launchers', 'request_timeout_ms'];
 const STATUS_KEYS = [...COMMON];

@@ -28,7 +28,7 @@ export const OPTIONS: Record<string, OptionSpec> = {
   labels: { key: 'labels', flag: 'label', env: 'DOCKET_LABELS', file: true, type: 'list', default: [],
     help: 'a label this machine serves (repeatable, or comma-separated); a run is claimed only if all its labels are here' },
   launchers: { key: 'launchers', flag: 'launcher', env: 'DOCKET_LAUNCHER', file: true, type: 'list', default: ['process'],
-    help: 'launch protocols to serve: process, docker (comma-separated); default process' },
+    help: 'launch protocols to serve: process, docker, e2b (comma-separated); default process' },
   concurrency: { key: 'concurrency', flag: 'concurrency', env: 'DOCKET_CONCURRENCY', file: true, type: 'int', default: 1, min: 1,
     help: 'how many runs at once; default 1' },
   sandbox_lifetime_ms: { key: 'sandbox_lifetime_ms', flag: 'sandbox-lifetime-ms', env: 'DOCKET_SANDBOX_LIFETIME_MS', file: true,
@@ -58,6 +58,14 @@ export const OPTIONS: Record<string, OptionSpec> = {
     help: "image for docker runs that name none; it needs node and git; default node:20" },
   docker_network: { key: 'docker_network', flag: 'docker-network', env: 'DOCKET_DOCKER_NETWORK', file: true, type: 'string',
     help: 'docker --network for sandboxes (use host to reach a server on 127.0.0.1)' },
+  e2b_api_key: { key: 'e2b_api_key', flag: 'e2b-api-key', env: 'DOCKET_E2B_API_KEY', file: true, type: 'string',
+    help: "the E2B API key for the e2b launcher (better in the environment or config.json than as a flag); it goes to E2B only, never to Docket, a log or a sandbox" },
+  e2b_template: { key: 'e2b_template', flag: 'e2b-template', env: 'DOCKET_E2B_TEMPLATE', file: true, type: 'string', default: 'base',
+    help: 'E2B template for e2b runs whose launch names no image; it needs git and tar; default base' },
+  e2b_api_url: { key: 'e2b_api_url', flag: 'e2b-api-url', env: 'DOCKET_E2B_API_URL', file: true, type: 'string',
+    help: "E2B's API, for a self-hosted E2B; default the SDK's" },
+  e2b_sandbox_url: { key: 'e2b_sandbox_url', flag: 'e2b-sandbox-url', env: 'DOCKET_E2B_SANDBOX_URL', file: true, type: 'string',
+    help: "where the sandboxes' envd answers, for a self-hosted E2B; default the SDK's" },
   json: { key: 'json', flag: 'json', env: 'DOCKET_JSON', type: 'bool', default: false,
     help: 'print one JSON object per line instead of readable text' },
 };
@@ -181,9 +189,12 @@ function checkValues(cfg: Record<string, any>, keys: string[], givenAs: (key: st
     throw new ConfigError(`${givenAs(key)}: ${problem}`);
   };
   if (keys.includes('launchers')) {
-    const unknown = cfg.launchers.find((l: string) => l !== 'process' && l !== 'docker');
-    if (unknown !== undefined) fail('launchers', `unknown launcher ${JSON.stringify(unknown)}; use process or docker`);
+    const unknown = cfg.launchers.find((l: string) => l !== 'process' && l !== 'docker' && l !== 'e2b');
+    if (unknown !== undefined) fail('launchers', `unknown launcher ${JSON.stringify(unknown)}; use process, docker or e2b`);
     if (cfg.launchers.length === 0) fail('launchers', 'at least one launcher is needed');
+  }
+  if (keys.includes('e2b_api_key') && cfg.launchers.includes('e2b') && !cfg.e2b_api_key) {
+    fail('launchers', 'the e2b launcher needs an E2B API key: set DOCKET_E2B_API_KEY (or e2b_api_key in config.json)');
   }
   if (keys.includes('server_url') && cfg.server_url && !/^https?:\/\//.test(cfg.server_url)) {
     fail('server_url', `must start with http:// or https://, got ${JSON.stringify(cfg.server_url)}`);

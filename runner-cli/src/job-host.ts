@@ -20,6 +20,8 @@ export interface JobHost {
   readonly stopSignal: AbortSignal;
   /** The server answered 426: the runner says how to upgrade and stops. */
   upgradeRequired(err: unknown): void;
+  /** A launcher's provider refused its credentials: the runner says so and stops. */
+  launcherRefused(message: string): void;
   /** The retry backoff of the runner's configuration (backoff_base_ms, backoff_max_ms). */
   backoff(): Backoff;
 }

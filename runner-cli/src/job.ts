@@ -7,7 +7,7 @@ import type { CallResult } from './job-attempt.js';
 import { JobEnding } from './job-end.js';
 import { LeaseWaits, movedOnState } from './job-lease.js';
 import { CheckpointUnusable, LaunchError } from './launchers/common.js';
-import type { LaunchRequest, Sandbox } from './launchers/launcher.js';
+import { LauncherRefused, type LaunchRequest, type Sandbox } from './launchers/launcher.js';
 import { sleep } from './procs.js';
 
 const TICK_MS = 500;
@@ -40,6 +40,11 @@ export class JobSupervisor extends JobEnding {
       if (i?.kind === 'ok') return this.reportStopped('a stop was requested before the sandbox launched');
       if (i) return this.afterRefusal(i);
       if (e instanceof CheckpointUnusable) return this.checkpointUnusable(e.message);
+      if (e instanceof LauncherRefused) {
+        // Every launch would be refused the same: this one is a launch failure, and no more are claimed.
+        this.runner.launcherRefused(e.message);
+        return this.launchFailed(e.message);
+      }
       const message = e instanceof LaunchError || e instanceof GitError ? e.message : `launch failed: ${errorText(e)}`;
       return this.launchFailed(message);
     }
@@ -103,6 +108,8 @@ export class JobSupervisor extends JobEnding {
       passEnv: this.runner.cfg.pass_env,
       checkoutTimeoutMs: Math.max(30_000, (claim.launch_deadline_at_ms ?? 0) - Date.now() - 5_000),
       handshakeTimeoutMs: 30_000,
+      lifetimeMs: this.lifetimeMs,
+      recordSandbox: (id) => this.db.update(this.runId, this.attempt, { sandbox_id: id }),
       signal,
     };
   }

@@ -7,7 +7,7 @@ import { JobSupervisor } from './job.js';
 import type { JobHost } from './job-host.js';
 import type { JobDb } from './jobs.js';
 import { launchers, type LauncherConfig } from './launchers/index.js';
-import type { Launcher } from './launchers/launcher.js';
+import { type Launcher, LauncherRefused } from './launchers/launcher.js';
 import { formatWait, type Output } from './output.js';
 import { sleep } from './procs.js';
 import { pruneLogs } from './prune-logs.js';
@@ -129,6 +129,28 @@ export class Runner implements JobHost {
     this.stop('the server refused the configuration');
   }
 
+  /** A launcher's provider refused its credentials (an E2B API key): every launch would fail the same. */
+  launcherRefused(message: string) {
+    if (this.exitCode === EXIT.usage) return;
+    this.exitCode = EXIT.usage;
+    this.out.emit('launcher_refused', `${message}. Fix the launcher's credentials and start \`docket-runner listen\` again; ` +
+      'running sandboxes are left as they are and the next start reconciles them.', { error: message });
+    this.stop('a launcher refused its credentials');
+  }
+
+  /** After reconciliation, each launcher removes what runs for this machine that no job holds. */
+  async sweepLaunchers() {
+    const held = new Set(this.jobs.keys());
+    for (const protocol of this.protocols) {
+      try {
+        await this.launchers[protocol]?.sweep?.(held);
+      } catch (e) {
+        if (e instanceof LauncherRefused) return this.launcherRefused(e.message);
+        this.out.emit('sweep_failed', `the ${protocol} launcher could not look for leftover sandboxes: ${errorText(e)}`, { protocol, error: errorText(e) });
+      }
+    }
+  }
+
   /** @returns the exit code */
   async run(): Promise<number> {
     this.out.emit('started', `docket-runner ${CLI_VERSION} listening to ${this.cfg.server_url} as ${this.cfg.machine_id ?? 'this machine'} ` +
@@ -137,6 +159,7 @@ export class Runner implements JobHost {
         concurrency: this.cfg.concurrency, data_dir: this.cfg.data_dir });
     await this.firstHeartbeat();
     if (!this.stopping) await reconcileAll(this);
+    if (!this.stopping) await this.sweepLaunchers();
     if (!this.stopping) this.pruneLogs();
     const heartbeats = this.heartbeatLoop();
     await this.claimLoop();

@@ -1,4 +1,4 @@
-// The one interface every launcher serves (process, docker; e2b next): launch a sandbox for a claim,
+// The one interface every launcher serves (process, docker, e2b): launch a sandbox for a claim,
 // and find it again after a restart. A job sees only this; a launcher's own settings (the docker
 // binary, its image) are given to it where the launchers are made (index.ts), so adding a launcher
 // is a module here and a row there, with no change to the job, the runner or the daemon.
@@ -35,6 +35,10 @@ export interface LaunchRequest {
   passEnv: string[];
   checkoutTimeoutMs: number;
   handshakeTimeoutMs: number;
+  /** The attempt's sandbox lifetime (the e2b launcher sets its sandbox's timeout from it). */
+  lifetimeMs: number;
+  /** Records a sandbox's id in the job database as soon as it exists, before the agent starts. */
+  recordSandbox: (id: string) => void;
   signal?: AbortSignal;
 }
 
@@ -43,4 +47,18 @@ export type Launcher = {
   launch: (req: LaunchRequest) => Promise<Sandbox>;
   /** The sandbox a job row recorded before a restart, or null when nothing of it runs any more. */
   adopt: (row: JobRow, paths: JobPaths) => Promise<Sandbox | null>;
+  /**
+   * After startup reconciliation: remove what runs for this machine but no job holds (`held`:
+   * `<run id>#<attempt>` of the jobs resumed). Throws LauncherRefused when the launcher's
+   * provider refuses its credentials.
+   */
+  sweep?: (held: Set<string>) => Promise<void>;
 };
+
+/** The launcher's provider refused its credentials: no launch can succeed, so the runner stops. */
+export class LauncherRefused extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'LauncherRefused';
+  }
+}

@@ -12,8 +12,16 @@ import type { ExitInfo, JobPaths, LaunchRequest, Sandbox } from './launcher.js';
 export const RUNNER_BIN = join(PACKAGE_DIR, 'bin', 'docket-runner.mjs');
 
 export async function launchProcess(req: LaunchRequest): Promise<Sandbox> {
+  const { command, env } = await prepareSandbox(req, req.paths.stateDir);
+  return startDaemon(req, command, env);
+}
+
+/**
+ * `docket-runner daemon -- <command>` in the work directory, once its handshake came. The e2b
+ * launcher starts its daemon here too, with the relay to its sandbox as the agent command.
+ */
+export async function startDaemon(req: LaunchRequest, command: string[], env: Record<string, string>): Promise<Sandbox> {
   const { paths } = req;
-  const { command, env } = await prepareSandbox(req, paths.stateDir);
   const log = openSync(paths.logFile, 'a', 0o600);
   let child;
   try {
