@@ -50,6 +50,8 @@ export default defineConfig(async () => {
                   AUTOPILOT_SECRET_KEY: "test-autopilot-secret-key-0123456789abcdef",
                   // Short long-polls keep "nothing came" answers quick; other timings keep their defaults.
                   CLAIM_WAIT_MS: "1000",
+                  // Tests make tokens that expire within milliseconds; test/workers/credentials.test.ts checks the real minimum.
+                  TOKEN_TTL_MIN_MS: "1",
                   // Every answer of every suite is checked against the OpenAPI document (src/openapi/operation.ts).
                   CONTRACT_CHECK: "enforce",
                   BACKOFF_BASE_MS: "1000",

@@ -11,7 +11,7 @@ export const CreateTokenBody = z
     kind: z.enum(["member", "registration"]),
     role: z.enum(["admin", "member"]).optional(),
     name: z.string().trim().min(1).max(100).optional(),
-    // Registration tokens only: the expiry (at most REGISTRATION_TOKEN_TTL_MAX_MS) and how many registrations it allows.
+    // The expiry (any token; a registration token's is at most REGISTRATION_TOKEN_TTL_MAX_MS), and how many registrations a registration token allows.
     expires_in_ms: z.number().int().min(1).optional(),
     max_uses: z.number().int().min(1).max(1_000_000).optional(),
   })

@@ -12,17 +12,22 @@ import { operation } from "../openapi/operation";
 import { CreatedOrg, CreatedToken, CreateOrgBody, CreateTokenBody, RotateCallbackSecretBody, RotatedCallbackSecret } from "../protocol/tokens";
 import { validate } from "../validate";
 
-/** When a new registration token expires: its creator's choice within the maximum, else the default. */
-function registrationExpiry(body: CreateTokenBody, config: Config, nowMs: number): number | null {
-  if (body.kind !== "registration") {
-    for (const field of ["expires_in_ms", "max_uses"] as const) {
-      if (body[field] !== undefined) throw new DocketError("invalid_request", `body ${field}: only registration tokens expire or count their uses`, { field });
-    }
-    return null;
+/**
+ * When a new token expires: its creator's choice, else never for a member token and after the
+ * default for a registration token (at most the maximum). An expiry shorter than TOKEN_TTL_MIN_MS is
+ * refused: the token would be expired before anyone could use it.
+ */
+function tokenExpiry(body: CreateTokenBody, config: Config, nowMs: number): number | null {
+  if (body.kind === "member" && body.max_uses !== undefined) {
+    throw new DocketError("invalid_request", "body max_uses: only registration tokens count their uses", { field: "max_uses" });
   }
-  if (body.role !== undefined) throw new DocketError("invalid_request", "body role: only member tokens have a role", { field: "role" });
-  const ttlMs = body.expires_in_ms ?? config.registrationTokenTtlMs;
-  if (ttlMs > config.registrationTokenTtlMaxMs) {
+  if (body.kind === "registration" && body.role !== undefined) throw new DocketError("invalid_request", "body role: only member tokens have a role", { field: "role" });
+  const ttlMs = body.expires_in_ms ?? (body.kind === "registration" ? config.registrationTokenTtlMs : null);
+  if (ttlMs === null) return null;
+  if (ttlMs < config.tokenTtlMinMs) {
+    throw new DocketError("invalid_request", `body expires_in_ms: must be at least ${config.tokenTtlMinMs} (TOKEN_TTL_MIN_MS); a token that expires sooner would be expired before it is used`, { field: "expires_in_ms", min: config.tokenTtlMinMs });
+  }
+  if (body.kind === "registration" && ttlMs > config.registrationTokenTtlMaxMs) {
     throw new DocketError("invalid_request", `body expires_in_ms: must be at most ${config.registrationTokenTtlMaxMs}`, { field: "expires_in_ms" });
   }
   return nowMs + ttlMs;
@@ -81,7 +86,7 @@ export const orgRoutes = new Hono<AppEnv>()
     const body = c.req.valid("json");
     const role = body.kind === "member" ? (body.role ?? "member") : null;
     const now = Date.now();
-    const limits = { createdAtMs: now, expiresAtMs: registrationExpiry(body, c.get("config"), now), maxUses: body.max_uses ?? null };
+    const limits = { createdAtMs: now, expiresAtMs: tokenExpiry(body, c.get("config"), now), maxUses: body.max_uses ?? null };
     const { row, answer } = await mintToken(c.env.DB, c.get("caller").orgId, body.kind, role, body.name ?? null, limits);
     await drizzle(c.env.DB).insert(tokens).values(row);
     return c.json(answer, 201);

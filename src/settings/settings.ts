@@ -95,6 +95,8 @@ export interface Config {
   /** Registration tokens: how long one works when its creator names no expiry, and the longest expiry allowed. */
   registrationTokenTtlMs: number;
   registrationTokenTtlMaxMs: number;
+  /** The shortest expiry a new token may have: one that expires sooner would be dead before anyone could use it. */
+  tokenTtlMinMs: number;
   /** After a callback secret rotation, how long callbacks are signed with the old secret too. */
   callbackSecretOverlapMs: number;
   /** Request bodies: the most bytes of any JSON body, and of a daemon report (which carries the patch); more is 413 before parsing. */
@@ -266,6 +268,7 @@ export const DEFAULTS: Config = {
   buildDispatchTimeoutMs: 60_000,
   registrationTokenTtlMs: 604_800_000,
   registrationTokenTtlMaxMs: 2_592_000_000,
+  tokenTtlMinMs: 60_000,
   callbackSecretOverlapMs: 86_400_000,
   requestBodyMaxBytes: 1_048_576,
   reportBodyMaxBytes: 8_388_608,

@@ -57,6 +57,7 @@ const VAR_NAMES: Record<keyof Config, string> = {
   buildDispatchTimeoutMs: "BUILD_DISPATCH_TIMEOUT_MS",
   registrationTokenTtlMs: "REGISTRATION_TOKEN_TTL_MS",
   registrationTokenTtlMaxMs: "REGISTRATION_TOKEN_TTL_MAX_MS",
+  tokenTtlMinMs: "TOKEN_TTL_MIN_MS",
   callbackSecretOverlapMs: "CALLBACK_SECRET_OVERLAP_MS",
   requestBodyMaxBytes: "REQUEST_BODY_MAX_BYTES",
   reportBodyMaxBytes: "REPORT_BODY_MAX_BYTES",
@@ -163,6 +164,9 @@ export function parseConfig(vars: Record<string, unknown>): Config {
   if (config.buildReservationCents < 1) throw new Error("BUILD_RESERVATION_CENTS must be at least 1");
   if (config.registrationTokenTtlMs < 1 || config.registrationTokenTtlMs > config.registrationTokenTtlMaxMs) {
     throw new Error("REGISTRATION_TOKEN_TTL_MS must be at least 1 and at most REGISTRATION_TOKEN_TTL_MAX_MS");
+  }
+  if (config.tokenTtlMinMs < 1 || config.tokenTtlMinMs > config.registrationTokenTtlMs) {
+    throw new Error("TOKEN_TTL_MIN_MS must be at least 1 and at most REGISTRATION_TOKEN_TTL_MS");
   }
   for (const [key, ceiling] of Object.entries(BOUND_CEILINGS) as [keyof typeof BOUND_CEILINGS, number][]) {
     if (config[key] > ceiling) throw new Error(`${VAR_NAMES[key]} must be at most ${ceiling}, got ${config[key]}`);

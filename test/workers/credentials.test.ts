@@ -2,10 +2,12 @@
 // count their uses, machines deregistered with their attempts left to the reaper
 // (docs/protocol.md, "Organizations and tokens" and "Runners").
 
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { DEFAULTS } from "../../src/config";
 import { revokeToken } from "../../src/credentials/tokens";
+import worker from "../../src/index";
 import { sha256Hex } from "../../src/lib/crypto";
 import { dispatchBuild, readyToBuild } from "./builds-helpers";
 import { ageRun, attemptCall, call, claim, CLI_VERSION, createOrg, dispatch, getRun, registerRunner, runAlarm, schedulerOf, sleep, untilClaimWaits } from "./helpers";
@@ -175,6 +177,48 @@ describe("revoking tokens", () => {
     const malformed = await revoke(admin, "nope");
     expect(malformed.status).toBe(400);
     expect(malformed.body.error).toMatchObject({ code: "invalid_request", field: "id" });
+  });
+});
+
+/** POST /v1/tokens under the deployment's real TOKEN_TTL_MIN_MS (the tests' binding lowers it). */
+async function mintUnderDefaults(admin: string, body: Record<string, unknown>) {
+  const request = new Request("http://docket.test/v1/tokens", { method: "POST", headers: { Authorization: `Bearer ${admin}`, "Content-Type": "application/json" }, body: JSON.stringify(body) });
+  const ctx = createExecutionContext();
+  const res = await worker.fetch(request, { ...env, TOKEN_TTL_MIN_MS: String(DEFAULTS.tokenTtlMinMs) }, ctx);
+  await waitOnExecutionContext(ctx);
+  return { status: res.status, body: (await res.json()) as Record<string, any> };
+}
+
+describe("token expiry at creation", () => {
+  it("a token that would expire before TOKEN_TTL_MIN_MS is refused at creation with 400 naming expires_in_ms, and nothing is made", async () => {
+    const { admin } = await createOrg();
+    const listed = async () => (await call("GET", "/v1/tokens", { token: admin })).body.tokens.length;
+    const before = await listed();
+    for (const kind of ["registration", "member"]) {
+      const refused = await mintUnderDefaults(admin, { kind, expires_in_ms: 1 });
+      expect(refused.status).toBe(400);
+      expect(refused.body.error).toMatchObject({ code: "invalid_request", field: "expires_in_ms", min: DEFAULTS.tokenTtlMinMs });
+      expect(refused.body.error.message).toContain("TOKEN_TTL_MIN_MS");
+    }
+    expect(await listed()).toBe(before);
+    const shortest = await mintUnderDefaults(admin, { kind: "registration", expires_in_ms: DEFAULTS.tokenTtlMinMs });
+    expect(shortest.status).toBe(201);
+    expect(shortest.body.status).toBe("active");
+  });
+
+  it("a member token may expire: its expiry is shown, and past it the token is refused with 401 reason expired", async () => {
+    const { admin } = await createOrg();
+    const forever = await mint(admin, { kind: "member" });
+    expect(forever.expires_at_ms).toBeNull();
+    const member = await mint(admin, { kind: "member", role: "member", expires_in_ms: 50 });
+    expect(member.expires_at_ms).toBe(member.created_at_ms + 50);
+    await sleep(100);
+    const refused = await call("GET", "/v1/runs", { token: member.token });
+    expect(refused.status).toBe(401);
+    expect(refused.body.error).toMatchObject({ code: "unauthorized", reason: "expired" });
+    const listed = (await call("GET", "/v1/tokens?kind=member", { token: admin })).body.tokens.find((t: { id: string }) => t.id === member.id);
+    expect(listed).toMatchObject({ status: "expired", expires_at_ms: member.expires_at_ms });
+    expect((await call("GET", "/v1/runs", { token: forever.token })).status).toBe(200);
   });
 });
 
