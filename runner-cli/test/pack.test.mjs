@@ -39,4 +39,23 @@ describe('npm pack -w runner-cli', () => {
     expect(built.every((f) => f.endsWith('.js'))).toBe(true);
     expect(built.length).toBeGreaterThanOrEqual(10);
   });
+
+  it('the README\'s pack command writes runner-cli/docket-runner-<version>.tgz, as it says, and leaves nothing untracked', () => {
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const line = readme.split('\n').find((l) => l.includes('npm pack -w runner-cli'));
+    const [command, says] = line.replace(/^npm ci && /, '').split('#');
+    expect(says).toContain('runner-cli/docket-runner-<version>.tgz');
+    const { version } = JSON.parse(readFileSync(join(RUNNER_DIR, 'package.json'), 'utf8'));
+    const tarball = join(RUNNER_DIR, `docket-runner-${version}.tgz`);
+    const untracked = () => execFileSync('git', ['status', '--porcelain', '--untracked-files=all'], { cwd: ROOT, encoding: 'utf8' }).split('\n').filter((l) => l.endsWith('.tgz'));
+    const before = untracked();
+    try {
+      // As printed, at the repository root; dist/ is fresh, so its build step is skipped.
+      execFileSync('sh', ['-c', `${command.trim()} --ignore-scripts`], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
+      expect(existsSync(tarball)).toBe(true);
+      expect(untracked()).toEqual(before);
+    } finally {
+      rmSync(tarball, { force: true });
+    }
+  });
 });
