@@ -19,6 +19,7 @@ import { machineId, runId, tokenId } from "../protocol/common";
 import { hourlyActivity } from "./activity";
 import { apiCall, apiResponse, type Api } from "./api";
 import { DASH_SCRIPTS } from "./assets";
+import { AutopilotProjectPage, AutopilotProjectsPage } from "./autopilot-pages";
 import { attemptMarks } from "./charts";
 import { CreditsPage, ErrorPage, QueuePage, RunnersPage, RunPage, RunsPage, SignInPage, TokensPage } from "./pages";
 import { DASH, endSession, requireSession, SESSION_ENDED, startSession, verifyMember } from "./session";
@@ -209,6 +210,14 @@ function readRoutes(dash: Hono<AppEnv>, api: Api): void {
   dash.get("/runners/:id", page(async (c) => {
     const runner = await findListed(c, api, `/v1/runners?limit=${c.get("config").dashboardRowsMax}`, "runners", machineParam(c));
     return c.html(<RunnersPage title={`Runner ${runner.name}`} runners={[runner]} nowMs={Date.now()} connectedWindowMs={window(c)} admin={isAdmin(c)} />);
+  }));
+  dash.get("/autopilot", page(async (c) => {
+    const projects = (await read(c, api, `/v1/autopilot/projects?limit=${c.get("config").dashboardRowsMax}`)).projects as Json[];
+    return c.html(<AutopilotProjectsPage projects={projects} admin={isAdmin(c)} />);
+  }));
+  dash.get("/autopilot/:id", page(async (c) => {
+    const project = await read(c, api, `/v1/autopilot/projects/${pathParam(c, "id", autopilotProjectId, "autopilot project")}`);
+    return c.html(<AutopilotProjectPage project={project} admin={isAdmin(c)} />);
   }));
   dash.get("/credits", page(async (c) => {
     const limit = c.get("config").dashboardRowsMax;
