@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { jobPaths } from '../src/launchers/common.ts';
-import { containerName, dockerRunArgv } from '../src/launchers/docker.ts';
+import { containerName, containerServerUrl, dockerRunArgv } from '../src/launchers/docker.ts';
 import { launchers } from '../src/launchers/index.ts';
 
 const base = {
@@ -57,6 +57,19 @@ describe('docker launcher argv', () => {
     expect(argv[argv.indexOf('--network') + 1]).toBe('host');
     expect(argv[argv.indexOf('--user') + 1]).toBe('1000:1000');
     expect(argv.indexOf('--network')).toBeLessThan(argv.indexOf('node:20'));
+  });
+
+  it("hands a server on the runner's loopback to the container's daemon at the engine's host gateway, and any other URL as it is", () => {
+    for (const url of ['http://127.0.0.1:8787', 'http://localhost:8787/', 'http://[::1]:8787']) {
+      expect(containerServerUrl(url, null)).toEqual({ url: url.replace(/127\.0\.0\.1|localhost|\[::1\]/, 'host.docker.internal'), hostGateway: true });
+      expect(containerServerUrl(url, 'bridge').hostGateway).toBe(true);
+      expect(containerServerUrl(url, 'host')).toEqual({ url, hostGateway: false });
+    }
+    expect(containerServerUrl('https://docket.example.com', null)).toEqual({ url: 'https://docket.example.com', hostGateway: false });
+    const argv = dockerRunArgv({ ...base, hostGateway: true });
+    expect(argv.slice(argv.indexOf('--add-host'), argv.indexOf('--add-host') + 2)).toEqual(['--add-host', 'host.docker.internal:host-gateway']);
+    expect(argv.indexOf('--add-host')).toBeLessThan(argv.indexOf('node:20'));
+    expect(dockerRunArgv(base)).not.toContain('--add-host');
   });
 
   it('makes container names docker accepts', () => {
