@@ -202,6 +202,46 @@ describe('the e2b launcher', () => {
     expect(forAttempt).toHaveLength(1);
     await until(() => first.e2b.alive().length === 0);
   }, 60_000);
+
+  it('a pause checkpoints the work out of the sandbox, and another runner resumes it in a new sandbox', async () => {
+    const repo = repoWithCheckout(tmp('docket-e2b-repo-'));
+    const before = agentScript(`
+      writeFileSync('work.txt', 'before the pause\\n');
+      process.on('SIGUSR1', () => {
+        writeFileSync(process.env.DOCKET_CHECKPOINT_FILE, JSON.stringify({ session_id: 'sess-1', session: { turns: 2 } }));
+        process.exit(0);
+      });
+      console.log('ready');
+      setInterval(() => {}, 1000);`);
+    let ready = false;
+    const first = await docket(claimOf(before, { repository: { url: repo.bare, commit: repo.base } }), (path, body) => {
+      ready ||= path.endsWith('/reports') && (body.lines ?? []).includes('ready');
+      if (path.endsWith('/lease') && ready) return answer({ state: 'pausing', pause_requested: true });
+      if (path.endsWith('/checkpoint')) return answer({ state: 'paused', lease_expires_at_ms: null });
+      return null;
+    });
+    const a = await e2bListen(first);
+    const paused = await a.waitFor('run_ended', 30_000);
+    expect(paused.outcome).toBe('paused');
+    const cp = first.requests.find((r) => r.path.endsWith('/checkpoint')).body;
+    expect(cp.patch).toContain('+before the pause');
+    expect(cp.session_id).toBe('sess-1');
+    await until(() => a.e2b.alive().length === 0);
+
+    const after = agentScript(`
+      const resume = JSON.parse(readFileSync(process.env.DOCKET_RESUME_FILE, 'utf8'));
+      writeFileSync('work.txt', readFileSync('work.txt', 'utf8') + 'after, in session ' + resume.session_id + '\\n');`);
+    const checkpoint = { attempt: 1, session_id: cp.session_id, last_phase: null, pending_actions: [], session: JSON.stringify(cp.session),
+      patch: cp.patch, source_revision: cp.source_revision, note: null, at_ms: Date.now() };
+    const second = await docket(claimOf(after, { attempt: 2, repository: { url: repo.bare, commit: repo.base }, checkpoint }), (path, body) =>
+      answer({ attempt: 2, ...(path.endsWith('/reports') && body.final ? { state: 'completed' } : {}) }));
+    const b = await e2bListen(second);
+    expect((await b.waitFor('run_ended', 30_000)).outcome).toBe('completed');
+    const final = second.requests.find((r) => r.body?.final).body.final;
+    expect(final.artifact.patch).toContain('+before the pause');
+    expect(final.artifact.patch).toContain('+after, in session sess-1');
+    expect([...b.e2b.sandboxes.values()].map((x) => x.metadata.docket_attempt)).toEqual(['1', '2']);
+  }, 90_000);
 });
 
 describe('the e2b launcher and its configuration', () => {
