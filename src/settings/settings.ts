@@ -232,7 +232,7 @@ export const DEFAULTS: Config = {
   claimWaitMs: 55_000,
   heartbeatIntervalMs: 30_000,
   minCliVersion: "0.1.0",
-  launchProtocols: ["process", "docker"],
+  launchProtocols: ["process", "docker", "e2b"],
   runnerUpgradeHint:
     "install the current runner tarball this deployment's operators publish: `npm install -g ./docket-runner-<version>.tgz` (runner-cli/README.md, \"Install\")",
   sweepOutageThresholdMs: 180_000,

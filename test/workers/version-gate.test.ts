@@ -20,9 +20,18 @@ describe("the version gate", () => {
   it("register with no launch protocol in common is 426", async () => {
     const { admin } = await createOrg();
     const reg = (await call("POST", "/v1/tokens", { token: admin, body: { kind: "registration" } })).body.token;
-    const res = await call("POST", "/v1/runners/register", { token: reg, body: { name: "x", protocols: ["e2b"], cli_version: "1.0.0" } });
+    const res = await call("POST", "/v1/runners/register", { token: reg, body: { name: "x", protocols: ["firecracker"], cli_version: "1.0.0" } });
     expect(res.status).toBe(426);
-    expect(res.body.error.protocols).toEqual(["process", "docker"]);
+    expect(res.body.error.protocols).toEqual(["process", "docker", "e2b"]);
+  });
+
+  it("a runner that serves only e2b (the seed's sandbox) registers and claims an e2b run", async () => {
+    const { admin } = await createOrg();
+    const runner = await registerRunner(admin, { protocols: ["e2b"] });
+    const runId = await dispatch(admin, { launch: { protocol: "e2b", command: ["agent"] } });
+    const res = await call("POST", "/v1/runners/claim", { token: runner.token, body: { cli_version: "0.1.0", protocols: ["e2b"], wait_ms: 0 } });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ run_id: runId, launch: { protocol: "e2b" } });
   });
 
   it("a claim below the minimum version is 426 and hands out no work", async () => {
@@ -31,7 +40,7 @@ describe("the version gate", () => {
     const runId = await dispatch(admin);
     const res = await call("POST", "/v1/runners/claim", { token: runner.token, body: { cli_version: "0.0.1", protocols: ["process"], wait_ms: 0 } });
     expect(res.status).toBe(426);
-    const noProtocol = await call("POST", "/v1/runners/claim", { token: runner.token, body: { cli_version: "0.1.0", protocols: ["e2b"], wait_ms: 0 } });
+    const noProtocol = await call("POST", "/v1/runners/claim", { token: runner.token, body: { cli_version: "0.1.0", protocols: ["firecracker"], wait_ms: 0 } });
     expect(noProtocol.status).toBe(426);
     expect((await getRun(admin, runId)).state).toBe("queued");
     expect((await claim(runner.token, 0)).status).toBe(200);
