@@ -4,7 +4,9 @@
 // written only when the guard won, and one statement that adds the operation's entries to the
 // balance. The batch is one SQL transaction, so either all of it happens or none.
 
-import type { LedgerKind } from "../db/ledger-schema";
+import { drizzle } from "drizzle-orm/d1";
+import { creditBalances, type LedgerKind } from "../db/ledger-schema";
+import { statementOf } from "../lib/cost";
 import { newId } from "../lib/crypto";
 
 /**
@@ -29,6 +31,7 @@ function deltaSql(total: "granted" | "held" | "spent"): string {
   return `(SELECT COALESCE(SUM(CASE kind ${arms} ELSE 0 END), 0) FROM ledger_entries WHERE op_id = ?1)`;
 }
 
+// Raw SQL: each total adds a sum over the operation's entries, built from ENTRY_EFFECT, which drizzle's set() would only wrap as sql text.
 const APPLY_OP_SQL = `UPDATE credit_balances SET
   granted_cents = granted_cents + ${deltaSql("granted")},
   held_cents = held_cents + ${deltaSql("held")},
@@ -46,9 +49,8 @@ const NEXT_SEQ = `(SELECT COALESCE(MAX(seq), 0) + 1 FROM ledger_entries WHERE or
 
 /** Makes sure the organization has a balance row (all zero) before its first grant. */
 export function ensureBalance(db: D1Database, orgId: string, nowMs: number): D1PreparedStatement {
-  return db
-    .prepare("INSERT INTO credit_balances (org_id, granted_cents, held_cents, spent_cents, updated_at_ms) VALUES (?, 0, 0, 0, ?) ON CONFLICT (org_id) DO NOTHING")
-    .bind(orgId, nowMs);
+  const zero = { orgId, grantedCents: 0, heldCents: 0, spentCents: 0, updatedAtMs: nowMs };
+  return statementOf(db, drizzle(db).insert(creditBalances).values(zero).onConflictDoNothing({ target: creditBalances.orgId }));
 }
 
 /** A grant entry, written unless a grant with the same external key exists. */
@@ -56,6 +58,7 @@ export function insertGrant(
   db: D1Database,
   e: { id: string; orgId: string; opId: string; amountCents: number; actor: string; note: string | null; externalKey: string | null; nowMs: number },
 ): D1PreparedStatement {
+  // Raw SQL: a conditional INSERT … SELECT whose guard decides and whose seq is computed in the statement; drizzle's insert takes rows.
   return db
     .prepare(
       `INSERT INTO ledger_entries (id, org_id, seq, op_id, kind, amount_cents, job_id, request_id, actor, note, external_key, created_at_ms)
@@ -98,6 +101,7 @@ export function insertHeldEntry(
 ): D1PreparedStatement {
   const h = HOLDERS[e.holder];
   const always = e.kind === "settle" || e.kind === "reserve";
+  // Raw SQL: an INSERT … SELECT from the holder's table with a computed seq, written only when the holder's compare-and-swap won.
   return db
     .prepare(
       `INSERT INTO ledger_entries (id, org_id, seq, op_id, kind, amount_cents, job_id, request_id, run_id, actor, note, external_key, created_at_ms)

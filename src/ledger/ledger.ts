@@ -1,9 +1,9 @@
 // The credit ledger: balances, entries, grants and the audit that recomputes everything from the
 // append-only entries (../shared/DESIGN.md, invariant 5: available + held + spent = granted).
 
-import { and, desc, eq } from "drizzle-orm";
+import { and, count, desc, eq, inArray, sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
-import { creditBalances, ledgerEntries, LEDGER_KINDS, type LedgerKind } from "../db/ledger-schema";
+import { buildJobs, creditBalances, ledgerEntries, LEDGER_KINDS, runReservations, type LedgerKind } from "../db/ledger-schema";
 import { DocketError } from "../errors";
 import type { CreditAudit, CreditEntry } from "../protocol/credits";
 import { newId } from "../lib/crypto";
@@ -108,13 +108,15 @@ export interface AuditProblem {
  * entries, and compares both with what is stored. `ok` is the ledger identity check.
  */
 export async function audit(db: D1Database, orgId: string): Promise<CreditAudit> {
-  const sums = await db
-    .prepare("SELECT kind, COALESCE(SUM(amount_cents), 0) AS total, COUNT(*) AS n FROM ledger_entries WHERE org_id = ? GROUP BY kind")
-    .bind(orgId)
-    .all<{ kind: LedgerKind; total: number; n: number }>();
+  const orm = drizzle(db);
+  const sums = await orm
+    .select({ kind: ledgerEntries.kind, total: sql<number>`COALESCE(SUM(${ledgerEntries.amountCents}), 0)`, n: count() })
+    .from(ledgerEntries)
+    .where(eq(ledgerEntries.orgId, orgId))
+    .groupBy(ledgerEntries.kind);
   const byKind = Object.fromEntries(LEDGER_KINDS.map((k) => [k, 0])) as Record<LedgerKind, number>;
   let entries = 0;
-  for (const row of sums.results) {
+  for (const row of sums) {
     byKind[row.kind] = row.total;
     entries += row.n;
   }
@@ -136,47 +138,26 @@ export async function audit(db: D1Database, orgId: string): Promise<CreditAudit>
   if (availableDerived < 0) problems.push({ what: "available_cents is negative", found: availableDerived });
 
   // Every job: its stored money equals its own entries, and a held reservation has no settlement yet.
-  const jobs = await db
-    .prepare(
-      `SELECT j.id AS job_id, j.status, j.reserved_cents, j.settled_cents, j.released_cents, j.charged_cents,
-         COALESCE(SUM(CASE e.kind WHEN 'reserve' THEN e.amount_cents END), 0) AS reserve,
-         COALESCE(SUM(CASE e.kind WHEN 'settle' THEN e.amount_cents END), 0) AS settle,
-         COALESCE(SUM(CASE e.kind WHEN 'release' THEN e.amount_cents END), 0) AS release_,
-         COALESCE(SUM(CASE e.kind WHEN 'charge' THEN e.amount_cents END), 0) AS charge
-       FROM build_jobs j LEFT JOIN ledger_entries e ON e.org_id = j.org_id AND e.job_id = j.id
-       WHERE j.org_id = ? GROUP BY j.id`,
-    )
-    .bind(orgId)
-    .all<{
-      job_id: string;
-      status: string;
-      reserved_cents: number;
-      settled_cents: number;
-      released_cents: number;
-      charged_cents: number;
-      reserve: number;
-      settle: number;
-      release_: number;
-      charge: number;
-    }>();
+  const jobs = await jobsWithEntries(db, orgId);
   let heldByJobs = 0;
-  for (const j of jobs.results) {
+  for (const j of jobs) {
     const held = j.status !== "settled" && j.status !== "released";
     if (held) heldByJobs += j.reserve - j.settle - j.release_;
     const check = (what: string, expected: number, found: number) => {
-      if (expected !== found) problems.push({ what, job_id: j.job_id, expected, found });
+      if (expected !== found) problems.push({ what, job_id: j.jobId, expected, found });
     };
-    check("reserve entry vs reserved_cents", j.reserved_cents, j.reserve);
-    check("settle entries vs settled_cents", j.settled_cents, j.settle);
-    check("release entries vs released_cents", j.released_cents, j.release_);
-    check("charge entries vs charged_cents", j.charged_cents, j.charge);
+    check("reserve entry vs reserved_cents", j.reservedCents, j.reserve);
+    check("settle entries vs settled_cents", j.settledCents, j.settle);
+    check("release entries vs released_cents", j.releasedCents, j.release_);
+    check("charge entries vs charged_cents", j.chargedCents, j.charge);
     check(held ? "a held job has settled or released credit" : "a finished job's reservation is not fully settled and released", held ? 0 : j.reserve, j.settle + j.release_);
   }
   // Autopilot runs' model-spend reservations hold credit too (src/autopilot/run-budget.ts).
-  const runs = await db
-    .prepare("SELECT COALESCE(SUM(reserved_cents), 0) AS held FROM run_reservations WHERE org_id = ? AND status IN ('held', 'cost_review', 'reconcile')")
-    .bind(orgId)
-    .first<{ held: number }>();
+  const runs = await orm
+    .select({ held: sql<number>`COALESCE(SUM(${runReservations.reservedCents}), 0)` })
+    .from(runReservations)
+    .where(and(eq(runReservations.orgId, orgId), inArray(runReservations.status, ["held", "cost_review", "reconcile"])))
+    .get();
   compare("held_cents (held jobs vs balance)", heldByJobs + (runs?.held ?? 0), stored.held_cents);
   return {
     ok: problems.length === 0,
@@ -184,7 +165,33 @@ export async function audit(db: D1Database, orgId: string): Promise<CreditAudit>
     balance: stored,
     derived: { granted_cents: derived.granted, available_cents: availableDerived, held_cents: derived.held, spent_cents: derived.spent },
     entries,
-    jobs: jobs.results.length,
+    jobs: jobs.length,
     problems,
   };
+}
+
+/** The sum of a job's entries of one kind. */
+function entriesOf(kind: LedgerKind) {
+  return sql<number>`COALESCE(SUM(CASE ${ledgerEntries.kind} WHEN ${kind} THEN ${ledgerEntries.amountCents} END), 0)`;
+}
+
+/** Every job of the organization with its stored money and the sums of its own entries of each kind. */
+function jobsWithEntries(db: D1Database, orgId: string) {
+  return drizzle(db)
+    .select({
+      jobId: buildJobs.id,
+      status: buildJobs.status,
+      reservedCents: buildJobs.reservedCents,
+      settledCents: buildJobs.settledCents,
+      releasedCents: buildJobs.releasedCents,
+      chargedCents: buildJobs.chargedCents,
+      reserve: entriesOf("reserve"),
+      settle: entriesOf("settle"),
+      release_: entriesOf("release"),
+      charge: entriesOf("charge"),
+    })
+    .from(buildJobs)
+    .leftJoin(ledgerEntries, and(eq(ledgerEntries.orgId, buildJobs.orgId), eq(ledgerEntries.jobId, buildJobs.id)))
+    .where(eq(buildJobs.orgId, orgId))
+    .groupBy(buildJobs.id);
 }

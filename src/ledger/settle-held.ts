@@ -60,6 +60,7 @@ export function runEndStatements(
   });
   const h = HOLDERS[e.holder];
   const set = [...sharedAssignments(decision, opId, nowMs), ...(e.holder === "job" ? jobAssignments(decision, run, nowMs) : [])];
+  // Raw SQL: the compare-and-swap that decides, one text for either holder's table (HOLDERS), as the entries it guards are.
   const decide = db
     .prepare(`UPDATE ${h.table} SET ${set.map(([sql]) => sql).join(", ")} WHERE org_id = ? AND ${h.key} = ? AND ${OPEN_STATUSES[e.holder]} AND reserved_cents = ?`)
     .bind(...set.map(([, value]) => value), e.orgId, e.holderId, e.reservedCents);
@@ -89,6 +90,7 @@ function resolutionStatements(
 ): { statements: D1PreparedStatement[]; chargeCents: number } {
   const h = HOLDERS[e.holder];
   const { settleCents, releaseCents, chargeCents } = resolveCost(e.reservedCents, e.costCents);
+  // Raw SQL: the compare-and-swap that decides, guarded by the balance that must cover the charge, for either holder's table.
   const decide = db
     .prepare(
       `UPDATE ${h.table} SET status = 'settled', cost_cents = ?1, settled_cents = ?2, released_cents = ?3, charged_cents = ?4,

@@ -39,6 +39,15 @@ export async function countedAll<T>(cost: Cost, statement: D1PreparedStatement):
   return result.results;
 }
 
+/**
+ * A query built with drizzle as a bound D1 statement, so it can join one D1 batch with statements
+ * drizzle cannot say (the ledger's, src/ledger/entries.ts). Rows come back under the columns' names.
+ */
+export function statementOf(db: D1Database, query: { toSQL(): { sql: string; params: unknown[] } }): D1PreparedStatement {
+  const { sql, params } = query.toSQL();
+  return db.prepare(sql).bind(...params);
+}
+
 /** Runs bound statements in one D1 batch (one round trip) and counts their rows. */
 export async function countedBatch<T>(cost: Cost, db: D1Database, statements: D1PreparedStatement[]): Promise<T[][]> {
   if (statements.length === 0) return [];
