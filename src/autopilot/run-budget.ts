@@ -5,7 +5,11 @@
 // the hold is spent and the rest released; a cost above the hold, or unknown, stays held for cost
 // review, never capped.
 
+import { and, eq, sql } from "drizzle-orm";
+import { drizzle } from "drizzle-orm/d1";
+import { runReservations } from "../db/ledger-schema";
 import type { Env, OutboxMessage } from "../env";
+import { statementOf } from "../lib/cost";
 import { newId } from "../lib/crypto";
 import { log } from "../lib/log";
 import { applyOp, insertHeldEntry, type AmountColumn } from "../ledger/entries";
@@ -38,6 +42,7 @@ export async function reserveRunBudget(env: Env, input: { orgId: string; runId: 
   const opId = newId("op");
   const nowMs = Date.now();
   const results = await db.batch([
+    // Raw SQL: a conditional INSERT … SELECT guarded by the balance, whose upsert re-holds only a released row; drizzle's insert takes rows.
     db
       .prepare(
         `INSERT INTO run_reservations (org_id, run_id, project_id, status, reserved_cents, cost_cents, settled_cents, released_cents, last_op_id, created_at_ms, updated_at_ms)
@@ -52,7 +57,7 @@ export async function reserveRunBudget(env: Env, input: { orgId: string; runId: 
     applyOp(db, input.orgId, opId, nowMs),
   ]);
   if (results[0].meta.changes === 1) return "reserved";
-  const existing = await db.prepare("SELECT status FROM run_reservations WHERE org_id = ? AND run_id = ?").bind(input.orgId, input.runId).first<{ status: string }>();
+  const existing = await drizzle(db).select({ status: runReservations.status }).from(runReservations).where(reservationOf(input.orgId, input.runId)).get();
   if (!existing || existing.status === "released") return "insufficient_credit";
   return existing.status === "held" ? "already_reserved" : "ended";
 }
@@ -62,41 +67,40 @@ export async function releaseRunBudget(env: Env, orgId: string, runId: string, r
   const db = env.DB;
   const opId = newId("op");
   const nowMs = Date.now();
+  const release = drizzle(db)
+    .update(runReservations)
+    .set({ status: "released", releasedCents: sql`${runReservations.reservedCents}`, lastOpId: opId, updatedAtMs: nowMs })
+    .where(and(reservationOf(orgId, runId), eq(runReservations.status, "held")));
   const results = await db.batch([
-    db
-      .prepare(
-        `UPDATE run_reservations SET status = 'released', released_cents = reserved_cents, last_op_id = ?, updated_at_ms = ?
-         WHERE org_id = ? AND run_id = ? AND status = 'held'`,
-      )
-      .bind(opId, nowMs, orgId, runId),
+    statementOf(db, release),
     insertRunEntry(db, { orgId, runId, opId, kind: "release", column: "released_cents", note: reason, nowMs }),
     applyOp(db, orgId, opId, nowMs),
   ]);
   return results[0].meta.changes === 1;
 }
 
-interface ReservationRow {
-  org_id: string;
-  run_id: string;
-  project_id: string;
-  status: string;
-  reserved_cents: number;
-  cost_cents: number | null;
-  settled_cents: number;
-  charged_cents: number;
+/** The reservation row of a run. */
+function reservationOf(orgId: string, runId: string) {
+  return and(eq(runReservations.orgId, orgId), eq(runReservations.runId, runId));
+}
+
+type ReservationRow = typeof runReservations.$inferSelect;
+
+async function readReservation(db: D1Database, orgId: string, runId: string): Promise<ReservationRow | undefined> {
+  return drizzle(db).select().from(runReservations).where(reservationOf(orgId, runId)).get();
 }
 
 /** Settles a held reservation from its ended run, exactly once (a compare-and-swap on status 'held'). */
 async function settleReservation(env: Env, row: ReservationRow, run: RunView): Promise<void> {
-  const holder = { holder: "run" as const, orgId: row.org_id, holderId: row.run_id, reservedCents: row.reserved_cents };
+  const holder = { holder: "run" as const, orgId: row.orgId, holderId: row.runId, reservedCents: row.reservedCents };
   const { statements } = runEndStatements(env.DB, { ...holder, run, actor: "scheduler", opId: newId("op"), nowMs: Date.now() });
   await env.DB.batch(statements);
 }
 
 /** How the scheduler's budget hold ends, read from the settled (or held for review) reservation. */
 function holdEnd(row: ReservationRow): HoldEnd | null {
-  if (row.status === "settled") return { status: "settled", costCents: row.settled_cents + row.charged_cents };
-  if (row.status === "cost_review" || row.status === "reconcile") return { status: "review", costCents: row.cost_cents };
+  if (row.status === "settled") return { status: "settled", costCents: row.settledCents + row.chargedCents };
+  if (row.status === "cost_review" || row.status === "reconcile") return { status: "review", costCents: row.costCents };
   return null;
 }
 
@@ -108,19 +112,18 @@ function holdEnd(row: ReservationRow): HoldEnd | null {
 export async function settleRunBudgetOnRunEvent(env: Env, event: OutboxMessage): Promise<void> {
   const to = terminalStateOf(event);
   if (!to) return;
-  const select = "SELECT org_id, run_id, project_id, status, reserved_cents, cost_cents, settled_cents, charged_cents FROM run_reservations WHERE org_id = ? AND run_id = ?";
-  const row = await env.DB.prepare(select).bind(event.org_id, event.run_id).first<ReservationRow>();
+  const row = await readReservation(env.DB, event.org_id, event.run_id);
   if (!row) return;
   if (row.status === "held") {
     const run = await env.RUN.get(env.RUN.idFromName(event.run_id)).read(event.org_id);
     if ("error" in run || !isTerminal(run.state)) return;
     await settleReservation(env, row, run);
   }
-  const after = (await env.DB.prepare(select).bind(event.org_id, event.run_id).first<ReservationRow>())!;
+  const after = (await readReservation(env.DB, event.org_id, event.run_id))!;
   const end = holdEnd(after);
   if (!end) return;
-  const changed = await env.SCHEDULER.get(env.SCHEDULER.idFromName(event.org_id)).endBudgetHold(after.run_id, end);
+  const changed = await env.SCHEDULER.get(env.SCHEDULER.idFromName(event.org_id)).endBudgetHold(after.runId, end);
   if (changed) {
-    log("autopilot.budget_settled", { run_id: after.run_id, project: after.project_id, status: after.status, reserved_cents: after.reserved_cents, cost_cents: after.cost_cents, reason: `its run ended ${to}` });
+    log("autopilot.budget_settled", { run_id: after.runId, project: after.projectId, status: after.status, reserved_cents: after.reservedCents, cost_cents: after.costCents, reason: `its run ended ${to}` });
   }
 }

@@ -2,7 +2,7 @@
 // schedules duplicate work, and the job moves to queued with one compare-and-swap
 // (../shared/spec/build-lifecycle.md, "Dispatch uses a stable job identifier").
 
-import { and, eq } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import { buildJobs } from "../db/ledger-schema";
 import type { Env } from "../env";
@@ -31,22 +31,20 @@ export async function attemptDispatch(env: Env, job: JobRow, first: boolean): Pr
   if (!first) {
     // Every attempt records itself on the still-unconfirmed job; a release (which needs a quiet
     // period since the last attempt) and an attempt therefore never both proceed.
-    const recorded = await env.DB.prepare(
-      `UPDATE build_jobs SET dispatch_attempts = dispatch_attempts + 1, dispatch_attempted_at_ms = ?, updated_at_ms = ?
-       WHERE org_id = ? AND id = ? AND status = 'dispatch_unconfirmed'`,
-    )
-      .bind(nowMs, nowMs, job.orgId, job.id)
-      .run();
+    const recorded = await db
+      .update(buildJobs)
+      .set({ dispatchAttempts: sql`${buildJobs.dispatchAttempts} + 1`, dispatchAttemptedAtMs: nowMs, updatedAtMs: nowMs })
+      .where(unconfirmed(job));
     if (recorded.meta.changes !== 1) {
       const now = await loadJob(env.DB, job.orgId, job.id);
       return { job: now, confirmed: now.status !== "released" };
     }
   }
-  const unconfirmed = async (err: unknown) => {
+  const unconfirmedAfter = async (err: unknown) => {
     await db
       .update(buildJobs)
       .set({ dispatchError: String(err).slice(0, 2_000), updatedAtMs: Date.now() })
-      .where(and(eq(buildJobs.orgId, job.orgId), eq(buildJobs.id, job.id), eq(buildJobs.status, "dispatch_unconfirmed")));
+      .where(unconfirmed(job));
     log("ledger.dispatch_unconfirmed", { org: job.orgId, job: job.id, reserved_cents: job.reservedCents, reason: `the run dispatch got no answer: ${String(err)}` });
     return { job: await loadJob(env.DB, job.orgId, job.id), confirmed: false };
   };
@@ -54,12 +52,12 @@ export async function attemptDispatch(env: Env, job: JobRow, first: boolean): Pr
   try {
     runId = (await runEngine.dispatch(env, job.orgId, runBodyFor(job), job.id)).id;
   } catch (err) {
-    if (!(err instanceof DocketError && err.code === "idempotency_conflict")) return unconfirmed(err);
+    if (!(err instanceof DocketError && err.code === "idempotency_conflict")) return unconfirmedAfter(err);
     let ours: string | null;
     try {
       ours = await ownRun(env, job, err.details.run_id);
     } catch (readErr) {
-      return unconfirmed(readErr);
+      return unconfirmedAfter(readErr);
     }
     if (!ours) {
       // Definitive: the key belongs to another run, so this job's run can never exist.
@@ -72,6 +70,11 @@ export async function attemptDispatch(env: Env, job: JobRow, first: boolean): Pr
   return { job: await confirm(env, job, runId), confirmed: true };
 }
 
+/** The job while it is still unconfirmed: each write of a dispatch attempt is conditional on it. */
+function unconfirmed(job: JobRow) {
+  return and(eq(buildJobs.orgId, job.orgId), eq(buildJobs.id, job.id), eq(buildJobs.status, "dispatch_unconfirmed"));
+}
+
 /** The run named by a conflicting key is this job's own run when its metadata names the job. */
 async function ownRun(env: Env, job: JobRow, runId: unknown): Promise<string | null> {
   if (typeof runId !== "string") return null;
@@ -82,12 +85,10 @@ async function ownRun(env: Env, job: JobRow, runId: unknown): Promise<string | n
 /** dispatch_unconfirmed → queued with the run id. A run that arrives after its job was released is cancelled. */
 export async function confirm(env: Env, job: JobRow, runId: string): Promise<JobRow> {
   const nowMs = Date.now();
-  const confirmed = await env.DB.prepare(
-    `UPDATE build_jobs SET status = 'queued', run_id = ?, dispatch_confirmed_at_ms = ?, dispatch_error = NULL, last_op_id = ?, updated_at_ms = ?
-     WHERE org_id = ? AND id = ? AND status = 'dispatch_unconfirmed'`,
-  )
-    .bind(runId, nowMs, newId("op"), nowMs, job.orgId, job.id)
-    .run();
+  const confirmed = await drizzle(env.DB)
+    .update(buildJobs)
+    .set({ status: "queued", runId, dispatchConfirmedAtMs: nowMs, dispatchError: null, lastOpId: newId("op"), updatedAtMs: nowMs })
+    .where(unconfirmed(job));
   const after = await loadJob(env.DB, job.orgId, job.id);
   if (confirmed.meta.changes === 1) {
     log("ledger.dispatch_confirmed", { org: job.orgId, job: job.id, run_id: runId, reason: "the run was dispatched" });

@@ -2,13 +2,17 @@
 // whole when the job's run was never created (../shared/spec/build-lifecycle.md, "From request to
 // reserved job" and "Recover without duplicating spend").
 
+import { and, eq, isNull, lte, sql } from "drizzle-orm";
+import { drizzle } from "drizzle-orm/d1";
 import type { Config } from "../config";
+import { buildJobs } from "../db/ledger-schema";
+import { statementOf } from "../lib/cost";
 import type { Env } from "../env";
 import { newId, randomHex } from "../lib/crypto";
 import { log } from "../lib/log";
 import { applyOp, insertJobEntry } from "../ledger/entries";
 import type { JobRow, ProjectRow, RequestRow } from "./payload";
-import { loadJob } from "./store";
+import { labelIfWon, loadJob } from "./store";
 
 /**
  * Reserves min(reservation, available) and creates the job, in one batch whose first statement
@@ -29,6 +33,7 @@ export async function reserve(
   // The exact completion callback URL of this job (build-lifecycle.md, "Dispatch uses a stable job identifier").
   const callbackUrl = `${input.origin}/v1/build-callbacks/${callbackToken}`;
   const results = await db.batch([
+    // Raw SQL: a conditional INSERT … SELECT that decides the reservation from the balance and the request's held jobs; drizzle's insert takes rows.
     db
       .prepare(
         `INSERT INTO build_jobs (org_id, id, request_id, project_id, status, outcome, review_reason, request_hash,
@@ -74,12 +79,7 @@ export async function reserve(
       ),
     insertJobEntry(db, { orgId: request.orgId, jobId, opId, kind: "reserve", amountColumn: "reserved_cents", actor: input.actor, note: `build request ${request.id}`, nowMs }),
     applyOp(db, request.orgId, opId, nowMs),
-    db
-      .prepare(
-        `UPDATE build_requests SET label = 'queued', updated_at_ms = ?
-         WHERE org_id = ? AND id = ? AND EXISTS (SELECT 1 FROM build_jobs WHERE org_id = ? AND id = ? AND last_op_id = ?)`,
-      )
-      .bind(nowMs, request.orgId, request.id, request.orgId, jobId, opId),
+    labelIfWon(db, { orgId: request.orgId, id: jobId, requestId: request.id }, { label: "queued", opId, nowMs }),
   ]);
   return results[0].meta.changes === 1;
 }
@@ -93,22 +93,30 @@ export async function releaseUnconfirmed(env: Env, job: JobRow, actor: string, r
   const db = env.DB;
   const opId = newId("op");
   const nowMs = Date.now();
+  const release = drizzle(db)
+    .update(buildJobs)
+    .set({
+      status: "released",
+      releasedCents: sql`${buildJobs.reservedCents}`,
+      dispatchError: sql`COALESCE(${buildJobs.dispatchError}, ${reason})`,
+      lastOpId: opId,
+      updatedAtMs: nowMs,
+      endedAtMs: nowMs,
+    })
+    .where(
+      and(
+        eq(buildJobs.orgId, job.orgId),
+        eq(buildJobs.id, job.id),
+        eq(buildJobs.status, "dispatch_unconfirmed"),
+        isNull(buildJobs.runId),
+        lte(buildJobs.dispatchAttemptedAtMs, nowMs - quietMs),
+      ),
+    );
   const results = await db.batch([
-    db
-      .prepare(
-        `UPDATE build_jobs SET status = 'released', released_cents = reserved_cents, dispatch_error = COALESCE(dispatch_error, ?),
-           last_op_id = ?, updated_at_ms = ?, ended_at_ms = ?
-         WHERE org_id = ? AND id = ? AND status = 'dispatch_unconfirmed' AND run_id IS NULL AND dispatch_attempted_at_ms <= ?`,
-      )
-      .bind(reason, opId, nowMs, nowMs, job.orgId, job.id, nowMs - quietMs),
+    statementOf(db, release),
     insertJobEntry(db, { orgId: job.orgId, jobId: job.id, opId, kind: "release", amountColumn: "released_cents", actor, note: reason, nowMs }),
     applyOp(db, job.orgId, opId, nowMs),
-    db
-      .prepare(
-        `UPDATE build_requests SET label = 'source_review', updated_at_ms = ?
-         WHERE org_id = ? AND id = ? AND label = 'queued' AND EXISTS (SELECT 1 FROM build_jobs WHERE org_id = ? AND id = ? AND last_op_id = ?)`,
-      )
-      .bind(nowMs, job.orgId, job.requestId, job.orgId, job.id, opId),
+    labelIfWon(db, job, { label: "source_review", from: "queued", opId, nowMs }),
   ]);
   if (results[0].meta.changes === 1) log("ledger.released", { org: job.orgId, job: job.id, released_cents: job.reservedCents, actor, reason });
   return loadJob(db, job.orgId, job.id);

@@ -17,17 +17,7 @@ import type { RunView } from "../run/view";
 import type { JobRow } from "./payload";
 import { runEngine } from "./run-engine";
 import { labelForOutcome, OPEN_JOB_STATUSES } from "./states";
-import { findJob, loadJob } from "./store";
-
-/** Moves the request's label when (and only when) operation `opId` won its job's compare-and-swap. */
-function labelStatement(db: D1Database, job: JobRow, label: string, opId: string, nowMs: number): D1PreparedStatement {
-  return db
-    .prepare(
-      `UPDATE build_requests SET label = ?, updated_at_ms = ?
-       WHERE org_id = ? AND id = ? AND EXISTS (SELECT 1 FROM build_jobs WHERE org_id = ? AND id = ? AND last_op_id = ?)`,
-    )
-    .bind(label, nowMs, job.orgId, job.requestId, job.orgId, job.id, opId);
-}
+import { findJob, labelIfWon, loadJob } from "./store";
 
 /**
  * Settles a job from its finished run: the cost within the reservation is settled and the rest
@@ -41,7 +31,7 @@ export async function settleFromRun(env: Env, job: JobRow, run: RunView): Promis
   const nowMs = Date.now();
   const holder = { holder: "job" as const, orgId: job.orgId, holderId: job.id, reservedCents: job.reservedCents };
   const { decision, statements } = runEndStatements(db, { ...holder, run, actor: "system", opId, nowMs });
-  statements.push(labelStatement(db, job, labelForOutcome(decision.outcome), opId, nowMs));
+  statements.push(labelIfWon(db, job, { label: labelForOutcome(decision.outcome), opId, nowMs }));
   const results = await db.batch(statements);
   const after = await loadJob(db, job.orgId, job.id);
   if (results[0].meta.changes === 1) {

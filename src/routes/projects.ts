@@ -10,7 +10,7 @@ import { dispatchBuild } from "../builds/dispatcher";
 import { findHeldJob } from "../builds/preconditions";
 import { jobView, projectView, requestView, type RequestRow } from "../builds/payload";
 import { PLAN_EDITABLE_LABELS } from "../builds/states";
-import { loadProject, loadRequest } from "../builds/store";
+import { loadProject, loadRequest, savePlan } from "../builds/store";
 import { buildJobs, buildRequests, projects } from "../db/ledger-schema";
 import { DocketError } from "../errors";
 import { newId } from "../lib/crypto";
@@ -257,20 +257,9 @@ export const projectRoutes = new Hono<AppEnv>()
       const request = await loadRequest(c.env.DB, caller.orgId, c.req.valid("param").id);
       requireOwner(caller, request.createdBy, "build request");
       const plan = c.req.valid("json");
-      const nowMs = Date.now();
-      // Saving the plan moves the request to Source review; never while a job holds a reservation,
-      // so a job always runs the plan it reserved for.
-      const saved = await c.env.DB.prepare(
-        `UPDATE build_requests SET pinned_commit = ?, migration_plan = ?, chain_target = ?, plan_saved_at_ms = ?, plan_saved_by = ?,
-           label = 'source_review', updated_at_ms = ?
-         WHERE org_id = ? AND id = ? AND label IN (${PLAN_EDITABLE_LABELS.map(() => "?").join(", ")})
-           AND NOT EXISTS (SELECT 1 FROM build_jobs WHERE org_id = ? AND request_id = ?
-                           AND status IN ('dispatch_unconfirmed', 'queued', 'cost_review', 'reconcile'))`,
-      )
-        .bind(plan.pinned_commit, plan.migration_plan, plan.chain_target, nowMs, caller.tokenId, nowMs, caller.orgId, request.id, ...PLAN_EDITABLE_LABELS, caller.orgId, request.id)
-        .run();
+      const saved = await savePlan(c.env.DB, request, { pinnedCommit: plan.pinned_commit, migrationPlan: plan.migration_plan, chainTarget: plan.chain_target }, caller.tokenId);
       const after = await loadRequest(c.env.DB, caller.orgId, request.id);
-      if (saved.meta.changes !== 1) {
+      if (!saved) {
         const held = PLAN_EDITABLE_LABELS.includes(after.label as never) ? await findHeldJob(c.env, after) : undefined;
         const why = held ? `while its job ${held.id} is ${held.status} and holds credit` : `once the request is labelled ${after.label}`;
         throw new DocketError("request_locked", `the plan cannot change ${why}`, { label: after.label });
