@@ -4,7 +4,7 @@
 // lifetime, its metadata the run id, attempt and machine. The daemon stays on this machine, so the
 // run-attempt token and the E2B API key never enter the sandbox: its agent command is the relay
 // (e2b-relay.ts), which drives the agent's command through the SDK and takes its work out as bytes.
-// runner-cli/README.md, "The e2b launcher", says why.
+// runner-cli/README.md, "E2B launcher", says why.
 import { execFile } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
