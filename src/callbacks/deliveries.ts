@@ -14,11 +14,16 @@ export async function readDelivery(db: D1Database, runId: string): Promise<Deliv
   return (await drizzle(db).select().from(callbackDeliveries).where(eq(callbackDeliveries.runId, runId)).get()) ?? null;
 }
 
+/** A run's delivery as a round starts: pending, no attempt made. */
+function roundStart(row: { runId: string; orgId: string; url: string; now: number }) {
+  return { runId: row.runId, orgId: row.orgId, url: row.url, status: "pending" as const, attempts: 0, createdAtMs: row.now };
+}
+
 /** Creates the pending delivery of a run that ended; an existing one is left as it is. */
 export async function ensurePending(db: D1Database, row: { runId: string; orgId: string; url: string; now: number }): Promise<DeliveryRow> {
   await drizzle(db)
     .insert(callbackDeliveries)
-    .values({ runId: row.runId, orgId: row.orgId, url: row.url, status: "pending", attempts: 0, createdAtMs: row.now })
+    .values(roundStart(row))
     .onConflictDoNothing();
   const current = await readDelivery(db, row.runId);
   if (!current) throw new Error(`callback delivery of ${row.runId} vanished`);
@@ -29,7 +34,7 @@ export async function ensurePending(db: D1Database, row: { runId: string; orgId:
 export async function startRound(db: D1Database, row: { runId: string; orgId: string; url: string; now: number }): Promise<void> {
   await drizzle(db)
     .insert(callbackDeliveries)
-    .values({ runId: row.runId, orgId: row.orgId, url: row.url, status: "pending", attempts: 0, createdAtMs: row.now })
+    .values(roundStart(row))
     .onConflictDoUpdate({
       target: callbackDeliveries.runId,
       set: { status: "pending", attempts: 0, url: row.url, deliveredAtMs: null },

@@ -10,6 +10,7 @@ import { deliverCallback } from "../callbacks/deliver";
 import { loadConfig, type Config } from "../config";
 import type { Env, OutboxMessage } from "../env";
 import { log, logRun } from "../lib/log";
+import type { DeliveryOutcome } from "./delivery";
 import { performEffects } from "./effects";
 import { insertEvent } from "./store";
 import { isRefusal } from "../errors";
@@ -84,8 +85,7 @@ async function consumeEvent(message: Message<unknown>, env: Env, config: Config,
       reason: inserted.meta.changes > 0 ? "stored" : "duplicate",
     });
   } catch (err) {
-    const delaySeconds = queueRetryDelaySeconds(config, message.attempts);
-    message.retry({ delaySeconds });
+    const delaySeconds = retryLater(message, config);
     const failed = { try: message.attempts, reason: String(err), retry_in_s: delaySeconds };
     // A message too malformed to name its run and attempt is logged as such.
     if (typeof raw?.run_id === "string") {
@@ -101,13 +101,10 @@ async function consumeCallback(message: Message<unknown>, env: Env, config: Conf
   try {
     const withAttempt = await withRunAttempt(env, body);
     body = withAttempt;
-    const outcome = await deliverCallback(env, config, withAttempt, message.attempts);
-    if (outcome.ack) message.ack();
-    else message.retry({ delaySeconds: outcome.delaySeconds });
+    answerDelivery(message, await deliverCallback(env, config, withAttempt, message.attempts));
   } catch (err) {
     // The receiver's failures are values; this is Docket's own (D1 or the run object unreachable).
-    const delaySeconds = queueRetryDelaySeconds(config, message.attempts);
-    message.retry({ delaySeconds });
+    const delaySeconds = retryLater(message, config);
     const failed = { seq: body.seq, try: message.attempts, reason: String(err), retry_in_s: delaySeconds };
     if (body.attempt === undefined) log("callback.consume_failed", { ...failed, run_id: body.run_id });
     else logRun("callback.consume_failed", { run: body.run_id, attempt: body.attempt, ...failed });
@@ -119,14 +116,24 @@ async function consumeTrackerDelivery(message: Message<unknown>, env: Env, confi
   const body = parsedOrRetried(message, config, TrackerDeliveryMessage, "a tracker delivery message", "tracker_delivery.consume_failed");
   if (!body) return;
   try {
-    const outcome = await deliverToTracker(env, config, body, message.attempts);
-    if (outcome.ack) message.ack();
-    else message.retry({ delaySeconds: outcome.delaySeconds });
+    answerDelivery(message, await deliverToTracker(env, config, body, message.attempts));
   } catch (err) {
-    const delaySeconds = queueRetryDelaySeconds(config, message.attempts);
-    message.retry({ delaySeconds });
+    const delaySeconds = retryLater(message, config);
     logRun("tracker_delivery.consume_failed", { run: body.run_id, attempt: body.attempt, kind: body.delivery, try: message.attempts, reason: String(err), retry_in_s: delaySeconds });
   }
+}
+
+/** Has the queue deliver the message again after QUEUE_RETRY_* (Docket's own failure, or a malformed body); the delay, for the log. */
+function retryLater(message: Message<unknown>, config: Config): number {
+  const delaySeconds = queueRetryDelaySeconds(config, message.attempts);
+  message.retry({ delaySeconds });
+  return delaySeconds;
+}
+
+/** Acknowledges a delivery's message, or has the queue retry it, as the delivery's outcome says. */
+function answerDelivery(message: Message<unknown>, outcome: DeliveryOutcome): void {
+  if (outcome.ack) message.ack();
+  else message.retry({ delaySeconds: outcome.delaySeconds });
 }
 
 /** The message's body by its schema; a body the schema refuses is retried like any failure (dead-lettered after max_retries), and null. */
@@ -134,8 +141,7 @@ function parsedOrRetried<T>(message: Message<unknown>, config: Config, schema: z
   try {
     return parseMessage(schema, message.body, what);
   } catch (err) {
-    const delaySeconds = queueRetryDelaySeconds(config, message.attempts);
-    message.retry({ delaySeconds });
+    const delaySeconds = retryLater(message, config);
     log(failedMsg, { try: message.attempts, reason: String(err), retry_in_s: delaySeconds });
     return null;
   }

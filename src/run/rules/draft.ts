@@ -111,10 +111,7 @@ export function endAttempt(d: Draft, config: DecideConfig, error: string, jitter
 export function requeue(d: Draft, reason: string, notBeforeMs: number): void {
   const run = d.run;
   d.to("queued", reason);
-  run.machineId = null;
-  run.sandboxId = null;
-  run.leaseExpiresAtMs = null;
-  run.launchDeadlineAtMs = null;
+  clearAttemptHold(run);
   run.queuedAtMs = d.now;
   run.notBeforeMs = notBeforeMs;
 }
@@ -156,7 +153,7 @@ export function checkAttempt(run: RunRecord, attempt: number, machineId: string 
 export type Command<T extends RunCommand["type"]> = Extract<RunCommand, { type: T }>;
 export type Rule<T extends RunCommand["type"]> = (d: Draft, command: Command<T>, config: DecideConfig) => Decision;
 
-/** A paused run holds no machine, sandbox or lease. */
+/** A run that is not executing (paused, or queued again) holds no machine, sandbox, lease or launch deadline. */
 export function clearAttemptHold(run: RunRecord): void {
   run.machineId = null;
   run.sandboxId = null;
