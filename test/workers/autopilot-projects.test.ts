@@ -53,6 +53,13 @@ beforeAll(async () => {
   member = (await call("POST", "/v1/tokens", { token: admin, body: { kind: "member", role: "member" } })).body.token;
 });
 
+/** A project as its own read answers it: the configuration, and a new project's GitHub budget and reconciliation (none yet). */
+const withBudget = (project: Json) => ({
+  ...project,
+  github_budget: { requests_last_hour: 0, rate_limit: null, reserve: 500 },
+  reconciliation: { state: "running", paused_reason: null, pass: null, last_full_pass_finished_at_ms: null },
+});
+
 describe("creating a project", () => {
   it("answers the configuration with every default, the webhook URL, and the secrets only as set", async () => {
     const res = await call("POST", "/v1/autopilot/projects", { token: admin, body: projectBody({ repository: "Acme/Rockets" }) });
@@ -291,7 +298,7 @@ describe("reading and listing", () => {
     const second = await createProject(org.admin);
     const one = await call("GET", `/v1/autopilot/projects/${first.id}`, { token: reader });
     expect(one.status).toBe(200);
-    expect(one.body).toEqual(first);
+    expect(one.body).toEqual(withBudget(first));
 
     const page1 = await call("GET", "/v1/autopilot/projects?limit=1", { token: reader });
     expect(page1.status).toBe(200);
@@ -352,7 +359,7 @@ describe("changing a project", () => {
       updated_at_ms: res.body.updated_at_ms,
     });
     expect(res.body.updated_at_ms).toBeGreaterThanOrEqual(p.updated_at_ms);
-    expect((await call("GET", `/v1/autopilot/projects/${p.id}`, { token: member })).body).toEqual(res.body);
+    expect((await call("GET", `/v1/autopilot/projects/${p.id}`, { token: member })).body).toEqual(withBudget(res.body));
   });
 
   it("sets the repository URL runners clone and push, and null puts the issue's repository page back", async () => {
@@ -393,7 +400,7 @@ describe("changing a project", () => {
       expect(res.status, JSON.stringify(body)).toBe(400);
       expect(res.body.error).toMatchObject({ code: "invalid_request", field });
     }
-    expect((await call("GET", `/v1/autopilot/projects/${p.id}`, { token: admin })).body).toEqual(p);
+    expect((await call("GET", `/v1/autopilot/projects/${p.id}`, { token: admin })).body).toEqual(withBudget(p));
   });
 
   it("refuses moving a project onto a repository another project watches", async () => {
