@@ -26,6 +26,8 @@ const PURE_RULES = ["src/run/decide.ts", "src/run/states.ts", "src/run/rules/dra
 /** The modules the pure rules may import: themselves pure, and importing only each other (and zod). */
 const PURE = [...PURE_RULES, /^src\/run\/rules\//, "src/run/publication.ts", "src/run/types.ts", "src/run/ticket-requests.ts", "src/lib/backoff.ts", /^src\/protocol\//];
 const PURE_PACKAGES = ["zod"];
+/** A module of the Worker or its objects longer than this is split by concern (../shared/STYLE.md, "Thin objects, named concerns": modules of a few hundred lines). */
+const MODULE_LINES_MAX = 450;
 /** What a pure module never calls: the clock, randomness, the network, timers, the log. */
 const IMPURE_CALLS = /\b(Date\.now|Math\.random|fetch|crypto\.\w+|setTimeout|setInterval|console\.\w+)\s*\(/;
 
@@ -265,6 +267,14 @@ describe("layers", () => {
     const pure = [...modules.keys()].filter((file) => matches(file, PURE));
     const impure = pure.flatMap((file) => (IMPURE_CALLS.exec(modules.get(file)!.text.replace(/\/\/.*$|\/\*[\s\S]*?\*\//gm, "")) ? [file] : []));
     expect(impure).toEqual([]);
+  });
+
+  it(`no module of src/ or durable-objects/ is over ${MODULE_LINES_MAX} lines: one that grows past it is split by concern`, () => {
+    const long = [...modules.entries()].flatMap(([file, m]) => {
+      const lines = m.text.trimEnd().split("\n").length;
+      return /^(src|durable-objects)\//.test(file) && lines > MODULE_LINES_MAX ? [`${file}: ${lines} lines`] : [];
+    });
+    expect(long).toEqual([]);
   });
 
   it("no two modules of src/, durable-objects/ or runner-cli/src/ import each other, directly or around a loop", () => {
