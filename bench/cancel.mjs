@@ -14,8 +14,11 @@ import { ROOT, stateDir } from './lib/local-worker.mjs';
 import { RUNNER_LABELS } from './lib/seed.mjs';
 import { round, summarize } from './lib/stats.mjs';
 import { countingProxy, exec, exitWithin, runnerEnv } from './idle.mjs';
+import { AGENT_IMAGE, dockerEngine, gatewayRelay } from '../runner-cli/test/helpers/docker-engine.mjs';
 
 const CLI = join(ROOT, 'runner-cli', 'bin', 'docket-runner.mjs');
+/** The agent: it works until SIGTERM, then exits at once. */
+const AGENT = "process.on('SIGTERM', () => process.exit(0));\nsetInterval(() => {}, 1000);\n";
 /** How long one step of a sample may take before the section fails. */
 const STEP_TIMEOUT_MS = 60_000;
 
@@ -25,16 +28,45 @@ const STEP_TIMEOUT_MS = 60_000;
  * @param {(line: string) => void} say
  */
 export async function cancelLatency(url, cfg, say) {
+  const result = await measureCancels(url, cfg, say, { name: 'process', agent: (path) => [process.execPath, path], listenArgs: [] });
+  return { ...result, docker: await dockerCancels(url, cfg, say) };
+}
+
+/**
+ * The same measure through the docker launcher, where a Docker engine answers (scripts/docker-engine.sh
+ * starts one and builds its image): from the cancel request to the container stopped and removed.
+ * The container reaches the proxy at the engine's gateway, through a relay.
+ * @param {string} url @param {{ samples: number, leaseRefreshMs: number }} cfg @param {(line: string) => void} say
+ */
+async function dockerCancels(url, cfg, say) {
+  const engine = dockerEngine();
+  if (!engine.ok) {
+    say(`  docker row skipped: no Docker engine (${engine.why}); scripts/docker-engine.sh starts one`);
+    return { skipped: engine.why };
+  }
+  say('  the same through the docker launcher, one container per run');
+  return measureCancels(url, cfg, say, {
+    name: 'docker', agent: () => ['node', '-e', AGENT], listenArgs: ['--launcher', 'docker', '--docker-image', AGENT_IMAGE], relay: gatewayRelay,
+  });
+}
+
+/**
+ * Cancel `cfg.samples` running runs of one real runner and time each to its `sandbox_stopped`.
+ * @param {string} url @param {{ samples: number, leaseRefreshMs: number }} cfg @param {(line: string) => void} say
+ * @param {{ name: string, agent: (path: string) => string[], listenArgs: string[], relay?: (url: string) => Promise<{ close: () => Promise<unknown> }> }} launcher
+ */
+async function measureCancels(url, cfg, say, launcher) {
   const api = client(url);
-  const org = await createOrg(api, 'bench-cancel');
+  const org = await createOrg(api, `bench-cancel-${launcher.name}`);
   const proxy = await countingProxy(url);
-  const home = stateDir('runner-cancel');
-  const agent = join(home.dir, 'agent.mjs');
-  writeFileSync(agent, "process.on('SIGTERM', () => process.exit(0));\nsetInterval(() => {}, 1000);\n");
+  const relay = await launcher.relay?.(proxy.url);
+  const home = stateDir(`runner-cancel-${launcher.name}`);
+  const agentPath = join(home.dir, 'agent.mjs');
+  writeFileSync(agentPath, AGENT);
   const env = runnerEnv(home.dir);
   const reg = await exec([CLI, 'register', '--server', proxy.url, '--token', await registrationToken(api, org.admin), '--name', 'cancel', '--label', RUNNER_LABELS.join(',')], env);
   if (reg.code !== 0) throw new Error(`docket-runner register: ${reg.output}`);
-  const child = spawn(process.execPath, [CLI, 'listen', '--json'], { env, stdio: ['ignore', 'pipe', 'ignore'] });
+  const child = spawn(process.execPath, [CLI, 'listen', '--json', ...launcher.listenArgs], { env, stdio: ['ignore', 'pipe', 'ignore'] });
   const forget = atExit(() => child.kill('SIGKILL'));
   child.once('exit', forget);
   const events = runnerEvents(child);
@@ -44,7 +76,8 @@ export async function cancelLatency(url, cfg, say) {
     const afterAnswer = [];
     proxy.open();
     for (let i = 0; i < cfg.samples; i++) {
-      const body = { brief: 'cancel benchmark', labels: RUNNER_LABELS, launch: { command: [process.execPath, agent] } };
+      const launch = { protocol: launcher.name, command: launcher.agent(agentPath) };
+      const body = { brief: 'cancel benchmark', labels: RUNNER_LABELS, launch };
       const res = await api.call('POST', '/v1/runs', { token: org.admin, body, headers: { 'Idempotency-Key': `bench-cancel-${crypto.randomUUID()}` } });
       if (res.status !== 201) throw new Error(`POST /v1/runs: ${res.status} ${JSON.stringify(res.body)}`);
       const runId = res.body.id;
@@ -79,6 +112,7 @@ export async function cancelLatency(url, cfg, say) {
   } finally {
     child.kill('SIGTERM');
     await exitWithin(child, 10_000);
+    await relay?.close();
     await proxy.stop();
     home.remove();
   }

@@ -147,6 +147,9 @@ export function resultTables(r, chartsAt = null) {
             ? [['the waiting lease call, from the answer (measured)', n(k.answer_to_stopped_ms.p50), n(k.answer_to_stopped_ms.p99), n(k.answer_to_stopped_ms.mean), n(k.answer_to_stopped_ms.max), '']]
             : []),
           [`the next lease refresh (computed)`, n(k.polled.mean_ms), n(k.polled.max_ms * 0.99), n(k.polled.mean_ms), n(k.polled.max_ms), '–'],
+          ...(k.docker?.cancel_to_stopped_ms
+            ? [[`the waiting lease call, docker launcher: container stopped and removed (measured, ${k.docker.samples} runs)`, n(k.docker.cancel_to_stopped_ms.p50), n(k.docker.cancel_to_stopped_ms.p99), n(k.docker.cancel_to_stopped_ms.mean), n(k.docker.cancel_to_stopped_ms.max), n(k.docker.requests_per_cancelled_run, 2)]]
+            : []),
         ],
       ),
     );
