@@ -1,14 +1,17 @@
 // A run's patch lives beside the run row, in chunks: SQLite in a Durable Object refuses any string
 // or row over 2 MB, and a patch may be larger. The run row keeps only where the patch is.
 
+import { eq } from "drizzle-orm";
 import type { RunRecord } from "../src/run/types";
+import { artifactChunks } from "./run-schema";
+import type { StoreDb } from "./store";
 
 /** Characters per chunk: at most 4 bytes each in UTF-8, so a chunk stays well under the limit. */
 const CHUNK_CHARS = 256 * 1024;
 
 export class ArtifactStore {
-  /** Its table is made by the run object's schema steps (durable-objects/run-schema.ts). */
-  constructor(private readonly sql: SqlStorage) {}
+  /** Its table: artifact_chunks (durable-objects/run-schema.ts). */
+  constructor(private readonly db: StoreDb) {}
 
   /**
    * Moves a newly reported patch out of the record into chunks; call inside the transaction that
@@ -17,10 +20,10 @@ export class ArtifactStore {
   stash(run: RunRecord): RunRecord {
     const artifact = run.artifact;
     if (!artifact || artifact.patchAttempt !== undefined || artifact.patch.length === 0) return run;
-    this.sql.exec("DELETE FROM artifact_chunks WHERE attempt = ?", run.attempt);
+    this.db.delete(artifactChunks).where(eq(artifactChunks.attempt, run.attempt)).run();
     for (let idx = 0; idx * CHUNK_CHARS < artifact.patch.length; idx++) {
       const data = artifact.patch.slice(idx * CHUNK_CHARS, (idx + 1) * CHUNK_CHARS);
-      this.sql.exec("INSERT INTO artifact_chunks (attempt, idx, data) VALUES (?, ?, ?)", run.attempt, idx, data);
+      this.db.insert(artifactChunks).values({ attempt: run.attempt, idx, data }).run();
     }
     return { ...run, artifact: { ...artifact, patch: "", patchAttempt: run.attempt } };
   }
@@ -29,9 +32,12 @@ export class ArtifactStore {
   restore(run: RunRecord): RunRecord {
     const artifact = run.artifact;
     if (!artifact || artifact.patchAttempt === undefined) return run;
-    const chunks = this.sql
-      .exec<{ data: string }>("SELECT data FROM artifact_chunks WHERE attempt = ? ORDER BY idx", artifact.patchAttempt)
-      .toArray();
+    const chunks = this.db
+      .select({ data: artifactChunks.data })
+      .from(artifactChunks)
+      .where(eq(artifactChunks.attempt, artifact.patchAttempt))
+      .orderBy(artifactChunks.idx)
+      .all();
     const { patchAttempt: _stored, ...rest } = artifact;
     return { ...run, artifact: { ...rest, patch: chunks.map((c) => c.data).join("") } };
   }

@@ -4,6 +4,7 @@
 // from the alarm with bounded attempts and backoff (../shared/spec/build-lifecycle.md, "Events and
 // completion retry independently").
 
+import { and, count, eq, gt, inArray, isNotNull, isNull, lt, lte, max, min, sql } from "drizzle-orm";
 import type { Config } from "../src/config";
 import type { Env, OutboxMessage } from "../src/env";
 import { exponentialBackoffMs } from "../src/lib/backoff";
@@ -12,6 +13,8 @@ import { hasEffects } from "../src/queue/effects";
 import { eventAttempt } from "../src/queue/messages";
 import { insertEvent } from "../src/queue/store";
 import type { RunEventDraft, RunRecord } from "../src/run/types";
+import { outboxEvents as outbox } from "./run-schema";
+import type { StoreDb } from "./store";
 
 export interface StoredEvent {
   seq: number;
@@ -32,14 +35,10 @@ interface OutboxRow {
   at_ms: number;
   data: string;
   attempts: number;
-  [key: string]: SqlStorageValue;
 }
 
-/** The sent events before the last event and before the first unsent one, oldest first. */
-const PRUNABLE_SQL = `SELECT seq FROM outbox WHERE sent_at_ms IS NOT NULL
-  AND seq < (SELECT MAX(seq) FROM outbox)
-  AND seq < COALESCE((SELECT MIN(seq) FROM outbox WHERE sent_at_ms IS NULL), (SELECT MAX(seq) FROM outbox))
-  ORDER BY seq`;
+/** The columns an event is read with. */
+const ROW = { seq: outbox.seq, type: outbox.type, at_ms: outbox.at_ms, data: outbox.data, attempts: outbox.attempts };
 
 /** Queue.sendBatch takes at most 100 messages. */
 const PUBLISH_BATCH = 100;
@@ -51,22 +50,16 @@ export interface Sending {
   atMs: number;
 }
 
-/** The `?, ?, …` of an `IN (…)` over `items`. */
-const placeholders = (items: readonly unknown[]) => items.map(() => "?").join(",");
-
 export class Outbox {
-  private readonly sql: SqlStorage;
   /** Events this instance marked unconfirmed (markSending) and has since sent; confirm() clears their marks. */
   private readonly confirmed = new Set<number>();
 
+  /** Its table: outbox (durable-objects/run-schema.ts). */
   constructor(
-    storage: DurableObjectStorage,
+    private readonly db: StoreDb,
     private readonly env: Env,
     private readonly config: Config,
-  ) {
-    // Its table is made by the run object's schema steps (durable-objects/run-schema.ts).
-    this.sql = storage.sql;
-  }
+  ) {}
 
   // ---- live streams hook -------------------------------------------------------------------------
   private appended: (() => void) | null = null;
@@ -81,26 +74,28 @@ export class Outbox {
    * data names its run and the attempt it happened in. Answers the sequence numbers given, in order.
    */
   append(run: RunRecord, events: RunEventDraft[], now: number): number[] {
+    // The next sequence number follows the last one stored, pruned or not (pruning keeps the last event).
+    const nextSeq = sql<number>`(SELECT COALESCE(MAX(${outbox.seq}), 0) + 1 FROM ${outbox})`;
     const seqs = events.map(
       (event) =>
-        this.sql
-          .exec<{ seq: number }>(
-            "INSERT INTO outbox (seq, type, data, at_ms, next_attempt_at_ms) VALUES ((SELECT COALESCE(MAX(seq), 0) + 1 FROM outbox), ?, ?, ?, ?) RETURNING seq",
-            event.type,
-            JSON.stringify({ attempt: run.attempt, ...event.data, run_id: run.id }),
-            now,
-            now,
-          )
-          .one().seq,
+        this.db
+          .insert(outbox)
+          .values({ seq: nextSeq, type: event.type, data: JSON.stringify({ attempt: run.attempt, ...event.data, run_id: run.id }), at_ms: now, next_attempt_at_ms: now })
+          .returning({ seq: outbox.seq })
+          .get().seq,
     );
     if (events.length > 0) this.appended?.();
     return seqs;
   }
 
   after(afterSeq: number, limit: number): StoredEvent[] {
-    return this.sql
-      .exec<OutboxRow>("SELECT seq, type, at_ms, data, attempts FROM outbox WHERE seq > ? ORDER BY seq LIMIT ?", afterSeq, limit)
-      .toArray()
+    return this.db
+      .select(ROW)
+      .from(outbox)
+      .where(gt(outbox.seq, afterSeq))
+      .orderBy(outbox.seq)
+      .limit(limit)
+      .all()
       .map((r) => ({ seq: r.seq, type: r.type, at_ms: r.at_ms, data: r.data }));
   }
 
@@ -170,7 +165,7 @@ export class Outbox {
     if (this.confirmed.size === 0) return;
     const seqs = [...this.confirmed];
     this.confirmed.clear();
-    this.sql.exec(`UPDATE outbox SET unconfirmed = 0 WHERE unconfirmed = 1 AND seq IN (${placeholders(seqs)})`, ...seqs);
+    this.db.update(outbox).set({ unconfirmed: 0 }).where(and(eq(outbox.unconfirmed, 1), inArray(outbox.seq, seqs))).run();
   }
 
   /**
@@ -179,22 +174,21 @@ export class Outbox {
    * an instance with nothing to reclaim writes nothing.
    */
   reclaimUnconfirmed(now: number): number {
-    const left = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM outbox WHERE unconfirmed = 1").one().n;
+    const left = this.db.select({ n: count() }).from(outbox).where(eq(outbox.unconfirmed, 1)).get()?.n ?? 0;
     if (left === 0) return 0;
-    this.sql.exec("UPDATE outbox SET sent_at_ms = NULL, unconfirmed = 0, next_attempt_at_ms = ? WHERE unconfirmed = 1", now);
+    this.db.update(outbox).set({ sent_at_ms: null, unconfirmed: 0, next_attempt_at_ms: now }).where(eq(outbox.unconfirmed, 1)).run();
     return left;
   }
 
   /** The due unsent events, oldest first, as rows and as the messages that carry them; null when none are due. */
   private due(run: RunRecord, now: number): Sending | null {
-    const rows = this.sql
-      .exec<OutboxRow>(
-        "SELECT seq, type, at_ms, data, attempts FROM outbox WHERE sent_at_ms IS NULL AND attempts < ? AND next_attempt_at_ms <= ? ORDER BY seq LIMIT ?",
-        this.config.outboxMaxAttempts,
-        now,
-        PUBLISH_BATCH,
-      )
-      .toArray();
+    const rows = this.db
+      .select(ROW)
+      .from(outbox)
+      .where(and(isNull(outbox.sent_at_ms), lt(outbox.attempts, this.config.outboxMaxAttempts), lte(outbox.next_attempt_at_ms, now)))
+      .orderBy(outbox.seq)
+      .limit(PUBLISH_BATCH)
+      .all();
     if (rows.length === 0) return null;
     const messages: OutboxMessage[] = rows.map((r) => {
       const data = JSON.parse(r.data) as Record<string, unknown>;
@@ -220,25 +214,22 @@ export class Outbox {
 
   /** Records a try of `sending` as sent, at its start; `unconfirmed` until this instance sees it go out (markSending). */
   private recordSent(sending: Sending, opts: { unconfirmed: boolean }): void {
-    this.sql.exec(
-      `UPDATE outbox SET sent_at_ms = ?, attempts = attempts + 1, last_error = NULL, unconfirmed = ? WHERE seq IN (${placeholders(sending.rows)})`,
-      sending.atMs,
-      opts.unconfirmed ? 1 : 0,
-      ...sending.rows.map((r) => r.seq),
-    );
+    this.db
+      .update(outbox)
+      .set({ sent_at_ms: sending.atMs, attempts: sql`${outbox.attempts} + 1`, last_error: null, unconfirmed: opts.unconfirmed ? 1 : 0 })
+      .where(inArray(outbox.seq, sending.rows.map((r) => r.seq)))
+      .run();
   }
 
   /** A failed send backs the events off until the alarm tries again; `marked`: its try was counted when they were marked. */
   private recordFailure(run: RunRecord, sending: Sending, err: unknown, opts: { marked: boolean }): void {
     const attempts = sending.rows[0].attempts + 1;
     const retryAt = Date.now() + publishRetryMs(this.config, attempts);
-    this.sql.exec(
-      `UPDATE outbox SET sent_at_ms = NULL, unconfirmed = 0, attempts = attempts + ?, next_attempt_at_ms = ?, last_error = ? WHERE seq IN (${placeholders(sending.rows)})`,
-      opts.marked ? 0 : 1,
-      retryAt,
-      String(err),
-      ...sending.rows.map((r) => r.seq),
-    );
+    this.db
+      .update(outbox)
+      .set({ sent_at_ms: null, unconfirmed: 0, attempts: sql`${outbox.attempts} + ${opts.marked ? 0 : 1}`, next_attempt_at_ms: retryAt, last_error: String(err) })
+      .where(inArray(outbox.seq, sending.rows.map((r) => r.seq)))
+      .run();
     for (const group of byAttempt(sending.messages)) {
       logRun("outbox.publish_failed", {
         run: run.id,
@@ -255,25 +246,26 @@ export class Outbox {
 
   /** When the next publish attempt is due, or null when nothing waits. */
   nextAttemptAtMs(): number | null {
-    const row = this.sql
-      .exec<{ at: number | null }>(
-        "SELECT MIN(next_attempt_at_ms) AS at FROM outbox WHERE sent_at_ms IS NULL AND attempts < ?",
-        this.config.outboxMaxAttempts,
-      )
-      .one();
-    return row.at;
+    const row = this.db
+      .select({ at: min(outbox.next_attempt_at_ms) })
+      .from(outbox)
+      .where(and(isNull(outbox.sent_at_ms), lt(outbox.attempts, this.config.outboxMaxAttempts)))
+      .get();
+    return row?.at ?? null;
   }
 
   /** Status for operators: unsent events and those that exhausted their attempts. */
   status(): { unsent: number; exhausted: number; last_error: string | null } {
-    const row = this.sql
-      .exec<{ unsent: number; exhausted: number; last_error: string | null }>(
-        `SELECT COUNT(*) AS unsent, SUM(CASE WHEN attempts >= ? THEN 1 ELSE 0 END) AS exhausted,
-         MAX(last_error) AS last_error FROM outbox WHERE sent_at_ms IS NULL`,
-        this.config.outboxMaxAttempts,
-      )
-      .one();
-    return { unsent: row.unsent, exhausted: row.exhausted ?? 0, last_error: row.last_error };
+    const row = this.db
+      .select({
+        unsent: count(),
+        exhausted: sql<number | null>`SUM(CASE WHEN ${outbox.attempts} >= ${this.config.outboxMaxAttempts} THEN 1 ELSE 0 END)`,
+        last_error: max(outbox.last_error),
+      })
+      .from(outbox)
+      .where(isNull(outbox.sent_at_ms))
+      .get();
+    return { unsent: row?.unsent ?? 0, exhausted: row?.exhausted ?? 0, last_error: row?.last_error ?? null };
   }
 
   // ---- retention: sent events of a run that ended more than EVENT_RETENTION_MS ago ------------------
@@ -283,8 +275,8 @@ export class Outbox {
    * the rows left always run without a gap from here to the last event.
    */
   prunedThroughSeq(): number {
-    const row = this.sql.exec<{ lo: number | null }>("SELECT MIN(seq) AS lo FROM outbox").one();
-    return row.lo === null ? 0 : row.lo - 1;
+    const lo = this.db.select({ lo: min(outbox.seq) }).from(outbox).get()?.lo ?? null;
+    return lo === null ? 0 : lo - 1;
   }
 
   /**
@@ -304,23 +296,36 @@ export class Outbox {
   prune(run: RunRecord, now: number): number {
     const dueAt = this.pruneDueAtMs(run);
     if (dueAt === null || dueAt > now) return 0;
-    const deleted = this.sql.exec(`DELETE FROM outbox WHERE seq IN (${PRUNABLE_SQL} LIMIT ?)`, this.config.pruneBatchMax).rowsWritten;
+    const deleted = this.db.delete(outbox).where(inArray(outbox.seq, this.prunable(this.config.pruneBatchMax))).returning({ seq: outbox.seq }).all().length;
     logRun("outbox.pruned", { run: run.id, attempt: run.attempt, count: deleted, seq: this.prunedThroughSeq(), reason: "retention" });
     return deleted;
   }
 
   private prunableCount(limit: number): number {
-    return this.sql.exec(`${PRUNABLE_SQL} LIMIT ?`, limit).toArray().length;
+    return this.prunable(limit).all().length;
+  }
+
+  /** The sent events before the last event and before the first unsent one, oldest first, at most `limit`. */
+  private prunable(limit: number) {
+    const lastSeq = this.db.select({ seq: max(outbox.seq) }).from(outbox);
+    const firstUnsent = this.db.select({ seq: min(outbox.seq) }).from(outbox).where(isNull(outbox.sent_at_ms));
+    return this.db
+      .select({ seq: outbox.seq })
+      .from(outbox)
+      .where(and(isNotNull(outbox.sent_at_ms), lt(outbox.seq, sql`${lastSeq}`), lt(outbox.seq, sql`COALESCE(${firstUnsent}, ${lastSeq})`)))
+      .orderBy(outbox.seq)
+      .limit(limit);
   }
 
   /** Operator redelivery: publish events after `afterSeq` again, sent or not (consumers dedupe). */
   requeue(afterSeq: number, now: number): number {
     this.confirm();
-    return this.sql.exec(
-      "UPDATE outbox SET sent_at_ms = NULL, attempts = 0, unconfirmed = 0, next_attempt_at_ms = ? WHERE seq > ?",
-      now,
-      afterSeq,
-    ).rowsWritten;
+    return this.db
+      .update(outbox)
+      .set({ sent_at_ms: null, attempts: 0, unconfirmed: 0, next_attempt_at_ms: now })
+      .where(gt(outbox.seq, afterSeq))
+      .returning({ seq: outbox.seq })
+      .all().length;
   }
 }
 

@@ -27,9 +27,11 @@ import { machineCall, report, type MachineCommand, type ReportBody } from "./run
 import { resendUnconfirmed } from "./run/pending";
 import { pushCredential, pushed, reconcilePublication, type PublicationReconciled } from "./run/publication";
 import { recover, recoveryFailed, type Recovered } from "./run/recovery";
-import { RunStreams } from "./run-streams";
+import runMigrations from "./drizzle/run/migrations";
 import { RUN_OBJECT_MIGRATIONS } from "./legacy/run-steps";
-import { migrate } from "./legacy/migrator";
+import * as runSchema from "./run-schema";
+import { RunStreams } from "./run-streams";
+import { migrateOnStart, storeDb } from "./store";
 
 export type { NewRun } from "../src/run/new-run";
 
@@ -45,13 +47,13 @@ export class RunObject extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     const config = loadConfig(env);
-    // The schema first, before any call can read it (durable-objects/run-schema.ts).
-    migrate(ctx.storage, RUN_OBJECT_MIGRATIONS);
-    const core = (this.core = new RunCore(ctx, env, config));
+    const core = (this.core = new RunCore(ctx, env, config, storeDb(ctx)));
     // Every append wakes this run's open streams.
     this.streams = new RunStreams({ after: (seq, limit) => core.outbox.after(seq, limit), endedState: () => core.endedState(), attempt: () => core.load()?.attempt ?? 0 }, config);
     core.outbox.onAppend(() => this.streams.wake());
-    resendUnconfirmed(core);
+    // The schema before any call can read it (durable-objects/run-schema.ts); then a claim's events
+    // an earlier instance never confirmed sent go out again.
+    migrateOnStart(ctx, core.db, { schema: runSchema, migrations: runMigrations, legacySteps: RUN_OBJECT_MIGRATIONS }, () => resendUnconfirmed(core));
   }
 
   // ---- reads and creation ------------------------------------------------------------------------

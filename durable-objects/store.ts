@@ -1,7 +1,7 @@
 // A Durable Object's SQLite through drizzle (drizzle-orm/durable-sqlite): each object class has one
 // schema file (run-schema.ts, scheduler-schema.ts, ticket-schema.ts) and the migrations drizzle-kit
 // generates from it (durable-objects/drizzle/<store>/, `npm run db:generate`), applied in the
-// constructor under blockConcurrencyWhile, before any call is served.
+// constructor under blockConcurrencyWhile, before any call is served (migrateOnStart).
 //
 // Objects already live were made by the hand-written steps of durable-objects/legacy/ (version in a
 // one-row `_schema` table). The first generated migration of each store is the schema of the last
@@ -35,23 +35,30 @@ export interface StoreDefinition {
 /** drizzle's record of applied migrations (drizzle-orm/durable-sqlite/migrator). */
 export const DRIZZLE_MIGRATIONS_TABLE = "__drizzle_migrations";
 
+/** A store's drizzle database over the object's SQLite; migrateOnStart() readies its schema. */
+export function storeDb(ctx: DurableObjectState): StoreDb {
+  return drizzle(ctx.storage);
+}
+
 /**
- * Opens an object's store: migrates it under blockConcurrencyWhile, then runs `ready` (work the
- * object does at start over its storage), all before the object serves a call.
+ * Migrates an object's store in its constructor, then runs `ready` (work the object does at start
+ * over its storage); the migration's promise is awaited under blockConcurrencyWhile, drizzle's
+ * documented way, so no call is served before it settles (a failure resets the object). drizzle-orm/
+ * durable-sqlite's migrator does its work in one transactionSync before that promise returns, so the
+ * schema is in place, and the start's work done, when the constructor returns, as with the
+ * hand-written steps: a blockConcurrencyWhile called inside a request (a test's new instance) runs
+ * only after that request.
  */
-export function openStore(ctx: DurableObjectState, store: StoreDefinition, ready?: (db: StoreDb) => void): StoreDb {
-  const db = drizzle(ctx.storage);
-  void ctx.blockConcurrencyWhile(async () => {
-    await migrateStore(ctx.storage, db, store);
-    ready?.(db);
-  });
-  return db;
+export function migrateOnStart(ctx: DurableObjectState, db: StoreDb, store: StoreDefinition, ready?: () => void): void {
+  const migrated = migrateStore(ctx.storage, db, store);
+  ready?.();
+  void ctx.blockConcurrencyWhile(() => migrated);
 }
 
 /** Adopts an object the hand-written steps made, then applies the generated migrations it has not applied. */
-export async function migrateStore(storage: DurableObjectStorage, db: StoreDb, store: StoreDefinition): Promise<void> {
+export function migrateStore(storage: DurableObjectStorage, db: StoreDb, store: StoreDefinition): Promise<void> {
   adoptLegacyObject(storage, store);
-  await migrate(db, store.migrations);
+  return migrate(db, store.migrations);
 }
 
 /**

@@ -23,7 +23,7 @@ import type { Env } from "../src/env";
 import type { BackingAnswer, Observation, ObservationAnswer, TicketAddress, TicketState } from "../src/autopilot/ticket-types";
 import ticketMigrations from "./drizzle/ticket/migrations";
 import { TICKET_OBJECT_MIGRATIONS } from "./legacy/ticket-steps";
-import { openStore } from "./store";
+import { migrateOnStart, storeDb } from "./store";
 import { decide } from "./ticket-admission";
 import { carryOver } from "./ticket-carry-over";
 import { readTicket } from "./ticket-read";
@@ -40,7 +40,8 @@ export class TicketObject extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     const config = loadConfig(env);
-    const db = openStore(ctx, { schema: ticketSchema, migrations: ticketMigrations, legacySteps: TICKET_OBJECT_MIGRATIONS });
+    const db = storeDb(ctx);
+    migrateOnStart(ctx, db, { schema: ticketSchema, migrations: ticketMigrations, legacySteps: TICKET_OBJECT_MIGRATIONS });
     this.ticket = { env, config, store: new TicketStore(ctx.storage, db, config), setAlarm: (atMs) => ctx.storage.setAlarm(atMs) };
   }
 

@@ -1,6 +1,9 @@
-// The RunObject's SQLite schema, as versioned steps (durable-objects/sql-migrations.ts). Version 1
-// is the schema every run object had before versions were recorded: IF NOT EXISTS lets objects
-// that already hold those tables take it as is. A change is a new step at the end of the list.
+// The RunObject's SQLite schema as it was made before drizzle: versioned steps applied by
+// durable-objects/legacy/migrator.ts. Frozen, never edited: they only bring an object made by them
+// to their last version, which the first generated migration adopts (durable-objects/store.ts).
+// A change is now an edit of durable-objects/run-schema.ts and a generated migration.
+// Version 1 is the schema every run object had before versions were recorded: IF NOT EXISTS lets
+// objects that already held those tables take it as is.
 
 import type { MigrationStep } from "./migrator";
 

@@ -1,5 +1,7 @@
-// The SchedulerObject's SQLite schema, as versioned steps (durable-objects/sql-migrations.ts). A
-// change is a new step at the end of the list; never edit a shipped step.
+// The SchedulerObject's SQLite schema as it was made before drizzle: versioned steps applied by
+// durable-objects/legacy/migrator.ts. Frozen, never edited: they only bring an object made by them
+// to their last version, which the first generated migration adopts (durable-objects/store.ts).
+// A change is now an edit of durable-objects/scheduler-schema.ts and a generated migration.
 
 import type { MigrationStep } from "./migrator";
 

@@ -10,6 +10,7 @@ import { logRun } from "../../src/lib/log";
 import type { ClaimGrant } from "../../src/protocol/runners";
 import type { RunRecord } from "../../src/run/types";
 import type { Sending } from "../outbox";
+import { attemptTokens, runTable } from "../run-schema";
 import type { BackingAnswer } from "../ticket-object";
 import { grantCheckpoint } from "./checkpoint";
 import type { RunCore } from "./core";
@@ -34,8 +35,8 @@ export async function claimCounted(core: RunCore, machineId: string, attempt: nu
     {
       finishedHere: true,
       alsoWrite: (run) => {
-        core.sql.exec("INSERT INTO attempt_tokens (attempt, machine_id, token_hash) VALUES (?, ?, ?)", run.attempt, machineId, tokenHash);
-        core.sql.exec("UPDATE run SET projected_version = ?", run.version);
+        core.db.insert(attemptTokens).values({ attempt: run.attempt, machine_id: machineId, token_hash: tokenHash }).run();
+        core.db.update(runTable).set({ projected_version: run.version }).run();
         sending = core.outbox.markSending(run, Date.now());
       },
     },

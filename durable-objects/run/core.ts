@@ -6,6 +6,7 @@
 // copy. The rules themselves are the pure decide() in src/run/decide.ts; the modules beside this
 // one decide what to do around them.
 
+import { and, eq } from "drizzle-orm";
 import type { Config } from "../../src/config";
 import type { Env } from "../../src/env";
 import { refusal, type Refusal } from "../../src/errors";
@@ -19,6 +20,8 @@ import { attemptView, leaseWatch, runView, type RunView } from "../../src/run/vi
 import { ArtifactStore } from "../artifact-store";
 import { CheckpointStore } from "../checkpoint-store";
 import { Outbox } from "../outbox";
+import { attemptTokens, runTable } from "../run-schema";
+import type { StoreDb } from "../store";
 
 /** What a machine's call about its attempt answers. */
 export type AttemptAnswer = ReturnType<typeof attemptView>;
@@ -31,7 +34,6 @@ interface Applied {
 }
 
 export class RunCore {
-  readonly sql: SqlStorage;
   readonly outbox: Outbox;
   readonly artifacts: ArtifactStore;
   readonly checkpoints: CheckpointStore;
@@ -48,11 +50,12 @@ export class RunCore {
     readonly ctx: DurableObjectState,
     readonly env: Env,
     readonly config: Config,
+    /** The run's SQLite (durable-objects/run-schema.ts), migrated before any call (durable-objects/store.ts). */
+    readonly db: StoreDb,
   ) {
-    this.sql = ctx.storage.sql;
-    this.outbox = new Outbox(ctx.storage, env, config);
-    this.artifacts = new ArtifactStore(this.sql);
-    this.checkpoints = new CheckpointStore(this.sql);
+    this.outbox = new Outbox(db, env, config);
+    this.artifacts = new ArtifactStore(db);
+    this.checkpoints = new CheckpointStore(db);
   }
 
   /**
@@ -62,7 +65,7 @@ export class RunCore {
    */
   load(): RunRecord | null {
     if (this.stored === undefined) {
-      const row = this.sql.exec<{ doc: string }>("SELECT doc FROM run LIMIT 1").toArray()[0];
+      const row = this.db.select({ doc: runTable.doc }).from(runTable).limit(1).get();
       this.stored = row ? (JSON.parse(row.doc) as RunRecord) : null;
     }
     return this.stored;
@@ -111,18 +114,13 @@ export class RunCore {
     let seqs: number[] = [];
     this.ctx.storage.transactionSync(() => {
       next = this.artifacts.stash(next);
-      const cursor = this.sql.exec(
-        "UPDATE run SET state = ?, attempt = ?, version = ?, doc = ? WHERE id = ? AND state = ? AND attempt = ? AND version = ?",
-        next.state,
-        next.attempt,
-        next.version,
-        JSON.stringify(next),
-        current.id,
-        current.state,
-        current.attempt,
-        current.version,
-      );
-      if (cursor.rowsWritten !== 1) throw new Error(`compare-and-swap lost on run ${current.id}`);
+      const written = this.db
+        .update(runTable)
+        .set({ state: next.state, attempt: next.attempt, version: next.version, doc: JSON.stringify(next) })
+        .where(and(eq(runTable.id, current.id), eq(runTable.state, current.state), eq(runTable.attempt, current.attempt), eq(runTable.version, current.version)))
+        .returning({ id: runTable.id })
+        .all();
+      if (written.length !== 1) throw new Error(`compare-and-swap lost on run ${current.id}`);
       seqs = this.outbox.append(next, decision.events, now);
       this.outbox.confirm();
       opts.alsoWrite?.(next);
@@ -193,17 +191,24 @@ export class RunCore {
 
   /** The version of the run the D1 queue row was last written at. */
   projectedVersion(): number {
-    return this.sql.exec<{ v: number }>("SELECT projected_version AS v FROM run LIMIT 1").one().v;
+    return this.runColumns().projected_version;
   }
 
   /** The last attempt whose autopilot slot this run gave back. */
   slotReleasedAttempt(): number {
-    return this.sql.exec<{ a: number }>("SELECT slot_released_attempt AS a FROM run LIMIT 1").one().a;
+    return this.runColumns().slot_released_attempt;
+  }
+
+  /** The run row's marks of side effects done; the row exists once the run is created. */
+  private runColumns(): { projected_version: number; slot_released_attempt: number } {
+    const row = this.db.select({ projected_version: runTable.projected_version, slot_released_attempt: runTable.slot_released_attempt }).from(runTable).limit(1).get();
+    if (!row) throw new Error("the run object has no run row");
+    return row;
   }
 
   /** The attempt a run-attempt token was issued for, if it was issued by this run. */
   async attemptOfToken(token: string): Promise<{ attempt: number } | undefined> {
     const tokenHash = await sha256Hex(token);
-    return this.sql.exec<{ attempt: number }>("SELECT attempt FROM attempt_tokens WHERE token_hash = ?", tokenHash).toArray()[0];
+    return this.db.select({ attempt: attemptTokens.attempt }).from(attemptTokens).where(eq(attemptTokens.token_hash, tokenHash)).get();
   }
 }

@@ -4,6 +4,7 @@
 import { logRun } from "../../src/lib/log";
 import { newQueuedRun, type NewRun } from "../../src/run/new-run";
 import type { RunView } from "../../src/run/view";
+import { runTable } from "../run-schema";
 import type { RunCore } from "./core";
 import { finishPending } from "./pending";
 
@@ -20,7 +21,7 @@ export async function createRun(core: RunCore, input: NewRun): Promise<RunView> 
   const run = newQueuedRun(input, now);
   let seqs: number[] = [];
   core.ctx.storage.transactionSync(() => {
-    core.sql.exec("INSERT INTO run (id, state, attempt, version, doc) VALUES (?, ?, ?, ?, ?)", run.id, run.state, run.attempt, run.version, JSON.stringify(run));
+    core.db.insert(runTable).values({ id: run.id, state: run.state, attempt: run.attempt, version: run.version, doc: JSON.stringify(run) }).run();
     seqs = core.outbox.append(run, [{ type: "run.created", data: { state: run.state, brief: run.brief } }], now);
   });
   core.created(run);

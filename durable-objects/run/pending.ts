@@ -3,6 +3,7 @@
 // path that finds the run finishes them, so whoever comes after a crash finishes the crashed
 // call's work; what is done is recorded in storage (projected_version, slot_released_attempt).
 
+import { eq, lt } from "drizzle-orm";
 import { SLOT_STATES } from "../../src/autopilot/scheduler-gates";
 import { addD1, noCost, type Cost } from "../../src/lib/cost";
 import { logRun } from "../../src/lib/log";
@@ -10,6 +11,7 @@ import { labelsKey } from "../../src/run/labels";
 import { projectRun } from "../../src/run/projection";
 import type { RunRecord } from "../../src/run/types";
 import type { Sending } from "../outbox";
+import { runTable } from "../run-schema";
 import type { RunCore } from "./core";
 
 /**
@@ -45,7 +47,7 @@ export async function finishClaim(core: RunCore, run: RunRecord, projectedBefore
   const { send, store } = sending ? core.outbox.split(sending) : { send: null, store: null };
   const [projected] = await Promise.all([writeQueueRow(core, run, store ? core.outbox.inserts(store) : []), send ? core.outbox.sendMarked(run, send) : null]);
   if (store) core.outbox.storedMarked(run, store, projected);
-  if (!projected.ok) core.sql.exec("UPDATE run SET projected_version = ? WHERE projected_version = ?", projectedBefore, run.version);
+  if (!projected.ok) core.db.update(runTable).set({ projected_version: projectedBefore }).where(eq(runTable.projected_version, run.version)).run();
   core.armAlarm(0, { armedAtMs });
   return projected.cost;
 }
@@ -58,7 +60,7 @@ export async function repairProjection(core: RunCore, force: boolean): Promise<C
   const run = core.load();
   if (!run || (!force && core.projectedVersion() >= run.version)) return noCost();
   const { ok, cost } = await writeQueueRow(core, run);
-  if (ok) core.sql.exec("UPDATE run SET projected_version = ? WHERE projected_version < ?", run.version, run.version);
+  if (ok) core.db.update(runTable).set({ projected_version: run.version }).where(lt(runTable.projected_version, run.version)).run();
   return cost;
 }
 
@@ -93,7 +95,7 @@ async function releaseSlot(core: RunCore, run: RunRecord): Promise<boolean> {
   if (!run.projectId || run.attempt === 0 || SLOT_STATES.has(run.state) || core.slotReleasedAttempt() >= run.attempt) return false;
   try {
     await core.env.SCHEDULER.get(core.env.SCHEDULER.idFromName(run.orgId)).releaseSlot(run.id, run.attempt);
-    core.sql.exec("UPDATE run SET slot_released_attempt = ? WHERE slot_released_attempt < ?", run.attempt, run.attempt);
+    core.db.update(runTable).set({ slot_released_attempt: run.attempt }).where(lt(runTable.slot_released_attempt, run.attempt)).run();
   } catch (err) {
     logRun("run.slot_release_failed", { run: run.id, attempt: run.attempt, reason: `the scheduler was not told: ${String(err)}` });
   }

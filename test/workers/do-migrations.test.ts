@@ -15,9 +15,12 @@ import { RUN_OBJECT_MIGRATIONS } from "../../durable-objects/legacy/run-steps";
 import { TICKET_OBJECT_MIGRATIONS } from "../../durable-objects/legacy/ticket-steps";
 import { DRIZZLE_MIGRATIONS_TABLE, migrateStore, type StoreDefinition } from "../../durable-objects/store";
 import * as ticketSchema from "../../durable-objects/ticket-schema";
+import runMigrations from "../../durable-objects/drizzle/run/migrations";
+import * as runSchema from "../../durable-objects/run-schema";
 import { call, createOrg, dispatch, runStub } from "./helpers";
 
 const TICKET: StoreDefinition = { schema: ticketSchema, migrations: ticketMigrations, legacySteps: TICKET_OBJECT_MIGRATIONS };
+const RUN: StoreDefinition = { schema: runSchema, migrations: runMigrations, legacySteps: RUN_OBJECT_MIGRATIONS };
 
 /** What an object's schema is, table by table: columns and indexes, their names and SQL text aside where SQLite words them by hand. */
 function schemaOf(sql: SqlStorage) {
@@ -72,6 +75,37 @@ function withNewColumn(store: StoreDefinition, table: string, column: string): S
   };
 }
 
+/**
+ * Makes the object's store as the hand-written steps did, with `rows`, then starts it as the new code
+ * does, twice, with a migration adding `table`.note after the baseline: what it kept and how its
+ * schema reads once that migration is taken back out (so it compares with a new object's).
+ */
+async function adoptWithNewColumn(storage: DurableObjectStorage, store: StoreDefinition, table: string, rows: (sql: SqlStorage) => void) {
+  const legacyVersion = legacyObject(storage, store, rows);
+  const withNote = withNewColumn(store, table, "note");
+  await migrateStore(storage, drizzle(storage), withNote);
+  await migrateStore(storage, drizzle(storage), withNote); // a second start applies nothing again
+  const notes = storage.sql.exec<{ note: string }>(`SELECT note FROM "${table}"`).toArray().map((r) => r.note);
+  storage.sql.exec(`ALTER TABLE "${table}" DROP COLUMN note`);
+  storage.sql.exec(`DELETE FROM ${DRIZZLE_MIGRATIONS_TABLE} WHERE created_at > ?`, whens(store).at(-1)!);
+  return { legacyVersion, notes, applied: appliedMigrations(storage.sql), schema: schemaOf(storage.sql) };
+}
+
+/** Every row of the store's tables, to write back into the old layout. */
+function rowsOf(sql: SqlStorage, store: StoreDefinition): { table: string; rows: Record<string, SqlStorageValue>[] }[] {
+  const tables = Object.values(store.schema).flatMap((t) => (is(t, SQLiteTable) ? [getTableName(t)] : []));
+  return tables.map((table) => ({ table, rows: sql.exec(`SELECT * FROM "${table}"`).toArray() }));
+}
+
+function writeRows(sql: SqlStorage, saved: ReturnType<typeof rowsOf>): void {
+  for (const { table, rows } of saved) {
+    for (const row of rows) {
+      const columns = Object.keys(row);
+      sql.exec(`INSERT INTO "${table}" (${columns.map((c) => `"${c}"`).join(", ")}) VALUES (${columns.map(() => "?").join(", ")})`, ...columns.map((c) => row[c]));
+    }
+  }
+}
+
 const appliedMigrations = (sql: SqlStorage) => sql.exec(`SELECT created_at FROM ${DRIZZLE_MIGRATIONS_TABLE} ORDER BY created_at`).toArray().map((r) => Number(r.created_at));
 const whens = (store: StoreDefinition) => store.migrations.journal.entries.map((e) => e.when);
 
@@ -97,18 +131,9 @@ describe("the ticket store (durable-objects/ticket-schema.ts)", () => {
 
   it("a ticket object the hand-written steps made keeps its rows, takes a new column once, and has a new object's schema", async () => {
     const stub = ticketStub(env, at(1));
-    const adopted = await runInDurableObject(stub, async (_o, s) => {
-      const legacyVersion = legacyObject(s.storage, TICKET, oldRows);
-      const store = withNewColumn(TICKET, "ticket", "note");
-      await migrateStore(s.storage, drizzle(s.storage), store);
-      await migrateStore(s.storage, drizzle(s.storage), store); // a second start applies nothing again
-      const note = s.storage.sql.exec<{ note: string }>("SELECT note FROM ticket").one().note;
-      s.storage.sql.exec("ALTER TABLE ticket DROP COLUMN note");
-      s.storage.sql.exec(`DELETE FROM ${DRIZZLE_MIGRATIONS_TABLE} WHERE created_at > ?`, whens(TICKET).at(-1)!);
-      return { legacyVersion, note, applied: appliedMigrations(s.storage.sql), schema: schemaOf(s.storage.sql) };
-    });
+    const adopted = await runInDurableObject(stub, (_o, s) => adoptWithNewColumn(s.storage, TICKET, "ticket", oldRows));
     expect(adopted.legacyVersion).toBe(TICKET_OBJECT_MIGRATIONS.length);
-    expect(adopted.note).toBe("none");
+    expect(adopted.notes).toEqual(["none"]);
     expect(adopted.applied).toEqual(whens(TICKET));
     const read = await stub.read(at(1));
     expect(read).toMatchObject({ status: "admitted", run_id: "run_old", generation: "gen-1", reasons: ["ready"], history: [{ kind: "admitted", run_id: "run_old" }] });
@@ -119,48 +144,73 @@ describe("the ticket store (durable-objects/ticket-schema.ts)", () => {
   });
 });
 
-const addNote: MigrationStep = (sql) => sql.exec("ALTER TABLE run ADD COLUMN note TEXT NOT NULL DEFAULT 'none'");
 
-describe("Durable Object schema migrations", () => {
-  it("a run object records the version of its schema steps", async () => {
+describe("the run store (durable-objects/run-schema.ts)", () => {
+  it("a new run object records each generated migration as applied and takes no hand-written step", async () => {
     const { admin } = await createOrg();
     const runId = await dispatch(admin);
-    const version = await runInDurableObject(runStub(runId), (_o, state) => schemaVersion(state.storage.sql));
-    expect(version).toBe(RUN_OBJECT_MIGRATIONS.length);
+    const state = await runInDurableObject(runStub(runId), (_o, s) => ({ applied: appliedMigrations(s.storage.sql), legacy: schemaVersion(s.storage.sql) }));
+    expect(state).toEqual({ applied: whens(RUN), legacy: 0 });
   });
 
-  it("a step added to the list is applied once to a live run object, which keeps working", async () => {
+  it("a run object the hand-written steps made keeps its run and events, takes a new column once, and has a new object's schema", async () => {
     const { admin } = await createOrg();
     const runId = await dispatch(admin);
+    const adopted = await runInDurableObject(runStub(runId), (_o, s) => {
+      const saved = rowsOf(s.storage.sql, RUN);
+      return adoptWithNewColumn(s.storage, RUN, "run", (sql) => writeRows(sql, saved));
+    });
+    expect(adopted.legacyVersion).toBe(RUN_OBJECT_MIGRATIONS.length);
+    expect(adopted.notes).toEqual(["none"]);
+    expect(adopted.applied).toEqual(whens(RUN));
+    const read = await call("GET", `/v1/runs/${runId}`, { token: admin });
+    expect(read.body).toMatchObject({ id: runId, state: "queued" });
+    const events = await call("GET", `/v1/runs/${runId}/events`, { token: admin });
+    expect(events.body.events.map((e: { type: string }) => e.type)).toEqual(["run.created"]);
+    const fresh = await runInDurableObject(runStub(await dispatch(admin)), (_o, s) => schemaOf(s.storage.sql));
+    expect(adopted.schema.map((t) => t.table)).toEqual(["artifact_chunks", "attempt_tokens", "checkpoint_chunks", "outbox", "run"]);
+    expect(adopted.schema).toEqual(fresh);
+  });
+
+  it("a run object made before versions were recorded (step 1's tables, no version) takes every step and keeps its run", async () => {
+    const { admin } = await createOrg();
+    const runId = await dispatch(admin);
+    const version = await runInDurableObject(runStub(runId), async (_o, state) => {
+      // Its tables as they were then: step 1's, without what later steps added, and no record of either kind.
+      state.storage.sql.exec(`DROP TABLE ${DRIZZLE_MIGRATIONS_TABLE}`);
+      state.storage.sql.exec("DROP TABLE checkpoint_chunks");
+      state.storage.sql.exec("ALTER TABLE outbox DROP COLUMN unconfirmed");
+      state.storage.sql.exec("ALTER TABLE run DROP COLUMN slot_released_attempt");
+      const before = schemaVersion(state.storage.sql);
+      await migrateStore(state.storage, drizzle(state.storage), RUN);
+      return { before, after: schemaVersion(state.storage.sql), applied: appliedMigrations(state.storage.sql) };
+    });
+    expect(version).toEqual({ before: 0, after: RUN_OBJECT_MIGRATIONS.length, applied: whens(RUN) });
+    const events = await call("GET", `/v1/runs/${runId}/events`, { token: admin });
+    expect(events.status).toBe(200);
+    expect(events.body.events[0].type).toBe("run.created");
+  });
+
+  it("a hand-written step added to the frozen list is applied once to a live run object, which keeps working", async () => {
+    const { admin } = await createOrg();
+    const runId = await dispatch(admin);
+    const addNote: MigrationStep = (sql) => sql.exec("ALTER TABLE run ADD COLUMN note TEXT NOT NULL DEFAULT 'none'");
     const steps = [...RUN_OBJECT_MIGRATIONS, addNote];
     const after = await runInDurableObject(runStub(runId), (_o, state) => {
+      // The object as the hand-written steps left it: their record of its version, at the end of their list.
+      state.storage.sql.exec("CREATE TABLE _schema (id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL)");
+      state.storage.sql.exec("INSERT INTO _schema (id, version) VALUES (1, ?)", RUN_OBJECT_MIGRATIONS.length);
       const first = migrateLegacy(state.storage, steps);
       // ALTER TABLE ADD COLUMN fails when repeated: a second run must not apply the step again.
       const second = migrateLegacy(state.storage, steps);
       const note = state.storage.sql.exec<{ note: string }>("SELECT note FROM run").one().note;
+      state.storage.sql.exec("ALTER TABLE run DROP COLUMN note");
+      state.storage.sql.exec("DROP TABLE _schema");
       return { first, second, note };
     });
     expect(after).toEqual({ first: RUN_OBJECT_MIGRATIONS.length + 1, second: RUN_OBJECT_MIGRATIONS.length + 1, note: "none" });
     const read = await call("GET", `/v1/runs/${runId}`, { token: admin });
     expect(read.status).toBe(200);
     expect(read.body).toMatchObject({ id: runId, state: "queued" });
-  });
-
-  it("an object made before versions were recorded (tables, no version) takes step 1 and keeps its run", async () => {
-    const { admin } = await createOrg();
-    const runId = await dispatch(admin);
-    const version = await runInDurableObject(runStub(runId), (_o, state) => {
-      // Its tables as they were then: step 1's, without what later steps added.
-      state.storage.sql.exec("DROP TABLE _schema");
-      state.storage.sql.exec("DROP TABLE checkpoint_chunks");
-      state.storage.sql.exec("ALTER TABLE outbox DROP COLUMN unconfirmed");
-      state.storage.sql.exec("ALTER TABLE run DROP COLUMN slot_released_attempt");
-      const before = schemaVersion(state.storage.sql);
-      return { before, after: migrateLegacy(state.storage, RUN_OBJECT_MIGRATIONS) };
-    });
-    expect(version).toEqual({ before: 0, after: RUN_OBJECT_MIGRATIONS.length });
-    const events = await call("GET", `/v1/runs/${runId}/events`, { token: admin });
-    expect(events.status).toBe(200);
-    expect(events.body.events[0].type).toBe("run.created");
   });
 });
