@@ -3,7 +3,10 @@
 // state forever. Each tick asks a bounded batch of unfinished runs, unchanged for a while, to
 // finish their pending side effects and arm their alarm (RunObject.ensureAlarm; docs/runbook.md).
 
+import { and, asc, eq, gte, lt } from "drizzle-orm";
+import { drizzle } from "drizzle-orm/d1";
 import type { Config } from "./config";
+import { runs } from "./db/schema";
 import type { Env } from "./env";
 import { randomHex } from "./lib/crypto";
 import { log, logRun } from "./lib/log";
@@ -49,15 +52,20 @@ async function pickUnfinished(db: D1Database, config: Config, nowMs: number): Pr
   if (limit === 0) return [];
   const start = `run_${randomHex(12)}`;
   const cutoff = nowMs - config.alarmBackstopAgeMs;
-  const slice = (op: ">=" | "<") =>
+  const orm = drizzle(db);
+  const slice = (side: typeof gte | typeof lt) =>
     UNFINISHED.map((state) =>
-      db
-        .prepare(`SELECT id, version, attempt FROM runs WHERE state = ? AND id ${op} ? AND updated_at_ms < ? ORDER BY id LIMIT ?`)
-        .bind(state, start, cutoff, limit),
+      orm
+        .select({ id: runs.id, version: runs.version, attempt: runs.attempt })
+        .from(runs)
+        .where(and(eq(runs.state, state), side(runs.id, start), lt(runs.updatedAtMs, cutoff)))
+        .orderBy(asc(runs.id))
+        .limit(limit),
     );
-  const results = await db.batch<Row>([...slice(">="), ...slice("<")]);
+  const [first, ...rest] = [...slice(gte), ...slice(lt)];
+  const results = await orm.batch([first, ...rest]);
   const byId = (a: Row, b: Row) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
-  const after = results.slice(0, UNFINISHED.length).flatMap((r) => r.results).sort(byId);
-  const before = results.slice(UNFINISHED.length).flatMap((r) => r.results).sort(byId);
+  const after = results.slice(0, UNFINISHED.length).flat().sort(byId);
+  const before = results.slice(UNFINISHED.length).flat().sort(byId);
   return [...after, ...before].slice(0, limit);
 }

@@ -4,23 +4,22 @@
 // queued continuations (PUBLICATION_RECOVERY_BATCH) to reconcile (RunObject.reconcilePublication);
 // on a tick of a recovery under way, the runs its pass already reconciled are not asked again.
 
+import { and, asc, eq, or } from "drizzle-orm";
+import { drizzle } from "drizzle-orm/d1";
 import type { Config } from "./config";
+import { runs } from "./db/schema";
 import type { Env } from "./env";
 import { log, logRun } from "./lib/log";
-
-interface Row {
-  id: string;
-  attempt: number;
-}
 
 export async function recoverPublications(env: Env, config: Config, graceFromMs: number, recoveryEpochMs = 0): Promise<{ checked: number; failed: number }> {
   if (config.publicationRecoveryBatch === 0) return { checked: 0, failed: 0 };
   // A queued continuation has order group 0 (src/run/projection.ts); the run object tells which kind it is.
-  const { results } = await env.DB.prepare(
-    "SELECT id, attempt FROM runs WHERE state = 'publishing' OR (state = 'queued' AND order_group = 0) ORDER BY updated_at_ms LIMIT ?",
-  )
-    .bind(config.publicationRecoveryBatch)
-    .all<Row>();
+  const results = await drizzle(env.DB)
+    .select({ id: runs.id, attempt: runs.attempt })
+    .from(runs)
+    .where(or(eq(runs.state, "publishing"), and(eq(runs.state, "queued"), eq(runs.orderGroup, 0))))
+    .orderBy(asc(runs.updatedAtMs))
+    .limit(config.publicationRecoveryBatch);
   let failed = 0;
   for (const row of results) {
     try {

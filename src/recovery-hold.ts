@@ -3,6 +3,7 @@
 // scheduler and by a run's answer to why it waits; the pass that ends the hold is src/recovery.ts.
 
 import type { Config } from "./config";
+import { sweep } from "./db/schema";
 import { outageMayBeOngoing } from "./sweep";
 
 /** The sweep row: a claim's scheduler reads it (durable-objects/claim-credentials.ts), a run answer and GET /v1/queue with RECOVERY_ROW_SQL. */
@@ -12,6 +13,10 @@ export interface RecoveryRow {
   recovery_done_at_ms: number;
 }
 
+/** RecoveryRow as a drizzle selection of the sweep row (src/db/schema.ts, `sweep`). */
+export const RECOVERY_ROW = { last_tick_at_ms: sweep.lastTickAtMs, recovered_at_ms: sweep.recoveredAtMs, recovery_done_at_ms: sweep.recoveryDoneAtMs };
+
+/** The same read as SQL text, for the claim's counted batch (durable-objects/claim-credentials.ts). */
 export const RECOVERY_ROW_SQL = "SELECT last_tick_at_ms, recovered_at_ms, recovery_done_at_ms FROM sweep WHERE id = 1";
 
 /**

@@ -12,13 +12,16 @@
 // recovery_failure, its "observed recovery result"), so the runs after it are still reconciled and
 // dispatch is held no longer than the pass.
 
+import { and, asc, eq, gt, inArray, isNull, lt, lte, or, sql } from "drizzle-orm";
+import { drizzle } from "drizzle-orm/d1";
 import type { Config } from "./config";
+import { recoveryTries, runs, sweep } from "./db/schema";
 import type { Env } from "./env";
 import { log, logRun } from "./lib/log";
 import { tickSweep } from "./sweep";
 
 /** The states whose runs a recovery reconciles (queued ones are the queue's: nothing ran). */
-const RECOVERED_STATES = "'claimed', 'implementing', 'pausing', 'paused', 'publishing'";
+const RECOVERED_STATES = ["claimed", "implementing", "pausing", "paused", "publishing"];
 
 export interface PassResult {
   /** The recovery the pass belongs to (its start); 0 when none is under way. */
@@ -36,19 +39,23 @@ const RECOVERY_ERROR_CHARS = 500;
 
 /** One bounded step of the recovery under way, if any (the cron tick's and a held claim's). */
 export async function recoveryPass(env: Env, config: Config): Promise<PassResult> {
-  const row = await env.DB.prepare("SELECT recovered_at_ms, recovery_done_at_ms, recovery_cursor FROM sweep WHERE id = 1").first<{
-    recovered_at_ms: number;
-    recovery_done_at_ms: number;
-    recovery_cursor: string | null;
-  }>();
-  if (!row || row.recovered_at_ms <= row.recovery_done_at_ms) return { epochMs: 0, checked: 0, failed: 0, abandoned: 0, done: true };
-  const epochMs = row.recovered_at_ms;
-  const { results } = await env.DB.prepare(`SELECT id, attempt FROM runs WHERE state IN (${RECOVERED_STATES}) AND id > ? ORDER BY id LIMIT ?`)
-    .bind(row.recovery_cursor ?? "", config.recoveryBatch)
-    .all<{ id: string; attempt: number }>();
+  const orm = drizzle(env.DB);
+  const row = await orm
+    .select({ recoveredAtMs: sweep.recoveredAtMs, recoveryDoneAtMs: sweep.recoveryDoneAtMs, recoveryCursor: sweep.recoveryCursor })
+    .from(sweep)
+    .where(eq(sweep.id, 1))
+    .get();
+  if (!row || row.recoveredAtMs <= row.recoveryDoneAtMs) return { epochMs: 0, checked: 0, failed: 0, abandoned: 0, done: true };
+  const epochMs = row.recoveredAtMs;
+  const results = await orm
+    .select({ id: runs.id, attempt: runs.attempt })
+    .from(runs)
+    .where(and(inArray(runs.state, RECOVERED_STATES), gt(runs.id, row.recoveryCursor ?? "")))
+    .orderBy(asc(runs.id))
+    .limit(config.recoveryBatch);
   // The cursor stops before the first run that could not be reconciled: the next step tries it again,
   // until its tries reach RECOVERY_RUN_TRIES_MAX and it is passed over (one run never pins the pass).
-  let cursor = row.recovery_cursor;
+  let cursor = row.recoveryCursor;
   let failed = 0;
   let abandoned = 0;
   for (const run of results) {
@@ -59,16 +66,18 @@ export async function recoveryPass(env: Env, config: Config): Promise<PassResult
   }
   const done = failed === 0 && results.length < config.recoveryBatch;
   // Conditional on the recovery still being this one: a newer one started meanwhile walks from its own start.
+  const thisRecovery = and(eq(sweep.id, 1), eq(sweep.recoveredAtMs, epochMs));
   if (done) {
-    await env.DB.batch([
-      env.DB.prepare("UPDATE sweep SET recovery_done_at_ms = ?1, recovery_cursor = NULL WHERE id = 1 AND recovered_at_ms = ?1").bind(epochMs),
-      env.DB.prepare("DELETE FROM recovery_tries WHERE recovered_at_ms <= ?").bind(epochMs),
+    await orm.batch([
+      orm.update(sweep).set({ recoveryDoneAtMs: epochMs, recoveryCursor: null }).where(thisRecovery),
+      orm.delete(recoveryTries).where(lte(recoveryTries.recoveredAtMs, epochMs)),
     ]);
     log("recovery.done", { recovered_at_ms: epochMs, checked: results.length, abandoned, reason: "every unfinished run was reconciled or passed over: dispatch goes on" });
-  } else if (cursor !== row.recovery_cursor) {
-    await env.DB.prepare("UPDATE sweep SET recovery_cursor = ?2 WHERE id = 1 AND recovered_at_ms = ?1 AND (recovery_cursor IS NULL OR recovery_cursor < ?2)")
-      .bind(epochMs, cursor)
-      .run();
+  } else if (cursor !== null && cursor !== row.recoveryCursor) {
+    await orm
+      .update(sweep)
+      .set({ recoveryCursor: cursor })
+      .where(and(thisRecovery, or(isNull(sweep.recoveryCursor), lt(sweep.recoveryCursor, cursor))));
   }
   if (!done) log("recovery.progress", { recovered_at_ms: epochMs, checked: results.length, failed, abandoned, cursor, reason: "the pass goes on at the next step" });
   return { epochMs, checked: results.length, failed, abandoned, done };
@@ -103,10 +112,11 @@ async function reconcileRun(env: Env, config: Config, run: { id: string; attempt
 
 /** One more failed try of `runId` in the recovery `epochMs`: how many it has had now. */
 async function countFailedTry(db: D1Database, epochMs: number, runId: string): Promise<number> {
-  const row = await db
-    .prepare("INSERT INTO recovery_tries (recovered_at_ms, run_id, tries) VALUES (?1, ?2, 1) ON CONFLICT (recovered_at_ms, run_id) DO UPDATE SET tries = tries + 1 RETURNING tries")
-    .bind(epochMs, runId)
-    .first<{ tries: number }>();
+  const [row] = await drizzle(db)
+    .insert(recoveryTries)
+    .values({ recoveredAtMs: epochMs, runId, tries: 1 })
+    .onConflictDoUpdate({ target: [recoveryTries.recoveredAtMs, recoveryTries.runId], set: { tries: sql`${recoveryTries.tries} + 1` } })
+    .returning({ tries: recoveryTries.tries });
   return row?.tries ?? 1;
 }
 

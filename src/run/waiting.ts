@@ -2,11 +2,12 @@
 // being worked (docs/protocol.md, "Why a run waits"). It is read from what a claim would read — the
 // queue rows, the connected runners, the run's hold and backoff — and changes nothing.
 
-import { and, desc, eq, gte, isNull } from "drizzle-orm";
+import { and, count, desc, eq, gte, isNull, sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
+import { alias } from "drizzle-orm/sqlite-core";
 import type { Config } from "../config";
-import { RECOVERY_ROW_SQL, recoveryHold, type RecoveryRow } from "../recovery-hold";
-import { machines, runs } from "../db/schema";
+import { RECOVERY_ROW, recoveryHold } from "../recovery-hold";
+import { machines, runs, sweep } from "../db/schema";
 import type { Env } from "../env";
 import { labelsKey, parseLabelsKey } from "./labels";
 
@@ -58,7 +59,8 @@ export const SCHEDULER_GATES: SchedulerGate[] = [autopilotGates];
 
 /** Dispatch held for every run while unfinished runs are reconciled after an outage or a deploy (src/recovery-hold.ts). */
 async function recoveryWaiting(env: Env, config: Config, nowMs: number): Promise<Waiting | null> {
-  const held = recoveryHold(await env.DB.prepare(RECOVERY_ROW_SQL).first<RecoveryRow>(), nowMs, config);
+  const row = await drizzle(env.DB).select(RECOVERY_ROW).from(sweep).where(eq(sweep.id, 1)).get();
+  const held = recoveryHold(row, nowMs, config);
   return held ? { reason: "recovery", detail: { message: held } } : null;
 }
 
@@ -108,14 +110,16 @@ export function missingRunner(run: Pick<WaitingRun, "labels" | "protocol">, runn
 
 /** Queued runs ahead of this one in its own queue (same labels and protocol), in dispatch order. */
 async function runsAhead(db: D1Database, run: WaitingRun): Promise<number> {
-  const row = await db
-    .prepare(
-      `SELECT COUNT(*) AS ahead FROM runs AS other, runs AS me
-        WHERE me.id = ?1 AND other.org_id = me.org_id AND other.labels_key = me.labels_key AND other.state = 'queued'
-          AND (other.order_group, other.order_priority, other.queued_at_ms, other.id) < (me.order_group, me.order_priority, me.queued_at_ms, me.id)`,
-    )
-    .bind(run.id)
-    .first<{ ahead: number }>();
+  const me = alias(runs, "me");
+  const other = alias(runs, "other");
+  // Queue order as one row-value comparison, as the queue index sorts (src/db/schema.ts, `runs_queue`).
+  const before = sql`(${other.orderGroup}, ${other.orderPriority}, ${other.queuedAtMs}, ${other.id}) < (${me.orderGroup}, ${me.orderPriority}, ${me.queuedAtMs}, ${me.id})`;
+  const row = await drizzle(db)
+    .select({ ahead: count() })
+    .from(other)
+    .innerJoin(me, and(eq(other.orgId, me.orgId), eq(other.labelsKey, me.labelsKey)))
+    .where(and(eq(me.id, run.id), eq(other.state, "queued"), before))
+    .get();
   return row?.ahead ?? 0;
 }
 
