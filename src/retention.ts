@@ -4,11 +4,11 @@
 // the stored events of runs that ended more than EVENT_RETENTION_MS ago, label sets left with
 // no queued run, and dashboard sessions past their idle or absolute expiry.
 
-import { asc, inArray, sql } from "drizzle-orm";
+import { and, asc, eq, exists, inArray, lte, not, sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import type { Config } from "./config";
 import { pruneSessions } from "./credentials/sessions";
-import { endedRuns, idempotencyKeys } from "./db/schema";
+import { endedRuns, events, idempotencyKeys, labelSets, runs } from "./db/schema";
 import type { Env } from "./env";
 import { runStub } from "./lib/stubs";
 import { log, logRun } from "./lib/log";
@@ -56,13 +56,17 @@ async function pruneIdempotencyKeys(db: D1Database, config: Config, nowMs: numbe
 
 /** Deletes up to a batch of stored events of the runs that ended longest ago, past the retention. */
 async function pruneEvents(db: D1Database, config: Config, nowMs: number): Promise<number> {
-  const result = await db.prepare(PRUNE_EVENTS_SQL).bind(nowMs - config.eventRetentionMs, config.pruneBatchMax).run();
+  const orm = drizzle(db);
+  const due = orm
+    .select({ rowid: sql`${events}.rowid` })
+    .from(endedRuns)
+    .innerJoin(events, eq(events.runId, endedRuns.runId))
+    .where(lte(endedRuns.endedAtMs, nowMs - config.eventRetentionMs))
+    .orderBy(asc(endedRuns.endedAtMs), asc(endedRuns.runId))
+    .limit(config.pruneBatchMax);
+  const result = await orm.delete(events).where(inArray(sql`rowid`, due));
   return result.meta.changes;
 }
-
-const PRUNE_EVENTS_SQL = `DELETE FROM events WHERE rowid IN (
-  SELECT e.rowid FROM ended_runs d JOIN events e ON e.run_id = d.run_id
-  WHERE d.ended_at_ms <= ?1 ORDER BY d.ended_at_ms, d.run_id LIMIT ?2)`;
 
 /**
  * Ended runs past the retention whose D1 events are gone: each run object is asked to prune its
@@ -71,11 +75,16 @@ const PRUNE_EVENTS_SQL = `DELETE FROM events WHERE rowid IN (
  * a run object that is unreachable or not done yet is asked again at the next tick.
  */
 async function forgetEndedRuns(env: Env, config: Config, nowMs: number): Promise<number> {
-  const due = await env.DB.prepare(EMPTIED_ENDED_RUNS_SQL)
-    .bind(nowMs - config.eventRetentionMs, config.pruneRunObjectsMax)
-    .all<{ run_id: string; attempt: number }>();
+  const orm = drizzle(env.DB);
+  const due = await orm
+    .select({ runId: endedRuns.runId, attempt: runs.attempt })
+    .from(endedRuns)
+    .innerJoin(runs, eq(runs.id, endedRuns.runId))
+    .where(and(lte(endedRuns.endedAtMs, nowMs - config.eventRetentionMs), not(exists(orm.select({ one: sql`1` }).from(events).where(eq(events.runId, endedRuns.runId))))))
+    .orderBy(asc(endedRuns.endedAtMs), asc(endedRuns.runId))
+    .limit(config.pruneRunObjectsMax);
   const done: string[] = [];
-  for (const { run_id: runId, attempt } of due.results) {
+  for (const { runId, attempt } of due) {
     try {
       if ((await runStub(env, runId).pruneEvents()).left === 0) done.push(runId);
     } catch (err) {
@@ -83,13 +92,9 @@ async function forgetEndedRuns(env: Env, config: Config, nowMs: number): Promise
     }
   }
   if (done.length === 0) return 0;
-  const forgotten = await drizzle(env.DB).delete(endedRuns).where(inArray(endedRuns.runId, done));
+  const forgotten = await orm.delete(endedRuns).where(inArray(endedRuns.runId, done));
   return forgotten.meta.changes;
 }
-
-const EMPTIED_ENDED_RUNS_SQL = `SELECT d.run_id, r.attempt FROM ended_runs d JOIN runs r ON r.id = d.run_id
-  WHERE d.ended_at_ms <= ?1 AND NOT EXISTS (SELECT 1 FROM events e WHERE e.run_id = d.run_id)
-  ORDER BY d.ended_at_ms, d.run_id LIMIT ?2`;
 
 /**
  * Label sets with no queued run, which no claim removed because no runner covers them (their runs
@@ -97,11 +102,12 @@ const EMPTIED_ENDED_RUNS_SQL = `SELECT d.run_id, r.attempt FROM ended_runs d JOI
  * queued meanwhile keeps or re-adds its set (src/run/projection.ts).
  */
 async function pruneLabelSets(db: D1Database, config: Config): Promise<number> {
-  const result = await db.prepare(PRUNE_LABEL_SETS_SQL).bind(config.pruneBatchMax).run();
+  const orm = drizzle(db);
+  const queued = orm
+    .select({ one: sql`1` })
+    .from(runs)
+    .where(and(eq(runs.orgId, labelSets.orgId), eq(runs.labelsKey, labelSets.labelsKey), eq(runs.state, "queued")));
+  const empty = orm.select({ rowid: sql`rowid` }).from(labelSets).where(not(exists(queued))).limit(config.pruneBatchMax);
+  const result = await orm.delete(labelSets).where(inArray(sql`rowid`, empty));
   return result.meta.changes;
 }
-
-const PRUNE_LABEL_SETS_SQL = `DELETE FROM label_sets WHERE rowid IN (
-  SELECT s.rowid FROM label_sets s
-  WHERE NOT EXISTS (SELECT 1 FROM runs r WHERE r.org_id = s.org_id AND r.labels_key = s.labels_key AND r.state = 'queued')
-  LIMIT ?1)`;
