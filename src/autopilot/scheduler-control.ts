@@ -4,7 +4,10 @@
 // dequeue and lets current work finish; enable re-queues paused runs without an operator hold
 // through the ordinary gates, never clearing a hold, a tracker blocker or an unmet budget.
 
+import { and, asc, eq } from "drizzle-orm";
+import { drizzle } from "drizzle-orm/d1";
 import type { Config } from "../config";
+import { runs } from "../db/schema";
 import type { Env } from "../env";
 import { isRefusal } from "../errors";
 import { log } from "../lib/log";
@@ -82,11 +85,14 @@ export async function drainScheduler(env: Env, orgId: string, projectId: string,
  * "Acceptance scenarios": eligible paused work precedes new tickets).
  */
 export async function enableScheduler(env: Env, config: Config, orgId: string, projectId: string, by: string): Promise<CommandResult> {
-  const paused = await env.DB.prepare("SELECT id FROM runs WHERE org_id = ? AND project_id = ? AND state = 'paused' ORDER BY queued_at_ms, id LIMIT ?")
-    .bind(orgId, projectId, config.autopilotSchedulerResumeMax)
-    .all<{ id: string }>();
+  const paused = await drizzle(env.DB)
+    .select({ id: runs.id })
+    .from(runs)
+    .where(and(eq(runs.orgId, orgId), eq(runs.projectId, projectId), eq(runs.state, "paused")))
+    .orderBy(asc(runs.queuedAtMs), asc(runs.id))
+    .limit(config.autopilotSchedulerResumeMax);
   const result: Omit<CommandResult, "scheduler"> = { paused: [], resumed: [], skipped: [] };
-  for (const { id } of paused.results) {
+  for (const { id } of paused) {
     const answer = await env.RUN.get(env.RUN.idFromName(id)).control(orgId, { type: "resume", by: "scheduler" });
     if (isRefusal(answer)) result.skipped.push({ run_id: id, reason: answer.error.message });
     else result.resumed.push(id);

@@ -2,6 +2,9 @@
 // src/queue/effects.ts), so GET …/tickets shows the ticket `done` as soon as its run ended instead of
 // at the issue's next observation. Idempotent: the ticket records only its own unfinished run, once.
 
+import { eq } from "drizzle-orm";
+import { drizzle } from "drizzle-orm/d1";
+import { runs } from "../db/schema";
 import type { Env, OutboxMessage } from "../env";
 import { isRefusal } from "../errors";
 import { runStub } from "../lib/stubs";
@@ -11,10 +14,10 @@ import { ticketStub } from "./admission";
 export async function tellTicketRunEnded(env: Env, event: OutboxMessage): Promise<void> {
   if (!terminalStateOf(event)) return;
   // Only runs an autopilot project admitted have a ticket (their queue row names the project).
-  const row = await env.DB.prepare("SELECT project_id FROM runs WHERE id = ?").bind(event.run_id).first<{ project_id: string | null }>();
-  if (!row?.project_id) return;
+  const row = await drizzle(env.DB).select({ projectId: runs.projectId }).from(runs).where(eq(runs.id, event.run_id)).get();
+  if (!row?.projectId) return;
   const run = await runStub(env, event.run_id).read(event.org_id);
   if (isRefusal(run)) return;
   const key = run.metadata?.autopilot_ticket;
-  if (typeof key === "string") await ticketStub(env, { projectId: row.project_id, ticketKey: key }).runEnded(event.run_id);
+  if (typeof key === "string") await ticketStub(env, { projectId: row.projectId, ticketKey: key }).runEnded(event.run_id);
 }

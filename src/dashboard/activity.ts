@@ -1,7 +1,10 @@
 // The organization's last day, hour by hour: queue depth at each hour's end, runs started (first
 // claim) and runs ended, derived from the run events stored in D1 and the queue as it is now.
 
+import { and, asc, count, desc, eq, gte, inArray } from "drizzle-orm";
+import { drizzle } from "drizzle-orm/d1";
 import type { Config } from "../config";
+import { events, runs } from "../db/schema";
 import { TERMINAL_STATES } from "../run/states";
 
 export const HOUR_MS = 3_600_000;
@@ -55,22 +58,29 @@ function peakDepths(eventsNewestFirst: EventRow[], firstHour: number, queuedNow:
 
 export async function hourlyActivity(db: D1Database, config: Config, orgId: string, nowMs: number): Promise<HourlyActivity> {
   const firstHour = Math.floor(nowMs / HOUR_MS) * HOUR_MS - (ACTIVITY_HOURS - 1) * HOUR_MS;
-  const [rows, depth] = await db.batch([
-    db
-      .prepare("SELECT type, data, at_ms FROM events WHERE org_id = ? AND at_ms >= ? AND type IN ('run.created', 'run.state') ORDER BY at_ms DESC, run_id, seq DESC LIMIT ?")
-      .bind(orgId, firstHour, config.dashboardActivityEventsMax),
-    db.prepare("SELECT COUNT(*) AS queued FROM runs WHERE org_id = ? AND state = 'queued'").bind(orgId),
+  const orm = drizzle(db);
+  const [rows, [depth]] = await orm.batch([
+    orm
+      .select({ type: events.type, data: events.data, at_ms: events.atMs })
+      .from(events)
+      .where(and(eq(events.orgId, orgId), gte(events.atMs, firstHour), inArray(events.type, ["run.created", "run.state"])))
+      .orderBy(desc(events.atMs), asc(events.runId), desc(events.seq))
+      .limit(config.dashboardActivityEventsMax),
+    orm
+      .select({ queued: count() })
+      .from(runs)
+      .where(and(eq(runs.orgId, orgId), eq(runs.state, "queued"))),
   ]);
-  const events = rows.results as unknown as EventRow[];
+  const recent: EventRow[] = rows;
   const hourStartMs = Array.from({ length: ACTIVITY_HOURS }, (_, i) => firstHour + i * HOUR_MS);
   const started = hourStartMs.map(() => 0);
   const ended = hourStartMs.map(() => 0);
-  for (const event of events) {
+  for (const event of recent) {
     const hour = hourOf(event.at_ms, firstHour);
     const data = JSON.parse(event.data) as { to?: string; attempt?: number };
     if (data.to === "claimed" && data.attempt === 1) started[hour] += 1;
     if (data.to && (TERMINAL_STATES as readonly string[]).includes(data.to)) ended[hour] += 1;
   }
-  const queueDepth = peakDepths(events, firstHour, (depth.results[0] as { queued: number }).queued);
-  return { hourStartMs, queueDepth, started, ended, truncated: events.length >= config.dashboardActivityEventsMax };
+  const queueDepth = peakDepths(recent, firstHour, depth.queued);
+  return { hourStartMs, queueDepth, started, ended, truncated: recent.length >= config.dashboardActivityEventsMax };
 }
