@@ -42,7 +42,7 @@ export async function reserveRunBudget(env: Env, input: { orgId: string; runId: 
   const opId = newId("op");
   const nowMs = Date.now();
   const results = await db.batch([
-    // Raw SQL: a conditional INSERT … SELECT guarded by the balance, whose upsert re-holds only a released row; drizzle's insert takes rows.
+    // Raw SQL: the INSERT … SELECT that decides the hold, guarded by the balance, re-holding only a released row; drizzle would hold it only as sql text.
     db
       .prepare(
         `INSERT INTO run_reservations (org_id, run_id, project_id, status, reserved_cents, cost_cents, settled_cents, released_cents, last_op_id, created_at_ms, updated_at_ms)

@@ -33,7 +33,7 @@ export async function reserve(
   // The exact completion callback URL of this job (build-lifecycle.md, "Dispatch uses a stable job identifier").
   const callbackUrl = `${input.origin}/v1/build-callbacks/${callbackToken}`;
   const results = await db.batch([
-    // Raw SQL: a conditional INSERT … SELECT that decides the reservation from the balance and the request's held jobs; drizzle's insert takes rows.
+    // Raw SQL: the INSERT … SELECT that decides the reservation, its amount and guards computed from the balance row, which drizzle would hold only as sql text.
     db
       .prepare(
         `INSERT INTO build_jobs (org_id, id, request_id, project_id, status, outcome, review_reason, request_hash,

@@ -58,7 +58,7 @@ export function insertGrant(
   db: D1Database,
   e: { id: string; orgId: string; opId: string; amountCents: number; actor: string; note: string | null; externalKey: string | null; nowMs: number },
 ): D1PreparedStatement {
-  // Raw SQL: a conditional INSERT … SELECT whose guard decides and whose seq is computed in the statement; drizzle's insert takes rows.
+  // Raw SQL: a guarded INSERT … SELECT of no table, its seq computed in the statement, which drizzle would hold only as sql text.
   return db
     .prepare(
       `INSERT INTO ledger_entries (id, org_id, seq, op_id, kind, amount_cents, job_id, request_id, actor, note, external_key, created_at_ms)
@@ -101,7 +101,7 @@ export function insertHeldEntry(
 ): D1PreparedStatement {
   const h = HOLDERS[e.holder];
   const always = e.kind === "settle" || e.kind === "reserve";
-  // Raw SQL: an INSERT … SELECT from the holder's table with a computed seq, written only when the holder's compare-and-swap won.
+  // Raw SQL: an INSERT … SELECT from whichever holder's table and amount column the caller names, which a typed drizzle query cannot vary.
   return db
     .prepare(
       `INSERT INTO ledger_entries (id, org_id, seq, op_id, kind, amount_cents, job_id, request_id, run_id, actor, note, external_key, created_at_ms)
