@@ -1,3 +1,9 @@
+-- Written by hand before D1 migrations were generated, and kept as applied history: D1 applies
+-- migrations by file name, so renaming or renumbering it would apply it again. It is not in
+-- meta/_journal.json; 0013_autopilot_tickets_schema, which is, restates the same two tables (CREATE
+-- TABLE IF NOT EXISTS, a no-op where this one ran), and every snapshot from 0013 on holds them, as
+-- src/db/autopilot-schema.ts states them.
+--
 -- Autopilot admission: each project's index of its tickets (a projection of the TicketObjects,
 -- which are the authority), and reconciliation's persisted cursor per project.
 CREATE TABLE `autopilot_tickets` (
