@@ -70,8 +70,11 @@ export const OPTIONS: Record<string, OptionSpec> = {
     help: 'print one JSON object per line instead of readable text' },
 };
 
-/** Environment variables of the runner never handed to a sandbox, whatever --pass-env says. */
-export const NEVER_PASSED_ENV = /^DOCKET_/;
+/**
+ * Environment variables of the runner never handed to a sandbox, whatever --pass-env says: its own
+ * (the machine token among them) and E2B's (the SDK reads its API key from E2B_API_KEY).
+ */
+export const NEVER_PASSED_ENV = /^(DOCKET_|E2B_)/;
 
 /**
  * Names of a run's launch.env the runner and its daemon own, so a dispatch cannot set them: the

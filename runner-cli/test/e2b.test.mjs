@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Sandbox } from 'e2b';
 import { afterEach, describe, expect, it } from 'vitest';
+import { sandboxEnv } from '../src/launchers/common.ts';
 import { attemptAnswerBody, heartbeatAnswer, RUN_ID, runnerConfig } from './helpers/answers.mjs';
 import { fakeE2b } from './helpers/fake-e2b.mjs';
 import { fakeServer } from './helpers/fake-server.mjs';
@@ -245,6 +246,11 @@ describe('the e2b launcher', () => {
 });
 
 describe('the e2b launcher and its configuration', () => {
+  it('--pass-env never hands an E2B variable to the agent, the API key the SDK reads among them', () => {
+    const env = sandboxEnv({ PATH: '/bin', E2B_API_KEY: 'e2b_secret', E2B_DOMAIN: 'e2b.example', TEAM_TOKEN: 't' }, ['E2B_API_KEY', 'E2B_DOMAIN', 'TEAM_TOKEN'], null, {});
+    expect(env).toEqual({ PATH: '/bin', TEAM_TOKEN: 't' });
+  });
+
   it('listen --launcher e2b without an E2B API key is refused as a bad configuration', async () => {
     const server = await docket(null);
     const home = configuredHome(server.url, 'docket-e2b-', cleanups);
