@@ -2,6 +2,7 @@
 // logarithmic axes, one colour per series and a legend. No chart dependency.
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { INSTALLATION_LIMIT_PER_HOUR } from './lib/github-goals.mjs';
 
 const W = 640;
 const H = 360;
@@ -134,6 +135,20 @@ export function writeCharts(r, dir, name) {
       svg: lineChart({ title: 'Cancel requested to sandbox stopped', xLabel: 'ms (log)', yLabel: 'share of sandboxes stopped', xLog: true, series: [
         { name: 'waiting lease call, from the cancel request (measured)', points: cdf(k.samples_ms) },
         { name: `polled at each ${refresh / 1000} s lease refresh (computed)`, points: polled, dashed: true },
+      ] }),
+    });
+  }
+  const a = r.sections.autopilot;
+  if (a) {
+    const ns = a.idle.map((/** @type {any} */ row) => row.ready_issues);
+    const flat = (/** @type {number} */ y) => ns.map((/** @type {number} */ x) => /** @type {[number, number]} */ ([x, y]));
+    charts.push({
+      file: `${name}-github-requests.svg`,
+      title: "GitHub requests counted per hour by one idle autopilot project, against its ready issues, beside the installation's limit",
+      svg: lineChart({ title: 'GitHub requests per hour, one idle project', xLabel: 'ready issues (log)', yLabel: 'counted requests per hour', xLog: true, series: [
+        { name: 'Docket (measured, one tick a minute)', points: a.idle.map((/** @type {any} */ row) => [row.ready_issues, row.per_hour]) },
+        { name: `the installation's limit, ${INSTALLATION_LIMIT_PER_HOUR.toLocaleString('en-US')} an hour`, points: flat(INSTALLATION_LIMIT_PER_HOUR), dashed: true },
+        { name: 'the goal, 120 an hour', points: flat(120), dashed: true },
       ] }),
     });
   }

@@ -1,11 +1,13 @@
 // npm run bench: Docket's benchmarks against local Workers on 127.0.0.1 (docs/BENCHMARKS.md).
 // Sections: claim cost against queue depth beside the platform floor, dispatch-to-claim latency,
-// lifecycle throughput, claims across organizations and idle cost. Results go to bench/results/ as JSON and markdown.
+// lifecycle throughput, claims across organizations, idle cost and the autopilot's GitHub requests.
+// Results go to bench/results/ as JSON and markdown.
 // Settings are environment variables (bench/lib/config.mjs); BENCH_QUICK=1 is a short run.
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
+import { autopilotBudget } from './autopilot.mjs';
 import { cancelLatency } from './cancel.mjs';
 import { writeCharts } from './charts.mjs';
 import { claimCost } from './claim-cost.mjs';
@@ -16,6 +18,7 @@ import { scale } from './scale.mjs';
 import { limitRunTime } from './lib/cleanup.mjs';
 import { readConfig } from './lib/config.mjs';
 import { ADMIN_SECRET } from './lib/docket.mjs';
+import { AUTOPILOT_VARS } from './lib/github-project.mjs';
 import { applyMigrations, ROOT, SCRATCH, snapshotDocket, startWorker, stateDir } from './lib/local-worker.mjs';
 import { resultsPage, resultTables, runLine } from './lib/report.mjs';
 import { docTable, helpOrRefuse } from '../scripts/cli-args.mjs';
@@ -23,11 +26,13 @@ import { docTable, helpOrRefuse } from '../scripts/cli-args.mjs';
 helpOrRefuse('npm run bench', () => `npm run bench: Docket's benchmarks against local Workers on 127.0.0.1 (docs/BENCHMARKS.md).
 Sections: claims (claim cost against queue depth, beside the platform floor), latency
 (dispatch-to-claim), lifecycle (runs per second), scale (organizations claiming at once), cancel
-(cancel to sandbox stopped), idle (an idle runner's requests and memory). Nothing reaches the internet.
+(cancel to sandbox stopped), idle (an idle runner's requests and memory), autopilot (GitHub requests
+of autopilot projects, against a local GitHub stand-in). Nothing reaches the internet.
 
   npm run bench                     the full run, about 8 minutes on 2 cores
   BENCH_QUICK=1 npm run bench       a short look, about 1.5 minutes
   BENCH_SECTIONS=cancel npm run bench
+  BENCH_SECTIONS=autopilot npm run bench   the autopilot section alone, results in autopilot.*
   BENCH_UPDATE_DOCS=1 npm run bench also replaces "Latest results" in docs/BENCHMARKS.md
 
 A full run with the defaults writes bench/results/latest.json and latest.md (quick.* for a quick
@@ -86,25 +91,27 @@ async function againOnRestart(measure) {
  * @template T
  * @param {Record<string, string>} vars
  * @param {(url: string) => Promise<T>} measure
+ * @param {{ testScheduled?: boolean }} [o] with testScheduled, the cron tick runs on GET /__scheduled
  * @returns {Promise<T>}
  */
-function withDocket(vars, measure) {
-  return againOnRestart(() => withDocketOnce(vars, measure));
+function withDocket(vars, measure, { testScheduled = false } = {}) {
+  return againOnRestart(() => withDocketOnce(vars, measure, testScheduled));
 }
 
 /**
  * @template T
  * @param {Record<string, string>} vars
  * @param {(url: string) => Promise<T>} measure
+ * @param {boolean} [testScheduled]
  * @returns {Promise<T>}
  */
-async function withDocketOnce(vars, measure) {
+async function withDocketOnce(vars, measure, testScheduled = false) {
   const state = stateDir('docket-live');
   /** @type {{ url: string, stop: () => Promise<void> } | null} */
   let docket = null;
   try {
     applyMigrations(docketConfig, state.dir);
-    docket = await startWorker({ config: docketConfig, persist: state.dir, vars });
+    docket = await startWorker({ config: docketConfig, persist: state.dir, vars, testScheduled });
     return await measure(docket.url);
   } finally {
     await docket?.stop();
@@ -133,6 +140,13 @@ if (cfg.sections.includes('idle')) {
   const vars = { ...DOCKET_VARS, CLAIM_WAIT_MS: String(cfg.idle.claimWaitMs), HEARTBEAT_INTERVAL_MS: String(cfg.idle.heartbeatIntervalMs) };
   sections.idle = await withDocket(vars, (url) => idleCost(url, cfg.idle, say));
   say(`  ${sections.idle.requests_per_min.toFixed(1)} requests per idle runner per minute (expected ${sections.idle.expected_per_min.toFixed(1)}); at the defaults ${sections.idle.defaults.requests_per_min.toFixed(1)}`);
+}
+
+if (cfg.sections.includes('autopilot')) {
+  say(`autopilot within GitHub's budget: an idle project at ${cfg.autopilot.readyIssues.map((n) => n.toLocaleString('en-US')).join(', ')} ready issues, the webhook door, a burst, publication`);
+  // Its cron ticks are run by hand, GET /__scheduled.
+  const withTicks = (/** @type {Record<string, string>} */ vars, /** @type {(url: string) => Promise<any>} */ measure) => withDocket(vars, measure, { testScheduled: true });
+  sections.autopilot = await autopilotBudget(withTicks, { ...DOCKET_VARS, ...AUTOPILOT_VARS }, cfg.autopilot, say);
 }
 
 const results = {

@@ -27,12 +27,17 @@ function ints(name, full, quick = full) {
   return list;
 }
 
-const SECTIONS = ['claims', 'latency', 'lifecycle', 'scale', 'cancel', 'idle'];
+const SECTIONS = ['claims', 'latency', 'lifecycle', 'scale', 'cancel', 'idle', 'autopilot'];
 
 /** Settings that change what is measured (not where results go or how long a run may take). */
 const MEASURING = Object.keys(process.env).filter(
   (k) => k.startsWith('BENCH_') && !['BENCH_QUICK', 'BENCH_OUT', 'BENCH_UPDATE_DOCS', 'BENCH_TIMEOUT_MS', 'BENCH_SOURCE'].includes(k),
 );
+
+/** The section a run measures alone with otherwise default settings, or null. @param {string[]} sections */
+function oneSection(sections) {
+  return sections.length === 1 && MEASURING.length === 1 && MEASURING[0] === 'BENCH_SECTIONS' ? sections[0] : null;
+}
 
 export function readConfig() {
   const sections = (process.env.BENCH_SECTIONS ?? SECTIONS.join(',')).split(',').map((s) => s.trim()).filter(Boolean);
@@ -44,8 +49,9 @@ export function readConfig() {
   for (let i = 1; i < depths.length; i++) if (depths[i] <= depths[i - 1]) throw new Error('BENCH_DEPTHS must grow from one depth to the next');
   return {
     quick: QUICK,
-    // Results are named for the run: latest (the defaults), quick, or custom (other settings).
-    name: QUICK ? 'quick' : MEASURING.length > 0 ? 'custom' : 'latest',
+    // Results are named for the run: latest (the defaults), quick, custom (other settings), or the
+    // one section a run with otherwise default settings measured (autopilot), kept beside latest.
+    name: QUICK ? 'quick' : oneSection(sections) ?? (MEASURING.length > 0 ? 'custom' : 'latest'),
     sections,
     source,
     claims: {
@@ -84,6 +90,18 @@ export function readConfig() {
       claimWaitMs: int('BENCH_IDLE_CLAIM_WAIT_MS', 2_000),
       heartbeatIntervalMs: int('BENCH_IDLE_HEARTBEAT_MS', 5_000),
       defaults: DOCKET_DEFAULTS,
+    },
+    autopilot: {
+      readyIssues: ints('BENCH_AUTOPILOT_ISSUES', [10, 100, 1_000, 10_000], [10, 1_000]),
+      warmupTicks: int('BENCH_AUTOPILOT_WARMUP_TICKS', 3),
+      warmupTicksMax: int('BENCH_AUTOPILOT_WARMUP_TICKS_MAX', 25, 15),
+      windowTicks: int('BENCH_AUTOPILOT_TICKS', 10, 5),
+      lostWebhookTicksMax: int('BENCH_AUTOPILOT_LOST_TICKS_MAX', 10, 5),
+      webhookSamples: int('BENCH_AUTOPILOT_WEBHOOK_SAMPLES', 50, 15),
+      burstIssues: 100,
+      burstDeliveries: int('BENCH_AUTOPILOT_BURST', 1_000, 300),
+      burstConcurrency: int('BENCH_AUTOPILOT_BURST_CONCURRENCY', 25),
+      publications: int('BENCH_AUTOPILOT_PUBLICATIONS', 3, 1),
     },
     timeoutMs: int('BENCH_TIMEOUT_MS', 1_800_000),
     out: process.env.BENCH_OUT ?? '',

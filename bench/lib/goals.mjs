@@ -2,6 +2,7 @@
 // in bench/floor/, runners people already use) and whether the run met it: the first table of the
 // results (docs/BENCHMARKS.md, "Latest results"). A section the run skipped leaves its goals unmeasured.
 
+import { autopilotGoalRows } from './github-goals.mjs';
 import { formatted } from './stats.mjs';
 
 /** The goals' figures: two decimals unless said. @param {number} v @param {number} [digits] */
@@ -72,5 +73,6 @@ export function goalRows(r) {
 
   const rss = idle?.rss_mb?.max;
   rows.push(['runner CLI idle RSS (`docket-runner listen`, largest)', rss === undefined ? unmeasured('idle') : `${f(rss, 1)} MB`, '≤ 60 MB', '–', rss === undefined ? '–' : met(rss <= 60)]);
+  rows.push(...autopilotGoalRows(r.sections.autopilot));
   return rows;
 }

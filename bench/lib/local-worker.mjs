@@ -74,12 +74,13 @@ export function applyMigrations(configPath, persist) {
 }
 
 /**
- * Starts a Worker from its wrangler config on 127.0.0.1 with extra plain-text variables, and its
- * DevTools inspector on `inspectorPort` when one is given (bench/profile.mjs).
- * @param {{ config: string, persist: string, vars?: Record<string, string>, inspectorPort?: number }} o
+ * Starts a Worker from its wrangler config on 127.0.0.1 with extra plain-text variables, its
+ * DevTools inspector on `inspectorPort` when one is given (bench/profile.mjs), and with
+ * `testScheduled` its cron tick run by `GET /__scheduled` (bench/autopilot.mjs).
+ * @param {{ config: string, persist: string, vars?: Record<string, string>, inspectorPort?: number, testScheduled?: boolean }} o
  * @returns {Promise<{ url: string, stop: () => Promise<void> }>}
  */
-export async function startWorker({ config, persist, vars = {}, inspectorPort }) {
+export async function startWorker({ config, persist, vars = {}, inspectorPort, testScheduled = false }) {
   /** @type {Record<string, any>} */
   const bindings = {};
   for (const [k, v] of Object.entries(vars)) bindings[k] = { type: 'plain_text', value: String(v) };
@@ -91,7 +92,7 @@ export async function startWorker({ config, persist, vars = {}, inspectorPort })
   const worker = await unstable_startWorker({
     config,
     bindings,
-    dev: { persist, server: { hostname: '127.0.0.1', port: 0 }, inspector: inspectorPort ? { hostname: '127.0.0.1', port: inspectorPort } : false, watch: false, logLevel: 'error' },
+    dev: { persist, server: { hostname: '127.0.0.1', port: 0 }, inspector: inspectorPort ? { hostname: '127.0.0.1', port: inspectorPort } : false, watch: false, logLevel: 'error', testScheduled },
   });
   await worker.ready;
   const url = `http://127.0.0.1:${new URL(String(await worker.url)).port}`;

@@ -1,5 +1,6 @@
 // The benchmark's results as markdown tables (bench/results/*.md and docs/BENCHMARKS.md).
 import { goalRows } from './goals.mjs';
+import { autopilotTables } from './github-report.mjs';
 import { formatted as n } from './stats.mjs';
 
 /** @param {string[]} head @param {(string | number)[][]} rows */
@@ -198,6 +199,7 @@ export function resultTables(r, chartsAt = null) {
       );
     }
   }
+  out.push(...autopilotTables(r.sections.autopilot, table, chart));
   return out.join('\n');
 }
 

@@ -20,12 +20,23 @@ const run = {
   },
 };
 
+const autopilotIdle = (readyIssues: number, perHour: number, lostTicks: number | null) => ({ ready_issues: readyIssues, per_hour: perHour, lost_webhook_ticks: lostTicks });
+
+/** An autopilot section whose idle project is past its budget at 1,000 ready issues and never finds the lost webhook there. */
+const autopilotRun = {
+  config: { lostWebhookTicksMax: 10 },
+  idle: [autopilotIdle(10, 60, 1), autopilotIdle(1_000, 9_060, null)],
+  webhook: { samples: 50, counted_per_admitted: 3.04, labelled_to_queued_ms: { p50: 40, p99: 120 } },
+  burst: { issues: 100, deliveries: 1_000, runs_admitted: 100, errors: 0 },
+  publication: { samples: 3, counted_to_comment: { max: 7 } },
+};
+
 const byMeasure = (rows: string[][], start: string) => rows.find((row) => row[0].startsWith(start))!;
 
 describe("the goals table of a benchmark run", () => {
   it("gives each goal the run's figure, and says a goal missed at one depth is not met", () => {
     const rows = goalRows(run);
-    expect(rows).toHaveLength(6);
+    expect(rows).toHaveLength(12);
     const throughput = byMeasure(rows, "claim throughput");
     expect(throughput[1]).toBe("0.40 – 0.60");
     expect(throughput[4]).toBe("**no**");
@@ -51,10 +62,34 @@ describe("the goals table of a benchmark run", () => {
 
   it("leaves the goals of a section that did not run unmeasured, never met", () => {
     const rows = goalRows({ sections: { claims: run.sections.claims } });
-    for (const start of ["requests per idle runner", "cancel requested", "HTTP requests per completed", "runner CLI idle RSS"]) {
+    for (const start of ["requests per idle runner", "cancel requested", "HTTP requests per completed", "runner CLI idle RSS", "counted GitHub requests per hour", "a burst of deliveries"]) {
       const row = byMeasure(rows, start);
       expect(row[1]).toMatch(/did not run/);
       expect(row[4]).toBe("–");
     }
+  });
+
+  it("holds the idle autopilot project to 120 counted GitHub requests an hour at every N, and a lost webhook to 2 ticks", () => {
+    const rows = goalRows({ sections: { autopilot: autopilotRun } });
+    expect(byMeasure(rows, "counted GitHub requests per hour").slice(1)).toEqual(["60 – 9,060 (N = 10, 1,000)", "≤ 120 at every N", "an installation may make 5,000 an hour", "**no**"]);
+    expect(byMeasure(rows, "cron ticks until a lost webhook")[1]).toBe("more than 10 at some N");
+    expect(byMeasure(rows, "cron ticks until a lost webhook")[4]).toBe("**no**");
+    expect(byMeasure(rows, "counted GitHub requests per admitted issue").slice(1, 3)).toEqual(["3.04", "≤ 3"]);
+    expect(byMeasure(rows, "counted GitHub requests per admitted issue")[4]).toBe("**no**");
+    expect(byMeasure(rows, "counted GitHub requests per published")[1]).toBe("7 (largest of 3)");
+    expect(byMeasure(rows, "labelled → run queued").slice(1)).toEqual(["40 ms / 120 ms", "≤ 100 ms / 500 ms locally", "GitHub wants an answer within 10 s", "yes"]);
+    expect(byMeasure(rows, "a burst of deliveries")[1]).toBe("100 / 0 (1,000 deliveries)");
+    expect(byMeasure(rows, "a burst of deliveries")[4]).toBe("yes");
+  });
+
+  it("says an idle project within 120 an hour whose lost webhook is found in 2 ticks meets both goals, and one extra run of a burst does not", () => {
+    const cheap = structuredClone(autopilotRun);
+    cheap.idle = [autopilotIdle(10, 60, 1), autopilotIdle(10_000, 120, 2)];
+    cheap.burst.runs_admitted = 101;
+    const rows = goalRows({ sections: { autopilot: cheap } });
+    expect(byMeasure(rows, "counted GitHub requests per hour")[4]).toBe("yes");
+    expect(byMeasure(rows, "cron ticks until a lost webhook").slice(1, 2)).toEqual(["1 – 2"]);
+    expect(byMeasure(rows, "cron ticks until a lost webhook")[4]).toBe("yes");
+    expect(byMeasure(rows, "a burst of deliveries")[4]).toBe("**no**");
   });
 });
