@@ -52,7 +52,7 @@ describe('configuration precedence', () => {
     expect(() => resolveConfig({ env: { DOCKET_STOP_GRACE_MS: '-5' } })).toThrow('DOCKET_STOP_GRACE_MS: must be a non-negative integer, got "-5"');
     expect(() => resolveConfig({ flags: { claim_wait_ms: '700000' } })).toThrow('--claim-wait-ms: must be an integer from 0 to 600000, got "700000"');
     expect(() => resolveConfig({ flags: { concurrency: '0' } })).toThrow(ConfigError);
-    expect(() => resolveConfig({ flags: { launchers: ['podman'] } })).toThrow('--launcher: unknown launcher "podman"; use process or docker');
+    expect(() => resolveConfig({ flags: { launchers: ['podman'] } })).toThrow('--launcher: unknown launcher "podman"; use process, docker or e2b');
     expect(() => resolveConfig({ flags: { server_url: 'ftp://x' } })).toThrow('--server: must start with http:// or https://, got "ftp://x"');
     expect(() => resolveConfig({ env: { DOCKET_JSON: 'maybe' } })).toThrow('DOCKET_JSON: must be true or false, got "maybe"');
   });
