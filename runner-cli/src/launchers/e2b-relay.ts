@@ -28,8 +28,7 @@ const shellQuote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 async function relay(file: string): Promise<number> {
   const r: Relay = JSON.parse(readFileSync(file, 'utf8'));
   const { Sandbox: Sdk } = await import('e2b');
-  const s = { apiKey: process.env.DOCKET_E2B_API_KEY ?? null, apiUrl: r.api_url, sandboxUrl: r.sandbox_url, template: '', machineId: null };
-  const sbx = await Sdk.connect(r.sandbox_id, connection(s));
+  const sbx = await Sdk.connect(r.sandbox_id, connection({ apiKey: process.env.DOCKET_E2B_API_KEY ?? null, apiUrl: r.api_url, sandboxUrl: r.sandbox_url }));
   const handle = await sbx.commands.run(`exec ${r.command.map(shellQuote).join(' ')}`, {
     background: true, cwd: r.work_dir, envs: r.envs, timeoutMs: 0,
     onStdout: (d) => void process.stdout.write(d), onStderr: (d) => void process.stderr.write(d),

@@ -31,7 +31,7 @@ const SWEEP_PAGES = 10;
 export type E2bSettings = { apiKey: string | null; template: string; apiUrl?: string | null; sandboxUrl?: string | null; machineId: string | null };
 
 /** The SDK's connection options: the key and the endpoints, never read from the agent's environment. */
-export function connection(s: E2bSettings) {
+export function connection(s: Pick<E2bSettings, 'apiKey' | 'apiUrl' | 'sandboxUrl'>) {
   return {
     ...(s.apiKey ? { apiKey: s.apiKey } : {}),
     ...(s.apiUrl ? { apiUrl: s.apiUrl } : {}),
