@@ -13,8 +13,8 @@ import type { Config } from "../../config";
 import { log } from "../../lib/log";
 import { fetchOutbound, OutboundRefused, outboundPolicy, outboundRefusal } from "../../lib/outbound-address";
 import { GitHubError, GitHubTimeout } from "./errors";
+import type { Headroom } from "../provider";
 import type { GitHubLedger } from "./ledger";
-import { headroomOf } from "./usage-store";
 import { toPkcs8Pem } from "./private-key";
 
 const GitHubOctokit = Octokit.plugin(retry, throttling);
@@ -151,6 +151,15 @@ function observedFetch(fetchImpl: typeof fetch, ledger: GitHubLedger | null): ty
   };
 }
 
+/** The rate limit an answer states (x-ratelimit-*), or null when it states none. */
+function headroomOf(headers: Headers): Headroom | null {
+  const remaining = Number(headers.get("x-ratelimit-remaining"));
+  const limit = Number(headers.get("x-ratelimit-limit"));
+  const reset = Number(headers.get("x-ratelimit-reset"));
+  if (!headers.has("x-ratelimit-remaining") || !Number.isFinite(remaining) || !Number.isFinite(limit)) return null;
+  return { remaining, limit, resetAtMs: Number.isFinite(reset) && reset > 0 ? reset * 1_000 : 0 };
+}
+
 /** fetch held to the outbound policy, redirects included (at most GITHUB_REDIRECTS_MAX, each target checked). */
 function policedFetch(fetchImpl: typeof fetch, config: Config): typeof fetch {
   const policy = outboundPolicy(config);
@@ -210,6 +219,12 @@ export function toGitHubError(err: unknown, what: string): GitHubError {
     const retryAfterMs = rateLimitWaitMs(headers);
     const when = retryAfterMs === null ? "later" : `in ${Math.ceil(retryAfterMs / 1_000)} s`;
     return new GitHubError("rate_limited", `${what}: GitHub's rate limit is exhausted; it can be tried again ${when}`, status, retryAfterMs);
+  }
+  // No answer at all (a refused connection, a name that does not resolve): Octokit reports a 500
+  // without a response. That says nothing about the App's credentials, even on a token request.
+  if (e.response === undefined && e.cause !== undefined) {
+    const where = e.request?.url ? ` at ${new URL(e.request.url).origin}` : "";
+    return new GitHubError("unavailable", `${what}: could not reach GitHub${where}: ${e.message ?? "no answer"}`, null);
   }
   if (status !== null && /\/app\/installations\/[^/]+\/access_tokens$/.test(e.request?.url ?? "")) {
     return new GitHubError("unauthorized", `${what}: GitHub refused an installation token for the App (${status}): check the App id, installation id and private key`, status);

@@ -18,15 +18,6 @@ export function installationKey(githubApiUrl: string, installationId: string): s
   return `${githubApiUrl.replace(/\/+$/, "")}|${installationId}`;
 }
 
-/** The rate limit an answer states (x-ratelimit-*), or null when it states none. */
-export function headroomOf(headers: Headers): Headroom | null {
-  const remaining = Number(headers.get("x-ratelimit-remaining"));
-  const limit = Number(headers.get("x-ratelimit-limit"));
-  const reset = Number(headers.get("x-ratelimit-reset"));
-  if (!headers.has("x-ratelimit-remaining") || !Number.isFinite(remaining) || !Number.isFinite(limit)) return null;
-  return { remaining, limit, resetAtMs: Number.isFinite(reset) && reset > 0 ? reset * 1_000 : 0 };
-}
-
 /** The ledger of one project's requests through its installation. */
 export function d1GitHubLedger(db: D1Database, project: { id: string; githubApiUrl: string; installationId: string }, config: Config): GitHubLedger {
   const orm = drizzle(db);
