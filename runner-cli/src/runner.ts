@@ -138,9 +138,12 @@ export class Runner implements JobHost {
     this.stop('a launcher refused its credentials');
   }
 
-  /** After reconciliation, each launcher removes what runs for this machine that no job holds. */
+  /**
+   * After reconciliation, each launcher removes what runs for this machine that no job holds: a job
+   * resumed, or one parked for a later start (its sandbox is left for that start to reconcile).
+   */
   async sweepLaunchers() {
-    const held = new Set(this.jobs.keys());
+    const held = new Set([...this.jobs.keys(), ...this.db.unfinished().map((row) => `${row.run_id}#${row.attempt}`)]);
     for (const protocol of this.protocols) {
       try {
         await this.launchers[protocol]?.sweep?.(held);

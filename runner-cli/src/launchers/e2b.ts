@@ -167,7 +167,7 @@ export async function adoptE2b(row: { sandbox_id: string | null; sandbox_pid: nu
 }
 
 /**
- * The startup sweep: every sandbox E2B lists with this machine's metadata that no resumed job
+ * The startup sweep: every sandbox E2B lists with this machine's metadata that no unfinished job
  * holds is killed (a runner killed between create and recording, or one whose job ended while
  * away). A refused key stops the runner before it claims anything.
  */

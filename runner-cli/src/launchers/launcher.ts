@@ -49,7 +49,7 @@ export type Launcher = {
   adopt: (row: JobRow, paths: JobPaths) => Promise<Sandbox | null>;
   /**
    * After startup reconciliation: remove what runs for this machine but no job holds (`held`:
-   * `<run id>#<attempt>` of the jobs resumed). Throws LauncherRefused when the launcher's
+   * `<run id>#<attempt>` of every job not done). Throws LauncherRefused when the launcher's
    * provider refuses its credentials.
    */
   sweep?: (held: Set<string>) => Promise<void>;
