@@ -31,7 +31,6 @@ function deltaSql(total: "granted" | "held" | "spent"): string {
   return `(SELECT COALESCE(SUM(CASE kind ${arms} ELSE 0 END), 0) FROM ledger_entries WHERE op_id = ?1)`;
 }
 
-// Raw SQL: each total adds a sum over the operation's entries, built from ENTRY_EFFECT, which drizzle's set() would only wrap as sql text.
 const APPLY_OP_SQL = `UPDATE credit_balances SET
   granted_cents = granted_cents + ${deltaSql("granted")},
   held_cents = held_cents + ${deltaSql("held")},
@@ -41,6 +40,7 @@ WHERE org_id = ?2 AND EXISTS (SELECT 1 FROM ledger_entries WHERE op_id = ?1)`;
 
 /** Adds the entries written by operation `opId` (if any) to the organization's balance. */
 export function applyOp(db: D1Database, orgId: string, opId: string, nowMs: number): D1PreparedStatement {
+  // Raw SQL: each total adds a sum over the operation's entries, built from ENTRY_EFFECT, which drizzle's set() would hold only as sql text.
   return db.prepare(APPLY_OP_SQL).bind(opId, orgId, nowMs);
 }
 
