@@ -2,11 +2,11 @@
 // attempt a container of the agent image scripts/docker-engine.sh builds (node and git from this
 // machine). Containers use the engine's bridge and reach the Docket through a relay on its gateway;
 // nothing leaves the machine. Skipped, with a line saying why, where no engine can start.
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { allEvents, bareRepo, createOrg, dispatch, RunnerHome, removeTempDirs, startDocket, waitForRun } from '../../test/e2e/helpers.mjs';
+import { allEvents, bareRepo, createOrg, RunnerHome, removeTempDirs, startDocket, until, waitForRun } from '../../test/e2e/helpers.mjs';
 import { AGENT_IMAGE, containersCreated, containersOf, docker, dockerEngine, gatewayRelay } from './helpers/docker-engine.mjs';
 
 const engine = dockerEngine();
@@ -23,6 +23,7 @@ const WAITING_AGENT = `
     clearInterval(t);
     fs.unlinkSync('GO');
     fs.writeFileSync('CHANGED.txt', 'done\\n');
+    console.log('agent done');
   }, 100);
 `;
 
@@ -63,10 +64,14 @@ describe.skipIf(!engine.ok)('the docker launcher against a real engine', () => {
     const listen = (args = []) => home.listen(['--launcher', 'docker', '--docker-image', AGENT_IMAGE, '--stop-grace-ms', '1000', ...args]);
     /** A run of `node -e <script>` in the agent image, for this runner. */
     const dockerRun = async (script, extra = {}) => {
-      const body = { ...extra, labels: [label], launch: { protocol: 'docker', command: ['node', '-e', script], ...extra.launch } };
-      const run = await dispatch(docket, org.admin, body);
-      runIds.push(run.id);
-      return run;
+      const body = { brief: 'docker e2e run', ...extra, labels: [label], launch: { protocol: 'docker', command: ['node', '-e', script], ...extra.launch } };
+      const headers = { 'Idempotency-Key': `docker-e2e-${randomUUID()}` };
+      // Tried again, under the same key, when the local Worker had closed the kept-alive connection.
+      const post = () => docket.api('POST', '/v1/runs', { token: org.admin, body, headers });
+      const res = await post().catch(post);
+      if (res.status !== 201) throw new Error(`POST /v1/runs: ${res.status} ${JSON.stringify(res.body)}`);
+      runIds.push(res.body.id);
+      return res.body;
     };
     return { home, listen, dockerRun };
   };
@@ -149,6 +154,26 @@ describe.skipIf(!engine.ok)('the docker launcher against a real engine', () => {
     expect(done.artifact.patch).toContain('CHANGED.txt');
     expect(containersCreated(run.id, since)).toBe(1);
     expect(containersOf(run.id)).toEqual([]);
+    await second.kill('SIGTERM');
+  });
+
+  it('a container that ended while its runner was down is removed by the restarted runner, its output kept in sandbox.log', async () => {
+    const { home, listen, dockerRun } = dockerRunner('docker-away');
+    const run = await dockerRun(WAITING_AGENT);
+    const first = listen();
+    await first.waitFor((e) => e.event === 'launched' && e.run_id === run.id, 60_000);
+    await waitForRun(docket, org.admin, run.id, (r) => r.state === 'implementing');
+    await first.kill('SIGKILL');
+    // With no runner, the agent finishes and its daemon delivers the final report; the container stays, exited.
+    writeFileSync(join(home.dataDir, 'jobs', run.id, '1', 'work', 'GO'), 'go');
+    await waitForRun(docket, org.admin, run.id, (r) => r.state === 'completed', 60_000);
+    await until(() => containersOf(run.id)[0]?.state === 'exited', 30_000);
+
+    const second = listen();
+    const ended = await second.waitFor((e) => e.event === 'run_ended' && e.run_id === run.id, 60_000);
+    expect(ended.outcome).toBe('completed');
+    expect(containersOf(run.id)).toEqual([]);
+    expect(readFileSync(join(home.dataDir, 'jobs', run.id, '1', 'sandbox.log'), 'utf8')).toContain('agent done');
     await second.kill('SIGTERM');
   });
 
