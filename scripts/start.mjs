@@ -11,6 +11,7 @@ import { createRequire } from "node:module";
 import { createServer } from "node:net";
 import { helpOrRefuse } from "./cli-args.mjs";
 import { applyLocalMigrations } from "./local-migrations.mjs";
+import { relayWranglerOutput, tolerateClosedReader } from "./wrangler-output.mjs";
 
 helpOrRefuse("npm start", () => `npm start: Docket locally with everything embedded: the Workers runtime, D1, Durable Objects
 and Queues, all local. It applies the D1 migrations, starts the Worker, ticks its cron, and once
@@ -143,8 +144,14 @@ const dev = spawn(
     "--var", `ADMIN_SECRET:${adminSecret}`, "--var", `AUTOPILOT_SECRET_KEY:${autopilotSecretKey}`,
     "--var", `OUTBOUND_ALLOW_LOOPBACK:${allowLoopback}`, "--test-scheduled",
   ],
-  { stdio: "inherit" },
+  // Its output comes through this process (scripts/wrangler-output.mjs): without the bindings
+  // table, and never into a pipe its reader closed.
+  { stdio: ["inherit", "pipe", "pipe"] },
 );
+tolerateClosedReader(process.stdout);
+tolerateClosedReader(process.stderr);
+relayWranglerOutput(dev.stdout, process.stdout);
+relayWranglerOutput(dev.stderr, process.stderr);
 let running = true;
 dev.on("exit", (code, signal) => {
   running = false;
@@ -163,7 +170,7 @@ const cron = setInterval(tick, cronEveryMs);
 const deadline = Date.now() + readyTimeoutMs;
 let ready = false;
 while (running && !ready && Date.now() < deadline) {
-  ready = await answers(`${base}/healthz`);
+  ready = await answers(`${base}/healthz`, deadline);
   if (!ready) await new Promise((resolve) => setTimeout(resolve, 250));
 }
 if (running && !ready) {
@@ -210,10 +217,14 @@ Docket is running at ${base}
 `);
 }
 
-/** Whether `url` answers 200. */
-async function answers(url) {
+/**
+ * Whether `url` answers 200 before `deadlineMs`. The first request waits while the Worker builds
+ * and starts (seconds on a loaded machine): it is given until the deadline, not cut off and sent
+ * again, since each one cut off leaves the runtime an answer to write to a closed connection.
+ */
+async function answers(url, deadlineMs) {
   try {
-    return (await fetch(url, { signal: AbortSignal.timeout(2_000) })).ok;
+    return (await fetch(url, { signal: AbortSignal.timeout(Math.max(1, deadlineMs - Date.now())) })).ok;
   } catch {
     return false;
   }

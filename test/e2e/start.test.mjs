@@ -81,6 +81,10 @@ describe('npm start', () => {
     // One line about the migrations instead of wrangler's tables, and the note after wrangler's start-up lines.
     expect(first.out).toContain(`Applied ${MIGRATIONS.length}: ${MIGRATIONS[0]} … ${MIGRATIONS[MIGRATIONS.length - 1]}.`);
     expect(first.out).not.toContain('┌');
+    // Wrangler's table of every binding and variable is left out; one line says where they are.
+    expect(first.out).not.toContain('Your Worker has access to the following bindings');
+    expect(first.out).not.toContain('env.LEASE_TTL_MS');
+    expect(first.out).toContain("The Worker's bindings and variables are in wrangler.toml");
     expect(first.out.indexOf(`Ready on ${base}`)).toBeGreaterThan(-1);
     expect(first.out.indexOf(`Ready on ${base}`)).toBeLessThan(first.out.indexOf('Docket is running at'));
     expect(first.out).toContain(`Operator secret (ADMIN_SECRET): ${ADMIN}`);
@@ -143,6 +147,25 @@ describe('npm start', () => {
     expect((await again.json()).runners.map((r) => r.id)).toEqual(runners.runners.map((r) => r.id));
     expect(await ctrlC(second)).not.toEqual({ code: 'still running' });
   }, 300_000);
+
+  it('keeps Docket up, with no Broken pipe, when the reader of its output goes away (npm start | head)', async () => {
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    const run = npmStart({ PORT: String(port), PERSIST_TO: tempDir('start-head'), ADMIN_SECRET: ADMIN });
+    runs.push(run);
+    let stderr = '';
+    run.child.stderr.on('data', (d) => (stderr += d));
+    await until(run, `Docket is running at ${base}`);
+    // The reader has its lines and closes the pipe; every request after it is a line nobody reads.
+    run.child.stdout.destroy();
+    for (let i = 0; i < 20; i++) {
+      expect((await fetch(`${base}/healthz`, { signal: AbortSignal.timeout(10_000) })).status).toBe(200);
+      await sleep(100);
+    }
+    expect(run.child.exitCode).toBeNull();
+    expect(stderr).not.toMatch(/Broken pipe|EPIPE/);
+    expect(await ctrlC(run)).not.toEqual({ code: 'still running' });
+  }, 180_000);
 
   it('tries a failed migration run again up to MIGRATE_ATTEMPTS times, then refuses to start and says so', async () => {
     // A local database that is not one fails every migration run, the way a run that failed by
