@@ -3,7 +3,10 @@
 // serialized"). Every method is synchronous: a claim checks a candidate's gates and takes its slot
 // in one step, with no await between them, however many claims run at once.
 
+import { and, asc, count, eq, inArray, sql, sum } from "drizzle-orm";
+import { budgetHolds, projectGates, slots } from "./scheduler-schema";
 import { ClosedProjects, type ClosedVerdict } from "./scheduler/closed-projects";
+import type { StoreDb } from "./store";
 import {
   DEFAULT_GATES,
   firstClosed,
@@ -38,19 +41,6 @@ export type Admission =
   | { ok: true; projectId: string | null; newHoldCents: number | null }
   | { ok: false; projectId: string; gate: GateName; reason: string };
 
-type GatesRow = {
-  project_id: string;
-  enabled: number;
-  draining: number;
-  dispatch_window: string | null;
-  concurrency: number | null;
-  budget_limit_cents: number | null;
-  budget_per_run_cents: number | null;
-  budget_spent_cents: number;
-  budget_reset_at_ms: number | null;
-  updated_at_ms: number;
-};
-
 /** A change to a project's gates; absent fields stay as they are. */
 export interface GatesChange {
   enabled?: boolean;
@@ -84,17 +74,24 @@ export interface SchedulerView {
 export class SchedulerGates {
   /** The projects closed to every queued run, per project (scheduler/closed-projects.ts), in memory only (SchedulerObject lists why that is safe). */
   private readonly closed = new ClosedProjects(
-    () => this.sql.exec<{ id: string }>("SELECT project_id AS id FROM project_gates UNION SELECT project_id FROM slots").toArray().map((r) => r.id),
+    () =>
+      this.db
+        .select({ id: projectGates.project_id })
+        .from(projectGates)
+        .union(this.db.select({ id: slots.project_id }).from(slots))
+        .all()
+        .map((r) => r.id),
     (projectId, nowMs) => this.closedVerdict(projectId, nowMs),
   );
 
+  /** Its tables: project_gates, slots and budget_holds (durable-objects/scheduler-schema.ts). */
   constructor(
-    private readonly sql: SqlStorage,
+    private readonly db: StoreDb,
     private readonly defaultConcurrency: number,
   ) {}
 
-  private row(projectId: string): GatesRow | null {
-    return this.sql.exec<GatesRow>("SELECT * FROM project_gates WHERE project_id = ?", projectId).toArray()[0] ?? null;
+  private row(projectId: string) {
+    return this.db.select().from(projectGates).where(eq(projectGates.project_id, projectId)).get() ?? null;
   }
 
   read(projectId: string): ProjectGates & { spentCents: number; resetAtMs: number | null; updatedAtMs: number | null } {
@@ -124,32 +121,33 @@ export class SchedulerGates {
     };
     const spent = change.resetBudget ? 0 : now.spentCents;
     const resetAt = change.resetBudget ? nowMs : now.resetAtMs;
-    this.sql.exec(
-      `INSERT INTO project_gates (project_id, enabled, draining, dispatch_window, concurrency, budget_limit_cents, budget_per_run_cents,
-         budget_spent_cents, budget_reset_at_ms, updated_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT (project_id) DO UPDATE SET enabled = excluded.enabled, draining = excluded.draining, dispatch_window = excluded.dispatch_window,
-         concurrency = excluded.concurrency, budget_limit_cents = excluded.budget_limit_cents, budget_per_run_cents = excluded.budget_per_run_cents,
-         budget_spent_cents = excluded.budget_spent_cents, budget_reset_at_ms = excluded.budget_reset_at_ms, updated_at_ms = excluded.updated_at_ms`,
-      projectId,
-      next.enabled ? 1 : 0,
-      next.draining ? 1 : 0,
-      next.window ? JSON.stringify(next.window) : null,
-      next.concurrency,
-      next.budget?.limitCents ?? null,
-      next.budget?.perRunCents ?? null,
-      spent,
-      resetAt,
-      nowMs,
-    );
+    const set = {
+      enabled: next.enabled ? 1 : 0,
+      draining: next.draining ? 1 : 0,
+      dispatch_window: next.window ? JSON.stringify(next.window) : null,
+      concurrency: next.concurrency,
+      budget_limit_cents: next.budget?.limitCents ?? null,
+      budget_per_run_cents: next.budget?.perRunCents ?? null,
+      budget_spent_cents: spent,
+      budget_reset_at_ms: resetAt,
+      updated_at_ms: nowMs,
+    };
+    this.db
+      .insert(projectGates)
+      .values({ project_id: projectId, ...set })
+      .onConflictDoUpdate({ target: projectGates.project_id, set })
+      .run();
     this.closed.changed(projectId);
   }
 
   usage(projectId: string): GateUsage {
-    const slots = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM slots WHERE project_id = ?", projectId).one().n;
-    const held = this.sql
-      .exec<{ c: number }>("SELECT COALESCE(SUM(reserved_cents), 0) AS c FROM budget_holds WHERE project_id = ? AND status IN ('held', 'review')", projectId)
-      .one().c;
-    return { slotsInUse: slots, heldCents: held, spentCents: this.read(projectId).spentCents };
+    const taken = this.db.select({ n: count() }).from(slots).where(eq(slots.project_id, projectId)).get()?.n ?? 0;
+    const held = this.db
+      .select({ c: sum(budgetHolds.reserved_cents).mapWith(Number) })
+      .from(budgetHolds)
+      .where(and(eq(budgetHolds.project_id, projectId), inArray(budgetHolds.status, ["held", "review"])))
+      .get()?.c ?? 0;
+    return { slotsInUse: taken, heldCents: held, spentCents: this.read(projectId).spentCents };
   }
 
   verdicts(projectId: string, nowMs: number, holdsBudget = false): GateVerdict[] {
@@ -157,7 +155,7 @@ export class SchedulerGates {
   }
 
   private holds(runId: string): boolean {
-    return this.sql.exec("SELECT 1 FROM budget_holds WHERE run_id = ?", runId).toArray().length > 0;
+    return this.db.select({ run_id: budgetHolds.run_id }).from(budgetHolds).where(eq(budgetHolds.run_id, runId)).get() !== undefined;
   }
 
   /**
@@ -167,32 +165,20 @@ export class SchedulerGates {
   admit(orgId: string, candidate: GateCandidate, nowMs: number): Admission {
     const projectId = candidate.project_id;
     if (!projectId) return { ok: true, projectId: null, newHoldCents: null };
-    if (this.sql.exec("SELECT 1 FROM slots WHERE run_id = ?", candidate.id).toArray().length > 0) {
+    if (this.db.select({ run_id: slots.run_id }).from(slots).where(eq(slots.run_id, candidate.id)).limit(1).get() !== undefined) {
       return { ok: false, projectId, gate: "concurrency", reason: "the run already holds a slot" };
     }
     const holdsBudget = this.holds(candidate.id);
     const closed = firstClosed(this.verdicts(projectId, nowMs, holdsBudget));
     if (closed) return { ok: false, projectId, gate: closed.gate, reason: closed.reason };
-    this.sql.exec(
-      "INSERT INTO slots (run_id, attempt, project_id, org_id, taken_at_ms, checked_at_ms) VALUES (?, ?, ?, ?, ?, ?)",
-      candidate.id,
-      candidate.attempt,
-      projectId,
-      orgId,
-      nowMs,
-      nowMs,
-    );
+    this.db.insert(slots).values({ run_id: candidate.id, attempt: candidate.attempt, project_id: projectId, org_id: orgId, taken_at_ms: nowMs, checked_at_ms: nowMs }).run();
     this.closed.changed(projectId);
     const budget = this.read(projectId).budget;
     if (!budget || holdsBudget) return { ok: true, projectId, newHoldCents: null };
-    this.sql.exec(
-      "INSERT INTO budget_holds (run_id, project_id, reserved_cents, status, cost_cents, created_at_ms, updated_at_ms) VALUES (?, ?, ?, 'held', NULL, ?, ?)",
-      candidate.id,
-      projectId,
-      budget.perRunCents,
-      nowMs,
-      nowMs,
-    );
+    this.db
+      .insert(budgetHolds)
+      .values({ run_id: candidate.id, project_id: projectId, reserved_cents: budget.perRunCents, status: "held", cost_cents: null, created_at_ms: nowMs, updated_at_ms: nowMs })
+      .run();
     return { ok: true, projectId, newHoldCents: budget.perRunCents };
   }
 
@@ -202,14 +188,18 @@ export class SchedulerGates {
    * with any. Answers whether it held one.
    */
   release(runId: string, attempt: number): boolean {
-    const released = this.sql.exec<{ project_id: string }>("DELETE FROM slots WHERE run_id = ? AND attempt IN (?, 0) RETURNING project_id", runId, attempt).toArray();
+    const released = this.db
+      .delete(slots)
+      .where(and(eq(slots.run_id, runId), inArray(slots.attempt, [attempt, 0])))
+      .returning({ project_id: slots.project_id })
+      .all();
     for (const slot of released) this.closed.changed(slot.project_id);
     return released.length > 0;
   }
 
   /** Drops a budget hold that never became a ledger reservation (the claim did not go through). */
   dropHold(runId: string): void {
-    this.sql.exec("DELETE FROM budget_holds WHERE run_id = ? AND status = 'held'", runId);
+    this.db.delete(budgetHolds).where(and(eq(budgetHolds.run_id, runId), eq(budgetHolds.status, "held"))).run();
   }
 
   /** Ends a run's budget hold once: settled adds its cost to the project's spent count. Answers whether it changed. */
@@ -227,29 +217,44 @@ export class SchedulerGates {
   }
 
   private moveHold(runId: string, from: ("held" | "review")[], end: HoldEnd, nowMs: number): boolean {
-    const marks = from.map(() => "?").join(", ");
-    const row = this.sql.exec<{ project_id: string }>(`SELECT project_id FROM budget_holds WHERE run_id = ? AND status IN (${marks})`, runId, ...from).toArray()[0];
+    const held = and(eq(budgetHolds.run_id, runId), inArray(budgetHolds.status, from));
+    const row = this.db.select({ project_id: budgetHolds.project_id }).from(budgetHolds).where(held).get();
     if (!row) return false;
-    this.sql.exec(`UPDATE budget_holds SET status = ?, cost_cents = ?, updated_at_ms = ? WHERE run_id = ? AND status IN (${marks})`, end.status, end.costCents, nowMs, runId, ...from);
+    this.db.update(budgetHolds).set({ status: end.status, cost_cents: end.costCents, updated_at_ms: nowMs }).where(held).run();
     if (end.status === "settled") {
-      this.sql.exec("UPDATE project_gates SET budget_spent_cents = budget_spent_cents + ? WHERE project_id = ?", end.costCents, row.project_id);
+      this.db
+        .update(projectGates)
+        .set({ budget_spent_cents: sql`${projectGates.budget_spent_cents} + ${end.costCents}` })
+        .where(eq(projectGates.project_id, row.project_id))
+        .run();
     }
     return true;
   }
 
   slotHolders(projectId: string, limit: number): SlotHolder[] {
-    return this.sql.exec<SlotHolder>("SELECT run_id, attempt, taken_at_ms FROM slots WHERE project_id = ? ORDER BY taken_at_ms, run_id LIMIT ?", projectId, limit).toArray();
+    return this.db
+      .select({ run_id: slots.run_id, attempt: slots.attempt, taken_at_ms: slots.taken_at_ms })
+      .from(slots)
+      .where(eq(slots.project_id, projectId))
+      .orderBy(asc(slots.taken_at_ms), asc(slots.run_id))
+      .limit(limit)
+      .all();
   }
 
   /** The slots checked longest ago, for the backstop; each is marked checked now. */
   oldestChecked(limit: number, nowMs: number): SlotRow[] {
-    const rows = this.sql.exec<SlotRow>("SELECT run_id, attempt, project_id, org_id, taken_at_ms FROM slots ORDER BY checked_at_ms, run_id LIMIT ?", limit).toArray();
-    for (const r of rows) this.sql.exec("UPDATE slots SET checked_at_ms = ? WHERE run_id = ? AND attempt = ?", nowMs, r.run_id, r.attempt);
+    const rows = this.db
+      .select({ run_id: slots.run_id, attempt: slots.attempt, project_id: slots.project_id, org_id: slots.org_id, taken_at_ms: slots.taken_at_ms })
+      .from(slots)
+      .orderBy(asc(slots.checked_at_ms), asc(slots.run_id))
+      .limit(limit)
+      .all();
+    for (const r of rows) this.db.update(slots).set({ checked_at_ms: nowMs }).where(and(eq(slots.run_id, r.run_id), eq(slots.attempt, r.attempt))).run();
     return rows;
   }
 
   slotCount(): number {
-    return this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM slots").one().n;
+    return this.db.select({ n: count() }).from(slots).get()?.n ?? 0;
   }
 
   /**

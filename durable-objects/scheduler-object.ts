@@ -16,9 +16,11 @@ import { ClaimCredentialsCache } from "./claim-credentials";
 import { addCost, noCost, type Cost } from "../src/lib/cost";
 import type { ClaimAnswer } from "../src/run/claim-answer";
 import { admissionRefusal, firstClosed, type GateVerdict } from "../src/autopilot/scheduler-gates";
+import schedulerMigrations from "./drizzle/scheduler/migrations";
 import { SCHEDULER_OBJECT_MIGRATIONS } from "./legacy/scheduler-steps";
+import * as schedulerSchema from "./scheduler-schema";
+import { migrateOnStart, storeDb } from "./store";
 import { SchedulerGates, type GatesChange, type HoldEnd, type SchedulerView } from "./scheduler-gates";
-import { migrate } from "./legacy/migrator";
 import { ClaimGates } from "./scheduler/claim-gates";
 import { ClaimRounds } from "./scheduler/claim-round";
 import { LabelSets } from "./scheduler/label-sets";
@@ -76,8 +78,10 @@ export class SchedulerObject extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.config = loadConfig(env);
-    migrate(ctx.storage, SCHEDULER_OBJECT_MIGRATIONS);
-    this.gates = new SchedulerGates(ctx.storage.sql, this.config.autopilotSchedulerConcurrencyDefault);
+    const db = storeDb(ctx);
+    // The schema before any call can read it (durable-objects/scheduler-schema.ts).
+    migrateOnStart(ctx, db, { schema: schedulerSchema, migrations: schedulerMigrations, legacySteps: SCHEDULER_OBJECT_MIGRATIONS });
+    this.gates = new SchedulerGates(db, this.config.autopilotSchedulerConcurrencyDefault);
     this.credentials = new ClaimCredentialsCache(env.DB, this.config);
     // The modules read the limits through this object at each use, so one set on a live instance
     // (as the tests of a limit do) holds for all of them.

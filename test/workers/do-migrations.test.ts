@@ -16,11 +16,15 @@ import { TICKET_OBJECT_MIGRATIONS } from "../../durable-objects/legacy/ticket-st
 import { DRIZZLE_MIGRATIONS_TABLE, migrateStore, type StoreDefinition } from "../../durable-objects/store";
 import * as ticketSchema from "../../durable-objects/ticket-schema";
 import runMigrations from "../../durable-objects/drizzle/run/migrations";
+import schedulerMigrations from "../../durable-objects/drizzle/scheduler/migrations";
+import { SCHEDULER_OBJECT_MIGRATIONS } from "../../durable-objects/legacy/scheduler-steps";
 import * as runSchema from "../../durable-objects/run-schema";
-import { call, createOrg, dispatch, runStub } from "./helpers";
+import * as schedulerSchema from "../../durable-objects/scheduler-schema";
+import { call, createOrg, dispatch, runStub, schedulerOf } from "./helpers";
 
 const TICKET: StoreDefinition = { schema: ticketSchema, migrations: ticketMigrations, legacySteps: TICKET_OBJECT_MIGRATIONS };
 const RUN: StoreDefinition = { schema: runSchema, migrations: runMigrations, legacySteps: RUN_OBJECT_MIGRATIONS };
+const SCHEDULER: StoreDefinition = { schema: schedulerSchema, migrations: schedulerMigrations, legacySteps: SCHEDULER_OBJECT_MIGRATIONS };
 
 /** What an object's schema is, table by table: columns and indexes, their names and SQL text aside where SQLite words them by hand. */
 function schemaOf(sql: SqlStorage) {
@@ -52,10 +56,10 @@ function dropStore(storage: DurableObjectStorage, store: StoreDefinition): void 
   for (const name of [...tables, "_schema", DRIZZLE_MIGRATIONS_TABLE]) storage.sql.exec(`DROP TABLE IF EXISTS "${name}"`);
 }
 
-/** The store as the hand-written steps made it, with `rows` written by the old code's statements. */
-function legacyObject(storage: DurableObjectStorage, store: StoreDefinition, rows: (sql: SqlStorage) => void): number {
+/** The store as the hand-written steps made it (the first `steps` of them), with `rows` written by the old code's statements. */
+function legacyObject(storage: DurableObjectStorage, store: StoreDefinition, rows: (sql: SqlStorage) => void, steps = store.legacySteps.length): number {
   dropStore(storage, store);
-  const version = migrateLegacy(storage, store.legacySteps);
+  const version = migrateLegacy(storage, store.legacySteps.slice(0, steps));
   rows(storage.sql);
   return version;
 }
@@ -80,15 +84,15 @@ function withNewColumn(store: StoreDefinition, table: string, column: string): S
  * does, twice, with a migration adding `table`.note after the baseline: what it kept and how its
  * schema reads once that migration is taken back out (so it compares with a new object's).
  */
-async function adoptWithNewColumn(storage: DurableObjectStorage, store: StoreDefinition, table: string, rows: (sql: SqlStorage) => void) {
-  const legacyVersion = legacyObject(storage, store, rows);
+async function adoptWithNewColumn(storage: DurableObjectStorage, store: StoreDefinition, table: string, rows: (sql: SqlStorage) => void, steps?: number) {
+  const legacyVersion = legacyObject(storage, store, rows, steps);
   const withNote = withNewColumn(store, table, "note");
   await migrateStore(storage, drizzle(storage), withNote);
   await migrateStore(storage, drizzle(storage), withNote); // a second start applies nothing again
   const notes = storage.sql.exec<{ note: string }>(`SELECT note FROM "${table}"`).toArray().map((r) => r.note);
   storage.sql.exec(`ALTER TABLE "${table}" DROP COLUMN note`);
   storage.sql.exec(`DELETE FROM ${DRIZZLE_MIGRATIONS_TABLE} WHERE created_at > ?`, whens(store).at(-1)!);
-  return { legacyVersion, notes, applied: appliedMigrations(storage.sql), schema: schemaOf(storage.sql) };
+  return { legacyVersion, adoptedAt: schemaVersion(storage.sql), notes, applied: appliedMigrations(storage.sql), schema: schemaOf(storage.sql) };
 }
 
 /** Every row of the store's tables, to write back into the old layout. */
@@ -212,5 +216,39 @@ describe("the run store (durable-objects/run-schema.ts)", () => {
     const read = await call("GET", `/v1/runs/${runId}`, { token: admin });
     expect(read.status).toBe(200);
     expect(read.body).toMatchObject({ id: runId, state: "queued" });
+  });
+});
+
+describe("the scheduler store (durable-objects/scheduler-schema.ts)", () => {
+  /** The old SchedulerGates' statements at step 1 (slots not yet per attempt): a project's gates, a slot and a budget hold. */
+  const oldRows = (sql: SqlStorage) => {
+    sql.exec(
+      `INSERT INTO project_gates (project_id, enabled, draining, dispatch_window, concurrency, budget_limit_cents, budget_per_run_cents,
+         budget_spent_cents, budget_reset_at_ms, updated_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      "apj_old", 1, 0, null, 3, 10_000, 2_500, 700, null, 1_000,
+    );
+    sql.exec("INSERT INTO slots (run_id, project_id, org_id, taken_at_ms, checked_at_ms) VALUES (?, ?, ?, ?, ?)", "run_old", "apj_old", "org_old", 1_000, 1_000);
+    sql.exec(
+      "INSERT INTO budget_holds (run_id, project_id, reserved_cents, status, cost_cents, created_at_ms, updated_at_ms) VALUES (?, ?, ?, 'held', NULL, ?, ?)",
+      "run_old", "apj_old", 2_500, 1_000, 1_000,
+    );
+  };
+
+  it("a new scheduler object records each generated migration as applied and takes no hand-written step", async () => {
+    const state = await runInDurableObject(schedulerOf("org_migrations_new"), (_o, s) => ({ applied: appliedMigrations(s.storage.sql), legacy: schemaVersion(s.storage.sql) }));
+    expect(state).toEqual({ applied: whens(SCHEDULER), legacy: 0 });
+  });
+
+  it("a scheduler object the hand-written steps made keeps its gates, slot and hold, takes a new column once, and has a new object's schema", async () => {
+    const stub = schedulerOf("org_migrations_old");
+    const adopted = await runInDurableObject(stub, (_o, s) => adoptWithNewColumn(s.storage, SCHEDULER, "project_gates", oldRows, 1));
+    expect(adopted).toMatchObject({ legacyVersion: 1, adoptedAt: SCHEDULER_OBJECT_MIGRATIONS.length, notes: ["none"], applied: whens(SCHEDULER) });
+    const view = await stub.schedulerView("apj_old");
+    // The slot taken before slots were per attempt is attempt 0's, as the hand-written step 2 made it.
+    expect(view).toMatchObject({ concurrency_limit: 3, slots: [{ run_id: "run_old", attempt: 0, taken_at_ms: 1_000 }], budget_held_cents: 2_500, budget_spent_cents: 700 });
+    expect(view.gates).toMatchObject({ enabled: true, draining: false, budget: { limitCents: 10_000, perRunCents: 2_500 } });
+    const fresh = await runInDurableObject(schedulerOf("org_migrations_fresh"), (_o, s) => schemaOf(s.storage.sql));
+    expect(adopted.schema.map((t) => t.table)).toEqual(["budget_holds", "project_gates", "slots"]);
+    expect(adopted.schema).toEqual(fresh);
   });
 });
