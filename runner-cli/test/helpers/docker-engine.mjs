@@ -48,10 +48,11 @@ export function containersCreated(runId, sinceMs) {
  * @param {string} url the server's loopback URL
  */
 export async function gatewayRelay(url) {
-  const bridge = docker(['network', 'inspect', 'bridge', '--format', '{{index .Options "com.docker.network.bridge.name"}}']) || 'docker0';
-  // Not os.networkInterfaces(): it leaves out a bridge that is down, as one with no container is.
-  const gateway = execFileSync('ip', ['-4', '-o', 'addr', 'show', 'dev', bridge], { encoding: 'utf8' }).match(/inet ([0-9.]+)/)?.[1];
-  if (!gateway) throw new Error(`the engine's bridge ${bridge} has no IPv4 address on this machine`);
+  // The engine names its gateway, or (as dockerd 20.10 does for its default bridge) leaves it at
+  // the first address of the bridge's subnet.
+  const [gw, subnet] = docker(['network', 'inspect', 'bridge', '--format', '{{range .IPAM.Config}}{{.Gateway}}|{{.Subnet}}{{end}}']).split('|');
+  const gateway = gw || subnet?.replace(/\.0\/\d+$/, '.1');
+  if (!gateway || !/^[0-9.]+$/.test(gateway)) throw new Error(`the engine's bridge has no IPv4 gateway (${gw} ${subnet})`);
   const port = Number(new URL(url).port);
   const sockets = new Set();
   const server = createServer((inbound) => {
