@@ -114,7 +114,11 @@ export class FakeTracker implements TrackerProvider {
     return this.headroomNow;
   }
 
-  async listReadyIssues(label: string, cursor: string | null, pageSize: number) {
+  /** The `sinceMs` of each ready-list read, in order (null: a full pass's read of every ready issue). */
+  readonly listedSince: (number | null)[] = [];
+
+  async listReadyIssues(label: string, cursor: string | null, pageSize: number, sinceMs: number | null = null) {
+    this.listedSince.push(sinceMs);
     const ready = [...this.issues.values()].filter((i) => i.facts.state === "open" && i.facts.labels.includes(label)).sort((a, b) => a.facts.ref.number - b.facts.ref.number);
     const start = cursor === null ? 0 : Number(cursor);
     const issues = ready.slice(start, start + pageSize).map((i) => i.facts);

@@ -12,6 +12,7 @@ import type { Env } from "../../src/env";
 import { call, createOrg } from "./helpers";
 import { handleDelivery, type AutopilotMessage } from "../../src/autopilot/queue";
 import { loadConfig } from "../../src/config";
+import { reconcileProject } from "../../src/autopilot/reconcile";
 import { briefBody, createProject, example, installRealAutopilotWithTracker, type RealProject } from "./autopilot-fakes";
 
 const MIN = 60_000;
@@ -68,6 +69,28 @@ describe("each project's own share of a tick", () => {
     const project = await readProject(busy);
     expect(project.reconciliation.last_full_pass_finished_at_ms).toBeGreaterThan(t0);
     expect(project.reconciliation.state).toBe("running");
+  });
+});
+
+describe("full passes and passes over what changed", () => {
+  it("between full passes reconciliation asks only for ready issues changed since the last pass began; every AUTOPILOT_RECONCILE_FULL_PASS_EVERY passes it reads them all", async () => {
+    const tracker = fake.tracker(quiet.id);
+    const config = { ...loadConfig(env as unknown as Record<string, unknown>), autopilotReconcileFullPassEvery: 3 };
+    // A share that ends a pass in one step: the pass under way ends first, then each step is one pass.
+    const tick = async () => expect((await reconcileProject(env, config, fake.deps, quiet, 50, "reconcile")).pass_complete).toBe(true);
+    await tick();
+    tracker.listedSince.length = 0;
+    const before = Date.now();
+    for (let n = 1; n <= 4; n++) await tick();
+    const since = tracker.listedSince;
+    expect(since).toHaveLength(4);
+    // Each pass over what changed starts from the start of the pass before it.
+    const changed = since.filter((s): s is number => s !== null);
+    expect(changed.length).toBeGreaterThan(0);
+    expect(changed).toEqual([...changed].sort((a, b) => a - b));
+    expect(since.slice(1).every((s) => s === null || s >= before)).toBe(true);
+    // Never three passes in a row without a full one.
+    for (let i = 0; i + 3 <= since.length; i++) expect(since.slice(i, i + 3)).toContain(null);
   });
 });
 
