@@ -15,6 +15,7 @@ import { RUNNER_LABELS } from './lib/seed.mjs';
 import { round, summarize } from './lib/stats.mjs';
 import { countingProxy, exec, exitWithin, runnerEnv } from './idle.mjs';
 import { AGENT_IMAGE, dockerEngine, gatewayRelay } from '../runner-cli/test/helpers/docker-engine.mjs';
+import { fakeE2b } from '../runner-cli/test/helpers/fake-e2b.mjs';
 
 const CLI = join(ROOT, 'runner-cli', 'bin', 'docket-runner.mjs');
 /** The agent: it works until SIGTERM, then exits at once. */
@@ -29,7 +30,26 @@ const STEP_TIMEOUT_MS = 60_000;
  */
 export async function cancelLatency(url, cfg, say) {
   const result = await measureCancels(url, cfg, say, { name: 'process', agent: (path) => [process.execPath, path], listenArgs: [] });
-  return { ...result, docker: await dockerCancels(url, cfg, say) };
+  return { ...result, docker: await dockerCancels(url, cfg, say), e2b: await e2bCancels(url, cfg, say) };
+}
+
+/**
+ * The same measure through the e2b launcher, its sandboxes made by E2B's SDK at the local stand-in
+ * the runner's tests use (no E2B account is reached): from the cancel request to the sandbox
+ * killed, which the launcher does before it says `sandbox_stopped`.
+ * @param {string} url @param {{ samples: number, leaseRefreshMs: number }} cfg @param {(line: string) => void} say
+ */
+async function e2bCancels(url, cfg, say) {
+  say('  the same through the e2b launcher, one E2B sandbox per run (a local stand-in of E2B)');
+  const e2b = await fakeE2b();
+  try {
+    return await measureCancels(url, cfg, say, {
+      name: 'e2b', agent: (path) => [process.execPath, path], listenArgs: ['--launcher', 'e2b', '--e2b-api-url', e2b.url, '--e2b-sandbox-url', e2b.url],
+      env: { DOCKET_E2B_API_KEY: e2b.apiKey },
+    });
+  } finally {
+    await e2b.close();
+  }
 }
 
 /**
@@ -53,7 +73,7 @@ async function dockerCancels(url, cfg, say) {
 /**
  * Cancel `cfg.samples` running runs of one real runner and time each to its `sandbox_stopped`.
  * @param {string} url @param {{ samples: number, leaseRefreshMs: number }} cfg @param {(line: string) => void} say
- * @param {{ name: string, agent: (path: string) => string[], listenArgs: string[], relay?: (url: string) => Promise<{ close: () => Promise<unknown> }> }} launcher
+ * @param {{ name: string, agent: (path: string) => string[], listenArgs: string[], env?: Record<string, string>, relay?: (url: string) => Promise<{ close: () => Promise<unknown> }> }} launcher
  */
 async function measureCancels(url, cfg, say, launcher) {
   const api = client(url);
@@ -63,7 +83,7 @@ async function measureCancels(url, cfg, say, launcher) {
   const home = stateDir(`runner-cancel-${launcher.name}`);
   const agentPath = join(home.dir, 'agent.mjs');
   writeFileSync(agentPath, AGENT);
-  const env = runnerEnv(home.dir);
+  const env = { ...runnerEnv(home.dir), ...launcher.env };
   const reg = await exec([CLI, 'register', '--server', proxy.url, '--token', await registrationToken(api, org.admin), '--name', 'cancel', '--label', RUNNER_LABELS.join(',')], env);
   if (reg.code !== 0) throw new Error(`docket-runner register: ${reg.output}`);
   const child = spawn(process.execPath, [CLI, 'listen', '--json', ...launcher.listenArgs], { env, stdio: ['ignore', 'pipe', 'ignore'] });

@@ -151,6 +151,9 @@ export function resultTables(r, chartsAt = null) {
           ...(k.docker?.cancel_to_stopped_ms
             ? [[`the waiting lease call, docker launcher: container stopped and removed (measured, ${k.docker.samples} runs)`, n(k.docker.cancel_to_stopped_ms.p50), n(k.docker.cancel_to_stopped_ms.p99), n(k.docker.cancel_to_stopped_ms.mean), n(k.docker.cancel_to_stopped_ms.max), n(k.docker.requests_per_cancelled_run, 2)]]
             : []),
+          ...(k.e2b?.cancel_to_stopped_ms
+            ? [[`the waiting lease call, e2b launcher: sandbox killed (measured against a local E2B stand-in, ${k.e2b.samples} runs)`, n(k.e2b.cancel_to_stopped_ms.p50), n(k.e2b.cancel_to_stopped_ms.p99), n(k.e2b.cancel_to_stopped_ms.mean), n(k.e2b.cancel_to_stopped_ms.max), n(k.e2b.requests_per_cancelled_run, 2)]]
+            : []),
         ],
       ),
     );
