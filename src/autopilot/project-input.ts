@@ -97,6 +97,7 @@ export async function newProjectRow(
     createdBy: ids.createdBy,
     createdAtMs: nowMs,
     updatedAtMs: nowMs,
+    lastError: null,
   };
 }
 

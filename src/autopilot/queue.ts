@@ -8,6 +8,7 @@ import { log } from "../lib/log";
 import { z } from "zod";
 import { parseMessage, queueRetryDelaySeconds } from "../queue/messages";
 import { admitTicket } from "./admission";
+import { clearProjectError, recordProjectError } from "./last-error";
 import type { AdmissionDeps } from "./deps";
 import { admissionDeps } from "./wiring";
 import type { ActorEvidence } from "./provider";
@@ -39,11 +40,14 @@ async function consumeOne(message: Message<unknown>, env: Env, config: Config, d
     body = parseMessage(AutopilotMessage, message.body, "an autopilot delivery");
     const result = await handleDelivery(env, config, deps, body);
     message.ack();
+    if (result) await clearProjectError(env.DB, body.project_id);
     log("autopilot.delivery_consumed", { delivery: body.delivery_id, project: body.project_id, ticket: result?.ticket ?? null, outcome: result?.outcome ?? "project_gone", run_id: result?.runId ?? null, reason: result?.reasons.join("; ") || "admission decided" });
   } catch (err) {
     const delaySeconds = queueRetryDelaySeconds(config, message.attempts);
     message.retry({ delaySeconds });
     log("autopilot.delivery_failed", { delivery: body?.delivery_id ?? null, project: body?.project_id ?? null, try: message.attempts, retry_in_s: delaySeconds, reason: String(err) });
+    // GitHub was answered 202 long ago: the project is where the operator sees this failed.
+    if (body) await recordProjectError(env.DB, body.project_id, "webhook", err, body.number, Date.now());
   }
 }
 

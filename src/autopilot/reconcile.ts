@@ -19,6 +19,7 @@ import { admitTicket, type AdmissionResult } from "./admission";
 import type { AdmissionDeps, AdmissionProject, AdmissionSecrets } from "./deps";
 import { admissionDeps } from "./wiring";
 import type { AdmissionDoor } from "./ticket-types";
+import { clearProjectError, recordProjectError } from "./last-error";
 import { finishPass, readPassState, reserveReason, restartEveryPass, startPass, writePassState, type PassKind } from "./reconcile-state";
 
 export interface ReconcileSummary {
@@ -85,6 +86,7 @@ export async function reconcileProject(
     }
   }
   await writePassState(env.DB, project.id, { ...state, pausedReason: summary.paused_reason });
+  if (summary.failures.length === 0) await clearProjectError(env.DB, project.id);
   logPass(project.id, summary);
   return summary;
 }
@@ -138,6 +140,7 @@ export async function reconcileTick(env: Env, config: Config, startup: boolean):
     } catch (err) {
       // The tracker is unreachable for this project: the next visit tries it again.
       log("autopilot.reconcile_failed", { project: listed.id, door, reason: String(err) });
+      await recordProjectError(env.DB, listed.id, door, err, null, Date.now());
     }
   }
   // Past the last project the walk starts over from the first.

@@ -32,6 +32,9 @@ export const autopilotProjects = sqliteTable(
     createdBy: text("created_by").notNull(),
     createdAtMs: integer("created_at_ms").notNull(),
     updatedAtMs: integer("updated_at_ms").notNull(),
+    // JSON: the last time a door (webhook, reconcile, operator) could not read the tracker, and why
+    // (src/autopilot/last-error.ts); null once a later read succeeded.
+    lastError: text("last_error"),
   },
   (t) => [
     index("autopilot_projects_org").on(t.orgId, t.createdAtMs, t.id),

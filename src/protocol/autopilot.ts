@@ -233,6 +233,16 @@ export const AutopilotProjectDetail = AutopilotProject.extend({
     pass: z.enum(["full", "changed"]).nullable().describe("the pass under way: every ready issue, or those changed since the last pass began; null between passes"),
     last_full_pass_finished_at_ms: epochMs.nullable().describe("when the last pass over every ready issue finished; null before the first"),
   }),
+  last_error: z
+    .object({
+      at_ms: epochMs,
+      door: z.enum(["webhook", "reconcile", "startup", "operator"]).describe("which door could not read GitHub"),
+      failure: z.string().describe("why: unavailable (no connection, or a 5xx), timeout, unauthorized (the App's credentials refused), forbidden, rate_limited, too_many_pages, or error"),
+      message: z.string(),
+      number: z.number().int().nullable().describe("the issue the door was reading, when it read one"),
+    })
+    .nullable()
+    .describe("the last time a door could not read GitHub for this project, and why; null once a later read succeeded"),
 }).meta({ id: "AutopilotProjectDetail" });
 export type AutopilotProjectDetail = z.infer<typeof AutopilotProjectDetail>;
 

@@ -39,6 +39,8 @@ export const ERROR_STATUS = {
   // Autopilot projects (docs/protocol.md, "Autopilot projects").
   autopilot_project_exists: 409,
   autopilot_not_configured: 503,
+  // An admin's reconcile request (docs/protocol.md, "Autopilot admission"): GitHub did not answer or refused the App.
+  github_unavailable: 502,
   // Publication (docs/protocol.md, "Publication"): the code host did not issue a push credential.
   publication_unavailable: 503,
   // Pause and resume (docs/protocol.md, "Pause and resume").

@@ -16,6 +16,8 @@ import { ticketKey } from "../autopilot/provider";
 import type { AdmissionDeps } from "../autopilot/deps";
 import { admissionDeps } from "../autopilot/wiring";
 import { reconcileProject } from "../autopilot/reconcile";
+import { GitHubError } from "../autopilot/github/errors";
+import { recordProjectError } from "../autopilot/last-error";
 import { listProjectTickets } from "../autopilot/ticket-list";
 import { deliveryPayload, signatureValid, ticketOfDelivery, WEBHOOK_EVENTS } from "../autopilot/webhook";
 import type { AutopilotMessage } from "../autopilot/queue";
@@ -25,6 +27,11 @@ async function ownProject(env: AppEnv["Bindings"], id: string, orgId: string | n
   const project = await admissionDeps(env).readProject(env, id);
   if (!project || (orgId !== null && project.orgId !== orgId)) throw new DocketError("not_found", `no autopilot project ${id}`);
   return project;
+}
+
+/** GitHub's failure as the 502 an admin reads: why (`failure`: unavailable, timeout, unauthorized…) and GitHub's status, if it answered. */
+function githubUnavailable(err: GitHubError): DocketError {
+  return new DocketError("github_unavailable", `GitHub could not be read for this project: ${err.message}`, { failure: err.failure, github_status: err.status });
 }
 
 /** What every delivery that no project at its URL signed is answered: an unknown project is not told from a bad signature. */
@@ -103,14 +110,20 @@ export const autopilotAdmissionRoutes = new Hono<AppEnv>()
       tag: "Autopilot",
       auth: "admin",
       responses: { 200: { description: "What the step examined and decided.", schema: ReconcileResult } },
-      errors: ["not_found", "autopilot_not_configured"],
+      errors: ["not_found", "autopilot_not_configured", "github_unavailable"],
     }),
     validate("param", AdmissionProjectPath),
     async (c) => {
       const { id } = c.req.valid("param");
       const project = await ownProject(c.env, id, c.get("caller").orgId);
-      const config = c.get("config");
-      const summary = await reconcileProject(c.env, config, admissionDeps(c.env), project, config.autopilotReconcileBatch, "operator");
+      // A person waits for this answer: each GitHub request is tried once, within
+      // GITHUB_REQUEST_TIMEOUT_MS, and the first failure is the answer; the cron's passes retry.
+      const config = { ...c.get("config"), githubRetries: 0 };
+      const summary = await reconcileProject(c.env, config, admissionDeps(c.env), project, config.autopilotReconcileBatch, "operator").catch(async (err: unknown) => {
+        if (!(err instanceof GitHubError)) throw err;
+        await recordProjectError(c.env.DB, project.id, "operator", err, null, Date.now());
+        throw githubUnavailable(err);
+      });
       return c.json({
         ...summary,
         results: summary.results.map((r) => ({ ticket: r.ticket, outcome: r.outcome, run_id: r.runId, reasons: r.reasons })),

@@ -5,6 +5,7 @@ import { and, eq } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import { Hono } from "hono";
 import type { AppEnv } from "../app-types";
+import { projectLastError } from "../autopilot/last-error";
 import { changedProjectRow, checkProjectBounds, newProjectRow } from "../autopilot/project-input";
 import { projectBudget } from "../autopilot/project-budget";
 import { loadProjectRow, projectAnswer, type AutopilotProjectRow } from "../autopilot/projects";
@@ -111,7 +112,7 @@ export const autopilotProjectRoutes = new Hono<AppEnv>()
     async (c) => {
       const row = await loadProjectRow(c.env.DB, c.get("caller").orgId, c.req.valid("param").id);
       const budget = await projectBudget(c.env.DB, c.get("config"), row);
-      return c.json({ ...projectAnswer(row, origin(c.req.url)), ...budget } satisfies AutopilotProjectDetail);
+      return c.json({ ...projectAnswer(row, origin(c.req.url)), ...budget, last_error: projectLastError(row.lastError) } satisfies AutopilotProjectDetail);
     },
   )
   .patch(

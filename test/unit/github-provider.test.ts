@@ -2,6 +2,8 @@
 // (test/fake-github/server.mjs): the production code, over real HTTP, as the App installation.
 
 import { createPrivateKey } from "node:crypto";
+import { createServer } from "node:net";
+import type { AddressInfo } from "node:net";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { DEFAULTS, loadConfig, type Config } from "../../src/config";
 import { GitHubError } from "../../src/autopilot/github/errors";
@@ -440,6 +442,24 @@ describe("authentication as the App installation", () => {
     expect(err.status).toBe(404);
     expect(err.message).toContain("refused an installation token");
     expect(own.reads()).toHaveLength(0);
+  });
+
+  it("a refused connection fails as unavailable, naming GitHub's address, and never blames the App's credentials", async () => {
+    // A port nothing listens on: the connection is refused before any answer.
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
+    const { port } = closed.address() as AddressInfo;
+    await new Promise((resolve) => closed.close(resolve));
+    const err = await failure(
+      githubProvider(
+        { id: "apj_refused", repository: REPO, githubApiUrl: `http://127.0.0.1:${port}`, appId: own.appId, installationId: own.installationId },
+        { privateKey: keys.privateKey },
+        { ...config, githubTokenCacheMax: 0 },
+      ).getIssue(ref(50)),
+    );
+    expect(err.failure).toBe("unavailable");
+    expect(err.message).toContain(`could not reach GitHub at http://127.0.0.1:${port}`);
+    expect(err.message).not.toMatch(/credentials|App id|private key|refused an installation token/);
   });
 
   it("fails as unauthorized when the private key is not a key at all", async () => {

@@ -58,6 +58,7 @@ const withBudget = (project: Json) => ({
   ...project,
   github_budget: { requests_last_hour: 0, rate_limit: null, reserve: 500 },
   reconciliation: { state: "running", paused_reason: null, pass: null, last_full_pass_finished_at_ms: null },
+  last_error: null,
 });
 
 describe("creating a project", () => {
