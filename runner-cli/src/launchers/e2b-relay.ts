@@ -10,7 +10,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Sandbox as E2bSandbox } from 'e2b';
 import { git } from '../git.js';
-import { connection } from './e2b.js';
+import { connection, shellQuote } from './e2b.js';
 
 /** The most of one file taken out of the sandbox (the patch, a result, a checkpoint). */
 const MAX_TAKEN_BYTES = 64 * 1024 * 1024;
@@ -22,8 +22,6 @@ type Relay = {
   sandbox_id: string; work_dir: string; state_dir: string; command: string[]; envs: Record<string, string>;
   source_revision: string | null; api_url: string | null; sandbox_url: string | null;
 };
-
-const shellQuote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 
 async function relay(file: string): Promise<number> {
   const r: Relay = JSON.parse(readFileSync(file, 'utf8'));

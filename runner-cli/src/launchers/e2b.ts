@@ -40,6 +40,9 @@ export function connection(s: Pick<E2bSettings, 'apiKey' | 'apiUrl' | 'sandboxUr
   };
 }
 
+/** One word for the sandbox's shell, whatever it holds. */
+export const shellQuote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+
 /** A refused key is the runner's configuration, not this run's: say so as LauncherRefused. */
 function e2bFailure(what: string, e: unknown): Error {
   const err = e as Error;
@@ -94,7 +97,8 @@ async function fillSandbox(sbx: E2bSandbox, tarball: Buffer, paths: JobPaths, co
     const text = readOptional(join(paths.stateDir, name));
     if (text !== null) await sbx.files.write(`${state}/${name}`, text, write);
   }
-  await sbx.commands.run(`mkdir -p ${work} && tar -xf ${state}/work.tar -C ${work} && rm ${state}/work.tar`, call);
+  const [w, tar] = [shellQuote(work), shellQuote(`${state}/work.tar`)];
+  await sbx.commands.run(`mkdir -p ${w} && tar -xf ${tar} -C ${w} && rm ${tar}`, call);
   signal?.throwIfAborted();
   const envs: Record<string, string> = {};
   for (const [k, v] of Object.entries(env)) {
