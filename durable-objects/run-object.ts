@@ -27,11 +27,9 @@ import { machineCall, report, type MachineCommand, type ReportBody } from "./run
 import { resendUnconfirmed } from "./run/pending";
 import { pushCredential, pushed, reconcilePublication, type PublicationReconciled } from "./run/publication";
 import { recover, recoveryFailed, type Recovered } from "./run/recovery";
-import runMigrations from "./drizzle/run/migrations";
-import { RUN_OBJECT_MIGRATIONS } from "./legacy/run-steps";
-import * as runSchema from "./run-schema";
 import { RunStreams } from "./run-streams";
 import { migrateOnStart, storeDb } from "./store";
+import { RUN_STORE } from "./stores";
 
 export type { NewRun } from "../src/run/new-run";
 
@@ -53,7 +51,7 @@ export class RunObject extends DurableObject<Env> {
     core.outbox.onAppend(() => this.streams.wake());
     // The schema before any call can read it (durable-objects/run-schema.ts); then a claim's events
     // an earlier instance never confirmed sent go out again.
-    migrateOnStart(ctx, core.db, { schema: runSchema, migrations: runMigrations, legacySteps: RUN_OBJECT_MIGRATIONS }, () => resendUnconfirmed(core));
+    migrateOnStart(ctx, core.db, RUN_STORE, () => resendUnconfirmed(core));
   }
 
   // ---- reads and creation ------------------------------------------------------------------------

@@ -16,10 +16,8 @@ import { ClaimCredentialsCache } from "./claim-credentials";
 import { addCost, noCost, type Cost } from "../src/lib/cost";
 import type { ClaimAnswer } from "../src/run/claim-answer";
 import { admissionRefusal, firstClosed, type GateVerdict } from "../src/autopilot/scheduler-gates";
-import schedulerMigrations from "./drizzle/scheduler/migrations";
-import { SCHEDULER_OBJECT_MIGRATIONS } from "./legacy/scheduler-steps";
-import * as schedulerSchema from "./scheduler-schema";
 import { migrateOnStart, storeDb } from "./store";
+import { SCHEDULER_STORE } from "./stores";
 import { SchedulerGates, type GatesChange, type HoldEnd, type SchedulerView } from "./scheduler-gates";
 import { ClaimGates } from "./scheduler/claim-gates";
 import { ClaimRounds } from "./scheduler/claim-round";
@@ -80,7 +78,7 @@ export class SchedulerObject extends DurableObject<Env> {
     this.config = loadConfig(env);
     const db = storeDb(ctx);
     // The schema before any call can read it (durable-objects/scheduler-schema.ts).
-    migrateOnStart(ctx, db, { schema: schedulerSchema, migrations: schedulerMigrations, legacySteps: SCHEDULER_OBJECT_MIGRATIONS });
+    migrateOnStart(ctx, db, SCHEDULER_STORE);
     this.gates = new SchedulerGates(db, this.config.autopilotSchedulerConcurrencyDefault);
     this.credentials = new ClaimCredentialsCache(env.DB, this.config);
     // The modules read the limits through this object at each use, so one set on a live instance

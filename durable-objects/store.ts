@@ -61,16 +61,21 @@ export function migrateStore(storage: DurableObjectStorage, db: StoreDb, store: 
   return migrate(db, store.migrations);
 }
 
+/** The names of the tables the store's schema declares. */
+export function storeTables(store: StoreDefinition): string[] {
+  return Object.values(store.schema).flatMap((t) => (is(t, SQLiteTable) ? [getTableName(t)] : []));
+}
+
 /**
  * An object that holds the store's tables but no record of drizzle's migrations was made by the
  * hand-written steps: they bring it to their last version, and the baseline migration, that same
  * schema, is recorded as applied. A new object (none of the tables) is left to the migrations.
  */
-export function adoptLegacyObject(storage: DurableObjectStorage, store: StoreDefinition): boolean {
+function adoptLegacyObject(storage: DurableObjectStorage, store: StoreDefinition): void {
+  // What the object holds, from SQLite's own catalogue (no schema of ours names it).
   const present = new Set(storage.sql.exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table'").toArray().map((r) => r.name));
-  if (present.has(DRIZZLE_MIGRATIONS_TABLE)) return false;
-  const tables = Object.values(store.schema).flatMap((t) => (is(t, SQLiteTable) ? [getTableName(t)] : []));
-  if (!present.has("_schema") && !tables.some((name) => present.has(name))) return false;
+  if (present.has(DRIZZLE_MIGRATIONS_TABLE)) return;
+  if (!present.has("_schema") && !storeTables(store).some((name) => present.has(name))) return;
   migrateLegacy(storage, store.legacySteps);
   const baseline = store.migrations.journal.entries[0];
   storage.transactionSync(() => {
@@ -78,5 +83,4 @@ export function adoptLegacyObject(storage: DurableObjectStorage, store: StoreDef
     storage.sql.exec(`CREATE TABLE IF NOT EXISTS "${DRIZZLE_MIGRATIONS_TABLE}" (id SERIAL PRIMARY KEY, hash text NOT NULL, created_at numeric)`);
     storage.sql.exec(`INSERT INTO "${DRIZZLE_MIGRATIONS_TABLE}" ("hash", "created_at") VALUES ('', ?)`, baseline.when);
   });
-  return true;
 }

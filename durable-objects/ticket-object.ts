@@ -21,13 +21,11 @@ import { DurableObject } from "cloudflare:workers";
 import { loadConfig } from "../src/config";
 import type { Env } from "../src/env";
 import type { BackingAnswer, Observation, ObservationAnswer, TicketAddress, TicketState } from "../src/autopilot/ticket-types";
-import ticketMigrations from "./drizzle/ticket/migrations";
-import { TICKET_OBJECT_MIGRATIONS } from "./legacy/ticket-steps";
 import { migrateOnStart, storeDb } from "./store";
+import { TICKET_STORE } from "./stores";
 import { decide } from "./ticket-admission";
 import { carryOver } from "./ticket-carry-over";
 import { readTicket } from "./ticket-read";
-import * as ticketSchema from "./ticket-schema";
 import { TicketStore, type TicketContext, type TicketRow } from "./ticket-store";
 import { backing, unfinishedRun, withdrawLapsed } from "./ticket-withdrawal";
 
@@ -41,7 +39,7 @@ export class TicketObject extends DurableObject<Env> {
     super(ctx, env);
     const config = loadConfig(env);
     const db = storeDb(ctx);
-    migrateOnStart(ctx, db, { schema: ticketSchema, migrations: ticketMigrations, legacySteps: TICKET_OBJECT_MIGRATIONS });
+    migrateOnStart(ctx, db, TICKET_STORE);
     this.ticket = { env, config, store: new TicketStore(ctx.storage, db, config), setAlarm: (atMs) => ctx.storage.setAlarm(atMs) };
   }
 

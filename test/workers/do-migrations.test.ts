@@ -4,27 +4,16 @@
 
 import { env } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
-import { getTableName, is } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/durable-sqlite";
-import { SQLiteTable } from "drizzle-orm/sqlite-core";
 import { describe, expect, it } from "vitest";
 import { ticketStub } from "../../src/autopilot/admission";
-import ticketMigrations from "../../durable-objects/drizzle/ticket/migrations";
 import { migrate as migrateLegacy, schemaVersion, type MigrationStep } from "../../durable-objects/legacy/migrator";
 import { RUN_OBJECT_MIGRATIONS } from "../../durable-objects/legacy/run-steps";
-import { TICKET_OBJECT_MIGRATIONS } from "../../durable-objects/legacy/ticket-steps";
-import { DRIZZLE_MIGRATIONS_TABLE, migrateStore, type StoreDefinition } from "../../durable-objects/store";
-import * as ticketSchema from "../../durable-objects/ticket-schema";
-import runMigrations from "../../durable-objects/drizzle/run/migrations";
-import schedulerMigrations from "../../durable-objects/drizzle/scheduler/migrations";
 import { SCHEDULER_OBJECT_MIGRATIONS } from "../../durable-objects/legacy/scheduler-steps";
-import * as runSchema from "../../durable-objects/run-schema";
-import * as schedulerSchema from "../../durable-objects/scheduler-schema";
+import { TICKET_OBJECT_MIGRATIONS } from "../../durable-objects/legacy/ticket-steps";
+import { DRIZZLE_MIGRATIONS_TABLE, migrateStore, storeTables, type StoreDefinition } from "../../durable-objects/store";
+import { RUN_STORE as RUN, SCHEDULER_STORE as SCHEDULER, TICKET_STORE as TICKET } from "../../durable-objects/stores";
 import { call, createOrg, dispatch, runStub, schedulerOf } from "./helpers";
-
-const TICKET: StoreDefinition = { schema: ticketSchema, migrations: ticketMigrations, legacySteps: TICKET_OBJECT_MIGRATIONS };
-const RUN: StoreDefinition = { schema: runSchema, migrations: runMigrations, legacySteps: RUN_OBJECT_MIGRATIONS };
-const SCHEDULER: StoreDefinition = { schema: schedulerSchema, migrations: schedulerMigrations, legacySteps: SCHEDULER_OBJECT_MIGRATIONS };
 
 /** What an object's schema is, table by table: columns and indexes, their names and SQL text aside where SQLite words them by hand. */
 function schemaOf(sql: SqlStorage) {
@@ -52,8 +41,7 @@ function schemaOf(sql: SqlStorage) {
 
 /** Empties the object's store, as if no code had touched it: its tables and both records of versions go. */
 function dropStore(storage: DurableObjectStorage, store: StoreDefinition): void {
-  const tables = Object.values(store.schema).flatMap((t) => (is(t, SQLiteTable) ? [getTableName(t)] : []));
-  for (const name of [...tables, "_schema", DRIZZLE_MIGRATIONS_TABLE]) storage.sql.exec(`DROP TABLE IF EXISTS "${name}"`);
+  for (const name of [...storeTables(store), "_schema", DRIZZLE_MIGRATIONS_TABLE]) storage.sql.exec(`DROP TABLE IF EXISTS "${name}"`);
 }
 
 /** The store as the hand-written steps made it (the first `steps` of them), with `rows` written by the old code's statements. */
@@ -97,8 +85,7 @@ async function adoptWithNewColumn(storage: DurableObjectStorage, store: StoreDef
 
 /** Every row of the store's tables, to write back into the old layout. */
 function rowsOf(sql: SqlStorage, store: StoreDefinition): { table: string; rows: Record<string, SqlStorageValue>[] }[] {
-  const tables = Object.values(store.schema).flatMap((t) => (is(t, SQLiteTable) ? [getTableName(t)] : []));
-  return tables.map((table) => ({ table, rows: sql.exec(`SELECT * FROM "${table}"`).toArray() }));
+  return storeTables(store).map((table) => ({ table, rows: sql.exec(`SELECT * FROM "${table}"`).toArray() }));
 }
 
 function writeRows(sql: SqlStorage, saved: ReturnType<typeof rowsOf>): void {
