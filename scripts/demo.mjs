@@ -21,7 +21,7 @@ helpOrRefuse("npm run demo", () => `npm run demo: autopilot end to end on this m
 local GitHub stand-in, a bare git remote and a runner with a sample agent; creates an autopilot
 project; opens an issue a person labelled ready and delivers its signed webhook; prints where to
 watch it in the console, and when its pull request is opened. Ctrl-C stops everything and removes
-the demo's files (all in one temporary directory).
+the demo's files (all in one temporary directory; kept when it fails, for their logs).
 
 Environment:
   PORT                  8787     the port of the demo's Docket on 127.0.0.1
@@ -59,7 +59,7 @@ function start(name, args, env = {}, stdio = "ignore") {
 
 const tail = (path) => readFileSync(path, "utf8").split("\n").slice(-25).join("\n");
 
-/** Stops every child (Docket last, so the runner's last calls are answered) and removes the demo's files. */
+/** Stops every child (Docket last, so the runner's last calls are answered) and removes the demo's files, unless it failed. */
 async function stop(code, why) {
   if (stopping) return;
   stopping = true;
@@ -74,7 +74,9 @@ async function stop(code, why) {
     if ((await Promise.race([exited.then(() => true), sleep(20_000).then(() => false)])) === false) child.kill("SIGKILL");
   }
   removeTempDirs();
-  rmSync(work, { recursive: true, force: true });
+  // After a failure the logs say why: they stay.
+  if (code === 0) rmSync(work, { recursive: true, force: true });
+  else console.error(`demo: its logs are kept in ${work}`);
   process.exit(code);
 }
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -182,6 +184,19 @@ async function openIssue(github, projectId, webhookSecret) {
   if (delivered.status !== 202) throw new Error(`the webhook answered ${delivered.status}: ${JSON.stringify(delivered.body)}`);
 }
 
+/** The ticket once the issue is admitted; meanwhile, each new error the project shows (it could not read the stand-in) is printed. */
+async function waitForAdmission(admin, projectId) {
+  let shown = null;
+  return eventually(`issue #${ISSUE} to be admitted`, async () => {
+    const t = await api("GET", `/v1/autopilot/projects/${projectId}/tickets/${ISSUE}`, { token: admin });
+    if (t.status === 200 && t.body.run_id) return t.body;
+    const { last_error: error } = await must(200, "GET", `/v1/autopilot/projects/${projectId}`, { token: admin });
+    if (error && error.at_ms !== shown) step(`the project's last error (${error.door}, ${error.failure}): ${error.message}`);
+    shown = error?.at_ms ?? shown;
+    return null;
+  }, timeoutMs, 500);
+}
+
 /** Prints each state the run goes through until its pull request is stored; answers the run. */
 async function followRun(admin, runId) {
   let last = "";
@@ -196,7 +211,7 @@ async function followRun(admin, runId) {
 async function main() {
   const adminSecret = `demo-${randomBytes(12).toString("hex")}`;
   const webhookSecret = randomBytes(16).toString("hex");
-  step(`its files, logs included, are in ${work} (removed when it stops)`);
+  step(`its files, logs included, are in ${work} (removed when Ctrl-C stops it)`);
   const remote = makeRemote();
   step(`made the bare git remote of ${REPOSITORY}: ${remote}`);
   const keys = makeAppKeyPair();
@@ -215,10 +230,7 @@ async function main() {
   await openIssue(github, project.id, webhookSecret);
   step(`opened issue #${ISSUE} "Greet the world", labelled ready by alice, and delivered its signed webhook`);
   printWhereToWatch(admin, project.id);
-  const ticket = await eventually(`issue #${ISSUE} to be admitted`, async () => {
-    const t = await api("GET", `/v1/autopilot/projects/${project.id}/tickets/${ISSUE}`, { token: admin });
-    return t.status === 200 && t.body.run_id ? t.body : null;
-  }, timeoutMs, 500);
+  const ticket = await waitForAdmission(admin, project.id);
   step(`issue #${ISSUE} was admitted as run ${ticket.run_id}: ${base}/dash/runs/${ticket.run_id}`);
   const run = await followRun(admin, ticket.run_id);
   step(`pull request opened: #${run.publication.pr.number} ${run.publication.pr.url} (the stand-in's), from branch docket/${run.id} pushed to ${remote}`);
