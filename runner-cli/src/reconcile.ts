@@ -47,7 +47,9 @@ async function reconcileOne(runner: ReconcileHost, row: JobRow) {
   const sup = new JobSupervisor(runner, runner.db.get(row.run_id, row.attempt)!, claim);
   const launcher = runner.launchers[row.protocol] ?? runner.launchers.process;
   const paths = jobPaths(runner.cfg.data_dir, row.run_id, row.attempt);
-  const sandbox = row.sandbox_id ? await launcher.adopt(row, paths) : null;
+  // Asked even with no sandbox recorded: a runner killed between the launch and its record may
+  // have left one the launcher can find by the attempt's own marks (a container's labels).
+  const sandbox = await launcher.adopt(row, paths);
   sup.sandbox = sandbox;
 
   const backoff = runner.backoff();
