@@ -78,7 +78,7 @@ export async function startFakeGitHub({ appId = "1001", installationId = "2002",
       assignee: null,
       assignees: [],
       milestone: null,
-      comments: 0,
+      comments: trackerWrites.store.get(key(model.repository, model.number))?.length ?? 0,
       created_at: new Date(model.createdAtMs).toISOString(),
       updated_at: new Date(model.updatedAtMs).toISOString(),
       closed_at: model.state === "closed" ? new Date(model.updatedAtMs).toISOString() : null,
@@ -215,9 +215,11 @@ export async function startFakeGitHub({ appId = "1001", installationId = "2002",
       return (this.store.get(key(repository, number)) ?? []).map((c) => ({ id: c.id, body: c.body, login: c.login, html_url: commentUrl(repository, number, c.id) }));
     },
     add(repository, number, body, actor) {
-      mustIssue(repository, number);
+      const model = mustIssue(repository, number);
       const list = this.store.get(key(repository, number)) ?? [];
       const comment = { id: nextId++, body, login: actor.login, type: actor.type, atMs: Date.now() };
+      // As on GitHub, a comment changes the issue: its comment count and updated_at (so its ETag).
+      model.updatedAtMs = comment.atMs;
       list.push(comment);
       this.store.set(key(repository, number), list);
       return comment;
