@@ -2,6 +2,7 @@
 // "Admission" and "Human readiness authorization"; issue 10's provider evidence): the issue, its
 // blocking dependencies, who added the ready label, and the open issues carrying it, read through
 // the project's GitHub App installation (client.ts bounds, retries and rate-limits every call).
+// Every read here is conditional (conditional.ts): what did not change is a 304 GitHub does not count.
 
 import type { Config } from "../../config";
 import type { Blocker, IssueFacts, ReadyIssuePage, ReadyTransition, TicketRef, TrackerProvider } from "../provider";
