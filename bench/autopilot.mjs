@@ -258,7 +258,8 @@ async function publishOne(api, standIn, token, projectId, number) {
   standIn.addReadyIssues(number, number);
   const mark = standIn.counter.mark();
   if ((await deliverLabeled(api, projectId, number)) !== 202) throw new Error(`the webhook of issue ${number} was refused`);
-  const runId = await eventually(`issue ${number}'s run`, async () => (await readTicket(api, token, projectId, number))?.run_id, 60_000, 100);
+  let ticket = null;
+  const runId = await eventually(() => `issue ${number}'s run; its ticket: ${JSON.stringify(ticket)}`, async () => (ticket = await readTicket(api, token, projectId, number))?.run_id, 120_000, 100);
   const done = await eventually(`run ${runId} ended`, async () => {
     const run = (await api.call('GET', `/v1/runs/${runId}`, { token })).body;
     return ['completed', 'failed', 'cancelled'].includes(run?.state) ? run : null;
