@@ -20,11 +20,15 @@ export async function decide(t: TicketContext, obs: Observation): Promise<Observ
     return { outcome: "duplicate_delivery", runId: t.store.load()?.run_id ?? null, reasons: [] };
   }
   const stored = t.store.load();
+  // The object's name holds the project (ticketObjectName): another project's row cannot be here.
+  if (stored && stored.project_id !== obs.project.id) throw new Error(`the ticket ${stored.ticket_key} of ${stored.project_id} was asked about ${obs.project.id}`);
+  // Seen in the ready list while the queue is full (src/autopilot/reconcile-waiting.ts): a wait, no read of the issue.
+  if (obs.capacityWait !== undefined && !stored?.run_id && !stored?.pending_generation) {
+    return refuse(t, obs, stored ?? fresh(obs, now), now, "capacity_wait", [obs.capacityWait], stored?.generation ?? null);
+  }
   // An issue never made ready (a comment on any issue of the repository) leaves no ticket behind;
   // a ready label's webhook without a recorded transition is judged (readiness), and its refusal kept.
   if (!stored && !obs.transition && !obs.readiness) return { outcome: "unchanged", runId: null, reasons: [] };
-  // The object's name holds the project (ticketObjectName): another project's row cannot be here.
-  if (stored && stored.project_id !== obs.project.id) throw new Error(`the ticket ${stored.ticket_key} of ${stored.project_id} was asked about ${obs.project.id}`);
   let row = stored ?? fresh(obs, now);
   if (row.pending_generation !== null) row = await finishAdmission(t, obs, row, now);
   const generation = obs.transition?.eventId ?? row.generation;

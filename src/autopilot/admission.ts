@@ -71,6 +71,28 @@ export async function admitTicket(
   return { ...answer, ticket: key };
 }
 
+/**
+ * Records that the issue waits for a place in the project's full queue, without reading it
+ * (src/autopilot/reconcile-waiting.ts): its ticket keeps the wait and its reason.
+ */
+export async function recordCapacityWait(env: Env, project: AdmissionProject, number: number, door: AdmissionDoor, reason: string): Promise<AdmissionResult> {
+  const key = ticketKey({ provider: project.provider, repository: project.repository, number });
+  const answer = await ticketStub(env, { projectId: project.id, ticketKey: key }).observe({
+    project: { id: project.id, orgId: project.orgId, queueCapacity: project.queueCapacity },
+    ticketKey: key,
+    number,
+    door,
+    deliveryId: null,
+    facts: null,
+    eligibility: { eligible: false, reasons: [reason] },
+    transition: null,
+    readiness: null,
+    dispatch: emptyDispatch(project),
+    capacityWait: reason,
+  });
+  return { ...answer, ticket: key };
+}
+
 interface Readiness {
   transition: ReadyTransition | null;
   readiness: ReadinessResult | null;

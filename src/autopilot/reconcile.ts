@@ -7,6 +7,10 @@
 // label is found there and withdrawn while still queued) or an admission left unfinished by a crash.
 // A full pass reads every ready issue now and then; the passes between read only the issues
 // changed since the last pass began, so a ticket waiting for capacity costs nothing that counts.
+// While the project's queue is full, a listed issue that waits costs only its share of the page
+// (reconcile-waiting.ts), so a tick walks up to AUTOPILOT_RECONCILE_PAGES_MAX pages; and while a
+// full pass spans several ticks, each tick also reads the issues changed since it began, so a lost
+// webhook is found at the next tick however long the pass.
 // Reconciliation stops while the installation's budget is under its reserve, and says so.
 
 import type { Config } from "../config";
@@ -15,7 +19,9 @@ import { drizzle } from "drizzle-orm/d1";
 import { autopilotTickets as t } from "../db/autopilot-schema";
 import type { Env } from "../env";
 import { log } from "../lib/log";
-import { admitTicket, type AdmissionResult } from "./admission";
+import { admitTicket, recordCapacityWait, type AdmissionResult } from "./admission";
+import type { ReadyIssue } from "./provider";
+import { capacityWaitReason, indexedTickets, queueFull, stepWhileFull } from "./reconcile-waiting";
 import type { AdmissionDeps, AdmissionProject, AdmissionSecrets } from "./deps";
 import { admissionDeps } from "./wiring";
 import type { AdmissionDoor } from "./ticket-types";
@@ -58,32 +64,51 @@ export async function reconcileProject(
   const paused = async () => (summary.paused_reason = reserveReason((await provider.headroom?.()) ?? null, config)) !== null;
   // A ready issue with a run is in both phases: one step examines it once.
   const seen = new Set<number>();
-  const examine = async (number: number) => {
+  const examine = async (number: number, read: boolean) => {
     if (seen.has(number)) return;
     seen.add(number);
-    summary.examined += 1;
+    summary.examined += read ? 1 : 0;
     try {
-      summary.results.push(await admitTicket(env, config, project, provider, deps.rules, number, { door, deliveryId: null, sender: null }));
+      if (read) summary.results.push(await admitTicket(env, config, project, provider, deps.rules, number, { door, deliveryId: null, sender: null }));
+      else summary.results.push(await recordCapacityWait(env, project, number, door, capacityWaitReason(project)));
     } catch (err) {
       summary.failures.push({ number, reason: String(err) });
     }
   };
-  // Each round examines at least one ticket or moves to the next phase; an empty page that still
+  // While the queue is full a listed issue is read only when it changed since its ticket last did.
+  const visit = async (issues: ReadyIssue[], full: boolean) => {
+    const indexed = full ? await indexedTickets(env, project.id, issues.map((i) => i.ref.number)) : null;
+    for (const issue of issues) {
+      const step = indexed ? stepWhileFull(issue, indexed.get(issue.ref.number)) : "read";
+      if (step !== "pass") await examine(issue.ref.number, step === "read");
+    }
+  };
+  // Each round examines at least one ticket, reads one page of the ready list (at most
+  // AUTOPILOT_RECONCILE_PAGES_MAX a tick), or moves to the next phase; an empty page that still
   // names a cursor is bounded by the round count.
-  for (let round = 0; round < budget + 2 && summary.examined < budget && !summary.pass_complete && !(await paused()); round++) {
+  let pages = 0;
+  for (let round = 0; round < budget + config.autopilotReconcilePagesMax + 2 && summary.examined < budget && !summary.pass_complete && !(await paused()); round++) {
     const left = budget - summary.examined;
     if (state.phase === "ready") {
-      const page = await provider.listReadyIssues(project.readyLabel, state.cursor, left, state.passKind === "changed" ? state.sinceMs : null);
-      for (const issue of page.issues.slice(0, left)) await examine(issue.ref.number);
+      if (pages++ >= config.autopilotReconcilePagesMax) break;
+      // A full queue asks for a whole page: its issues cost no read of their own, only the changed ones do.
+      const full = await queueFull(env, project);
+      const page = await provider.listReadyIssues(project.readyLabel, state.cursor, full ? config.githubPageSize : left, state.passKind === "changed" ? state.sinceMs : null);
+      await visit(full ? page.issues : page.issues.slice(0, left), full);
       state = page.cursor === null ? { ...state, phase: "tracked", cursor: null } : { ...state, cursor: page.cursor };
     } else {
       const rows = await trackedTickets(env, project.id, state.cursor, left);
-      for (const row of rows) await examine(row.number);
+      for (const row of rows) await examine(row.number, true);
       if (rows.length < left) {
         summary.pass_complete = true;
         state = finishPass(state);
       } else state = { ...state, cursor: rows[rows.length - 1]!.ticketKey };
     }
+  }
+  // A full pass that goes on past this tick: the issues changed since it began, one page, each tick.
+  if (state.passKind === "full" && state.passStartedAtMs !== null && !summary.pass_complete && summary.paused_reason === null) {
+    const changed = await provider.listReadyIssues(project.readyLabel, null, config.githubPageSize, state.passStartedAtMs);
+    await visit(changed.issues, await queueFull(env, project));
   }
   await writePassState(env.DB, project.id, { ...state, pausedReason: summary.paused_reason });
   if (summary.failures.length === 0) await clearProjectError(env.DB, project.id);

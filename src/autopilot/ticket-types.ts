@@ -35,6 +35,12 @@ export interface Observation {
   readiness: ReadinessResult | null;
   /** The run to create when this observation admits one. */
   dispatch: DispatchInput;
+  /**
+   * Set by reconciliation when the project's queue was full as it saw the issue in the ready list,
+   * and it read nothing more of it (src/autopilot/reconcile-waiting.ts): the ticket records a capacity
+   * wait with this reason, unless it holds a run or an admission under way.
+   */
+  capacityWait?: string;
 }
 
 export type TicketStatus = "idle" | "admitting" | "admitted" | "refused" | "capacity_wait" | "lapsed" | "done";

@@ -175,6 +175,8 @@ export interface Config {
   autopilotReconcileFullPassMs: number;
   /** Autopilot reconciliation: a full pass at least every this many passes (whichever comes first). */
   autopilotReconcileFullPassEvery: number;
+  /** Autopilot reconciliation: pages of the ready list one project reads per cron tick; ready issues that need no read of their own (the queue is full) cost only their page. */
+  autopilotReconcilePagesMax: number;
   /** Autopilot: reconciliation stops while an installation's remaining GitHub requests are below this (webhooks and publication go on). */
   autopilotGithubReserve: number;
   /** GitHub: conditional-request validators (ETag / Last-Modified) kept per installation, and how long one is kept unused. */
@@ -314,6 +316,7 @@ export const DEFAULTS: Config = {
   autopilotReconcileProjectsMax: 10,
   autopilotReconcileFullPassMs: 3_600_000,
   autopilotReconcileFullPassEvery: 60,
+  autopilotReconcilePagesMax: 10,
   autopilotGithubReserve: 500,
   githubCacheEntriesMax: 20_000,
   githubCacheTtlMs: 604_800_000,

@@ -103,6 +103,7 @@ const VAR_NAMES: Record<keyof Config, string> = {
   autopilotReconcileProjectsMax: "AUTOPILOT_RECONCILE_PROJECTS_MAX",
   autopilotReconcileFullPassMs: "AUTOPILOT_RECONCILE_FULL_PASS_MS",
   autopilotReconcileFullPassEvery: "AUTOPILOT_RECONCILE_FULL_PASS_EVERY",
+  autopilotReconcilePagesMax: "AUTOPILOT_RECONCILE_PAGES_MAX",
   autopilotGithubReserve: "AUTOPILOT_GITHUB_RESERVE",
   githubCacheEntriesMax: "GITHUB_CACHE_ENTRIES_MAX",
   githubCacheTtlMs: "GITHUB_CACHE_TTL_MS",
@@ -181,6 +182,7 @@ export function parseConfig(vars: Record<string, unknown>): Config {
   if (config.githubPageSize < 1 || config.githubPageSize > 100) throw new Error("GITHUB_PAGE_SIZE must be between 1 and 100");
   if (config.githubPagesMax < 1) throw new Error("GITHUB_PAGES_MAX must be at least 1");
   if (config.autopilotReconcileFullPassEvery < 1) throw new Error("AUTOPILOT_RECONCILE_FULL_PASS_EVERY must be at least 1");
+  if (config.autopilotReconcilePagesMax < 1) throw new Error("AUTOPILOT_RECONCILE_PAGES_MAX must be at least 1");
   if (config.trackerDeliveryMaxAttempts < 1) throw new Error("TRACKER_DELIVERY_MAX_ATTEMPTS must be at least 1");
   if (config.publicationTriesMax < 1) throw new Error("PUBLICATION_TRIES_MAX must be at least 1");
   checkDashboardSessions(config);

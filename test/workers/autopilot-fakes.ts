@@ -119,7 +119,8 @@ export class FakeTracker implements TrackerProvider {
 
   async listReadyIssues(label: string, cursor: string | null, pageSize: number, sinceMs: number | null = null) {
     this.listedSince.push(sinceMs);
-    const ready = [...this.issues.values()].filter((i) => i.facts.state === "open" && i.facts.labels.includes(label)).sort((a, b) => a.facts.ref.number - b.facts.ref.number);
+    const listed = (i: FakeIssue) => i.facts.state === "open" && i.facts.labels.includes(label) && (sinceMs === null || i.facts.updatedAtMs >= sinceMs);
+    const ready = [...this.issues.values()].filter(listed).sort((a, b) => a.facts.ref.number - b.facts.ref.number);
     const start = cursor === null ? 0 : Number(cursor);
     const issues = ready.slice(start, start + pageSize).map((i) => i.facts);
     return { issues, cursor: start + pageSize < ready.length ? String(start + pageSize) : null };

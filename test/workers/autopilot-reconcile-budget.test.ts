@@ -6,7 +6,7 @@
 
 import { createScheduledController } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it, vi } from "vitest";
 import worker from "../../src/index";
 import type { Env } from "../../src/env";
 import { call, createOrg } from "./helpers";
@@ -114,5 +114,59 @@ describe("the installation's reserve", () => {
     await cronTick(Date.now() + 41 * MIN, { AUTOPILOT_GITHUB_RESERVE: "200" });
     expect(await ticketsSeen(quiet)).toEqual([1, 2, 3, 4, 5]);
     expect((await readProject(quiet)).reconciliation).toMatchObject({ state: "running", paused_reason: null });
+  });
+});
+
+describe("a ticket waiting for capacity costs nothing per issue", () => {
+  let waiting: RealProject;
+  const reads = () => {
+    const tracker = fake.tracker(waiting.id);
+    return vi.spyOn(tracker, "getIssue");
+  };
+  const config = () => ({ ...loadConfig(env as unknown as Record<string, unknown>), githubPageSize: 10 });
+  const status = async (number: number) => (await call("GET", `/v1/autopilot/projects/${waiting.id}/tickets/${number}`, { token: org.admin })).body;
+
+  beforeAll(async () => {
+    waiting = await createProject(org.admin, { repository: "acme/waiting", queue_capacity: 2 });
+    for (let n = 1; n <= 30; n++) ready(waiting, n);
+  });
+
+  it("with the queue full, a pass reads only the ready list for issues that wait: each is recorded as waiting for capacity, and only an issue that changed is read again", async () => {
+    // The first step fills the queue (1 and 2 admitted, 3 to 5 read and left waiting).
+    await reconcileProject(env, config(), fake.deps, waiting, 5, "reconcile");
+    expect(await ticketsSeen(waiting)).toEqual([1, 2, 3, 4, 5]);
+    const issueReads = reads();
+    const step = await reconcileProject(env, config(), fake.deps, waiting, 5, "reconcile");
+    expect(step.pass_complete).toBe(true);
+    // Every ready issue is now a ticket, the 25 new ones waiting with their reason, and the only
+    // issues read are the two holding a run (the walk over tickets with a run).
+    expect(await ticketsSeen(waiting)).toEqual(Array.from({ length: 30 }, (_, k) => k + 1));
+    expect(issueReads.mock.calls.map(([ref]) => ref.number).sort((a, b) => a - b)).toEqual([1, 2]);
+    const seventeen = await status(17);
+    expect(seventeen.status).toBe("capacity_wait");
+    expect(seventeen.reasons[0]).toContain("queue is full (queue capacity 2)");
+    // An issue edited since is read in full; the others still cost nothing of their own.
+    issueReads.mockClear();
+    fake.tracker(waiting.id).issues.get(7)!.facts.updatedAtMs = Date.now() + 1_000;
+    await reconcileProject(env, config(), fake.deps, waiting, 5, "reconcile");
+    expect(issueReads.mock.calls.map(([ref]) => ref.number).sort((a, b) => a - b)).toEqual([1, 2, 7]);
+    issueReads.mockRestore();
+  });
+
+  it("a lost webhook is found at the next tick while a full pass is still under way, each tick reading at most AUTOPILOT_RECONCILE_PAGES_MAX pages", async () => {
+    const long = await createProject(org.admin, { repository: "acme/long", queue_capacity: 1 });
+    for (let n = 1; n <= 60; n++) ready(long, n);
+    const onePage = { ...config(), autopilotReconcilePagesMax: 1 };
+    await reconcileProject(env, onePage, fake.deps, long, 5, "reconcile");
+    const second = await reconcileProject(env, onePage, fake.deps, long, 5, "reconcile");
+    expect(second.pass_complete).toBe(false);
+    const lost = ready(long, 61);
+    lost.facts.updatedAtMs = Date.now() + 1_000;
+    const third = await reconcileProject(env, onePage, fake.deps, long, 5, "reconcile");
+    expect(third.pass_complete).toBe(false);
+    const seen = await ticketsSeen(long);
+    expect(seen).toContain(61);
+    // Three ticks of one page each: the first five, then ten issues a tick, and the lost one.
+    expect(seen).toEqual([...Array.from({ length: 25 }, (_, k) => k + 1), 61]);
   });
 });
