@@ -5,7 +5,7 @@
 // GitHub is the in-memory tracker of test/workers/autopilot-fakes.ts; everything else is real.
 
 import { createScheduledController } from "cloudflare:test";
-import { env } from "cloudflare:workers";
+import { env, exports } from "cloudflare:workers";
 import { beforeAll, describe, expect, it, vi } from "vitest";
 import worker from "../../src/index";
 import type { Env } from "../../src/env";
@@ -13,7 +13,7 @@ import { call, createOrg } from "./helpers";
 import { handleDelivery, type AutopilotMessage } from "../../src/autopilot/queue";
 import { loadConfig } from "../../src/config";
 import { reconcileProject } from "../../src/autopilot/reconcile";
-import { briefBody, createProject, example, installRealAutopilotWithTracker, type RealProject } from "./autopilot-fakes";
+import { briefBody, createProject, example, installRealAutopilotWithTracker, sign, WEBHOOK_SECRET, type RealProject } from "./autopilot-fakes";
 
 const MIN = 60_000;
 const fake = installRealAutopilotWithTracker();
@@ -168,5 +168,35 @@ describe("a ticket waiting for capacity costs nothing per issue", () => {
     expect(seen).toContain(61);
     // Three ticks of one page each: the first five, then ten issues a tick, and the lost one.
     expect(seen).toEqual([...Array.from({ length: 25 }, (_, k) => k + 1), 61]);
+  });
+});
+
+describe("the webhook door's latency", () => {
+  it("a labelled issue's webhook is queued as a run well within a second: the autopilot queue holds no delivery to fill a batch", async () => {
+    // The example payload's repository (Codertocat/Hello-World), the project's default.
+    const door = await createProject(org.admin, { queue_capacity: 5 });
+    const payload = example("issues", "labeled");
+    payload.issue.body = briefBody(payload.issue.body);
+    fake.tracker(door.id).fromPayload(payload);
+    const body = JSON.stringify(payload);
+    const started = Date.now();
+    const res = await exports.default.fetch(
+      new Request(`http://docket.test/v1/autopilot/projects/${door.id}/webhook`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json", "X-GitHub-Event": "issues", "X-GitHub-Delivery": crypto.randomUUID(), "X-Hub-Signature-256": await sign(WEBHOOK_SECRET, body) },
+        body,
+      }),
+    );
+    expect(res.status).toBe(202);
+    let runId: string | null = null;
+    while (runId === null && Date.now() - started < 5_000) {
+      const listed = (await call("GET", `/v1/autopilot/projects/${door.id}/tickets`, { token: org.admin })).body.tickets as { number: number; run_id: string | null }[];
+      runId = listed.find((t) => t.number === payload.issue.number)?.run_id ?? null;
+    }
+    const elapsedMs = Date.now() - started;
+    expect(runId).not.toBeNull();
+    expect((await call("GET", `/v1/runs/${runId}`, { token: org.admin })).body.state).toBe("queued");
+    // The goal is 500 ms; the bound leaves room for a loaded machine, under the old 1 s batch wait.
+    expect(elapsedMs).toBeLessThan(900);
   });
 });
