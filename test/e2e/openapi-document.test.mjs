@@ -133,7 +133,11 @@ describe('a client that knows only the document', () => {
     expect(created.body.webhook.url).toBe(`${docket.url}/v1/autopilot/projects/${created.body.id}/webhook`);
     const changed = await client.call('updateAutopilotProject', { path: { id: created.body.id }, body: { ready_label: 'agent-ready' } });
     expect(changed.body.ready_label).toBe('agent-ready');
-    expect((await client.call('getAutopilotProject', { path: { id: created.body.id } })).body).toEqual(changed.body);
+    // A project's own read adds what it costs GitHub and how its reconciliation stands to the configuration.
+    const read = (await client.call('getAutopilotProject', { path: { id: created.body.id } })).body;
+    const { github_budget, reconciliation, last_error, ...configuration } = read;
+    expect(configuration).toEqual(changed.body);
+    expect({ requests_last_hour: github_budget.requests_last_hour, state: reconciliation.state, last_error }).toEqual({ requests_last_hour: 0, state: 'running', last_error: null });
     expect((await client.call('listAutopilotProjects', { query: { limit: 5 } })).body.projects.map((/** @type {any} */ p) => p.id)).toEqual([created.body.id]);
     for (const exchange of client.exchanges) expect(JSON.stringify(exchange.responseBody)).not.toMatch(/outside-webhook-secret|PRIVATE KEY/);
     expect(new ContractChecker(doc).checkAll(client.exchanges)).toEqual([]);
