@@ -46,8 +46,9 @@ export async function autopilotBudget(withDocket, vars, cfg, say) {
     say(`  webhook door: ${webhook.counted_per_admitted} counted requests per admitted issue; labelled → queued p50 ${round(webhook.labelled_to_queued_ms.p50, 0)} ms, p99 ${round(webhook.labelled_to_queued_ms.p99, 0)} ms`);
     const burst = await deliveryBurst(url, cfg);
     say(`  burst: ${burst.deliveries} deliveries over ${burst.issues} issues: ${burst.runs_admitted} runs admitted, ${burst.errors} errors`);
-    const publication = cfg.publications > 0 ? await publications(url, cfg.publications) : null;
-    if (publication) say(`  publication: ${publication.counted_to_comment.mean} counted requests from the push credential to the comment (${publication.counted_whole.mean} with the label move)`);
+    const publication = cfg.publications > 0 ? await publications(url, cfg.publications).catch((e) => ({ failed: String(e?.message ?? e) })) : null;
+    if (publication?.failed) say(`  publication: not measured: ${publication.failed}`);
+    else if (publication) say(`  publication: ${publication.counted_to_comment.mean} counted requests from the push credential to the comment (${publication.counted_whole.mean} with the label move)`);
     return { webhook, burst, publication };
   });
   return { idle, ...doors, config: cfg };
@@ -259,7 +260,9 @@ async function publishOne(api, standIn, token, projectId, number) {
   const mark = standIn.counter.mark();
   if ((await deliverLabeled(api, projectId, number)) !== 202) throw new Error(`the webhook of issue ${number} was refused`);
   let ticket = null;
-  const runId = await eventually(() => `issue ${number}'s run; its ticket: ${JSON.stringify(ticket)}`, async () => (ticket = await readTicket(api, token, projectId, number))?.run_id, 120_000, 100);
+  const lastError = async () => JSON.stringify((await api.call('GET', `/v1/autopilot/projects/${projectId}`, { token })).body?.last_error ?? null);
+  let projectError = 'null';
+  const runId = await eventually(() => `issue ${number}'s run; its ticket: ${JSON.stringify(ticket)}; its project's last error: ${projectError}`, async () => { projectError = await lastError(); return (ticket = await readTicket(api, token, projectId, number))?.run_id; }, 120_000, 100);
   const done = await eventually(`run ${runId} ended`, async () => {
     const run = (await api.call('GET', `/v1/runs/${runId}`, { token })).body;
     return ['completed', 'failed', 'cancelled'].includes(run?.state) ? run : null;

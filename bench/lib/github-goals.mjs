@@ -38,6 +38,7 @@ export function autopilotGoalRows(a) {
     [`${range(perHour, 0)} (N = ${ns})`, met(Math.max(...perHour) <= 120)],
     [lost.includes(null) ? `more than ${a.config.lostWebhookTicksMax} at some N` : range(lost, 0), met(!lost.includes(null) && Math.max(...lost) <= 2)],
     [f(a.webhook.counted_per_admitted, 2), met(a.webhook.counted_per_admitted <= 3)],
+    a.publication?.failed ? [`– (not measured: ${a.publication.failed})`, '**no**'] :
     publication === undefined ? ['– (no publication measured)', '–'] : [`${f(publication, 0)} (largest of ${a.publication.samples})`, met(publication <= 8)],
     [`${f(latency.p50, 0)} ms / ${f(latency.p99, 0)} ms`, met(latency.p50 <= 100 && latency.p99 <= 500)],
     [`${a.burst.runs_admitted} / ${a.burst.errors} (${f(a.burst.deliveries, 0)} deliveries)`, met(a.burst.runs_admitted === a.burst.issues && a.burst.errors === 0)],

@@ -48,7 +48,9 @@ export function autopilotTables(a, table, chart) {
       `Burst: ${n(b.deliveries, 0)} labelled deliveries, each with its own delivery id, over ${b.issues} issues, ${b.concurrency} at a time in shuffled order: ` +
       `${b.runs_admitted} runs admitted, ${b.errors} deliveries not answered 202; all answered in ${n(b.answered_ms / 1000, 1)} s, every issue admitted after ${n(b.admitted_ms / 1000, 1)} s; ` +
       `${n(b.counted_per_run, 2)} counted requests per run.` +
-      (p
+      (p?.failed
+        ? `\n\nPublication: not measured: ${p.failed}.`
+        : p
         ? `\n\nPublication: ${p.samples} pull request(s) published by the real runner CLI (an agent that edits the README, a local bare repository as the remote), one at a time: ` +
           `${n(p.counted_to_comment.mean, 1)} counted requests from the push credential to the issue's comment (largest ${n(p.counted_to_comment.max, 0)}; all of them: ${kinds(p.by_kind ?? {})}), ` +
           `${n(p.counted_whole.mean, 1)} to the last tracker delivery (the label move included).`
