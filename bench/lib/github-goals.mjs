@@ -1,18 +1,9 @@
 // The autopilot section's goals (docs/BENCHMARKS.md, "Autopilot within GitHub's budget") and its
 // tables: what an autopilot project spends of its GitHub App installation's hourly request limit.
-import { formatted as f } from './stats.mjs';
+import { formatted as f, met, range } from './stats.mjs';
 
 /** A GitHub App installation's REST requests an hour (more for large organizations). */
 export const INSTALLATION_LIMIT_PER_HOUR = 5_000;
-
-const met = (/** @type {boolean} */ ok) => (ok ? 'yes' : '**no**');
-
-/** "a – b", one figure when they agree. @param {number[]} values @param {number} digits */
-function range(values, digits) {
-  const lo = f(Math.min(...values), digits);
-  const hi = f(Math.max(...values), digits);
-  return lo === hi ? lo : `${lo} – ${hi}`;
-}
 
 /**
  * The section's rows of the goals table: [measure, this run, goal, anchor, met].

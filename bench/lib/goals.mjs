@@ -3,17 +3,11 @@
 // results (docs/BENCHMARKS.md, "Latest results"). A section the run skipped leaves its goals unmeasured.
 
 import { autopilotGoalRows } from './github-goals.mjs';
-import { formatted } from './stats.mjs';
+import { formatted, met, range } from './stats.mjs';
 
 /** The goals' figures: two decimals unless said. @param {number} v @param {number} [digits] */
 const f = (v, digits = 2) => formatted(v, digits);
 
-/** The lowest and highest of `values`, as "a – b" (one figure when they agree). @param {number[]} values @param {number} [digits] */
-function range(values, digits = 2) {
-  const lo = f(Math.min(...values), digits);
-  const hi = f(Math.max(...values), digits);
-  return lo === hi ? lo : `${lo} – ${hi}`;
-}
 
 /**
  * One row per goal: [measure, this run, goal, anchor, met].
@@ -22,7 +16,6 @@ function range(values, digits = 2) {
  */
 export function goalRows(r) {
   const { claims, idle, cancel, lifecycle } = r.sections;
-  const met = (/** @type {boolean} */ ok) => (ok ? 'yes' : '**no**');
   const unmeasured = (/** @type {string} */ section) => `– (the ${section} section did not run)`;
   const rows = [];
 

@@ -28,3 +28,13 @@ export function formatted(value, digits = 1) {
   if (value === null || value === undefined || !Number.isFinite(value)) return '–';
   return value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 }
+
+/** The lowest and highest of `values`, as "a – b" (one figure when they agree). @param {number[]} values @param {number} [digits] */
+export function range(values, digits = 2) {
+  const lo = formatted(Math.min(...values), digits);
+  const hi = formatted(Math.max(...values), digits);
+  return lo === hi ? lo : `${lo} – ${hi}`;
+}
+
+/** A goals table's last column. @param {boolean} ok */
+export const met = (ok) => (ok ? 'yes' : '**no**');
