@@ -109,3 +109,14 @@ export function reserveReason(headroom: Headroom | null, config: Config): string
     `${config.autopilotGithubReserve} (AUTOPILOT_GITHUB_RESERVE) kept for webhooks and publication; reconciliation resumes ${resumes}`
   );
 }
+
+/**
+ * Why reconciliation waits for the project's scheduler, or null: while it is disabled or draining
+ * every ticket a pass read would be refused ("scheduler disabled", "draining"), so the pass stops
+ * where it is, reads nothing, and goes on from there once the scheduler is enabled; the webhook
+ * door still records each labelled issue's refusal.
+ */
+export function schedulerPauseReason(refusal: string | null): string | null {
+  if (refusal === null) return null;
+  return `paused: the project's scheduler admits nothing new (${refusal}), so reconciliation reads no issue; it resumes when the scheduler is enabled`;
+}

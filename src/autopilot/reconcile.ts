@@ -11,7 +11,8 @@
 // (reconcile-waiting.ts), so a tick walks up to AUTOPILOT_RECONCILE_PAGES_MAX pages; and while a
 // full pass spans several ticks, each tick also reads the issues changed since it began, so a lost
 // webhook is found at the next tick however long the pass.
-// Reconciliation stops while the installation's budget is under its reserve, and says so.
+// Reconciliation stops while the installation's budget is under its reserve, or while the project's
+// scheduler is disabled or draining, and says so.
 
 import type { Config } from "../config";
 import { and, asc, eq, gt, isNotNull, or } from "drizzle-orm";
@@ -26,7 +27,8 @@ import type { AdmissionDeps, AdmissionProject, AdmissionSecrets } from "./deps";
 import { admissionDeps } from "./wiring";
 import type { AdmissionDoor } from "./ticket-types";
 import { clearProjectError, recordProjectError } from "./last-error";
-import { finishPass, readPassState, reserveReason, restartEveryPass, startPass, writePassState, type PassKind } from "./reconcile-state";
+import { finishPass, readPassState, reserveReason, restartEveryPass, schedulerPauseReason, startPass, writePassState, type PassKind } from "./reconcile-state";
+import { admissionRefusal } from "./scheduler-control";
 
 export interface ReconcileSummary {
   project_id: string;
@@ -61,7 +63,10 @@ export async function reconcileProject(
   let state = await readPassState(env.DB, project.id);
   if (state.passStartedAtMs === null) state = startPass(state, config, door === "operator");
   const summary: ReconcileSummary = { project_id: project.id, door, examined: 0, results: [], failures: [], pass_complete: false, pass: state.passKind, paused_reason: null };
-  const paused = async () => (summary.paused_reason = reserveReason((await provider.headroom?.()) ?? null, config)) !== null;
+  // The local gates first, as capacity is: a project whose scheduler admits nothing new spends no
+  // GitHub request on a pass whose every ticket would be refused (docs/autopilot.md, "GitHub's rate limit").
+  const closed = schedulerPauseReason(await admissionRefusal(env, project.orgId, project.id));
+  const paused = async () => (summary.paused_reason = closed ?? reserveReason((await provider.headroom?.()) ?? null, config)) !== null;
   // A ready issue with a run is in both phases: one step examines it once.
   const seen = new Set<number>();
   const examine = async (number: number, read: boolean) => {

@@ -18,6 +18,11 @@ function scheduler(env: Env, orgId: string) {
   return env.SCHEDULER.get(env.SCHEDULER.idFromName(orgId));
 }
 
+/** Why the project's scheduler admits no new ticket now ("scheduler disabled", "draining"), or null. */
+export function admissionRefusal(env: Env, orgId: string, projectId: string): Promise<string | null> {
+  return scheduler(env, orgId).admissionRefusal(projectId);
+}
+
 export function schedulerAnswer(projectId: string, view: SchedulerView): AutopilotScheduler {
   const { gates } = view;
   const budget = gates.budget;

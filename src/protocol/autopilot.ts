@@ -214,6 +214,14 @@ export type AutopilotProjectAnswer = z.infer<typeof AutopilotProject>;
  * A project read on its own, with what its GitHub traffic costs and where its reconciliation
  * stands (docs/autopilot.md, "GitHub's rate limit").
  */
+/** Why a door could not read GitHub: a project's last error, and a ticket's (docs/protocol.md, "Autopilot admission"). */
+const TrackerLastError = z.object({
+  at_ms: epochMs,
+  door: z.enum(["webhook", "reconcile", "startup", "operator"]).describe("which door could not read GitHub"),
+  failure: z.string().describe("why: unavailable (no connection, or a 5xx), timeout, unauthorized (the App's credentials refused), forbidden, rate_limited, too_many_pages, or error"),
+  message: z.string(),
+});
+
 export const AutopilotProjectDetail = AutopilotProject.extend({
   github_budget: z.object({
     requests_last_hour: z.number().int().describe("requests of this project GitHub counted in the last hour (a 304 answer to a conditional read is not counted)"),
@@ -229,18 +237,13 @@ export const AutopilotProjectDetail = AutopilotProject.extend({
   }),
   reconciliation: z.object({
     state: z.enum(["running", "paused"]),
-    paused_reason: z.string().nullable().describe("why the last tick did not reconcile the project (the installation's budget under its reserve)"),
+    paused_reason: z.string().nullable().describe("why the last tick did not reconcile the project (the installation's budget under its reserve, or its scheduler disabled or draining)"),
     pass: z.enum(["full", "changed"]).nullable().describe("the pass under way: every ready issue, or those changed since the last pass began; null between passes"),
     last_full_pass_finished_at_ms: epochMs.nullable().describe("when the last pass over every ready issue finished; null before the first"),
   }),
-  last_error: z
-    .object({
-      at_ms: epochMs,
-      door: z.enum(["webhook", "reconcile", "startup", "operator"]).describe("which door could not read GitHub"),
-      failure: z.string().describe("why: unavailable (no connection, or a 5xx), timeout, unauthorized (the App's credentials refused), forbidden, rate_limited, too_many_pages, or error"),
-      message: z.string(),
-      number: z.number().int().nullable().describe("the issue the door was reading, when it read one"),
-    })
+  last_error: TrackerLastError.extend({
+    number: z.number().int().nullable().describe("the issue the door was reading, when it read one"),
+  })
     .nullable()
     .describe("the last time a door could not read GitHub for this project, and why; null once a later read succeeded"),
 }).meta({ id: "AutopilotProjectDetail" });
@@ -294,7 +297,7 @@ export const ReconcileResult = z.object({
   failures: z.array(z.object({ number: z.number().int(), reason: z.string() })).describe("Issues whose facts could not be read; the next pass tries them again."),
   pass_complete: z.boolean().describe("The pass reached its end; otherwise the next call (or cron tick) continues from the persisted cursor."),
   pass: z.enum(["full", "changed"]).describe("full: every ready issue (an operator's request always makes one); changed: those updated since the last pass began."),
-  paused_reason: z.string().nullable().describe("Why the step stopped before its share: the installation's GitHub budget is under AUTOPILOT_GITHUB_RESERVE; null otherwise."),
+  paused_reason: z.string().nullable().describe("Why the step stopped before its share: the installation's GitHub budget is under AUTOPILOT_GITHUB_RESERVE, or the project's scheduler is disabled or draining; null otherwise."),
 });
 export type ReconcileResult = z.infer<typeof ReconcileResult>;
 
@@ -342,6 +345,9 @@ export const AutopilotTicketDetail = AutopilotTicket.extend({
     .nullable()
     .describe("A lapse recorded whose queued run is not withdrawn yet: a claim of that run cancels it instead; the ticket's alarm retries the withdrawal."),
   history: z.array(TicketHistoryEntry).describe("Newest first, at most AUTOPILOT_HISTORY_MAX entries."),
+  last_error: TrackerLastError.nullable().describe(
+    "The last time a door could not read (or admit) this issue, and why; null once a later read of it succeeded. An issue whose first read failed reads as an idle ticket with this error.",
+  ),
 });
 
 // ---- the autopilot scheduler (docs/protocol.md, "Autopilot scheduler") --------------------------

@@ -171,6 +171,39 @@ describe("a ticket waiting for capacity costs nothing per issue", () => {
   });
 });
 
+describe("a project whose scheduler admits nothing new", () => {
+  /** The in-memory GitHub's reads of the project's issues, counted per kind. */
+  function countReads(project: RealProject) {
+    const tracker = fake.tracker(project.id);
+    const spies = [vi.spyOn(tracker, "listReadyIssues"), vi.spyOn(tracker, "getIssue"), vi.spyOn(tracker, "listBlockers"), vi.spyOn(tracker, "lastReadyTransition")];
+    return { total: () => spies.reduce((n, spy) => n + spy.mock.calls.length, 0), restore: () => spies.forEach((spy) => spy.mockRestore()) };
+  }
+  const scheduler = async (project: RealProject, what: "enable" | "disable" | "drain") =>
+    expect((await call("POST", `/v1/autopilot/projects/${project.id}/scheduler/${what}`, { token: org.admin })).status).toBe(200);
+
+  it("a disabled or draining scheduler's project spends no GitHub request on reconciliation and says why; enabled again, its pass goes on", async () => {
+    const closed = await createProject(org.admin, { repository: "acme/closed", queue_capacity: 5 });
+    for (let n = 1; n <= 8; n++) ready(closed, n);
+    const reads = countReads(closed);
+    for (const what of ["disable", "drain"] as const) {
+      await scheduler(closed, what);
+      const step = await reconcileProject(env, loadConfig(env as unknown as Record<string, unknown>), fake.deps, closed, 5, "reconcile");
+      expect(step).toMatchObject({ examined: 0, results: [] });
+      expect(reads.total()).toBe(0);
+      const project = await readProject(closed);
+      expect(project.reconciliation.state).toBe("paused");
+      expect(project.reconciliation.paused_reason).toContain(what === "disable" ? "scheduler disabled" : "draining");
+      await scheduler(closed, "enable");
+    }
+    expect(await ticketsSeen(closed)).toEqual([]);
+    const open = await reconcileProject(env, loadConfig(env as unknown as Record<string, unknown>), fake.deps, closed, 5, "reconcile");
+    expect(open.examined).toBe(5);
+    expect(reads.total()).toBeGreaterThan(0);
+    expect((await readProject(closed)).reconciliation).toMatchObject({ state: "running", paused_reason: null });
+    reads.restore();
+  });
+});
+
 describe("the webhook door's latency", () => {
   it("a labelled issue's webhook is queued as a run well within a second: the autopilot queue holds no delivery to fill a batch", async () => {
     // The example payload's repository (Codertocat/Hello-World), the project's default.
