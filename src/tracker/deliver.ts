@@ -112,13 +112,22 @@ async function tryOnce(env: Env, config: Config, row: TrackerDeliveryRow): Promi
     }
     // A comment carries its marker: a try after a crash that followed the post finds it instead of posting again.
     const marker = deliveryMarker(row.runId, row.kind, request.attempt);
-    const found = await provider.findComment(ref, marker);
+    const found = mayHavePosted(row) ? await provider.findComment(ref, marker) : null;
     if (found) return { ok: true, error: null, receipt: found };
     const receipt = await provider.postComment(ref, `${commentBody(row.runId, row.kind, request)}\n\n${marker}`);
     return { ok: true, error: null, receipt };
   } catch (err) {
     return { ok: false, error: String(err).slice(0, 500), receipt: null };
   }
+}
+
+/**
+ * Whether an earlier try of this request may have posted its comment. The first try of a request
+ * (no try counted, none failed: an operator's retry keeps the last error) follows no post, so it
+ * posts without reading the issue's comments: a request GitHub would count for nothing.
+ */
+function mayHavePosted(row: TrackerDeliveryRow): boolean {
+  return row.tries > 0 || row.lastError !== null;
 }
 
 function commentBody(runId: string, kind: DeliveryKind, request: DeliveryRequest): string {

@@ -16,6 +16,7 @@ import { sha256Hex } from "../../src/lib/crypto";
 import { recoverPublications } from "../../src/publication-recovery";
 import { admitReadyIssue, createProject, FakeHost, installRealAutopilotWithTracker, type RealProject } from "./autopilot-fakes";
 import { ageRun, attemptCall, editStoredRun, call, claim, createOrg, dispatch, getRun, registerRunner, report, runAlarm, runStub } from "./helpers";
+import { waitFor } from "./events-helpers";
 
 const config = loadConfig(env as unknown as Record<string, unknown>);
 const fake = installRealAutopilotWithTracker();
@@ -395,5 +396,23 @@ describe("publication recovery", () => {
     expect((await attemptCall(runner.token, runId, 2, "pushed", { branch: `docket/${runId}`, head_sha: SHA })).status).toBe(200);
     await firstStep(runId);
     expect((await getRun(org.admin, runId)).state).toBe("completed");
+  });
+});
+
+describe("what a published pull request costs on GitHub", () => {
+  it("from the push credential to the issue's comment a publication makes 8 GitHub requests: the first comment is posted without reading the issue's comments first", async () => {
+    const { runId, runner, attempt } = await publishing();
+    expect((await attemptCall(runner.token, runId, attempt, "push-credential")).status).toBe(200);
+    host.branches.set(`docket/${runId}`, SHA);
+    expect((await attemptCall(runner.token, runId, attempt, "pushed", { branch: `docket/${runId}`, head_sha: SHA })).status).toBe(200);
+    await firstStep(runId);
+    await waitFor("both tracker deliveries", async () => {
+      const listed = (await call("GET", `/v1/runs/${runId}/deliveries`, { token: org.admin })).body.deliveries as { status: string }[];
+      return listed.length === 2 && listed.every((d) => d.status === "delivered") ? listed : undefined;
+    });
+    // On GitHub: the push token, the branch's ref, the PR lookup, the repository's default branch and
+    // the PR's creation (createPullRequest), the label off and on (moveLabels), and the comment: 8.
+    expect(host.calls.map((c) => c.split(" ")[0])).toEqual(["token", "head", "find", "create"]);
+    expect(fake.tracker(project.id).calls).toEqual({ post: 1, find: 0, labels: 1 });
   });
 });
