@@ -5,7 +5,8 @@
 // (../shared/DESIGN.md, "Each ticket is a Durable Object too"; ../shared/spec/run-lifecycle.md,
 // "Admission"). It keeps the readiness generation (the id of the
 // ready transition that opened it), the webhook delivery ids it has seen, the id of its one
-// unfinished run, and a bounded history of admissions, refusals and lapses with their reasons.
+// unfinished run, a bounded history of admissions, refusals and lapses with their reasons, and the
+// last time its issue could not be read.
 // The Worker gathers the tracker's facts and applies the pure rules; this object decides.
 //
 // The class owns storage, the alarm and the entry points; the decisions live beside it:
@@ -18,6 +19,7 @@
 // ends the calls with it, and everything they decided is in storage.
 
 import { DurableObject } from "cloudflare:workers";
+import type { TrackerLastError } from "../src/autopilot/last-error";
 import { loadConfig } from "../src/config";
 import type { Env } from "../src/env";
 import type { BackingAnswer, Observation, ObservationAnswer, TicketAddress, TicketState } from "../src/autopilot/ticket-types";
@@ -50,7 +52,20 @@ export class TicketObject extends DurableObject<Env> {
   async observe(obs: Observation): Promise<ObservationAnswer> {
     return this.serialized(async () => {
       await carryOver(this.env, this.ticket.store, { projectId: obs.project.id, ticketKey: obs.ticketKey });
+      // The door read the issue (a capacity wait reads nothing): an earlier failure to read it is over.
+      if (obs.capacityWait === undefined) this.ticket.store.clearError();
       return decide(this.ticket, obs);
+    });
+  }
+
+  /**
+   * A door could not read (or admit) the issue (src/autopilot/admission.ts): the ticket keeps why,
+   * for its reader, until an observation reads the issue again. Nothing else of the ticket changes.
+   */
+  async readFailed(at: TicketAddress, error: TrackerLastError): Promise<void> {
+    await this.serialized(async () => {
+      await carryOver(this.env, this.ticket.store, at);
+      this.ticket.store.recordError(error);
     });
   }
 
@@ -92,7 +107,7 @@ export class TicketObject extends DurableObject<Env> {
   /** The ticket as GET …/tickets shows it, with its history (newest first). */
   async read(at: TicketAddress): Promise<TicketState | null> {
     await this.serialized(() => carryOver(this.env, this.ticket.store, at));
-    return readTicket(this.ticket.store);
+    return readTicket(this.ticket.store, at);
   }
 
   /**

@@ -7,7 +7,8 @@
 
 import { sql } from "drizzle-orm";
 import { check, integer, sqliteTable, text } from "drizzle-orm/sqlite-core";
-import type { TicketStatus } from "../src/autopilot/ticket-types";
+import type { GitHubFailure } from "../src/autopilot/github/errors";
+import type { AdmissionDoor, TicketStatus } from "../src/autopilot/ticket-types";
 
 export const ticket = sqliteTable(
   "ticket",
@@ -31,6 +32,20 @@ export const ticket = sqliteTable(
     withdraw_attempts: integer("withdraw_attempts").notNull().default(0),
   },
   (t) => [check("ticket_one_row", sql`${t.id} = 1`)],
+);
+
+// The last time a door could not read (or admit) this ticket's issue, and why; a row of its own,
+// so that an issue never read yet keeps it too. The next observation that read the issue deletes it.
+export const lastError = sqliteTable(
+  "last_error",
+  {
+    id: integer("id").primaryKey(),
+    at_ms: integer("at_ms").notNull(),
+    door: text("door").$type<AdmissionDoor>().notNull(),
+    failure: text("failure").$type<GitHubFailure | "error">().notNull(),
+    message: text("message").notNull(),
+  },
+  (t) => [check("last_error_one_row", sql`${t.id} = 1`)],
 );
 
 export const deliveries = sqliteTable("deliveries", {

@@ -5,9 +5,10 @@
 import type { Config } from "../src/config";
 import type { Env } from "../src/env";
 import { desc, eq, lt, notInArray } from "drizzle-orm";
+import type { TrackerLastError } from "../src/autopilot/last-error";
 import type { Observation, TicketHistoryEntry, TicketStatus } from "../src/autopilot/ticket-types";
 import type { StoreDb } from "./store";
-import { carriedOver, deliveries, history, ticket } from "./ticket-schema";
+import { carriedOver, deliveries, history, lastError, ticket } from "./ticket-schema";
 
 export type TicketRow = {
   ticket_key: string;
@@ -58,6 +59,20 @@ export class TicketStore {
       .orderBy(desc(history.seq))
       .all()
       .map((r) => JSON.parse(r.entry) as TicketHistoryEntry);
+  }
+
+  /** The last time a door could not read (or admit) the issue; null after an observation that read it. */
+  lastError(): TrackerLastError | null {
+    return this.db.select({ at_ms: lastError.at_ms, door: lastError.door, failure: lastError.failure, message: lastError.message }).from(lastError).get() ?? null;
+  }
+
+  /** Replaces the last error: only the newest is kept. */
+  recordError(error: TrackerLastError): void {
+    this.db.insert(lastError).values({ id: 1, ...error }).onConflictDoUpdate({ target: lastError.id, set: error }).run();
+  }
+
+  clearError(): void {
+    this.db.delete(lastError).run();
   }
 
   seen(deliveryId: string, now: number): boolean {

@@ -9,6 +9,7 @@ import type { Env } from "../env";
 import type { DispatchInput } from "../run/dispatch";
 import type { AdmissionDoor, ObservationAnswer, TicketAddress } from "./ticket-types";
 import type { AdmissionProject, AdmissionRules, EligibilityResult, ReadinessResult } from "./deps";
+import { trackerError } from "./last-error";
 import { ticketKey, ticketObjectName, type ActorEvidence, type IssueFacts, type ReadyTransition, type TicketRef, type TrackerProvider } from "./provider";
 
 export interface AdmissionContext {
@@ -33,8 +34,30 @@ export function inProjectRepository(project: AdmissionProject, repository: strin
   return project.repository.toLowerCase() === repository.toLowerCase();
 }
 
-/** Examines one issue of the project and lets its ticket admit, refuse, or withdraw. */
+/**
+ * Examines one issue of the project and lets its ticket admit, refuse, or withdraw. When that
+ * fails (GitHub unreachable, the App refused, a blocker unreadable), the ticket keeps why until a
+ * later read succeeds, and the door sees the error as before (it retries or counts a failure).
+ */
 export async function admitTicket(
+  env: Env,
+  config: Config,
+  project: AdmissionProject,
+  provider: TrackerProvider,
+  rules: AdmissionRules,
+  number: number,
+  ctx: AdmissionContext,
+): Promise<AdmissionResult> {
+  try {
+    return await examineIssue(env, config, project, provider, rules, number, ctx);
+  } catch (err) {
+    const at = { projectId: project.id, ticketKey: ticketKey({ provider: project.provider, repository: project.repository, number }) };
+    await ticketStub(env, at).readFailed(at, trackerError(ctx.door, err, Date.now())).catch(() => undefined);
+    throw err;
+  }
+}
+
+async function examineIssue(
   env: Env,
   config: Config,
   project: AdmissionProject,

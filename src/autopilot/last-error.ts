@@ -2,7 +2,8 @@
 // docs/protocol.md "Autopilot projects"): a webhook GitHub was answered 202 for, or a cron pass,
 // that then could not read GitHub would otherwise change nothing anyone sees. Each door records
 // its failure with why (the GitHubError's failure: no connection, no answer, credentials refused);
-// a later read that succeeds clears it.
+// a later read that succeeds clears it. The ticket whose issue a door was reading keeps its own
+// (durable-objects/ticket-store.ts), in the same shape but for the issue number.
 
 import { and, eq, isNotNull } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
@@ -10,21 +11,30 @@ import { autopilotProjects } from "../db/autopilot-schema";
 import type { AdmissionDoor } from "./ticket-types";
 import { GitHubError, type GitHubFailure } from "./github/errors";
 
-export interface ProjectLastError {
+/** Why a door could not read the tracker: kept by the project, and by the ticket whose issue it was reading. */
+export interface TrackerLastError {
   at_ms: number;
   door: AdmissionDoor;
   /** The GitHubError's failure, or `error` for anything else. */
   failure: GitHubFailure | "error";
   message: string;
+}
+
+export interface ProjectLastError extends TrackerLastError {
   /** The issue the door was reading, when it read one. */
   number: number | null;
 }
 
-/** Records why `door` could not read the project's tracker. Best effort: a failed write is not the caller's failure. */
-export async function recordProjectError(db: D1Database, projectId: string, door: AdmissionDoor, err: unknown, number: number | null, nowMs: number): Promise<void> {
+/** `err` as a last error: its kind (the GitHubError's failure), its message (bounded) and when. */
+export function trackerError(door: AdmissionDoor, err: unknown, nowMs: number): TrackerLastError {
   const failure = err instanceof GitHubError ? err.failure : "error";
   const message = err instanceof Error ? err.message : String(err);
-  const lastError: ProjectLastError = { at_ms: nowMs, door, failure, message: message.slice(0, 1_000), number };
+  return { at_ms: nowMs, door, failure, message: message.slice(0, 1_000) };
+}
+
+/** Records why `door` could not read the project's tracker. Best effort: a failed write is not the caller's failure. */
+export async function recordProjectError(db: D1Database, projectId: string, door: AdmissionDoor, err: unknown, number: number | null, nowMs: number): Promise<void> {
+  const lastError: ProjectLastError = { ...trackerError(door, err, nowMs), number };
   await drizzle(db).update(autopilotProjects).set({ lastError: JSON.stringify(lastError) }).where(eq(autopilotProjects.id, projectId)).catch(() => undefined);
 }
 

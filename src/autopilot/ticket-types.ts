@@ -4,6 +4,7 @@
 
 import type { DispatchInput } from "../run/dispatch";
 import type { EligibilityResult, ReadinessResult } from "./deps";
+import type { TrackerLastError } from "./last-error";
 import type { IssueFacts, ReadyTransition } from "./provider";
 
 /** Which ticket a caller means: its object's name, and the key it was kept under before (durable-objects/ticket-carry-over.ts). */
@@ -85,6 +86,8 @@ export interface TicketState {
   /** A recorded lapse whose run is not withdrawn yet (a claim of that run is refused and cancels it). */
   withdrawal: { run_id: string; reason: string; attempts: number } | null;
   history: TicketHistoryEntry[];
+  /** The last time a door could not read (or admit) this issue; null once a later observation read it. */
+  last_error: TrackerLastError | null;
 }
 
 /** The ticket's answer to a claim of one of its runs (RunObject.claimCounted). */

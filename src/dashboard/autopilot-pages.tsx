@@ -1,7 +1,8 @@
 /** @jsxImportSource hono/jsx */
-// The dashboard's autopilot pages: the organization's projects, and one project with what its
-// GitHub traffic costs and where its reconciliation stands (docs/autopilot.md, "GitHub's rate
-// limit"), from the API's own answers (GET /v1/autopilot/projects, GET /v1/autopilot/projects/:id).
+// The dashboard's autopilot pages: the organization's projects, one project with what its GitHub
+// traffic costs, where its reconciliation stands (docs/autopilot.md, "GitHub's rate limit"), its last
+// error and its tickets, and one ticket with its history and last error, from the API's own answers
+// (GET /v1/autopilot/projects, …/projects/:id, …/projects/:id/tickets, …/tickets/:number).
 
 import { at, Layout, TableWrap } from "./layout";
 import { DASH } from "./session";
@@ -34,7 +35,41 @@ function headroom(limit: Json | null): string {
   return `${limit.remaining} of ${limit.limit} left, resets ${at(limit.reset_at_ms)}`;
 }
 
-export function AutopilotProjectPage(props: { project: Json; admin: boolean }) {
+/** A door's last failure to read GitHub, in words; the issue it was reading links to its ticket. */
+function LastError(props: { error: Json | null; projectId: string; none: string }) {
+  const { error } = props;
+  if (!error) return <p id="last-error" class="muted">{props.none}</p>;
+  const issue = typeof error.number === "number" ? <> (issue <a href={ticketHref(props.projectId, error.number)}>#{error.number}</a>)</> : null;
+  return (
+    <p id="last-error" class="error">
+      {at(error.at_ms)}, {error.door}{issue}: {error.failure}. <span>{error.message}</span>
+    </p>
+  );
+}
+
+const ticketHref = (projectId: string, number: number) => `${DASH}/autopilot/${projectId}/tickets/${number}`;
+
+function TicketsTable(props: { projectId: string; tickets: Json[] }) {
+  if (props.tickets.length === 0) return <p class="muted">No issue has been seen yet.</p>;
+  return (
+    <TableWrap><table id="tickets">
+      <thead><tr><th scope="col">Issue</th><th scope="col">Status</th><th scope="col">Why</th><th scope="col">Run</th><th scope="col">Changed</th></tr></thead>
+      <tbody>
+        {props.tickets.map((t) => (
+          <tr>
+            <td><a href={ticketHref(props.projectId, t.number)}>#{t.number}</a></td>
+            <td class="state">{t.status}</td>
+            <td>{t.reasons.join("; ") || "—"}</td>
+            <td>{t.run_id ? <a href={`${DASH}/runs/${t.run_id}`}>{t.run_id}</a> : "—"}</td>
+            <td>{at(t.updated_at_ms)}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table></TableWrap>
+  );
+}
+
+export function AutopilotProjectPage(props: { project: Json; tickets: Json[]; admin: boolean }) {
   const { project } = props;
   const budget = project.github_budget;
   const reconciliation = project.reconciliation;
@@ -54,6 +89,42 @@ export function AutopilotProjectPage(props: { project: Json; admin: boolean }) {
         <dt>Pass under way</dt><dd>{reconciliation.pass ?? "none"}</dd>
         <dt>Last full pass finished</dt><dd>{at(reconciliation.last_full_pass_finished_at_ms)}</dd>
       </dl>
+      <h2>Last error</h2>
+      <LastError error={project.last_error} projectId={project.id} none="None: the last reads of GitHub succeeded." />
+      <h2>Tickets</h2>
+      <TicketsTable projectId={project.id} tickets={props.tickets} />
+    </Layout>
+  );
+}
+
+/** One issue's ticket: where its admission stands, why, its last error and its history. */
+export function AutopilotTicketPage(props: { projectId: string; ticket: Json; admin: boolean }) {
+  const { ticket } = props;
+  return (
+    <Layout title={`Issue #${ticket.number}`} signedIn admin={props.admin}>
+      <p><a href={`${DASH}/autopilot/${props.projectId}`}>Back to the project</a></p>
+      <h1>Issue #{ticket.number}</h1>
+      <dl id="ticket">
+        <dt>Status</dt><dd class="state">{ticket.status}</dd>
+        <dt>Why</dt><dd>{ticket.reasons.join("; ") || "—"}</dd>
+        <dt>Run</dt><dd>{ticket.run_id ? <a href={`${DASH}/runs/${ticket.run_id}`}>{ticket.run_id}</a> : "—"}</dd>
+        <dt>Changed</dt><dd>{at(ticket.updated_at_ms)}</dd>
+      </dl>
+      <h2>Last error</h2>
+      <LastError error={ticket.last_error} projectId={props.projectId} none="None: the last read of this issue succeeded." />
+      <h2>History</h2>
+      {ticket.history.length === 0 ? (
+        <p class="muted">Nothing recorded yet.</p>
+      ) : (
+        <TableWrap><table id="history">
+          <thead><tr><th scope="col">When</th><th scope="col">What</th><th scope="col">Door</th><th scope="col">Why</th><th scope="col">Actor</th></tr></thead>
+          <tbody>
+            {ticket.history.map((h: Json) => (
+              <tr><td>{at(h.at_ms)}</td><td>{h.kind}</td><td>{h.door}</td><td>{h.reasons.join("; ") || "—"}</td><td>{h.actor ?? "—"}</td></tr>
+            ))}
+          </tbody>
+        </table></TableWrap>
+      )}
     </Layout>
   );
 }

@@ -19,7 +19,7 @@ import { machineId, runId, tokenId } from "../protocol/common";
 import { hourlyActivity } from "./activity";
 import { apiCall, apiResponse, type Api } from "./api";
 import { DASH_SCRIPTS } from "./assets";
-import { AutopilotProjectPage, AutopilotProjectsPage } from "./autopilot-pages";
+import { AutopilotProjectPage, AutopilotProjectsPage, AutopilotTicketPage } from "./autopilot-pages";
 import { attemptMarks } from "./charts";
 import { CreditsPage, ErrorPage, QueuePage, RunnersPage, RunPage, RunsPage, SignInPage, TokensPage } from "./pages";
 import { DASH, endSession, requireSession, SESSION_ENDED, startSession, verifyMember } from "./session";
@@ -51,6 +51,8 @@ function pathParam(c: Context<AppEnv>, name: string, schema: z.ZodType<string>, 
 const runParam = (c: Context<AppEnv>) => pathParam(c, "id", runId, "run");
 const machineParam = (c: Context<AppEnv>) => pathParam(c, "id", machineId, "runner");
 const tokenParam = (c: Context<AppEnv>) => pathParam(c, "id", tokenId, "token");
+/** An issue number as a path segment (the API bounds its value). */
+const issueNumber = z.string().regex(/^[1-9][0-9]{0,9}$/);
 
 /** Whether the signed-in member has the admin role: admin-only actions are offered to admins only (the API still checks). */
 function isAdmin(c: Context<AppEnv>): boolean {
@@ -215,9 +217,19 @@ function readRoutes(dash: Hono<AppEnv>, api: Api): void {
     const projects = (await read(c, api, `/v1/autopilot/projects?limit=${c.get("config").dashboardRowsMax}`)).projects as Json[];
     return c.html(<AutopilotProjectsPage projects={projects} admin={isAdmin(c)} />);
   }));
+  const projectParam = (c: Context<AppEnv>) => pathParam(c, "id", autopilotProjectId, "autopilot project");
   dash.get("/autopilot/:id", page(async (c) => {
-    const project = await read(c, api, `/v1/autopilot/projects/${pathParam(c, "id", autopilotProjectId, "autopilot project")}`);
-    return c.html(<AutopilotProjectPage project={project} admin={isAdmin(c)} />);
+    const id = projectParam(c);
+    const [project, tickets] = await Promise.all([
+      read(c, api, `/v1/autopilot/projects/${id}`),
+      read(c, api, `/v1/autopilot/projects/${id}/tickets?limit=${c.get("config").dashboardRowsMax}`),
+    ]);
+    return c.html(<AutopilotProjectPage project={project} tickets={tickets.tickets as Json[]} admin={isAdmin(c)} />);
+  }));
+  dash.get("/autopilot/:id/tickets/:number", page(async (c) => {
+    const id = projectParam(c);
+    const ticket = await read(c, api, `/v1/autopilot/projects/${id}/tickets/${pathParam(c, "number", issueNumber, "issue")}`);
+    return c.html(<AutopilotTicketPage projectId={id} ticket={ticket} admin={isAdmin(c)} />);
   }));
   dash.get("/credits", page(async (c) => {
     const limit = c.get("config").dashboardRowsMax;

@@ -210,10 +210,6 @@ export const AutopilotProject = z
   .meta({ id: "AutopilotProject" });
 export type AutopilotProjectAnswer = z.infer<typeof AutopilotProject>;
 
-/**
- * A project read on its own, with what its GitHub traffic costs and where its reconciliation
- * stands (docs/autopilot.md, "GitHub's rate limit").
- */
 /** Why a door could not read GitHub: a project's last error, and a ticket's (docs/protocol.md, "Autopilot admission"). */
 const TrackerLastError = z.object({
   at_ms: epochMs,
@@ -222,6 +218,10 @@ const TrackerLastError = z.object({
   message: z.string(),
 });
 
+/**
+ * A project read on its own, with what its GitHub traffic costs and where its reconciliation
+ * stands (docs/autopilot.md, "GitHub's rate limit").
+ */
 export const AutopilotProjectDetail = AutopilotProject.extend({
   github_budget: z.object({
     requests_last_hour: z.number().int().describe("requests of this project GitHub counted in the last hour (a 304 answer to a conditional read is not counted)"),

@@ -168,7 +168,8 @@ export const autopilotAdmissionRoutes = new Hono<AppEnv>()
     operation({
       id: "getAutopilotTicket",
       summary: "Read one ticket of an autopilot project, with its history",
-      description: "The issue's admission state and its history: each admission (with the human or the assumption it relied on), refusal, capacity wait and lapse, with reasons.",
+      description:
+        "The issue's admission state and its history: each admission (with the human or the assumption it relied on), refusal, capacity wait and lapse, with reasons; and the last time its issue could not be read, and why.",
       tag: "Autopilot",
       auth: "member",
       responses: { 200: { description: "The ticket.", schema: AutopilotTicketDetail } },
@@ -192,6 +193,7 @@ export const autopilotAdmissionRoutes = new Hono<AppEnv>()
         updated_at_ms: ticket.updated_at_ms,
         withdrawal: ticket.withdrawal,
         history: ticket.history.map((h) => ({ ...h, basis: h.basis as "human" | null })),
+        last_error: ticket.last_error,
       });
     },
   );

@@ -70,10 +70,15 @@ export class FakeTracker implements TrackerProvider {
     return entry;
   }
 
+  /** While set, reading an issue (`issue`) or its blockers (`blockers`) fails with it, as GitHub unreachable or refusing the App would. */
+  readonly failReads: { issue: Error | null; blockers: Error | null } = { issue: null, blockers: null };
+
   async getIssue(ref: TicketRef) {
+    if (this.failReads.issue) throw this.failReads.issue;
     return this.issues.get(ref.number)?.facts ?? null;
   }
   async listBlockers(ref: TicketRef) {
+    if (this.failReads.blockers) throw this.failReads.blockers;
     return this.issues.get(ref.number)?.blockers ?? [];
   }
   async lastReadyTransition(ref: TicketRef) {
@@ -228,6 +233,13 @@ export class FakeHost implements PublicationProvider {
  * payload, delivered to the real admission. Answers the admitted run's id.
  */
 export async function admitReadyIssue(fake: ReturnType<typeof installRealAutopilotWithTracker>, projectId: string, number: number): Promise<string> {
+  const answer = await deliverReadyIssue(fake, projectId, number);
+  if (answer?.outcome !== "admitted" || !answer.runId) throw new Error(`issue ${number} not admitted: ${JSON.stringify(answer)}`);
+  return answer.runId;
+}
+
+/** A fresh ready-labeled issue `number` of the example payload, its labeled delivery handed to the real admission; answers what admission answered. */
+export function deliverReadyIssue(fake: ReturnType<typeof installRealAutopilotWithTracker>, projectId: string, number: number) {
   const payload = example("issues", "labeled");
   payload.issue.number = number;
   payload.issue.body = briefBody(payload.issue.body);
@@ -241,7 +253,5 @@ export async function admitReadyIssue(fake: ReturnType<typeof installRealAutopil
     action: "labeled",
     sender: { login: payload.sender.login, type: payload.sender.type, viaApp: null },
   };
-  const answer = await handleDelivery(env, loadConfig(env as unknown as Record<string, unknown>), fake.deps, message);
-  if (answer?.outcome !== "admitted" || !answer.runId) throw new Error(`issue ${number} not admitted: ${JSON.stringify(answer)}`);
-  return answer.runId;
+  return handleDelivery(env, loadConfig(env as unknown as Record<string, unknown>), fake.deps, message);
 }

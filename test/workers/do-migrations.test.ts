@@ -129,7 +129,7 @@ describe("the ticket store (durable-objects/ticket-schema.ts)", () => {
     const read = await stub.read(at(1));
     expect(read).toMatchObject({ status: "admitted", run_id: "run_old", generation: "gen-1", reasons: ["ready"], history: [{ kind: "admitted", run_id: "run_old" }] });
     const fresh = await runInDurableObject(ticketStub(env, at(3)), (_o, s) => schemaOf(s.storage.sql));
-    expect(adopted.schema.map((t) => t.table)).toEqual(["carried_over", "deliveries", "history", "ticket"]);
+    expect(adopted.schema.map((t) => t.table)).toEqual(["carried_over", "deliveries", "history", "last_error", "ticket"]);
     expect(adopted.schema.find((t) => t.table === "ticket")?.columns).toHaveLength(15);
     expect(adopted.schema).toEqual(fresh);
   });
