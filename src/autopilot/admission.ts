@@ -10,7 +10,8 @@ import type { DispatchInput } from "../run/dispatch";
 import type { AdmissionDoor, ObservationAnswer, TicketAddress } from "./ticket-types";
 import type { AdmissionProject, AdmissionRules, EligibilityResult, ReadinessResult } from "./deps";
 import { trackerError } from "./last-error";
-import { ticketKey, ticketObjectName, type ActorEvidence, type IssueFacts, type ReadyTransition, type TicketRef, type TrackerProvider } from "./provider";
+import { ticketKey, ticketObjectName, type ActorEvidence, type Blocker, type IssueFacts, type ReadyTransition, type TicketRef, type TrackerProvider } from "./provider";
+import type { SignedIssue } from "./webhook";
 
 export interface AdmissionContext {
   door: AdmissionDoor;
@@ -18,6 +19,8 @@ export interface AdmissionContext {
   deliveryId: string | null;
   /** The webhook's sender, only when the event is the ready label's addition itself; else null. */
   sender: ActorEvidence | null;
+  /** The issue as a signed webhook delivery stated it (src/autopilot/webhook.ts); null: read it. */
+  signed?: SignedIssue | null;
 }
 
 export interface AdmissionResult extends ObservationAnswer {
@@ -68,13 +71,12 @@ async function examineIssue(
 ): Promise<AdmissionResult> {
   const ref: TicketRef = { provider: project.provider, repository: project.repository, number };
   const key = ticketKey(ref);
-  const facts = await provider.getIssue(ref);
+  const { facts, blockers, last } = await trackerFacts(provider, project, ref, ctx.signed ?? null);
   let eligibility: EligibilityResult;
   let evidence: Readiness = { transition: null, readiness: null };
   if (!facts) {
     eligibility = { eligible: false, reasons: ["the issue cannot be read (deleted, transferred, or not visible to the installation)"] };
   } else {
-    const [blockers, last] = await Promise.all([provider.listBlockers(ref), provider.lastReadyTransition(ref, project.readyLabel)]);
     evidence = readinessOf(project, rules, last, ctx);
     eligibility = rules.checkEligibility(project, facts, blockers, rules.parseAgentBrief(facts.body, project.briefHeading));
   }
@@ -92,6 +94,30 @@ async function examineIssue(
     dispatch: facts ? runFor(project, facts, eligibility, config) : emptyDispatch(project),
   });
   return { ...answer, ticket: key };
+}
+
+interface TrackerFacts {
+  facts: IssueFacts | null;
+  blockers: Blocker[];
+  last: ReadyTransition | null;
+}
+
+/**
+ * The issue, its blockers and its last ready transition. A signed webhook delivery already states
+ * the issue (../shared/spec/run-lifecycle.md, "Admission": the same facts, one read fewer), and is
+ * taken as it is unless the issue's events, read beside its blockers, record a change of its labels
+ * or state after it: a delivery late or out of order is not judged by, the issue is read instead.
+ */
+async function trackerFacts(provider: TrackerProvider, project: AdmissionProject, ref: TicketRef, signed: SignedIssue | null): Promise<TrackerFacts> {
+  if (signed && provider.readyEvidence) {
+    const [blockers, evidence] = await Promise.all([provider.listBlockers(ref), provider.readyEvidence(ref, project.readyLabel)]);
+    const current = evidence.lastChangeAtMs === null || evidence.lastChangeAtMs <= signed.updatedAtMs;
+    return { facts: current ? { ...signed, ref } : await provider.getIssue(ref), blockers, last: evidence.transition };
+  }
+  const facts = await provider.getIssue(ref);
+  if (!facts) return { facts: null, blockers: [], last: null };
+  const [blockers, last] = await Promise.all([provider.listBlockers(ref), provider.lastReadyTransition(ref, project.readyLabel)]);
+  return { facts, blockers, last };
 }
 
 /**

@@ -63,6 +63,14 @@ export interface ReadyTransition {
   actor: ActorEvidence | null;
 }
 
+/** What the tracker's record of an issue's events says of its readiness. */
+export interface ReadyEvidence {
+  /** The most recent addition of the ready label, or null when the record holds none. */
+  transition: ReadyTransition | null;
+  /** When the record last shows a change of the issue's labels or state (epoch ms); null: it shows none. */
+  lastChangeAtMs: number | null;
+}
+
 /** A ready issue as the list reports it: which one, and when it last changed. */
 export interface ReadyIssue {
   ref: TicketRef;
@@ -91,6 +99,11 @@ export interface TrackerProvider {
   listBlockers(ref: TicketRef): Promise<Blocker[]>;
   /** The most recent addition of `label` to the issue, or null when the tracker records none. */
   lastReadyTransition(ref: TicketRef, label: string): Promise<ReadyTransition | null>;
+  /**
+   * The same, with when the issue's labels or state last changed, from the same reads: what lets
+   * admission trust an issue as a signed webhook delivery stated it. Absent: the tracker cannot say.
+   */
+  readyEvidence?(ref: TicketRef, label: string): Promise<ReadyEvidence>;
   /**
    * Open issues carrying `label`, in a stable order, at most `limit` from `cursor`; with `sinceMs`,
    * only those changed since then (epoch ms; null: all).

@@ -12,6 +12,7 @@ import { clearProjectError, recordProjectError } from "./last-error";
 import type { AdmissionDeps } from "./deps";
 import { admissionDeps } from "./wiring";
 import type { ActorEvidence } from "./provider";
+import type { SignedIssue } from "./webhook";
 
 /** The queue's name (wrangler.toml): the Worker's queue handler dispatches on it. */
 export const AUTOPILOT_QUEUE = "docket-autopilot";
@@ -25,6 +26,19 @@ export const AutopilotMessage = z.object({
   event: z.string(),
   action: z.string(),
   sender: z.object({ login: z.string(), type: z.string(), viaApp: z.string().nullable() }).nullable() satisfies z.ZodType<ActorEvidence | null>,
+  /** The issue as the signed delivery stated it (src/autopilot/webhook.ts); absent or null: admission reads it. */
+  issue: z
+    .object({
+      title: z.string(),
+      body: z.string(),
+      state: z.enum(["open", "closed"]),
+      stateReason: z.string().nullable(),
+      labels: z.array(z.string()),
+      url: z.string(),
+      updatedAtMs: z.number(),
+    })
+    .nullable()
+    .optional() satisfies z.ZodType<SignedIssue | null | undefined>,
 });
 export type AutopilotMessage = z.infer<typeof AutopilotMessage>;
 
@@ -56,5 +70,5 @@ export async function handleDelivery(env: Env, config: Config, deps: AdmissionDe
   const project = await deps.readProject(env, body.project_id);
   if (!project) return null;
   const provider = deps.provider(project, project.secrets, config, env);
-  return admitTicket(env, config, project, provider, deps.rules, body.number, { door: "webhook", deliveryId: body.delivery_id, sender: body.sender });
+  return admitTicket(env, config, project, provider, deps.rules, body.number, { door: "webhook", deliveryId: body.delivery_id, sender: body.sender, signed: body.issue ?? null });
 }

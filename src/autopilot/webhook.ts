@@ -4,7 +4,8 @@
 
 import { Webhooks } from "@octokit/webhooks";
 import { DocketError } from "../errors";
-import type { ActorEvidence } from "./provider";
+import { issueFacts, type GitHubIssue } from "./github/issues";
+import type { ActorEvidence, IssueFacts, TicketRef } from "./provider";
 
 /** The events a project's webhook subscribes to; others are acknowledged and ignored. */
 export const WEBHOOK_EVENTS = ["issues", "issue_comment", "issue_dependencies"] as const;
@@ -45,7 +46,12 @@ export interface WebhookTicket {
   /** The sender, as evidence only when this delivery is the ready label's addition; else null. */
   sender: ActorEvidence | null;
   action: string;
+  /** The issue as the signed payload states it; null when it states too little (or too much) to judge by. */
+  issue: SignedIssue | null;
 }
+
+/** An issue's facts without its identity, as a delivery carries them to admission (src/autopilot/queue.ts). */
+export type SignedIssue = Omit<IssueFacts, "ref">;
 
 type Json = Record<string, unknown>;
 const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
@@ -54,7 +60,7 @@ const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null 
  * The ticket a delivery names: the issue of `issues` and `issue_comment`, the blocked issue of
  * `issue_dependencies` (its blockers changed). Null when the payload names none.
  */
-export function ticketOfDelivery(event: string, payload: unknown, readyLabel: string): WebhookTicket | null {
+export function ticketOfDelivery(event: string, payload: unknown, readyLabel: string, factsMaxBytes: number): WebhookTicket | null {
   if (!isObject(payload)) return null;
   const issue = event === "issue_dependencies" ? (payload.blocked_issue ?? payload.issue) : payload.issue;
   if (!isObject(issue) || !Number.isSafeInteger(issue.number)) return null;
@@ -73,5 +79,25 @@ export function ticketOfDelivery(event: string, payload: unknown, readyLabel: st
     number: issue.number as number,
     action,
     sender: labelsReady && sender ? { login: sender.login as string, type: typeof sender.type === "string" ? sender.type : "unknown", viaApp } : null,
+    issue: signedIssue(issue, { provider: "github", repository, number: issue.number as number }, factsMaxBytes),
   };
+}
+
+/**
+ * What admission judges an issue by (its title, body, labels, state and update time), as the
+ * payload states it: the delivery is signed with the project's secret, so the webhook door need not
+ * read the issue again (docs/autopilot.md, "What Docket reads"). Null for a pull request, an issue
+ * object missing one of those fields, or facts over AUTOPILOT_WEBHOOK_FACTS_MAX_BYTES: admission
+ * then reads the issue from GitHub.
+ */
+function signedIssue(issue: Json, ref: TicketRef, maxBytes: number): SignedIssue | null {
+  const labels = Array.isArray(issue.labels) ? issue.labels : null;
+  if (issue.pull_request !== undefined && issue.pull_request !== null) return null;
+  if (typeof issue.title !== "string" || typeof issue.state !== "string" || typeof issue.html_url !== "string" || typeof issue.repository_url !== "string") return null;
+  if (!(issue.body === null || typeof issue.body === "string") || (issue.state_reason !== undefined && issue.state_reason !== null && typeof issue.state_reason !== "string")) return null;
+  if (typeof issue.updated_at !== "string" || !Number.isFinite(Date.parse(issue.updated_at))) return null;
+  if (!labels || !labels.every((l) => isObject(l) && typeof l.name === "string")) return null;
+  const { title, body, state, stateReason, labels: names, url, updatedAtMs } = issueFacts(issue as unknown as GitHubIssue, ref);
+  const facts: SignedIssue = { title, body, state, stateReason, labels: names, url, updatedAtMs };
+  return new TextEncoder().encode(JSON.stringify(facts)).byteLength <= maxBytes ? facts : null;
 }

@@ -90,10 +90,10 @@ export const autopilotAdmissionRoutes = new Hono<AppEnv>()
       const event = c.req.header("X-GitHub-Event") ?? "";
       if (deliveryId === "" || deliveryId.length > 200) throw new DocketError("invalid_request", "header X-GitHub-Delivery: required, at most 200 characters", { field: "X-GitHub-Delivery" });
       if (!(WEBHOOK_EVENTS as readonly string[]).includes(event)) return c.json(ignored(deliveryId, event, `event ${event || "(none)"} is not one admission subscribes to`), 202);
-      const ticket = ticketOfDelivery(event, deliveryPayload(body, c.req.header("Content-Type")), project.readyLabel);
+      const ticket = ticketOfDelivery(event, deliveryPayload(body, c.req.header("Content-Type")), project.readyLabel, c.get("config").autopilotWebhookFactsMaxBytes);
       if (!ticket) return c.json(ignored(deliveryId, event, "the payload names no issue"), 202);
       if (!inProjectRepository(project, ticket.repository)) return c.json(ignored(deliveryId, event, `the issue is in ${ticket.repository}, not the project's repository ${project.repository}`), 202);
-      const message: AutopilotMessage = { kind: "autopilot.delivery", project_id: project.id, number: ticket.number, delivery_id: deliveryId, event, action: ticket.action, sender: ticket.sender };
+      const message: AutopilotMessage = { kind: "autopilot.delivery", project_id: project.id, number: ticket.number, delivery_id: deliveryId, event, action: ticket.action, sender: ticket.sender, issue: ticket.issue };
       await c.env.AUTOPILOT.send(message);
       log("autopilot.webhook_queued", { project: project.id, delivery: deliveryId, event, action: ticket.action, number: ticket.number, reason: "signed delivery handed to admission" });
       return c.json({ delivery_id: deliveryId, event, queued: true, ignored_reason: null } satisfies WebhookAccepted, 202);

@@ -179,6 +179,8 @@ export interface Config {
   autopilotReconcilePagesMax: number;
   /** Autopilot: reconciliation stops while an installation's remaining GitHub requests are below this (webhooks and publication go on). */
   autopilotGithubReserve: number;
+  /** Autopilot: the issue facts a webhook delivery hands admission at most (bytes of JSON); a larger issue is read from GitHub instead (a queue message holds 128 KB). */
+  autopilotWebhookFactsMaxBytes: number;
   /** GitHub: conditional-request validators (ETag / Last-Modified) kept per installation, and how long one is kept unused. */
   githubCacheEntriesMax: number;
   githubCacheTtlMs: number;
@@ -318,6 +320,7 @@ export const DEFAULTS: Config = {
   autopilotReconcileFullPassEvery: 60,
   autopilotReconcilePagesMax: 10,
   autopilotGithubReserve: 500,
+  autopilotWebhookFactsMaxBytes: 100_000,
   githubCacheEntriesMax: 20_000,
   githubCacheTtlMs: 604_800_000,
   autopilotWithdrawRetryMs: 30_000,

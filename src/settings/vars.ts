@@ -105,6 +105,7 @@ const VAR_NAMES: Record<keyof Config, string> = {
   autopilotReconcileFullPassEvery: "AUTOPILOT_RECONCILE_FULL_PASS_EVERY",
   autopilotReconcilePagesMax: "AUTOPILOT_RECONCILE_PAGES_MAX",
   autopilotGithubReserve: "AUTOPILOT_GITHUB_RESERVE",
+  autopilotWebhookFactsMaxBytes: "AUTOPILOT_WEBHOOK_FACTS_MAX_BYTES",
   githubCacheEntriesMax: "GITHUB_CACHE_ENTRIES_MAX",
   githubCacheTtlMs: "GITHUB_CACHE_TTL_MS",
   autopilotWithdrawRetryMs: "AUTOPILOT_WITHDRAW_RETRY_MS",

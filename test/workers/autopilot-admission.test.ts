@@ -23,7 +23,7 @@ import { newId } from "../../src/lib/crypto";
 import ticketMigrations from "../../durable-objects/drizzle/ticket/migrations";
 import { DRIZZLE_MIGRATIONS_TABLE } from "../../durable-objects/store";
 import { signatureValid, ticketOfDelivery } from "../../src/autopilot/webhook";
-import { loadConfig } from "../../src/config";
+import { DEFAULTS, loadConfig } from "../../src/config";
 import { call, claim, createOrg, registerRunner, sleep } from "./helpers";
 import { briefBody, createProject, example, installRealAutopilotWithTracker, sign, WEBHOOK_SECRET, type FakeTracker, type RealProject } from "./autopilot-fakes";
 
@@ -536,19 +536,19 @@ describe("the ticket's memory of deliveries and history", () => {
 describe("which ticket a delivery names", () => {
   it("the sender is readiness evidence only on the ready label's own labeled event", () => {
     const labeled = example("issues", "labeled");
-    expect(ticketOfDelivery("issues", labeled, "bug")?.sender).toEqual({ login: "Codertocat", type: "User", viaApp: null });
-    expect(ticketOfDelivery("issues", labeled, "ready")?.sender).toBeNull();
-    expect(ticketOfDelivery("issue_comment", example("issue_comment", "created"), "bug")).toMatchObject({ number: 1, sender: null, repository: "Codertocat/Hello-World" });
-    expect(ticketOfDelivery("issues", { action: "labeled" }, "bug")).toBeNull();
+    expect(ticketOfDelivery("issues", labeled, "bug", DEFAULTS.autopilotWebhookFactsMaxBytes)?.sender).toEqual({ login: "Codertocat", type: "User", viaApp: null });
+    expect(ticketOfDelivery("issues", labeled, "ready", DEFAULTS.autopilotWebhookFactsMaxBytes)?.sender).toBeNull();
+    expect(ticketOfDelivery("issue_comment", example("issue_comment", "created"), "bug", DEFAULTS.autopilotWebhookFactsMaxBytes)).toMatchObject({ number: 1, sender: null, repository: "Codertocat/Hello-World" });
+    expect(ticketOfDelivery("issues", { action: "labeled" }, "bug", DEFAULTS.autopilotWebhookFactsMaxBytes)).toBeNull();
   });
 
   it("an issue_dependencies delivery names the blocked issue (the package has no example: the shape of GitHub's documented payload)", () => {
     const base = example("issues", "opened");
     const payload = { action: "blocked_by_added", blocked_issue: { ...base.issue, number: 7 }, blocking_issue: { ...base.issue, number: 8 }, repository: base.repository, sender: base.sender };
-    expect(ticketOfDelivery("issue_dependencies", payload, "bug")).toMatchObject({ number: 7, sender: null });
+    expect(ticketOfDelivery("issue_dependencies", payload, "bug", DEFAULTS.autopilotWebhookFactsMaxBytes)).toMatchObject({ number: 7, sender: null });
     // A blocked issue of another repository is named with its own repository (then ignored as not the project's).
     const elsewhere = { ...payload, blocked_issue: { ...payload.blocked_issue, repository_url: "https://api.github.com/repos/octo-org/octo-repo" } };
-    expect(ticketOfDelivery("issue_dependencies", elsewhere, "bug")).toMatchObject({ number: 7, repository: "octo-org/octo-repo" });
+    expect(ticketOfDelivery("issue_dependencies", elsewhere, "bug", DEFAULTS.autopilotWebhookFactsMaxBytes)).toMatchObject({ number: 7, repository: "octo-org/octo-repo" });
   });
 });
 

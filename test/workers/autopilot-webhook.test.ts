@@ -9,6 +9,7 @@
 import { env, exports } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { ticketOfDelivery } from "../../src/autopilot/webhook";
+import { DEFAULTS } from "../../src/config";
 import { call, createOrg, sleep } from "./helpers";
 import { briefBody, createProject, example, installRealAutopilotWithTracker, sign, WEBHOOK_SECRET, type RealProject } from "./autopilot-fakes";
 
@@ -138,6 +139,6 @@ describe("the ready label compares without case", () => {
     expect(ticket).toMatchObject({ status: "admitted", reasons: [] });
     const run = await call("GET", `/v1/runs/${ticket!.run_id}`, { token: other.admin });
     expect(run.body).toMatchObject({ state: "queued", project_id: ready.id });
-    expect(ticketOfDelivery("issues", payload, "ready")?.sender).toMatchObject({ login: payload.sender.login });
+    expect(ticketOfDelivery("issues", payload, "ready", DEFAULTS.autopilotWebhookFactsMaxBytes)?.sender).toMatchObject({ login: payload.sender.login });
   });
 });

@@ -85,6 +85,13 @@ export function compactEvent(event: GitHubIssueEvent): GitHubIssueEvent {
   };
 }
 
+/** The events that change what admission judges an issue by: its labels and its state. */
+const READINESS_CHANGES = new Set(["labeled", "unlabeled", "closed", "reopened"]);
+
+export function isReadinessChange(event: GitHubIssueEvent): boolean {
+  return READINESS_CHANGES.has(event.event);
+}
+
 /** Whether an event is the addition of `label` (label names compare case-insensitively on GitHub). */
 export function isLabeled(event: GitHubIssueEvent, label: string): boolean {
   return event.event === "labeled" && (event.label?.name ?? "").toLowerCase() === label.toLowerCase();

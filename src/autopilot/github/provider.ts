@@ -5,7 +5,7 @@
 // Every read here is conditional (conditional.ts): what did not change is a 304 GitHub does not count.
 
 import type { Config } from "../../config";
-import type { Blocker, IssueFacts, ReadyIssuePage, ReadyTransition, TicketRef, TrackerProvider } from "../provider";
+import type { Blocker, IssueFacts, ReadyEvidence, ReadyIssuePage, TicketRef, TrackerProvider } from "../provider";
 import { githubClient, type GitHubClient } from "./client";
 import { asList, describe, split } from "./calls";
 import { conditionalGet } from "./conditional";
@@ -19,6 +19,7 @@ import {
   type GitHubIssueEvent,
   isLabeled,
   isPullRequest,
+  isReadinessChange,
   issueFacts,
   linkPages,
   readyTransition,
@@ -61,7 +62,8 @@ export function githubProvider(
   return {
     getIssue: async (ref) => getIssue(await reads(), ref),
     listBlockers: async (ref) => listBlockers(await reads(), ref),
-    lastReadyTransition: async (ref, label) => lastReadyTransition(await reads(), ref, label),
+    lastReadyTransition: async (ref, label) => (await readyEvidence(await reads(), ref, label)).transition,
+    readyEvidence: async (ref, label) => readyEvidence(await reads(), ref, label),
     listReadyIssues: async (label, cursor, limit, sinceMs) => listReadyIssues(await reads(), project.repository, label, { cursor, limit, sinceMs: sinceMs ?? null }),
     headroom: async () => (ledger ? ledger.headroom() : null),
     postComment: async (ref, body) => postComment(await client(), ref, body),
@@ -151,10 +153,11 @@ async function blocker(reads: Reads, blocked: TicketRef, item: GitHubIssue): Pro
 /**
  * The latest `labeled` event for `label` in the issue's events (`GET …/issues/{n}/events`, oldest
  * first), read from the last page backwards, at most GITHUB_PAGES_MAX pages: when none of them
- * holds one the answer is null, an unknown transition, which admission refuses. Pages are
- * conditional reads; what is kept of them is their `labeled` events only.
+ * holds one the transition is null, an unknown transition, which admission refuses. With it, the
+ * newest change of the issue's labels or state among the pages read (every such change after the
+ * transition is on them). Pages are conditional reads; what is kept of them is those changes only.
  */
-async function lastReadyTransition(reads: Reads, ref: TicketRef, label: string): Promise<ReadyTransition | null> {
+async function readyEvidence(reads: Reads, ref: TicketRef, label: string): Promise<ReadyEvidence> {
   const { config } = reads;
   const what = `reading the events of ${describe(ref)}`;
   const readPage = (page: number) =>
@@ -164,16 +167,18 @@ async function lastReadyTransition(reads: Reads, ref: TicketRef, label: string):
       what,
       "GET /repos/{owner}/{repo}/issues/{issue_number}/events",
       { ...split(ref.repository), issue_number: ref.number, per_page: config.githubPageSize, page },
-      (data) => asList<GitHubIssueEvent>(data, what).filter((event) => event.event === "labeled").map(compactEvent),
+      (data) => asList<GitHubIssueEvent>(data, what).filter(isReadinessChange).map(compactEvent),
     );
   const first = await readPage(1);
   const lastPage = linkPages(first.link).last ?? 1;
+  let lastChangeAtMs: number | null = null;
   for (let page = lastPage, read = 0; page >= 1 && read < config.githubPagesMax; page--, read++) {
     const events = page === 1 ? first.data : (await readPage(page)).data;
+    for (const event of events) lastChangeAtMs = Math.max(lastChangeAtMs ?? 0, Date.parse(event.created_at));
     const latest = [...events].reverse().find((event) => isLabeled(event, label));
-    if (latest) return readyTransition(latest);
+    if (latest) return { transition: readyTransition(latest), lastChangeAtMs };
   }
-  return null;
+  return { transition: null, lastChangeAtMs };
 }
 
 /** The ready list's position: the page (of GITHUB_PAGE_SIZE issues) and the last issue number handed out. */
