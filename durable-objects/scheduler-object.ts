@@ -147,6 +147,14 @@ export class SchedulerObject extends DurableObject<Env> {
     this.credentials.forget(machineId);
   }
 
+  /**
+   * The machines whose claim waits for work now: a managed pool counts its runners idle by it
+   * (src/managed/scaler.ts). In memory, so an eviction forgets them until their next claim.
+   */
+  async waitingMachines(): Promise<string[]> {
+    return this.waiters.machineIds();
+  }
+
   /** Called by a run object when its run becomes claimable. */
   async notifyWork(key: string): Promise<void> {
     this.heads.workArrived();

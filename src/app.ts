@@ -23,6 +23,7 @@ import { runRoutes } from "./routes/runs";
 import { runnerRoutes } from "./routes/runners";
 import { attemptRoutes } from "./routes/attempts";
 import { tokenRoutes } from "./routes/tokens";
+import { managedPoolRoutes } from "./routes/managed-pools";
 import { dashboardRoutes } from "./dashboard/routes";
 
 /** The files of the /docs page's renderer the Worker serves from its assets. */
@@ -55,7 +56,8 @@ export const app = new Hono<AppEnv>()
   .route("/v1", autopilotProjectRoutes)
   .route("/v1", autopilotAdmissionRoutes)
   .route("/v1", autopilotSchedulerRoutes)
-  .route("/v1", autopilotReservationRoutes);
+  .route("/v1", autopilotReservationRoutes)
+  .route("/v1", managedPoolRoutes);
 
 // The operator's dashboard calls this app for everything it reads and does (src/dashboard/api.ts).
 app.route("/dash", dashboardRoutes(app));

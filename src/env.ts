@@ -2,6 +2,7 @@ import type { RunObject } from "../durable-objects/run-object";
 import type { SchedulerObject } from "../durable-objects/scheduler-object";
 import type { TicketObject } from "../durable-objects/ticket-object";
 import type { AutopilotMessage } from "./autopilot/queue";
+import type { ManagedRunnerNamespace } from "./managed/runner-binding";
 
 export interface Env {
   DB: D1Database;
@@ -11,6 +12,8 @@ export interface Env {
   /** Autopilot: one object per tracker ticket, and the queue the webhook hands its work to. */
   TICKET: DurableObjectNamespace<TicketObject>;
   AUTOPILOT: Queue<AutopilotMessage>;
+  /** Managed runners' containers, one per pool slot (docs/managed-runners.md); absent where Containers are off. */
+  MANAGED_RUNNER?: ManagedRunnerNamespace;
   /** Rate limits (src/rate-limit.ts): failed authentication per address, calls per member token, per runner token. */
   RATE_LIMIT_ADDRESS?: RateLimit;
   RATE_LIMIT_MEMBER?: RateLimit;

@@ -1,6 +1,6 @@
 // The Worker entry: HTTP app, the queue consumers (outbox events, autopilot deliveries) and the cron
 // tick (the sweep watermark, the alarm backstop, the reconciliation of build jobs, storage retention,
-// and autopilot reconciliation).
+// managed runner pools' scaling and autopilot reconciliation).
 
 import { checkRunAlarms } from "./alarm-backstop";
 import { app } from "./app";
@@ -16,6 +16,7 @@ import { pruneStorage } from "./retention";
 import { tickSweep } from "./sweep";
 import { AUTOPILOT_QUEUE, consumeAutopilot } from "./autopilot/queue";
 import { reconcileTick } from "./autopilot/reconcile";
+import { scalePools } from "./managed/scaler";
 
 export { RunObject } from "../durable-objects/run-object";
 export { SchedulerObject } from "../durable-objects/scheduler-object";
@@ -56,6 +57,8 @@ export default {
     await step("settle_ended", () => settleEndedJobs(env, config, now));
     // Bounded storage: expired idempotency keys and old events of ended runs, a batch per tick.
     await step("retention", () => pruneStorage(env, config, now));
+    // Managed runner pools start, replace and halt their containers (docs/managed-runners.md).
+    await step("managed_pools", () => scalePools(env, config, now));
     // Autopilot admission's guarantee, last (it waits on the tracker): each project's ready issues are
     // walked again, a bounded step per tick; the first tick after an outage (the sweep recorded a
     // recovery now) restarts every pass.

@@ -104,6 +104,11 @@ export class Waiters {
     for (const waiter of this.waiting) if (waiter.machineId === machineId) waiter.wake();
   }
 
+  /** The machines waiting for work now: idle runners (a runner at its concurrency does not claim). */
+  machineIds(): string[] {
+    return [...new Set([...this.waiting].filter((w) => !w.ended).map((w) => w.machineId))];
+  }
+
   /** Work of label set `key` arrived: the claims whose machine covers it look again. */
   wakeCovering(key: string): void {
     for (const waiter of this.waiting) {

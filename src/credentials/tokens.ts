@@ -8,6 +8,7 @@ import type { Caller } from "../app-types";
 import { dashboardSessions } from "../db/session-schema";
 import { tokens } from "../db/schema";
 import { DocketError } from "../errors";
+import { newId, newToken, sha256Hex } from "../lib/crypto";
 
 export type TokenRow = typeof tokens.$inferSelect;
 
@@ -84,6 +85,37 @@ export function tokenView(t: TokenRow, nowMs: number) {
     max_uses: registration ? t.maxUses : null,
     uses: registration ? t.uses : null,
   };
+}
+
+export interface TokenLimits {
+  createdAtMs: number;
+  expiresAtMs: number | null;
+  maxUses: number | null;
+}
+
+/** A new token's row and the answer that shows it (the token itself, which is never shown again). */
+export async function mintToken(
+  orgId: string,
+  kind: "member" | "registration",
+  role: "admin" | "member" | null,
+  name: string | null,
+  limits: TokenLimits = { createdAtMs: Date.now(), expiresAtMs: null, maxUses: null },
+) {
+  const token = newToken(kind);
+  const row = { id: newId("tok"), orgId, kind, role, name, tokenHash: await sha256Hex(token), machineId: null, ...limits };
+  // The token as GET /v1/tokens lists it, plus the token itself.
+  const answer = { ...tokenView({ ...row, revokedAtMs: null, uses: 0 } as TokenRow, row.createdAtMs), token };
+  return { row, answer };
+}
+
+/**
+ * Creates a member or registration token: POST /v1/tokens, and a managed runner pool's slot
+ * (src/managed/slots.ts), whose registration token is listed and revoked as any other.
+ */
+export async function createToken(db: D1Database, orgId: string, kind: "member" | "registration", role: "admin" | "member" | null, name: string | null, limits: TokenLimits) {
+  const { row, answer } = await mintToken(orgId, kind, role, name, limits);
+  await drizzle(db).insert(tokens).values(row);
+  return answer;
 }
 
 /**

@@ -43,6 +43,10 @@ export const ERROR_STATUS = {
   github_unavailable: 502,
   // Publication (docs/protocol.md, "Publication"): the code host did not issue a push credential.
   publication_unavailable: 503,
+  // Managed runner pools (docs/managed-runners.md): a name taken, a limit reached, a deployment without containers.
+  managed_pool_exists: 409,
+  managed_pool_limit: 409,
+  managed_runners_unavailable: 501,
   // Pause and resume (docs/protocol.md, "Pause and resume").
   checkpoint_missing: 409,
   // Recovery after an outage or a deploy (docs/protocol.md, "Recovery"): claims wait until unfinished runs are reconciled.

@@ -13,3 +13,4 @@ export * from "./version.js";
 export * from "./runners.js";
 export * from "./autopilot.js";
 export * from "./run-reservations.js";
+export * from "./managed.js";

@@ -15,6 +15,7 @@ import { DocketError } from "../errors";
 import { newId } from "../lib/crypto";
 import { log } from "../lib/log";
 import { listPage, pageSize } from "../lib/pagination";
+import { isUniqueViolation } from "../lib/unique-violation";
 import { operation } from "../openapi/operation";
 import {
   AutopilotProject,
@@ -30,14 +31,6 @@ import { validate } from "../validate";
 const TAG = "Autopilot";
 
 const origin = (url: string) => new URL(url).origin;
-
-/** D1's refusal of a duplicate key, which drizzle wraps in its own error (the original is its cause). */
-function isUniqueViolation(err: unknown): boolean {
-  for (let e: unknown = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
-    if (String((e as Error).message ?? e).includes("UNIQUE constraint failed")) return true;
-  }
-  return false;
-}
 
 /** A second project on a repository the organization already watches would admit its issues twice. */
 async function writeOnce(write: () => Promise<unknown>, repository: string): Promise<void> {

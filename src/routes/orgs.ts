@@ -2,11 +2,11 @@ import { Hono } from "hono";
 import { drizzle } from "drizzle-orm/d1";
 import type { AppEnv } from "../app-types";
 import { rotateCallbackSecret } from "../callbacks/secret";
-import { tokenView, type TokenRow } from "../credentials/tokens";
+import { createToken, mintToken } from "../credentials/tokens";
 import type { Config } from "../config";
 import { orgs, tokens } from "../db/schema";
 import { DocketError } from "../errors";
-import { newId, newToken, randomHex, sha256Hex } from "../lib/crypto";
+import { newId, randomHex } from "../lib/crypto";
 import { log } from "../lib/log";
 import { operation } from "../openapi/operation";
 import { CreatedOrg, CreatedToken, CreateOrgBody, CreateTokenBody, RotateCallbackSecretBody, RotatedCallbackSecret } from "../protocol/tokens";
@@ -33,22 +33,6 @@ function tokenExpiry(body: CreateTokenBody, config: Config, nowMs: number): numb
   return nowMs + ttlMs;
 }
 
-/** Creates a token row and answers the token itself, which is never shown again. */
-async function mintToken(
-  db: D1Database,
-  orgId: string,
-  kind: "member" | "registration",
-  role: "admin" | "member" | null,
-  name: string | null,
-  limits: { createdAtMs: number; expiresAtMs: number | null; maxUses: number | null } = { createdAtMs: Date.now(), expiresAtMs: null, maxUses: null },
-) {
-  const token = newToken(kind);
-  const row = { id: newId("tok"), orgId, kind, role, name, tokenHash: await sha256Hex(token), machineId: null, ...limits };
-  // The token as GET /v1/tokens lists it, plus the token itself.
-  const answer = { ...tokenView({ ...row, revokedAtMs: null, uses: 0 } as TokenRow, row.createdAtMs), token };
-  return { row, answer };
-}
-
 export const orgRoutes = new Hono<AppEnv>()
   .post(
     "/orgs",
@@ -62,7 +46,7 @@ export const orgRoutes = new Hono<AppEnv>()
     validate("json", CreateOrgBody), async (c) => {
     const { name } = c.req.valid("json");
     const org = { id: newId("org"), name, callbackSecret: randomHex(32), createdAtMs: Date.now() };
-    const { row, answer } = await mintToken(c.env.DB, org.id, "member", "admin", "first admin");
+    const { row, answer } = await mintToken(org.id, "member", "admin", "first admin");
     const db = drizzle(c.env.DB);
     await db.batch([db.insert(orgs).values(org), db.insert(tokens).values(row)]);
     return c.json(
@@ -87,9 +71,7 @@ export const orgRoutes = new Hono<AppEnv>()
     const role = body.kind === "member" ? (body.role ?? "member") : null;
     const now = Date.now();
     const limits = { createdAtMs: now, expiresAtMs: tokenExpiry(body, c.get("config"), now), maxUses: body.max_uses ?? null };
-    const { row, answer } = await mintToken(c.env.DB, c.get("caller").orgId, body.kind, role, body.name ?? null, limits);
-    await drizzle(c.env.DB).insert(tokens).values(row);
-    return c.json(answer, 201);
+    return c.json(await createToken(c.env.DB, c.get("caller").orgId, body.kind, role, body.name ?? null, limits), 201);
   })
   .post(
     "/orgs/current/callback-secret/rotate",

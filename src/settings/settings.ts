@@ -222,6 +222,23 @@ export interface Config {
   dashboardSessionTouchMs: number;
   /** Dashboard: sessions one member token holds at once; a sign-in past it ends the least recently seen. */
   dashboardSessionsPerTokenMax: number;
+  /** Managed runners (docs/managed-runners.md): how long a slot's runner may take no run before its pool halts it, when the pool sets no idle time. */
+  managedPoolIdleMs: number;
+  /** Managed runners: the longest idle time a pool may set. */
+  managedPoolIdleMaxMs: number;
+  /** Managed runners: a started container whose runner has not registered within this is lost: halted and replaced. */
+  managedSlotRegisterTimeoutMs: number;
+  /** Managed runners: how long a slot's registration token works (one registration; at least TOKEN_TTL_MIN_MS). */
+  managedRegistrationTokenTtlMs: number;
+  /** Managed runners: pools one organization may have, and instances (slots) all its pools may run at once. */
+  managedPoolsPerOrgMax: number;
+  managedInstancesPerOrgMax: number;
+  /** Managed runners: pools one cron tick scales (the least recently scaled first). */
+  managedPoolsPerTick: number;
+  /** Managed runners: the launch protocols the managed runner's image speaks (which queued runs a pool can serve). */
+  managedRunnerProtocols: string[];
+  /** Managed runners: the estimated cost of one instance for an hour, in thousandths of a cent (Cloudflare's Containers pricing for the instance type). */
+  managedInstanceHourMillicents: number;
 }
 
 export const DEFAULTS: Config = {
@@ -345,4 +362,15 @@ export const DEFAULTS: Config = {
   dashboardSessionMaxMs: 43_200_000,
   dashboardSessionTouchMs: 60_000,
   dashboardSessionsPerTokenMax: 20,
+  managedPoolIdleMs: 600_000,
+  managedPoolIdleMaxMs: 86_400_000,
+  managedSlotRegisterTimeoutMs: 300_000,
+  managedRegistrationTokenTtlMs: 600_000,
+  managedPoolsPerOrgMax: 20,
+  managedInstancesPerOrgMax: 10,
+  managedPoolsPerTick: 50,
+  managedRunnerProtocols: ["process"],
+  // A "basic" instance (1/4 vCPU, 1 GiB memory, 4 GB disk) at $0.000020 per vCPU-second, $0.0000025
+  // per GiB-second of memory and $0.00000007 per GB-second of disk: about 2.8 cents an hour.
+  managedInstanceHourMillicents: 2_800,
 };

@@ -130,6 +130,15 @@ const VAR_NAMES: Record<keyof Config, string> = {
   dashboardSessionMaxMs: "DASHBOARD_SESSION_MAX_MS",
   dashboardSessionTouchMs: "DASHBOARD_SESSION_TOUCH_MS",
   dashboardSessionsPerTokenMax: "DASHBOARD_SESSIONS_PER_TOKEN_MAX",
+  managedPoolIdleMs: "MANAGED_POOL_IDLE_MS",
+  managedPoolIdleMaxMs: "MANAGED_POOL_IDLE_MAX_MS",
+  managedSlotRegisterTimeoutMs: "MANAGED_SLOT_REGISTER_TIMEOUT_MS",
+  managedRegistrationTokenTtlMs: "MANAGED_REGISTRATION_TOKEN_TTL_MS",
+  managedPoolsPerOrgMax: "MANAGED_POOLS_PER_ORG_MAX",
+  managedInstancesPerOrgMax: "MANAGED_INSTANCES_PER_ORG_MAX",
+  managedPoolsPerTick: "MANAGED_POOLS_PER_TICK",
+  managedRunnerProtocols: "MANAGED_RUNNER_PROTOCOLS",
+  managedInstanceHourMillicents: "MANAGED_INSTANCE_HOUR_MILLICENTS",
 };
 
 export function parseConfig(vars: Record<string, unknown>): Config {
@@ -151,8 +160,8 @@ export function parseConfig(vars: Record<string, unknown>): Config {
       config.outboundAllowLoopback = text === "true";
     } else if (key === "outboundAllowHosts") {
       config.outboundAllowHosts = parseAllowHosts(text);
-    } else if (key === "launchProtocols") {
-      config.launchProtocols = text.split(",").map((p) => p.trim()).filter(Boolean);
+    } else if (key === "launchProtocols" || key === "managedRunnerProtocols") {
+      config[key] = text.split(",").map((p) => p.trim()).filter(Boolean);
     } else {
       const n = Number(text);
       if (!Number.isSafeInteger(n) || n < 0) throw new Error(`${VAR_NAMES[key]} must be a non-negative integer, got ${text}`);
@@ -187,6 +196,7 @@ export function parseConfig(vars: Record<string, unknown>): Config {
   if (config.trackerDeliveryMaxAttempts < 1) throw new Error("TRACKER_DELIVERY_MAX_ATTEMPTS must be at least 1");
   if (config.publicationTriesMax < 1) throw new Error("PUBLICATION_TRIES_MAX must be at least 1");
   checkDashboardSessions(config);
+  checkManagedRunners(config);
   return config;
 }
 
@@ -195,4 +205,15 @@ function checkDashboardSessions(config: Config): void {
   if (config.dashboardSessionIdleMs < 1 || config.dashboardSessionMaxMs < 1) throw new Error("DASHBOARD_SESSION_IDLE_MS and DASHBOARD_SESSION_MAX_MS must be at least 1");
   if (config.dashboardSessionTouchMs >= config.dashboardSessionIdleMs) throw new Error("DASHBOARD_SESSION_TOUCH_MS must be less than DASHBOARD_SESSION_IDLE_MS");
   if (config.dashboardSessionsPerTokenMax < 1) throw new Error("DASHBOARD_SESSIONS_PER_TOKEN_MAX must be at least 1");
+}
+
+/** A managed slot's token must outlive the wait for its registration, and a pool's idle time must be settable. */
+function checkManagedRunners(config: Config): void {
+  if (config.managedRegistrationTokenTtlMs < config.tokenTtlMinMs || config.managedRegistrationTokenTtlMs > config.registrationTokenTtlMaxMs) {
+    throw new Error("MANAGED_REGISTRATION_TOKEN_TTL_MS must be at least TOKEN_TTL_MIN_MS and at most REGISTRATION_TOKEN_TTL_MAX_MS");
+  }
+  if (config.managedSlotRegisterTimeoutMs < 1) throw new Error("MANAGED_SLOT_REGISTER_TIMEOUT_MS must be at least 1");
+  if (config.managedPoolIdleMs < 1 || config.managedPoolIdleMs > config.managedPoolIdleMaxMs) throw new Error("MANAGED_POOL_IDLE_MS must be at least 1 and at most MANAGED_POOL_IDLE_MAX_MS");
+  if (config.managedPoolsPerTick < 1) throw new Error("MANAGED_POOLS_PER_TICK must be at least 1");
+  if (config.managedRunnerProtocols.length === 0) throw new Error("MANAGED_RUNNER_PROTOCOLS must name at least one launch protocol");
 }
