@@ -15,6 +15,7 @@ import { ADMIN_SECRET, ageRun, call, CLI_VERSION, createOrg, registerRunner, run
 import { muteTransitionLogs } from "./quiet";
 import { orgState } from "./read-back";
 import { installRealAutopilotWithTracker } from "./autopilot-fakes";
+import { installFakeContainers } from "./managed-fakes";
 
 
 /** The victim organization A and the caller organization B, with every kind of credential. */
@@ -39,6 +40,7 @@ const A = {} as {
   jobId: string;
   jobRun: string;
   autopilotProjectId: string;
+  managedPoolId: string;
 };
 const B = {} as { orgId: string; admin: string; registration: string; machine: { machineId: string; token: string }; run: string; attemptToken: string };
 
@@ -81,6 +83,11 @@ beforeAll(async () => {
   const autopilot = await call("POST", "/v1/autopilot/projects", { token: A.admin, body: autopilotBody("victim/repo") });
   expect(autopilot.status).toBe(201);
   A.autopilotProjectId = autopilot.body.id;
+  // A managed runner pool, stopped: its containers are stand-ins (test/workers/managed-fakes.ts).
+  installFakeContainers();
+  const pool = await call("POST", "/v1/managed/pools", { token: A.admin, body: { name: "victim-pool", labels: ["gpu"], max_instances: 1, state: "stopped" } });
+  expect(pool.status).toBe(201);
+  A.managedPoolId = pool.body.id;
 
   const b = await createOrg("caller");
   B.orgId = b.orgId;
@@ -428,6 +435,18 @@ const endpoints: Endpoint[] = [
     cases: () => memberOfA("admin"),
   },
   { method: "GET", route: "/v1/autopilot/projects/:id/tickets/:number", path: () => `/v1/autopilot/projects/${A.autopilotProjectId}/tickets/1`, cases: () => memberOfA("member") },
+  { method: "POST", route: "/v1/managed/pools", path: () => "/v1/managed/pools", body: () => ({ name: "intruder", max_instances: 1, state: "stopped" }), cases: () => memberOwn("admin") },
+  { method: "GET", route: "/v1/managed/pools", path: () => "/v1/managed/pools", cases: () => memberOwn("member") },
+  { method: "GET", route: "/v1/managed/pools/:id", path: () => `/v1/managed/pools/${A.managedPoolId}`, cases: () => memberOfA("member") },
+  { method: "PATCH", route: "/v1/managed/pools/:id", path: () => `/v1/managed/pools/${A.managedPoolId}`, body: () => ({ max_instances: 2 }), cases: () => memberOfA("admin") },
+  ...(["start", "stop"] as const).map((command): Endpoint => ({
+    method: "POST",
+    route: `/v1/managed/pools/:id/${command}`,
+    path: () => `/v1/managed/pools/${A.managedPoolId}/${command}`,
+    body: () => ({}),
+    cases: () => memberOfA("admin"),
+  })),
+  { method: "DELETE", route: "/v1/managed/pools/:id", path: () => `/v1/managed/pools/${A.managedPoolId}`, cases: () => memberOfA("admin") },
   {
     method: "POST",
     route: "/v1/build-callbacks/:token",
@@ -440,7 +459,7 @@ const endpoints: Endpoint[] = [
 
 /** What A's ids look like in an answer: another organization's answer contains none of them. */
 function victimIds(): string[] {
-  return [A.orgId, A.run, A.jobRun, A.projectId, A.requestId, A.jobId, A.m1.machineId, A.m2.machineId, A.registrationId, A.autopilotProjectId];
+  return [A.orgId, A.run, A.jobRun, A.projectId, A.requestId, A.jobId, A.m1.machineId, A.m2.machineId, A.registrationId, A.autopilotProjectId, A.managedPoolId];
 }
 
 describe("the security matrix", () => {
