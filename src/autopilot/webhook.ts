@@ -79,7 +79,8 @@ export function ticketOfDelivery(event: string, payload: unknown, readyLabel: st
     number: issue.number as number,
     action,
     sender: labelsReady && sender ? { login: sender.login as string, type: typeof sender.type === "string" ? sender.type : "unknown", viaApp } : null,
-    issue: signedIssue(issue, { provider: "github", repository, number: issue.number as number }, factsMaxBytes),
+    // A deleted or transferred issue is gone from the repository: admission reads that it is.
+    issue: action === "deleted" || action === "transferred" ? null : signedIssue(issue, { provider: "github", repository, number: issue.number as number }, factsMaxBytes),
   };
 }
 

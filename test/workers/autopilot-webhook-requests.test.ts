@@ -109,9 +109,9 @@ beforeAll(async () => {
   project = await createProject(org.admin, { repository: REPO, ready_label: "ready", queue_capacity: 10 });
 });
 
-/** The `issues` delivery GitHub sends as `issue` stood when the ready label was added, signed with the project's secret. */
-async function deliverLabeled(issue: Issue): Promise<void> {
-  const payload = { action: "labeled", label: { name: "ready" }, issue: issueJson(issue), repository: { full_name: REPO }, sender: PERSON };
+/** The `issues` delivery GitHub sends as `issue` stood when the ready label was added (or `action` happened), signed with the project's secret. */
+async function deliverLabeled(issue: Issue, action = "labeled"): Promise<void> {
+  const payload = { action, label: { name: "ready" }, issue: issueJson(issue), repository: { full_name: REPO }, sender: PERSON };
   const body = JSON.stringify(payload);
   const res = await exports.default.fetch(
     new Request(`http://docket.test/v1/autopilot/projects/${project.id}/webhook`, {
@@ -164,6 +164,19 @@ describe("the webhook door's GitHub requests", () => {
     expect(ticket).toMatchObject({ status: "refused", run_id: null });
     expect(ticket.reasons.join(" ")).toContain("ready");
     expect(github.readsSince(mark)).toContain("GET /repos/acme/app/issues/2");
+  });
+  it("a deleted issue's delivery is not judged by its payload: the issue is read, found gone, and its queued run withdrawn", async () => {
+    const issue = github.label(3);
+    await deliverLabeled(issue);
+    const admitted = await decided(3);
+    expect(admitted.status).toBe("admitted");
+    github.issues.delete(3);
+    await deliverLabeled(issue, "deleted");
+    const started = Date.now();
+    let ticket = admitted;
+    while (ticket.status === "admitted" && Date.now() - started < 10_000) ticket = await decided(3);
+    expect(ticket.status).toBe("lapsed");
+    expect(ticket.reasons.join(" ")).toContain("cannot be read");
   });
 });
 
