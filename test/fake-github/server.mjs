@@ -195,6 +195,8 @@ export async function startFakeGitHub({ appId = "1001", installationId = "2002",
     },
     /** The issue as the fake holds it ({title, body, labels, state, ...}). */
     issue: (repository, number) => mustIssue(repository, number),
+    /** The issue as GitHub shows it, in the REST API and in a webhook payload's `issue`. */
+    issueJson: (repository, number) => issueJson(mustIssue(repository, number)),
     /** The issue's comments, oldest first ({id, body, login, html_url}). */
     comments: (repository, number) => trackerWrites.comments(repository, number),
     /** A person comments on the issue (a reply to a blocker). */
@@ -310,7 +312,8 @@ export async function startFakeGitHub({ appId = "1001", installationId = "2002",
   const error = (res, status, message, headers = {}) => send(res, status, { message, documentation_url: DOCS, status: String(status) }, headers);
   const notFound = (res) => error(res, 404, "Not Found");
 
-  function paginate(res, url, items) {
+  /** One page of `items`, each shown by `toJson` (only the page's: a list of 10,000 issues stays cheap to page through). */
+  function paginate(res, url, items, toJson = (item) => item) {
     const perPage = Math.min(100, Number(url.searchParams.get("per_page") ?? 30));
     const page = Math.max(1, Number(url.searchParams.get("page") ?? 1));
     const last = Math.max(1, Math.ceil(items.length / perPage));
@@ -324,7 +327,7 @@ export async function startFakeGitHub({ appId = "1001", installationId = "2002",
     if (page > 1) links.push(link(page - 1, "prev"));
     if (page < last) links.push(link(page + 1, "next"), link(last, "last"));
     if (page > 1) links.push(link(1, "first"));
-    send(res, 200, items.slice((page - 1) * perPage, page * perPage), links.length ? { link: links.join(", ") } : {});
+    send(res, 200, items.slice((page - 1) * perPage, page * perPage).map(toJson), links.length ? { link: links.join(", ") } : {});
   }
 
   function checkJwt(authorization) {
@@ -492,7 +495,7 @@ export async function startFakeGitHub({ appId = "1001", installationId = "2002",
         .filter((i) => stateFilter === "all" || i.state === stateFilter)
         .filter((i) => wanted.every((w) => i.labels.some((l) => l.toLowerCase() === w)))
         .sort((a, b) => (direction === "asc" ? 1 : -1) * (a.createdAtMs - b.createdAtMs || a.number - b.number));
-      return paginate(res, url, list.map(issueJson));
+      return paginate(res, url, list, issueJson);
     }
     if ((m = /^\/issues\/(\d+)$/.exec(rest))) {
       const model = issues.get(key(repository, Number(m[1])));
