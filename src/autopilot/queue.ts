@@ -1,6 +1,7 @@
 // The AUTOPILOT queue: the webhook hands each accepted delivery here and answers GitHub at once;
-// this consumer runs the admission path for it. Each message is acknowledged or retried on its own
-// (QUEUE_RETRY_*), and dead-lettered after the queue's max_retries (wrangler.toml).
+// this consumer runs the admission path for it, for every message of a batch at once. Each message
+// is acknowledged or retried on its own (QUEUE_RETRY_*), and dead-lettered after the queue's
+// max_retries (wrangler.toml).
 
 import { loadConfig, type Config } from "../config";
 import type { Env } from "../env";
@@ -45,7 +46,11 @@ export type AutopilotMessage = z.infer<typeof AutopilotMessage>;
 export async function consumeAutopilot(batch: MessageBatch<unknown>, env: Env): Promise<void> {
   const config = loadConfig(env);
   const deps = admissionDeps(env);
-  for (const message of batch.messages) await consumeOne(message, env, config, deps);
+  // Side by side, not one after the other: a delivery whose GitHub does not answer takes its client's
+  // retries (GITHUB_RETRIES, up to GITHUB_REQUEST_TIMEOUT_MS each), and would hold every delivery
+  // behind it, another project's too. At most the queue's max_batch_size at once (wrangler.toml);
+  // two deliveries of one issue still meet one after the other in its ticket.
+  await Promise.all(batch.messages.map((message) => consumeOne(message, env, config, deps)));
 }
 
 async function consumeOne(message: Message<unknown>, env: Env, config: Config, deps: AdmissionDeps): Promise<void> {

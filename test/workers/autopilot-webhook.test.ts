@@ -7,9 +7,10 @@
 // (test/workers/autopilot-fakes.ts).
 
 import { env, exports } from "cloudflare:workers";
-import { beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it, vi } from "vitest";
 import { ticketOfDelivery } from "../../src/autopilot/webhook";
 import { DEFAULTS } from "../../src/config";
+import { AUTOPILOT_QUEUE, consumeAutopilot, type AutopilotMessage } from "../../src/autopilot/queue";
 import { call, createOrg, sleep } from "./helpers";
 import { briefBody, createProject, example, installRealAutopilotWithTracker, sign, WEBHOOK_SECRET, type RealProject } from "./autopilot-fakes";
 
@@ -140,5 +141,32 @@ describe("the ready label compares without case", () => {
     const run = await call("GET", `/v1/runs/${ticket!.run_id}`, { token: other.admin });
     expect(run.body).toMatchObject({ state: "queued", project_id: ready.id });
     expect(ticketOfDelivery("issues", payload, "ready", DEFAULTS.autopilotWebhookFactsMaxBytes)?.sender).toMatchObject({ login: payload.sender.login });
+  });
+});
+
+describe("one project's slow GitHub does not hold another's deliveries", () => {
+  it("the deliveries of a batch are admitted side by side: one whose GitHub does not answer is retried without delaying the next project's admission", async () => {
+    const stuck = await createProject(org.admin, { repository: "acme/stuck" });
+    const payload = labeledPayload();
+    fake.tracker(project.id).fromPayload(payload);
+    const settled: string[] = [];
+    // The stuck project's GitHub answers only once the other delivery was acknowledged (or after 5 s).
+    vi.spyOn(fake.tracker(stuck.id), "getIssue").mockImplementation(async () => {
+      for (let waited = 0; waited < 5_000 && settled.length === 0; waited += 20) await sleep(20);
+      throw new Error("could not reach GitHub (a fake outage)");
+    });
+    const message = (projectId: string, number: number) =>
+      ({
+        id: crypto.randomUUID(),
+        timestamp: new Date(),
+        attempts: 1,
+        body: { kind: "autopilot.delivery", project_id: projectId, number, delivery_id: crypto.randomUUID(), event: "issues", action: "labeled", sender: { login: payload.sender.login, type: payload.sender.type, viaApp: null } } satisfies AutopilotMessage,
+        ack: () => settled.push(`ack ${projectId}`),
+        retry: () => settled.push(`retry ${projectId}`),
+      }) as unknown as Message<unknown>;
+    const batch = { queue: AUTOPILOT_QUEUE, messages: [message(stuck.id, 1), message(project.id, payload.issue.number)], ackAll: () => {}, retryAll: () => {} };
+    await consumeAutopilot(batch as unknown as MessageBatch<unknown>, env);
+    expect(settled).toEqual([`ack ${project.id}`, `retry ${stuck.id}`]);
+    expect((await decided(project, payload.issue.number))?.status).toBe("admitted");
   });
 });
