@@ -101,6 +101,30 @@ export default defineConfig(async () => {
             testTimeout: 30_000,
           },
         },
+        // Managed runners' containers (durable-objects/managed-runner.ts) on the local Docker engine:
+        // the pool turns containers off, so this project gives the engine, the egress stand-in and the
+        // image scripts/containers-engine.sh builds (test/containers/engine.mjs runs it first).
+        {
+          plugins: [
+            cloudflareTest({
+              wrangler: { configPath: "./wrangler.toml" },
+              miniflare: {
+                bindings: { TEST_MIGRATIONS: migrations, ADMIN_SECRET: "test-admin-secret", CONTRACT_CHECK: "enforce", LEASE_TTL_MS: "6000", LEASE_REFRESH_MS: "1000", HEARTBEAT_INTERVAL_MS: "1000", CLAIM_WAIT_MS: "2000", DAEMON_SILENCE_MS: "8000" },
+                modulesRules: [{ type: "Text", include: ["**/*.sql"], fallthrough: true }],
+                containerEngine: { localDocker: { socketPath: "unix:///var/run/docker.sock", containerEgressInterceptorImage: "docket-egress:local" } },
+                durableObjects: { MANAGED_RUNNER: { className: "ManagedRunner", useSQLite: true, container: { imageName: "docket-managed-runner:local" } } },
+              },
+            }),
+          ],
+          test: {
+            name: "containers",
+            include: ["test/containers/**/*.test.ts"],
+            setupFiles: ["./test/workers/apply-migrations.ts"],
+            globalSetup: ["./test/containers/engine.mjs"],
+            testTimeout: 180_000,
+            hookTimeout: 180_000,
+          },
+        },
         {
           test: {
             name: "node",

@@ -21,6 +21,9 @@ import { scalePools } from "./managed/scaler";
 export { RunObject } from "../durable-objects/run-object";
 export { SchedulerObject } from "../durable-objects/scheduler-object";
 export { TicketObject } from "../durable-objects/ticket-object";
+export { ManagedRunner } from "../durable-objects/managed-runner";
+// The Containers runtime hands a managed runner's outbound HTTP to this entrypoint (durable-objects/managed-runner.ts).
+export { ContainerProxy } from "@cloudflare/containers";
 
 /** One step of the cron tick: a failure is logged and left to the next tick, never stops the others. */
 async function step(name: string, work: () => Promise<unknown>): Promise<void> {

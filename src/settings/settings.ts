@@ -239,6 +239,8 @@ export interface Config {
   managedRunnerProtocols: string[];
   /** Managed runners: the estimated cost of one instance for an hour, in thousandths of a cent (Cloudflare's Containers pricing for the instance type). */
   managedInstanceHourMillicents: number;
+  /** Managed runners: the Docket URL the runner in a container calls; its host is served by this Worker itself (durable-objects/managed-runner.ts). */
+  managedRunnerDocketUrl: string;
 }
 
 export const DEFAULTS: Config = {
@@ -373,4 +375,5 @@ export const DEFAULTS: Config = {
   // A "basic" instance (1/4 vCPU, 1 GiB memory, 4 GB disk) at $0.000020 per vCPU-second, $0.0000025
   // per GiB-second of memory and $0.00000007 per GB-second of disk: about 2.8 cents an hour.
   managedInstanceHourMillicents: 2_800,
+  managedRunnerDocketUrl: "http://docket.internal",
 };

@@ -139,6 +139,7 @@ const VAR_NAMES: Record<keyof Config, string> = {
   managedPoolsPerTick: "MANAGED_POOLS_PER_TICK",
   managedRunnerProtocols: "MANAGED_RUNNER_PROTOCOLS",
   managedInstanceHourMillicents: "MANAGED_INSTANCE_HOUR_MILLICENTS",
+  managedRunnerDocketUrl: "MANAGED_RUNNER_DOCKET_URL",
 };
 
 export function parseConfig(vars: Record<string, unknown>): Config {
@@ -155,6 +156,8 @@ export function parseConfig(vars: Record<string, unknown>): Config {
       config.contractCheck = text;
     } else if (key === "runnerUpgradeHint") {
       config.runnerUpgradeHint = text;
+    } else if (key === "managedRunnerDocketUrl") {
+      config.managedRunnerDocketUrl = parseDocketUrl(text);
     } else if (key === "outboundAllowLoopback") {
       if (text !== "true" && text !== "false") throw new Error(`OUTBOUND_ALLOW_LOOPBACK must be true or false, got ${text}`);
       config.outboundAllowLoopback = text === "true";
@@ -216,4 +219,16 @@ function checkManagedRunners(config: Config): void {
   if (config.managedPoolIdleMs < 1 || config.managedPoolIdleMs > config.managedPoolIdleMaxMs) throw new Error("MANAGED_POOL_IDLE_MS must be at least 1 and at most MANAGED_POOL_IDLE_MAX_MS");
   if (config.managedPoolsPerTick < 1) throw new Error("MANAGED_POOLS_PER_TICK must be at least 1");
   if (config.managedRunnerProtocols.length === 0) throw new Error("MANAGED_RUNNER_PROTOCOLS must name at least one launch protocol");
+}
+
+/** The URL a managed runner calls: http(s), with a host the container's HTTP is intercepted for. */
+function parseDocketUrl(text: string): string {
+  let url: URL | null = null;
+  try {
+    url = new URL(text);
+  } catch {
+    // reported below
+  }
+  if (!url || (url.protocol !== "http:" && url.protocol !== "https:")) throw new Error(`MANAGED_RUNNER_DOCKET_URL must be an http(s) URL, got ${text}`);
+  return text;
 }
