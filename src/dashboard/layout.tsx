@@ -60,6 +60,7 @@ export function Layout(props: { title: string; signedIn?: boolean; admin?: boole
               <a href={`${DASH}/runs`}>Runs</a>
               <a href={`${DASH}/runners`}>Runners</a>
               <a href={`${DASH}/autopilot`}>Autopilot</a>
+              <a href={`${DASH}/managed`}>Managed runners</a>
               <a href={`${DASH}/credits`}>Credits</a>
               {props.admin && <a href={`${DASH}/tokens`}>Tokens</a>}
             </nav>

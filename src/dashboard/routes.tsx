@@ -14,6 +14,7 @@ import { DocketError } from "../errors";
 import { openReservations } from "../autopilot/run-reservations";
 import { HELD_JOB_STATUSES, REVIEW_JOB_STATUSES } from "../builds/states";
 import { autopilotProjectId } from "../protocol/autopilot";
+import { managedPoolId } from "../protocol/managed";
 import { buildJobId } from "../protocol/builds";
 import { machineId, runId, tokenId } from "../protocol/common";
 import { hourlyActivity } from "./activity";
@@ -21,6 +22,7 @@ import { apiCall, apiResponse, type Api } from "./api";
 import { DASH_SCRIPTS } from "./assets";
 import { AutopilotProjectPage, AutopilotProjectsPage, AutopilotTicketPage } from "./autopilot-pages";
 import { attemptMarks } from "./charts";
+import { ManagedRunnersPage } from "./managed-pages";
 import { CreditsPage, ErrorPage, QueuePage, RunnersPage, RunPage, RunsPage, SignInPage, TokensPage } from "./pages";
 import { DASH, endSession, requireSession, SESSION_ENDED, startSession, verifyMember } from "./session";
 
@@ -59,14 +61,16 @@ function isAdmin(c: Context<AppEnv>): boolean {
   return c.get("caller")?.role === "admin";
 }
 
-/**
- * A resolution form's body for the API: the cost as a number when it is one, otherwise as typed, so
- * the API's validation names what is wrong with it.
- */
+/** A form's number field for the API: a number when it is one, otherwise as typed, so the API's validation names what is wrong with it. */
+function formNumber(value: unknown): unknown {
+  const typed = typeof value === "string" ? value.trim() : value;
+  return typeof typed === "string" && /^\d{1,15}$/.test(typed) ? Number(typed) : typed;
+}
+
+/** A resolution form's body for the API: its cost and note. */
 async function resolution(c: Context<AppEnv>): Promise<{ cost_cents: unknown; note: unknown }> {
   const form = await c.req.parseBody();
-  const cost = typeof form.cost_cents === "string" ? form.cost_cents.trim() : form.cost_cents;
-  return { cost_cents: typeof cost === "string" && /^\d{1,15}$/.test(cost) ? Number(cost) : cost, note: typeof form.note === "string" ? form.note : undefined };
+  return { cost_cents: formNumber(form.cost_cents), note: typeof form.note === "string" ? form.note : undefined };
 }
 
 async function read(c: Context<AppEnv>, api: Api, path: string): Promise<Json> {
@@ -278,6 +282,57 @@ function actionRoutes(dash: Hono<AppEnv>, api: Api): void {
   dash.post("/tokens/:id/revoke", page(async (c) => act(c, api, "DELETE", `/v1/tokens/${tokenParam(c)}`, undefined, `${DASH}/tokens`)));
 }
 
+type Form = Record<string, unknown>;
+
+/** A form's optional number field: left out when empty. */
+const optionalNumber = (value: unknown) => (value === undefined || value === "" ? undefined : formNumber(value));
+
+/** The new pool form as the API's body; labels are typed separated by commas or spaces, the idle time in minutes. */
+function newPoolBody(form: Form): Json {
+  const labels = typeof form.labels === "string" ? form.labels.split(/[\s,]+/).filter(Boolean) : [];
+  const idleMinutes = optionalNumber(form.idle_minutes);
+  return {
+    name: typeof form.name === "string" ? form.name.trim() : form.name,
+    labels,
+    min_instances: optionalNumber(form.min_instances),
+    max_instances: formNumber(form.max_instances),
+    idle_ms: typeof idleMinutes === "number" ? idleMinutes * 60_000 : idleMinutes,
+  };
+}
+
+/** Stopping or deleting halts containers: the form says so and is sent with its box ticked. */
+function requireConfirmation(form: Form, what: string): void {
+  if (form.confirm !== "yes") throw new Refused(400, { code: "invalid_request", field: "confirm", message: `Tick the confirmation box: ${what} halts the pool's containers.` });
+}
+
+/** The "Managed runners" page and its forms, each one call to /v1/managed/pools (docs/managed-runners.md). */
+function managedRoutes(dash: Hono<AppEnv>, api: Api): void {
+  const poolParam = (c: Context<AppEnv>) => pathParam(c, "id", managedPoolId, "managed pool");
+  const back = (done: string) => `${DASH}/managed?done=${done}`;
+  dash.get("/managed", page(async (c) => {
+    const pools = (await read(c, api, `/v1/managed/pools?limit=${c.get("config").dashboardRowsMax}`)).pools as Json[];
+    return c.html(<ManagedRunnersPage pools={pools} admin={isAdmin(c)} notice={doneNotice(c)} />);
+  }));
+  dash.post("/managed/pools", page(async (c) => act(c, api, "POST", "/v1/managed/pools", newPoolBody(await c.req.parseBody()), back("pool+created"))));
+  dash.post("/managed/pools/:id/update", page(async (c) => {
+    const id = poolParam(c);
+    const form = await c.req.parseBody();
+    const body = { min_instances: optionalNumber(form.min_instances), max_instances: optionalNumber(form.max_instances) };
+    return act(c, api, "PATCH", `/v1/managed/pools/${id}`, body, back("pool+changed"));
+  }));
+  dash.post("/managed/pools/:id/start", page(async (c) => act(c, api, "POST", `/v1/managed/pools/${poolParam(c)}/start`, {}, back("pool+started"))));
+  dash.post("/managed/pools/:id/stop", page(async (c) => {
+    const id = poolParam(c);
+    requireConfirmation(await c.req.parseBody(), "stopping");
+    return act(c, api, "POST", `/v1/managed/pools/${id}/stop`, {}, back("pool+stopped"));
+  }));
+  dash.post("/managed/pools/:id/delete", page(async (c) => {
+    const id = poolParam(c);
+    requireConfirmation(await c.req.parseBody(), "deleting");
+    return act(c, api, "DELETE", `/v1/managed/pools/${id}`, undefined, back("pool+deleted"));
+  }));
+}
+
 /** The dashboard, calling `api` (the Worker's app) for everything it shows and does. */
 export function dashboardRoutes(api: Api): Hono<AppEnv> {
   const dash = new Hono<AppEnv>();
@@ -287,6 +342,7 @@ export function dashboardRoutes(api: Api): Hono<AppEnv> {
   dash.use("*", requireSession);
   readRoutes(dash, api);
   actionRoutes(dash, api);
+  managedRoutes(dash, api);
   // Last: any other path under /dash is the dashboard's own 404 page, not the API's JSON.
   dash.all("*", page(async (c) => {
     throw noSuch("page", c.req.path);

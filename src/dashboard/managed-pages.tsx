@@ -1,0 +1,118 @@
+/** @jsxImportSource hono/jsx */
+// The dashboard's "Managed runners" page: the organization's pools with their slots, the machines
+// their runners registered as, their state and estimated cost (GET /v1/managed/pools), and, for an
+// admin, the forms that create, start, stop, resize and delete them through the same API
+// (docs/managed-runners.md). Stopping and deleting halt containers, so each asks for a confirmation.
+
+import { at, Layout, TableWrap } from "./layout";
+import { DASH } from "./session";
+
+type Json = Record<string, any>;
+
+const poolAction = (id: string, what: string) => `${DASH}/managed/pools/${id}/${what}`;
+
+/** Thousandths of a cent an hour, as dollars an hour. */
+function perHour(millicents: number): string {
+  return `$${(millicents / 100_000).toFixed(3)}/h`;
+}
+
+function SlotRows(props: { pool: Json }) {
+  if (props.pool.slots.length === 0) return <p class="muted">No container runs in this pool.</p>;
+  return (
+    <TableWrap><table class="slots">
+      <thead><tr><th scope="col">Slot</th><th scope="col">Status</th><th scope="col">Runner</th><th scope="col">Machine</th><th scope="col">Started</th><th scope="col">Last seen</th><th scope="col">Last busy</th></tr></thead>
+      <tbody>
+        {props.pool.slots.map((s: Json) => (
+          <tr>
+            <td>{s.slot}</td>
+            <td class={s.status === "lost" ? "bad" : s.status === "connected" ? "ok" : "warn"}>{s.status}</td>
+            <td>{s.runner_name}</td>
+            <td>{s.machine_id ? <a href={`${DASH}/runners/${s.machine_id}`}>{s.machine_id}</a> : "—"}</td>
+            <td>{at(s.started_at_ms)}</td>
+            <td>{at(s.machine_last_seen_at_ms)}</td>
+            <td>{at(s.busy_at_ms)}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table></TableWrap>
+  );
+}
+
+/** A form that halts containers: it is sent only with its confirmation box ticked (the route checks it too). */
+function ConfirmedForm(props: { pool: Json; what: "stop" | "delete"; label: string; warning: string }) {
+  return (
+    <form class="inline" method="post" action={poolAction(props.pool.id, props.what)}>
+      <label>
+        <input type="checkbox" name="confirm" value="yes" required /> {props.warning}
+      </label>{" "}
+      <button type="submit" class="danger" aria-label={`${props.label} ${props.pool.name}`}>{props.label}</button>
+    </form>
+  );
+}
+
+function PoolActions(props: { pool: Json }) {
+  const { pool } = props;
+  return (
+    <>
+      <form method="post" action={poolAction(pool.id, "update")}>
+        <label>Minimum <input type="number" name="min_instances" min="0" value={String(pool.min_instances)} /></label>{" "}
+        <label>Maximum <input type="number" name="max_instances" min="1" value={String(pool.max_instances)} /></label>{" "}
+        <button type="submit" aria-label={`Save ${pool.name}`}>Save</button>
+      </form>
+      <p>
+        {pool.state === "stopped" ? (
+          <form class="inline" method="post" action={poolAction(pool.id, "start")}>
+            <button type="submit" aria-label={`Start ${pool.name}`}>Start</button>
+          </form>
+        ) : (
+          <ConfirmedForm pool={pool} what="stop" label="Stop" warning="halt its containers" />
+        )}{" "}
+        <ConfirmedForm pool={pool} what="delete" label="Delete" warning="halt its containers and delete the pool" />
+      </p>
+    </>
+  );
+}
+
+function Pool(props: { pool: Json; admin: boolean }) {
+  const { pool } = props;
+  return (
+    <section id={`pool-${pool.id}`}>
+      <h2>{pool.name}</h2>
+      <p>
+        <span class="state">{pool.state}</span>; labels {pool.labels.length ? pool.labels.join(", ") : "none"}; {pool.min_instances} to {pool.max_instances} instances;
+        idle after {Math.round(pool.idle_ms / 60_000)} min; estimated cost {perHour(pool.estimated_cost.running_hour_millicents)} now
+        ({perHour(pool.estimated_cost.instance_hour_millicents)} per instance)
+      </p>
+      <SlotRows pool={pool} />
+      {props.admin && <PoolActions pool={pool} />}
+    </section>
+  );
+}
+
+function CreateForm() {
+  return (
+    <form method="post" action={`${DASH}/managed/pools`}>
+      <h2>New pool</h2>
+      <p>
+        <label>Name <input type="text" name="name" required /></label>{" "}
+        <label>Labels <input type="text" name="labels" placeholder="gpu, linux" /></label>{" "}
+        <label>Minimum <input type="number" name="min_instances" min="0" value="0" /></label>{" "}
+        <label>Maximum <input type="number" name="max_instances" min="1" value="1" required /></label>{" "}
+        <label>Idle minutes <input type="number" name="idle_minutes" min="1" placeholder="default" /></label>{" "}
+        <button type="submit">Create</button>
+      </p>
+    </form>
+  );
+}
+
+export function ManagedRunnersPage(props: { pools: Json[]; admin: boolean; notice?: string }) {
+  return (
+    <Layout title="Managed runners" signedIn admin={props.admin}>
+      <h1>Managed runners</h1>
+      {props.notice && <p class="ok" role="status">{props.notice}</p>}
+      <p class="muted">Runner containers Docket starts for this organization; they register and claim like any runner.</p>
+      {props.pools.length === 0 ? <p class="muted">No managed pool is configured.</p> : props.pools.map((pool) => <Pool pool={pool} admin={props.admin} />)}
+      {props.admin && <CreateForm />}
+    </Layout>
+  );
+}
