@@ -13,16 +13,19 @@ import { registrationToken } from './lib/docket.mjs';
 import { tally } from './lib/github-counter.mjs';
 import { createProject, cronTick, deliverLabeled, eventually, readTicket, REPO, startStandIn } from './lib/github-project.mjs';
 import { client, pool } from './lib/http.mjs';
-import { ROOT, stateDir } from './lib/local-worker.mjs';
+import { runnerCli, stateDir } from './lib/local-worker.mjs';
 import { round, summarize } from './lib/stats.mjs';
 
-const CLI = join(ROOT, 'runner-cli', 'bin', 'docket-runner.mjs');
 const MINUTE_TICKS_PER_HOUR = 60;
 /** The ticket statuses that say reconciliation found the issue and decided on it (docs/autopilot.md, "Admission"). */
 const FOUND = new Set(['admitted', 'capacity_wait']);
+/** How long GitHub hears nothing before the burst's deliveries count as all consumed (a retry waits 5 s: none is expected). */
+const BURST_QUIET_MS = 3_000;
+/** The characters of the publishing runner's stderr kept for a report. */
+const STDERR_KEPT = 600;
 
 /**
- * @typedef {{ readyIssues: number[], warmupTicks: number, warmupTicksMax: number, windowTicks: number, lostWebhookTicksMax: number,
+ * @typedef {{ readyIssues: number[], warmupTicks: number, warmupTicksMax: number, windowTicks: number, lostWebhookTicksMax: number, sharedIssues: number,
  *   webhookSamples: number, burstIssues: number, burstDeliveries: number, burstConcurrency: number,
  *   publications: number }} AutopilotConfig
  * @typedef {<T>(vars: Record<string, string>, measure: (url: string) => Promise<T>) => Promise<T>} WithDocket
@@ -30,7 +33,8 @@ const FOUND = new Set(['admitted', 'capacity_wait']);
 
 /**
  * The whole section: one Docket of its own per N (an idle project alone in its deployment, as the
- * cron tick serves every project), then one for the webhook door, the burst and publication.
+ * cron tick serves every project), one for two projects sharing an installation, the webhook door
+ * and the burst, one for publication.
  * @param {WithDocket} withDocket @param {Record<string, string>} vars @param {AutopilotConfig} cfg @param {(line: string) => void} say
  */
 export async function autopilotBudget(withDocket, vars, cfg, say) {
@@ -42,16 +46,21 @@ export async function autopilotBudget(withDocket, vars, cfg, say) {
     idle.push(row);
   }
   const doors = await withDocket(vars, async (url) => {
+    // First, while the Docket holds no other project for its cron ticks to visit.
+    const shared = await sharedInstallation(url, cfg);
+    say(`  two projects sharing an installation, ${shared.issues_each} ready issues each: ${shared.projects.map((p) => `${p.examined} examined`).join(' and ')} in their first full pass (${shared.ticks} ticks)`);
     const webhook = await webhookDoor(url, cfg.webhookSamples);
     say(`  webhook door: ${webhook.counted_per_admitted} counted requests per admitted issue; labelled → queued p50 ${round(webhook.labelled_to_queued_ms.p50, 0)} ms, p99 ${round(webhook.labelled_to_queued_ms.p99, 0)} ms`);
     const burst = await deliveryBurst(url, cfg);
     say(`  burst: ${burst.deliveries} deliveries over ${burst.issues} issues: ${burst.runs_admitted} runs admitted, ${burst.errors} errors`);
-    const publication = cfg.publications > 0 ? await publications(url, cfg.publications).catch((e) => ({ failed: String(e?.message ?? e) })) : null;
-    if (publication?.failed) say(`  publication: not measured: ${publication.failed}`);
-    else if (publication) say(`  publication: ${publication.counted_to_comment.mean} counted requests from the push credential to the comment (${publication.counted_whole.mean} with the label move)`);
-    return { webhook, burst, publication };
+    return { shared, webhook, burst };
   });
-  return { idle, ...doors, config: cfg };
+  // Publication in a Docket of its own: its one webhook delivery must not queue behind another
+  // measurement's (the local Queues consumer takes one batch at a time).
+  const publication = cfg.publications > 0 ? await withDocket(vars, (url) => publications(url, cfg.publications)).catch((e) => ({ failed: String(e?.message ?? e) })) : null;
+  if (publication?.failed) say(`  publication: not measured: ${publication.failed}`);
+  else if (publication) say(`  publication: ${publication.counted_to_comment.mean} counted requests from the push credential to the comment (${publication.counted_whole.mean} with the label move)`);
+  return { idle, ...doors, publication, config: cfg };
 }
 
 /**
@@ -64,9 +73,13 @@ async function idleProject(url, n, cfg) {
   const api = client(url);
   const standIn = await startStandIn();
   try {
+    const seedStarted = performance.now();
     standIn.addReadyIssues(1, n);
+    const seedMs = performance.now() - seedStarted;
     const { org, projectId } = await createProject(api, standIn, { name: `idle-${n}`, queueCapacity: 5 });
+    const warmupStarted = performance.now();
     const warmup = await warmUp(api, url, org.admin, projectId, cfg);
+    const warmupMs = performance.now() - warmupStarted;
     const warmupCost = tally(standIn.counter.calls);
     const perTick = [];
     const tickMs = [];
@@ -89,7 +102,9 @@ async function idleProject(url, n, cfg) {
     }
     return {
       ready_issues: n,
+      seed_ms: round(seedMs, 0),
       warmup_ticks: warmup.ticks,
+      warmup_ms: round(warmupMs, 0),
       // The window follows the project's first full pass, unless the warm-up's bound came first.
       first_pass_finished: warmup.firstPassFinished,
       warmup_counted: warmupCost.counted,
@@ -126,6 +141,41 @@ async function warmUp(api, url, token, projectId, cfg) {
 }
 
 /**
+ * Two projects of one GitHub App installation, each watching a repository of its own with
+ * `sharedIssues` ready issues (queue capacity 5, no runner): cron ticks until both first full
+ * passes finished (at most `warmupTicksMax`), then each project's tickets are listed. Every ready
+ * issue examined once in the pass has a ticket that is admitted or waits for capacity (docs/autopilot.md, "Reconciliation").
+ * @param {string} url @param {AutopilotConfig} cfg
+ */
+async function sharedInstallation(url, cfg) {
+  const api = client(url);
+  const standIn = await startStandIn();
+  try {
+    const repositories = [REPO, `${REPO}-too`];
+    const projects = [];
+    for (const [i, repository] of repositories.entries()) {
+      standIn.addReadyIssues(1, cfg.sharedIssues, repository);
+      const { org, projectId } = await createProject(api, standIn, { name: `shared-${i + 1}`, queueCapacity: 5, repository });
+      projects.push({ token: org.admin, projectId });
+    }
+    let ticks = 0;
+    /** @type {boolean[]} */
+    let finished = [];
+    while (ticks < cfg.warmupTicksMax && (ticks === 0 || finished.includes(false))) {
+      await cronTick(url);
+      ticks += 1;
+      finished = await Promise.all(projects.map(async (p) => Boolean((await api.call('GET', `/v1/autopilot/projects/${p.projectId}`, { token: p.token })).body?.reconciliation?.last_full_pass_finished_at_ms)));
+    }
+    // Found and decided on: admitted or waiting for capacity.
+    const tickets = await Promise.all(projects.map((p) => everyPage(api, p.token, `/v1/autopilot/projects/${p.projectId}/tickets`, 'tickets')));
+    const examined = tickets.map((list) => list.filter((t) => FOUND.has(t.status)).length);
+    return { issues_each: cfg.sharedIssues, ticks, projects: examined.map((n, i) => ({ examined: n, first_pass_finished: finished[i] })) };
+  } finally {
+    await standIn.stop();
+  }
+}
+
+/**
  * The webhook door, one issue at a time: a person labels it, its delivery is posted, and the clock
  * stops when its run reads queued (the ticket and the run polled every few ms). Every counted
  * GitHub request over the samples, divided by the issues admitted.
@@ -141,7 +191,7 @@ async function webhookDoor(url, samples) {
     for (let number = 1; number <= samples; number++) {
       standIn.addReadyIssues(number, number);
       const sent = performance.now();
-      const status = await deliverLabeled(api, projectId, number);
+      const status = await deliverLabeled(api, standIn, projectId, number);
       if (status !== 202) throw new Error(`the webhook of issue ${number} answered ${status}`);
       let ticket = null;
       const runId = await eventually(() => `issue ${number}'s run; its ticket: ${JSON.stringify(ticket)}`, async () => (ticket = await readTicket(api, org.admin, projectId, number))?.run_id, 120_000, 5);
@@ -175,15 +225,22 @@ async function deliveryBurst(url, cfg) {
     const order = Array.from({ length: cfg.burstDeliveries }, (_, i) => (i % cfg.burstIssues) + 1).sort(() => Math.random() - 0.5);
     const start = standIn.counter.mark();
     const started = performance.now();
-    const statuses = await pool(order.length, cfg.burstConcurrency, (i) => deliverLabeled(api, projectId, order[i]));
+    const statuses = await pool(order.length, cfg.burstConcurrency, (i) => deliverLabeled(api, standIn, projectId, order[i]));
     const answeredMs = performance.now() - started;
+    // The project's ticket list, one request a probe (a hundred reads at once would measure the local proxy).
     const admitted = async () => {
-      const runs = await Promise.all(Array.from({ length: cfg.burstIssues }, (_, i) => readTicket(api, org.admin, projectId, i + 1)));
-      return runs.every((t) => t?.run_id) ? true : null;
+      const tickets = await everyPage(api, org.admin, `/v1/autopilot/projects/${projectId}/tickets`, 'tickets');
+      return tickets.filter((t) => t.run_id).length === cfg.burstIssues ? true : null;
     };
-    const settled = await eventually('every burst issue admitted', admitted, 120_000, 500).catch(() => false);
+    const settled = await eventually('every burst issue admitted', admitted, 120_000, 250).catch(() => false);
     const settledMs = performance.now() - started;
-    const runs = await runsOfOrg(api, org.admin);
+    // Deliveries of an issue that already has its run are still queued: each reads GitHub when it
+    // is consumed. The runs are counted once GitHub has heard nothing for a while (a duplicate that
+    // admitted a second run is counted), and the stand-in stops only then.
+    const drained = await quietFor(standIn.counter, BURST_QUIET_MS, 120_000);
+    // Consumed by the stand-in's last call.
+    const drainedMs = performance.now() - started - (Date.now() - (standIn.counter.calls.at(-1)?.atMs ?? Date.now()));
+    const runs = (await everyPage(api, org.admin, '/v1/runs', 'runs')).length;
     const cost = tally(standIn.counter.since(start));
     return {
       issues: cfg.burstIssues,
@@ -194,6 +251,8 @@ async function deliveryBurst(url, cfg) {
       errors: statuses.filter((s) => s !== 202).length,
       answered_ms: round(answeredMs, 0),
       admitted_ms: round(settledMs, 0),
+      every_delivery_consumed: drained,
+      consumed_ms: round(drainedMs, 0),
       counted_per_run: round(cost.counted / Math.max(1, runs), 2),
     };
   } finally {
@@ -201,18 +260,31 @@ async function deliveryBurst(url, cfg) {
   }
 }
 
-/** How many runs the organization has (every page). @param {ReturnType<typeof client>} api @param {string} token */
-async function runsOfOrg(api, token) {
-  let count = 0;
+/**
+ * Waits until the stand-in has had no request for `quietMs` (at most `timeoutMs`); false when it never was.
+ * @param {Awaited<ReturnType<typeof startStandIn>>['counter']} counter @param {number} quietMs @param {number} timeoutMs
+ */
+async function quietFor(counter, quietMs, timeoutMs) {
+  const quiet = async () => Date.now() - (counter.calls.at(-1)?.atMs ?? 0) >= quietMs;
+  return eventually('the stand-in to be quiet', quiet, timeoutMs, 250).catch(() => false);
+}
+
+/**
+ * Every item of a paged list (`{ [field]: [...], next_cursor }`), at most 100 pages of 100.
+ * @param {ReturnType<typeof client>} api @param {string} token @param {string} path @param {string} field
+ * @returns {Promise<any[]>}
+ */
+async function everyPage(api, token, path, field) {
+  const items = [];
   let cursor = null;
   for (let page = 0; page < 100; page++) {
-    const res = await api.call('GET', `/v1/runs?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, { token });
-    if (res.status !== 200) throw new Error(`GET /v1/runs: ${res.status} ${JSON.stringify(res.body)}`);
-    count += res.body.runs.length;
+    const res = await api.call('GET', `${path}?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, { token });
+    if (res.status !== 200) throw new Error(`GET ${path}: ${res.status} ${JSON.stringify(res.body)}`);
+    items.push(...res.body[field]);
     cursor = res.body.next_cursor ?? null;
-    if (!cursor) return count;
+    if (!cursor) return items;
   }
-  throw new Error('GET /v1/runs: more than 100 pages');
+  throw new Error(`GET ${path}: more than 100 pages`);
 }
 
 /**
@@ -237,7 +309,9 @@ async function publications(url, samples) {
     /** @type {Record<string, number>} */
     const byKind = {};
     for (let number = 1; number <= samples; number++) {
-      const cost = await publishOne(api, standIn, org.admin, projectId, number);
+      const cost = await publishOne(api, standIn, org.admin, projectId, number).catch((e) => {
+        throw new Error(`${e?.message ?? e}; ${runner.status()}`);
+      });
       toComment.push(cost.toComment.counted);
       whole.push(cost.whole);
       for (const [kind, count] of Object.entries(cost.toComment.by_kind)) byKind[kind] = (byKind[kind] ?? 0) + count;
@@ -258,7 +332,7 @@ async function publications(url, samples) {
 async function publishOne(api, standIn, token, projectId, number) {
   standIn.addReadyIssues(number, number);
   const mark = standIn.counter.mark();
-  if ((await deliverLabeled(api, projectId, number)) !== 202) throw new Error(`the webhook of issue ${number} was refused`);
+  if ((await deliverLabeled(api, standIn, projectId, number)) !== 202) throw new Error(`the webhook of issue ${number} was refused`);
   let ticket = null;
   const lastError = async () => JSON.stringify((await api.call('GET', `/v1/autopilot/projects/${projectId}`, { token })).body?.last_error ?? null);
   let projectError = 'null';
@@ -302,12 +376,17 @@ async function startRunner(api, admin, dir) {
   const home = join(dir, 'runner');
   mkdirSync(home, { recursive: true });
   const env = runnerEnv(home);
-  const reg = await exec([CLI, 'register', '--server', api.base, '--token', await registrationToken(api, admin), '--name', 'publisher'], env);
+  const reg = await exec([runnerCli(), 'register', '--server', api.base, '--token', await registrationToken(api, admin), '--name', 'publisher'], env);
   if (reg.code !== 0) throw new Error(`docket-runner register: ${reg.output}`);
-  const child = spawn(process.execPath, [CLI, 'listen', '--json'], { env, stdio: ['ignore', 'ignore', 'ignore'] });
+  const child = spawn(process.execPath, [runnerCli(), 'listen', '--json'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
   const forget = atExit(() => child.kill('SIGKILL'));
   child.once('exit', forget);
+  // The end of what it said on stderr, for a publication that could not be measured.
+  let stderr = '';
+  child.stderr?.on('data', (chunk) => (stderr = (stderr + chunk).slice(-STDERR_KEPT)));
   return {
+    /** Whether it still runs and what it last said on stderr, as a sentence. */
+    status: () => `the runner ${child.exitCode === null && child.signalCode === null ? 'is listening' : `exited (${child.exitCode ?? child.signalCode})`}${stderr ? `, its stderr ends: ${stderr.trim()}` : ''}`,
     stop: async () => {
       child.kill('SIGTERM');
       await exitWithin(child, 10_000);

@@ -10,14 +10,13 @@ import { join } from 'node:path';
 import { atExit } from './lib/cleanup.mjs';
 import { createOrg, registrationToken } from './lib/docket.mjs';
 import { client, sleep } from './lib/http.mjs';
-import { ROOT, stateDir } from './lib/local-worker.mjs';
+import { runnerCli, stateDir } from './lib/local-worker.mjs';
 import { RUNNER_LABELS } from './lib/seed.mjs';
 import { round, summarize } from './lib/stats.mjs';
 import { countingProxy, exec, exitWithin, runnerEnv } from './idle.mjs';
 import { AGENT_IMAGE, dockerEngine, gatewayRelay } from '../runner-cli/test/helpers/docker-engine.mjs';
 import { fakeE2b } from '../runner-cli/test/helpers/fake-e2b.mjs';
 
-const CLI = join(ROOT, 'runner-cli', 'bin', 'docket-runner.mjs');
 /** The agent: it works until SIGTERM, then exits at once. */
 const AGENT = "process.on('SIGTERM', () => process.exit(0));\nsetInterval(() => {}, 1000);\n";
 /** How long one step of a sample may take before the section fails. */
@@ -84,9 +83,9 @@ async function measureCancels(url, cfg, say, launcher) {
   const agentPath = join(home.dir, 'agent.mjs');
   writeFileSync(agentPath, AGENT);
   const env = { ...runnerEnv(home.dir), ...launcher.env };
-  const reg = await exec([CLI, 'register', '--server', proxy.url, '--token', await registrationToken(api, org.admin), '--name', 'cancel', '--label', RUNNER_LABELS.join(',')], env);
+  const reg = await exec([runnerCli(), 'register', '--server', proxy.url, '--token', await registrationToken(api, org.admin), '--name', 'cancel', '--label', RUNNER_LABELS.join(',')], env);
   if (reg.code !== 0) throw new Error(`docket-runner register: ${reg.output}`);
-  const child = spawn(process.execPath, [CLI, 'listen', '--json', ...launcher.listenArgs], { env, stdio: ['ignore', 'pipe', 'ignore'] });
+  const child = spawn(process.execPath, [runnerCli(), 'listen', '--json', ...launcher.listenArgs], { env, stdio: ['ignore', 'pipe', 'ignore'] });
   const forget = atExit(() => child.kill('SIGKILL'));
   child.once('exit', forget);
   const events = runnerEvents(child);

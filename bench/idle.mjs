@@ -7,15 +7,13 @@
 import { spawn } from 'node:child_process';
 import { createServer, request } from 'node:http';
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { createOrg, parseCost, registrationToken } from './lib/docket.mjs';
 import { client, sleep } from './lib/http.mjs';
 import { atExit } from './lib/cleanup.mjs';
-import { ROOT, stateDir } from './lib/local-worker.mjs';
+import { runnerCli, stateDir } from './lib/local-worker.mjs';
 import { RUNNER_LABELS } from './lib/seed.mjs';
 import { round, summarize } from './lib/stats.mjs';
 
-const CLI = join(ROOT, 'runner-cli', 'bin', 'docket-runner.mjs');
 const CLAIM_PATH = '/v1/runners/claim';
 const HEARTBEAT_PATH = '/v1/runners/heartbeat';
 
@@ -59,9 +57,9 @@ export async function idleCost(url, cfg, say) {
       const env = runnerEnv(home.dir);
       const token = await registrationToken(api, org.admin);
       // Not spawnSync: the registration goes through the proxy, which runs in this process.
-      const reg = await exec([CLI, 'register', '--server', proxy.url, '--token', token, '--name', `idle-${i}`, '--label', RUNNER_LABELS.join(',')], env);
+      const reg = await exec([runnerCli(), 'register', '--server', proxy.url, '--token', token, '--name', `idle-${i}`, '--label', RUNNER_LABELS.join(',')], env);
       if (reg.code !== 0) throw new Error(`docket-runner register: ${reg.output}`);
-      const child = spawn(process.execPath, [CLI, 'listen', '--json'], { env, stdio: ['ignore', 'ignore', 'ignore'] });
+      const child = spawn(process.execPath, [runnerCli(), 'listen', '--json'], { env, stdio: ['ignore', 'ignore', 'ignore'] });
       children.push(child);
       const forget = atExit(() => child.kill('SIGKILL'));
       child.once('exit', forget);

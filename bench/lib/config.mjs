@@ -97,6 +97,7 @@ export function readConfig() {
       warmupTicksMax: int('BENCH_AUTOPILOT_WARMUP_TICKS_MAX', 25, 15),
       windowTicks: int('BENCH_AUTOPILOT_TICKS', 10, 5),
       lostWebhookTicksMax: int('BENCH_AUTOPILOT_LOST_TICKS_MAX', 10, 5),
+      sharedIssues: int('BENCH_AUTOPILOT_SHARED_ISSUES', 120),
       webhookSamples: int('BENCH_AUTOPILOT_WEBHOOK_SAMPLES', 50, 15),
       burstIssues: 100,
       burstDeliveries: int('BENCH_AUTOPILOT_BURST', 1_000, 300),

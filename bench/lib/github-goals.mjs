@@ -14,6 +14,7 @@ export function autopilotGoalRows(a) {
   const goals = [
     ['counted GitHub requests per hour, one idle project (queue capacity 5, no runner), every N ready issues', '≤ 120 at every N', `an installation may make ${f(INSTALLATION_LIMIT_PER_HOUR, 0)} an hour`],
     ['cron ticks until a lost webhook is found, every N', '≤ 2', 'GitHub never delivers a failed webhook again'],
+    ['two projects sharing an installation: their ready issues examined in each one\'s first full pass', 'every one', 'a skipped issue\'s lost webhook is never recovered'],
     ['counted GitHub requests per admitted issue (webhook door)', '≤ 3', 'the issue, its blockers, its events'],
     ['counted GitHub requests per published pull request (push credential to comment)', '≤ 8', '–'],
     ['labelled → run queued, webhook door, p50 / p99', '≤ 100 ms / 500 ms locally', 'GitHub wants an answer within 10 s'],
@@ -28,6 +29,7 @@ export function autopilotGoalRows(a) {
   const figures = [
     [`${range(perHour, 0)} (N = ${ns})`, met(Math.max(...perHour) <= 120)],
     [lost.includes(null) ? `more than ${a.config.lostWebhookTicksMax} at some N` : range(lost, 0), met(!lost.includes(null) && Math.max(...lost) <= 2)],
+    sharedFigure(a.shared),
     [f(a.webhook.counted_per_admitted, 2), met(a.webhook.counted_per_admitted <= 3)],
     a.publication?.failed ? [`– (not measured: ${a.publication.failed})`, '**no**'] :
     publication === undefined ? ['– (no publication measured)', '–'] : [`${f(publication, 0)} (largest of ${a.publication.samples})`, met(publication <= 8)],
@@ -35,4 +37,11 @@ export function autopilotGoalRows(a) {
     [`${a.burst.runs_admitted} / ${a.burst.errors} (${f(a.burst.deliveries, 0)} deliveries)`, met(a.burst.runs_admitted === a.burst.issues && a.burst.errors === 0)],
   ];
   return goals.map(([measure, goal, anchor], i) => [measure, figures[i][0], goal, anchor, figures[i][1]]);
+}
+
+/** The shared installation's figure and whether it met its goal: every ready issue of both projects examined. @param {any} shared */
+function sharedFigure(shared) {
+  if (!shared) return ['– (not measured)', '–'];
+  const each = shared.projects.map((/** @type {any} */ p) => `${f(p.examined, 0)} of ${f(shared.issues_each, 0)}`).join(' and ');
+  return [`${each} (${shared.ticks} ticks)`, met(shared.projects.every((/** @type {any} */ p) => p.examined === shared.issues_each))];
 }

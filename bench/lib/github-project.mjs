@@ -32,11 +32,11 @@ export async function startStandIn({ htmlUrlBase } = {}) {
     github,
     counter,
     privateKey: appKeys.privateKey,
-    /** Issues `from`..`to` exist, labelled ready by a person, with no webhook delivered. */
-    addReadyIssues(from, to) {
+    /** Issues `from`..`to` of `repository` exist, labelled ready by a person, with no webhook delivered. */
+    addReadyIssues(from, to, repository = REPO) {
       for (let number = from; number <= to; number++) {
-        github.state.addIssue(REPO, number, { title: `Issue ${number}`, body: BRIEF, labels: [] });
-        github.state.label(REPO, number, 'ready', PERSON);
+        github.state.addIssue(repository, number, { title: `Issue ${number}`, body: BRIEF, labels: [] });
+        github.state.label(repository, number, 'ready', PERSON);
       }
     },
     stop: async () => {
@@ -47,17 +47,17 @@ export async function startStandIn({ htmlUrlBase } = {}) {
 }
 
 /**
- * An organization and one project of it on the stand-in (through its counter).
+ * An organization and one project of it on the stand-in (through its counter), watching `repository`.
  * @param {import('./docket.mjs').Client} api @param {Awaited<ReturnType<typeof startStandIn>>} standIn
- * @param {{ name: string, queueCapacity: number, launch?: string[] }} o
+ * @param {{ name: string, queueCapacity: number, launch?: string[], repository?: string }} o
  */
-export async function createProject(api, standIn, { name, queueCapacity, launch = ['agent', 'run'] }) {
+export async function createProject(api, standIn, { name, queueCapacity, launch = ['agent', 'run'], repository = REPO }) {
   const org = await createOrg(api, `bench-${name}`);
   const res = await api.call('POST', '/v1/autopilot/projects', {
     token: org.admin,
     body: {
       name,
-      repository: REPO,
+      repository,
       ready_label: 'ready',
       queue_capacity: queueCapacity,
       run: { launch: { command: launch }, labels: [] },
@@ -70,12 +70,22 @@ export async function createProject(api, standIn, { name, queueCapacity, launch 
 }
 
 /**
- * Delivers the `labeled` event of issue `number` as GitHub does (signed), under `deliveryId`;
- * answers the HTTP status, or 0 when the connection failed.
- * @param {import('./docket.mjs').Client} api @param {string} projectId @param {number} number
+ * Delivers the `labeled` event of issue `number` as GitHub does (signed, the issue as the stand-in
+ * holds it, as GitHub's payload states it), under `deliveryId`; answers the HTTP status, or 0 when
+ * the connection failed.
+ * @param {import('./docket.mjs').Client} api @param {Awaited<ReturnType<typeof startStandIn>>} standIn
+ * @param {string} projectId @param {number} number
  */
-export async function deliverLabeled(api, projectId, number, deliveryId = randomUUID()) {
-  const payload = { action: 'labeled', label: { name: 'ready' }, issue: { number }, repository: { full_name: REPO }, sender: PERSON };
+export async function deliverLabeled(api, standIn, projectId, number, deliveryId = randomUUID()) {
+  const [owner, name] = REPO.split('/');
+  const payload = {
+    action: 'labeled',
+    issue: standIn.github.state.issueJson(REPO, number),
+    label: { name: 'ready', color: '0e8a16', default: false, description: null },
+    repository: { name, full_name: REPO, private: true, owner: { login: owner, type: 'Organization' } },
+    sender: PERSON,
+    installation: { id: Number(standIn.github.installationId) },
+  };
   const body = JSON.stringify(payload);
   try {
     const res = await fetch(`${api.base}/v1/autopilot/projects/${projectId}/webhook`, {

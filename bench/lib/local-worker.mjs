@@ -3,7 +3,7 @@
 // with `wrangler d1 migrations apply --local` to a fresh persist directory; D1, Durable Objects
 // and Queues all local. Nothing here reaches the internet.
 import { spawnSync } from 'node:child_process';
-import { cpSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -55,16 +55,44 @@ const DOCKET_SOURCES = ['wrangler.toml', 'package.json', 'tsconfig.json', 'src',
  */
 export function snapshotDocket(from) {
   const { dir } = stateDir('source');
+  // The container images wrangler.toml names are checked when it is read (a local run starts none):
+  // their directory comes too, as git knows it (not what it ignores there, such as a staged build).
+  const containers = gitFiles(from === 'head' ? ['ls-tree', '-r', '--name-only', 'HEAD', 'containers'] : ['ls-files', '--cached', '--others', '--exclude-standard', 'containers']);
   if (from === 'head') {
-    const archive = spawnSync('git', ['archive', '--format=tar', 'HEAD', ...DOCKET_SOURCES], { cwd: ROOT, maxBuffer: 256 * 1024 * 1024 });
+    const archive = spawnSync('git', ['archive', '--format=tar', 'HEAD', ...DOCKET_SOURCES, ...(containers.length > 0 ? ['containers'] : [])], { cwd: ROOT, maxBuffer: 256 * 1024 * 1024 });
     if (archive.status !== 0) throw new Error(`git archive HEAD: ${archive.stderr}`);
     const untar = spawnSync('tar', ['-x', '-C', dir], { input: archive.stdout });
     if (untar.status !== 0) throw new Error(`tar: ${untar.stderr}`);
   } else {
-    for (const path of DOCKET_SOURCES) cpSync(join(ROOT, path), join(dir, path), { recursive: true });
+    for (const path of [...DOCKET_SOURCES, ...containers.filter((file) => existsSync(join(ROOT, file)))]) cpSync(join(ROOT, path), join(dir, path), { recursive: true });
   }
   symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'), 'dir'); // the bundler resolves packages here
   return join(dir, 'wrangler.toml');
+}
+
+/** The files `git <args>` lists, one a line, from the repository's root. @param {string[]} args */
+function gitFiles(args) {
+  const r = spawnSync('git', args, { cwd: ROOT, encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`git ${args.join(' ')}: ${r.stderr}`);
+  return r.stdout.split('\n').filter(Boolean);
+}
+
+/** The runner CLI's entry in its copy (runnerCli). */
+let runnerEntry = '';
+
+/**
+ * The runner CLI (`docket-runner`) the benchmarks run, from a copy of its build made at its first
+ * use, for the reason Docket's source is copied: a rebuild of runner-cli/dist during a run (the
+ * tests' global setup removes it first) would otherwise leave a runner started then with no CLI.
+ * The copy is removed at exit.
+ */
+export function runnerCli() {
+  if (runnerEntry) return runnerEntry;
+  const { dir } = stateDir('runner-cli');
+  for (const path of ['package.json', 'bin', 'dist']) cpSync(join(ROOT, 'runner-cli', path), join(dir, 'runner-cli', path), { recursive: true });
+  symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'), 'dir'); // its packages resolve here
+  runnerEntry = join(dir, 'runner-cli', 'bin', 'docket-runner.mjs');
+  return runnerEntry;
 }
 
 /** Applies a config's D1 migrations to the local database under `persist`. */
