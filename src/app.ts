@@ -7,6 +7,7 @@ import { boundedBody } from "./bounds";
 import { loadConfig } from "./config";
 import { DocketError, errorResponse } from "./errors";
 import { countFailedAuth } from "./rate-limit";
+import { rootCause } from "./lib/error-causes";
 import { log } from "./lib/log";
 import { DOCS_PAGE, openApiDocument } from "./openapi/document";
 import { autopilotProjectRoutes } from "./routes/autopilot-projects";
@@ -111,6 +112,7 @@ app.onError(async (err, c) => {
     // Hono's own refusals, such as a body that is not JSON.
     return errorResponse(new DocketError("invalid_request", err.message || "malformed request", { field: "body" }));
   }
-  log("http.internal_error", { method: c.req.method, path: c.req.path, reason: String(err), stack: (err as Error).stack });
+  // `cause`: what the error wraps, such as D1's refusal under drizzle's "Failed query" (the statement alone).
+  log("http.internal_error", { method: c.req.method, path: c.req.path, reason: String(err), cause: rootCause(err), stack: (err as Error).stack });
   return errorResponse(new DocketError("internal", "internal error"));
 });
