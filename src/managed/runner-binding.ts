@@ -5,11 +5,11 @@
 import type { Env } from "../env";
 import { DocketError } from "../errors";
 
-/** What a pool asks of one container; launch is idempotent (a running container is left as it is). */
+/** What a pool asks of one container (durable-objects/managed-runner.ts); launch is idempotent (a running container is left as it is). */
 export interface ManagedRunnerApi {
   launch(spec: { registrationToken: string; name: string; labels: string[] }): Promise<void>;
   halt(): Promise<void>;
-  state(): Promise<{ running: boolean; startedAt: number | null; name: string | null }>;
+  runnerState(): Promise<{ running: boolean; startedAt: number | null; name: string | null }>;
 }
 
 /** The binding as the Worker's Env declares it (optional: Containers may be off). */

@@ -49,7 +49,7 @@ export class FakeContainers {
         c.running = false;
         c.halts += 1;
       },
-      state: async () => {
+      runnerState: async () => {
         const c = this.container(name);
         return { running: c.running, startedAt: null, name: c.launches.at(-1)?.name ?? null };
       },
