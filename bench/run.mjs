@@ -34,6 +34,7 @@ of autopilot projects, against a local GitHub stand-in). Nothing reaches the int
   BENCH_SECTIONS=cancel npm run bench
   BENCH_SECTIONS=autopilot npm run bench   the autopilot section alone, results in autopilot.*
   BENCH_UPDATE_DOCS=1 npm run bench also replaces "Latest results" in docs/BENCHMARKS.md
+                                    (with BENCH_SECTIONS=autopilot, its autopilot figures)
 
 A full run with the defaults writes bench/results/latest.json and latest.md (quick.* for a quick
 run, custom.* with other settings). Settings, all environment variables (default, quick default):
@@ -175,8 +176,10 @@ mkdirSync(outDir, { recursive: true });
 /** @type {any} */ (results).charts = writeCharts(results, outDir, name);
 writeFileSync(join(outDir, `${name}.json`), `${JSON.stringify(results, null, 2)}\n`);
 writeFileSync(join(outDir, `${name}.md`), resultsPage(results));
-if (cfg.updateDocs && name === 'latest') updateDocs(results);
-else if (cfg.updateDocs) say(`docs/BENCHMARKS.md not updated: it shows full runs with the default settings, this is a ${name} run`);
+/** The block of docs/BENCHMARKS.md each run with the default settings fills (BENCH_UPDATE_DOCS=1). */
+const DOC_BLOCKS = /** @type {Record<string, string>} */ ({ latest: 'latest results', autopilot: 'autopilot figures' });
+if (cfg.updateDocs && DOC_BLOCKS[name]) updateDocs(results, DOC_BLOCKS[name]);
+else if (cfg.updateDocs) say(`docs/BENCHMARKS.md not updated: it shows runs with the default settings, this is a ${name} run`);
 console.log(`\n${resultTables(results)}\n`);
 say(`results written to ${join(outDir, `${name}.md`)} and ${name}.json`);
 
@@ -191,16 +194,16 @@ function gitState() {
   return { commit: run(['rev-parse', '--short', 'HEAD']) || 'unknown', source: cfg.source, dirty: cfg.source === 'worktree' && changed };
 }
 
-/** Replaces the latest-results block of docs/BENCHMARKS.md (BENCH_UPDATE_DOCS=1). @param {any} r */
-function updateDocs(r) {
+/** Replaces a block of docs/BENCHMARKS.md (BENCH_UPDATE_DOCS=1) with the run's tables. @param {any} r @param {string} block */
+function updateDocs(r, block) {
   const path = join(ROOT, 'docs', 'BENCHMARKS.md');
-  const begin = '<!-- latest results: begin -->';
-  const end = '<!-- latest results: end -->';
+  const begin = `<!-- ${block}: begin -->`;
+  const end = `<!-- ${block}: end -->`;
   const doc = readFileSync(path, 'utf8');
   const from = doc.indexOf(begin);
   const to = doc.indexOf(end);
   if (from < 0 || to < from) throw new Error(`docs/BENCHMARKS.md has no ${begin} … ${end} block`);
-  const block = `${begin}\n\n${runLine(r)}\n\n${resultTables(r, '../bench/results/')}\n\n${end}`;
-  writeFileSync(path, doc.slice(0, from) + block + doc.slice(to + end.length));
+  const text = `${begin}\n\n${runLine(r)}\n\n${resultTables(r, '../bench/results/')}\n\n${end}`;
+  writeFileSync(path, doc.slice(0, from) + text + doc.slice(to + end.length));
   say('docs/BENCHMARKS.md updated');
 }

@@ -29,6 +29,7 @@ const autopilotRun = {
   webhook: { samples: 50, counted_per_admitted: 3.04, labelled_to_queued_ms: { p50: 40, p99: 120 } },
   burst: { issues: 100, deliveries: 1_000, runs_admitted: 100, errors: 0 },
   publication: { samples: 3, counted_to_comment: { max: 7 } },
+  shared: { issues_each: 120, ticks: 3, projects: [{ examined: 120 }, { examined: 117 }] },
 };
 
 const byMeasure = (rows: string[][], start: string) => rows.find((row) => row[0].startsWith(start))!;
@@ -36,7 +37,7 @@ const byMeasure = (rows: string[][], start: string) => rows.find((row) => row[0]
 describe("the goals table of a benchmark run", () => {
   it("gives each goal the run's figure, and says a goal missed at one depth is not met", () => {
     const rows = goalRows(run);
-    expect(rows).toHaveLength(12);
+    expect(rows).toHaveLength(13);
     const throughput = byMeasure(rows, "claim throughput");
     expect(throughput[1]).toBe("0.40 – 0.60");
     expect(throughput[4]).toBe("**no**");
@@ -91,5 +92,14 @@ describe("the goals table of a benchmark run", () => {
     expect(byMeasure(rows, "cron ticks until a lost webhook").slice(1, 2)).toEqual(["1 – 2"]);
     expect(byMeasure(rows, "cron ticks until a lost webhook")[4]).toBe("yes");
     expect(byMeasure(rows, "a burst of deliveries")[4]).toBe("**no**");
+  });
+
+  it("says two projects sharing an installation meet their goal only when every ready issue of each was examined in its first full pass", () => {
+    const skipped = byMeasure(goalRows({ sections: { autopilot: autopilotRun } }), "two projects sharing an installation");
+    expect(skipped.slice(1, 3)).toEqual(["120 of 120 and 117 of 120 (3 ticks)", "every one"]);
+    expect(skipped[4]).toBe("**no**");
+    const whole = structuredClone(autopilotRun);
+    whole.shared.projects[1].examined = 120;
+    expect(byMeasure(goalRows({ sections: { autopilot: whole } }), "two projects sharing an installation")[4]).toBe("yes");
   });
 });
