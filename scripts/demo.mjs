@@ -128,11 +128,36 @@ async function api(method, path, { token, body } = {}) {
   return { status: res.status, body: text ? JSON.parse(text) : null };
 }
 
-/** `api`, refusing any answer but `expected`. */
+/** `api`, refusing any answer but `expected`; a 500 says why, as Docket's log tells it. */
 async function must(expected, method, path, options) {
   const res = await api(method, path, options);
-  if (res.status !== expected) throw new Error(`${method} ${path} answered ${res.status}: ${JSON.stringify(res.body)}`);
-  return res.body;
+  if (res.status === expected) return res.body;
+  const why = res.status >= 500 ? `\n  Docket's log says: ${await internalError(method, path)}` : "";
+  throw new Error(`${method} ${path} answered ${res.status}: ${JSON.stringify(res.body)}${why}`);
+}
+
+/**
+ * Why Docket answered `method path` with a 500, from its last `http.internal_error` line in
+ * docket.log: the error's cause (D1's refusal of a statement, say: a database without a migration
+ * of the code it runs), else its reason. The line may reach the log a moment after the answer.
+ */
+async function internalError(method, path) {
+  for (let i = 0; i < 10; i++) {
+    const lines = readFileSync(join(work, "docket.log"), "utf8").split("\n").filter((l) => l.includes('"http.internal_error"'));
+    const entry = lines.reverse().map(logEntry).find((e) => e?.method === method && e.path === path.split("?")[0]);
+    if (entry) return entry.cause ?? entry.reason;
+    await sleep(200);
+  }
+  return `no line about it (${join(work, "docket.log")})`;
+}
+
+/** One structured log line, or null when it is not one whole JSON line. */
+function logEntry(line) {
+  try {
+    return JSON.parse(line.slice(line.indexOf("{")));
+  } catch {
+    return null;
+  }
 }
 
 /** Docket as `npm start` runs it, on a state of its own; resolves once it answers. */
