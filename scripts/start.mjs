@@ -10,6 +10,7 @@ import { dirname, join } from "node:path";
 import { createRequire } from "node:module";
 import { createServer } from "node:net";
 import { helpOrRefuse } from "./cli-args.mjs";
+import { cleanContainers, prepareContainers } from "./containers-local.mjs";
 import { applyLocalMigrations } from "./local-migrations.mjs";
 import { relayWranglerOutput, tolerateClosedReader } from "./wrangler-output.mjs";
 
@@ -31,6 +32,9 @@ Environment:
                         true            whether callbacks and GitHub requests may go to loopback
                                         (a receiver or a GitHub stand-in on this machine); a
                                         deployment refuses loopback unless it sets this
+
+Managed runners (README.md, "Managed runners") run in containers on this machine's Docker engine
+when one answers (scripts/containers-engine.sh); without one they are off and everything else runs.
 
 Docket's own timings and limits (README.md, "Configuration") are Worker variables: set them for
 a local run in .dev.vars at the repository root, one NAME=value per line.`);
@@ -135,6 +139,10 @@ if (!migrated.ok) {
 }
 const { applied } = migrated;
 console.log(applied.length === 0 ? "  The local database is up to date." : `  Applied ${applied.length}: ${applied[0]} … ${applied[applied.length - 1]}.`);
+// Managed runners' containers need a Docker engine and their images; without them the rest runs.
+const containers = prepareContainers();
+if (containers.ok) Object.assign(process.env, containers.env);
+else console.log(`Managed runners are off: no Docker engine for their containers (${containers.why}).`);
 console.log(`Starting the Worker at ${base}…\n`);
 
 const dev = spawn(
@@ -142,7 +150,7 @@ const dev = spawn(
   [
     ...wrangler, "dev", "--local", "--ip", "127.0.0.1", "--port", port, "--persist-to", persistTo,
     "--var", `ADMIN_SECRET:${adminSecret}`, "--var", `AUTOPILOT_SECRET_KEY:${autopilotSecretKey}`,
-    "--var", `OUTBOUND_ALLOW_LOOPBACK:${allowLoopback}`, "--test-scheduled",
+    "--var", `OUTBOUND_ALLOW_LOOPBACK:${allowLoopback}`, "--test-scheduled", `--enable-containers=${containers.ok}`,
   ],
   // Its output comes through this process (scripts/wrangler-output.mjs): without the bindings
   // table, and never into a pipe its reader closed.
@@ -156,6 +164,8 @@ let running = true;
 dev.on("exit", (code, signal) => {
   running = false;
   clearInterval(cron);
+  // workerd leaves each container and its egress sidecar behind.
+  if (containers.ok) cleanContainers();
   process.exit(code ?? (signal ? 1 : 0));
 });
 for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => dev.kill(signal));
