@@ -266,6 +266,8 @@ function printWhereToWatch(admin, projectId) {
   console.log(`
   Watch it in the console: ${base}/dash/sign-in, signed in with the admin token
     ${admin}
+  then the issue's ticket (its status, its run, why it waits, the last error reading it):
+    ${base}/dash/autopilot/${projectId}/tickets/${ISSUE}
   The project's ticket, through the API:
     curl -s ${base}/v1/autopilot/projects/${projectId}/tickets/${ISSUE} -H 'Authorization: Bearer ${admin}'
 `);
