@@ -28,24 +28,30 @@ function ticks(lo, hi, log) {
   return out;
 }
 
+/** Where `v` falls between the pixels `from` and `to` on an axis from `lo` to `hi`, linear or log. */
+const place = (/** @type {number} */ v, /** @type {number} */ lo, /** @type {number} */ hi, /** @type {boolean} */ log, /** @type {number} */ from, /** @type {number} */ to) =>
+  from + ((log ? Math.log10(v) - Math.log10(lo) : v - lo) / (log ? Math.log10(hi) - Math.log10(lo) : hi - lo)) * (to - from);
+
+/** A log axis's range: the powers of ten around the values. @param {number[]} values */
+const decades = (values) => [10 ** Math.floor(Math.log10(Math.min(...values))), 10 ** Math.ceil(Math.log10(Math.max(...values)))];
+
 /**
  * One line chart as SVG text.
- * @param {{ title: string, xLabel: string, yLabel: string, xLog?: boolean, yMin?: number,
+ * @param {{ title: string, xLabel: string, yLabel: string, xLog?: boolean, yLog?: boolean, yMin?: number,
  *   series: { name: string, points: [number, number][], dashed?: boolean }[] }} c
  */
 export function lineChart(c) {
   // A log axis shows positive values only.
-  c = { ...c, series: c.series.map((s) => ({ ...s, points: s.points.filter((p) => !c.xLog || p[0] > 0) })) };
+  c = { ...c, series: c.series.map((s) => ({ ...s, points: s.points.filter((p) => (!c.xLog || p[0] > 0) && (!c.yLog || p[1] > 0)) })) };
   const all = c.series.flatMap((s) => s.points);
-  const xs = all.map((p) => p[0]).filter((x) => !c.xLog || x > 0);
+  const xs = all.map((p) => p[0]);
   const ys = all.map((p) => p[1]);
-  let [x0, x1] = [Math.min(...xs), Math.max(...xs)];
-  if (c.xLog) [x0, x1] = [10 ** Math.floor(Math.log10(x0)), 10 ** Math.ceil(Math.log10(x1))];
+  let [x0, x1] = c.xLog ? decades(xs) : [Math.min(...xs), Math.max(...xs)];
   if (x0 === x1) x1 = x0 + 1;
-  const y0 = c.yMin ?? 0;
-  const y1 = Math.max(...ys) * 1.1 || 1;
-  const fx = (/** @type {number} */ x) => PAD.left + ((c.xLog ? Math.log10(x) - Math.log10(x0) : x - x0) / (c.xLog ? Math.log10(x1) - Math.log10(x0) : x1 - x0)) * (W - PAD.left - PAD.right);
-  const fy = (/** @type {number} */ y) => H - PAD.bottom - ((y - y0) / (y1 - y0)) * (H - PAD.top - PAD.bottom);
+  let [y0, y1] = c.yLog ? decades(ys) : [c.yMin ?? 0, Math.max(...ys) * 1.1 || 1];
+  if (y0 === y1) y1 = y0 * 10;
+  const fx = (/** @type {number} */ x) => place(x, x0, x1, !!c.xLog, PAD.left, W - PAD.right);
+  const fy = (/** @type {number} */ y) => place(y, y0, y1, !!c.yLog, H - PAD.bottom, PAD.top);
   const parts = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="11">`,
     `<rect width="${W}" height="${H}" fill="#fff"/>`,
@@ -55,7 +61,7 @@ export function lineChart(c) {
     parts.push(`<line x1="${fx(t)}" x2="${fx(t)}" y1="${PAD.top}" y2="${H - PAD.bottom}" stroke="#eee"/>`);
     parts.push(`<text x="${fx(t)}" y="${H - PAD.bottom + 14}" text-anchor="middle">${fmt(t)}</text>`);
   }
-  for (const t of ticks(y0, y1, false)) {
+  for (const t of ticks(y0, y1, !!c.yLog)) {
     parts.push(`<line x1="${PAD.left}" x2="${W - PAD.right}" y1="${fy(t)}" y2="${fy(t)}" stroke="#eee"/>`);
     parts.push(`<text x="${PAD.left - 6}" y="${fy(t) + 4}" text-anchor="end">${fmt(t)}</text>`);
   }
@@ -145,7 +151,7 @@ export function writeCharts(r, dir, name) {
     charts.push({
       file: `${name}-github-requests.svg`,
       title: "GitHub requests counted per hour by one idle autopilot project, against its ready issues, beside the installation's limit",
-      svg: lineChart({ title: 'GitHub requests per hour, one idle project', xLabel: 'ready issues (log)', yLabel: 'counted requests per hour', xLog: true, series: [
+      svg: lineChart({ title: 'GitHub requests per hour, one idle project', xLabel: 'ready issues (log)', yLabel: 'counted requests per hour (log)', xLog: true, yLog: true, series: [
         { name: 'Docket (measured, one tick a minute)', points: a.idle.map((/** @type {any} */ row) => [row.ready_issues, row.per_hour]) },
         { name: `the installation's limit, ${INSTALLATION_LIMIT_PER_HOUR.toLocaleString('en-US')} an hour`, points: flat(INSTALLATION_LIMIT_PER_HOUR), dashed: true },
         { name: 'the goal, 120 an hour', points: flat(120), dashed: true },
