@@ -19,6 +19,7 @@ import { Container, type OutboundHandler } from "@cloudflare/containers";
 import { exports } from "cloudflare:workers";
 import { loadConfig } from "../src/config";
 import type { Env } from "../src/env";
+import { DocketError } from "../src/errors";
 import { log } from "../src/lib/log";
 
 /** What this object keeps: the runner it launched (the container's own state the class keeps itself). */
@@ -54,7 +55,7 @@ export class ManagedRunner extends Container<Env> {
 
   /** Starts this slot's runner, or leaves a running one as it is. */
   async launch(spec: { registrationToken: string; name: string; labels: string[] }): Promise<void> {
-    if (!spec.registrationToken || !spec.name) throw new Error("launch needs a registration token and a runner name");
+    if (!spec.registrationToken || !spec.name) throw new DocketError("invalid_request", "a managed runner's launch needs a registration token and a runner name");
     if (this.ctx.container?.running) return;
     await this.start({
       envVars: {

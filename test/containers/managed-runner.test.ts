@@ -5,23 +5,12 @@
 // any runner's does.
 
 import { runInDurableObject } from "cloudflare:test";
-import { env } from "cloudflare:workers";
-import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { ManagedRunner } from "../../durable-objects/managed-runner";
 import { call, createOrg } from "../workers/helpers";
+import { AGENT, containersEngine, managedRunner as slot, waitFor } from "./helpers";
 
-declare module "vitest" {
-  export interface ProvidedContext {
-    containersEngine: { ok: boolean; why: string };
-  }
-}
-
-const engine = inject("containersEngine");
-if (!engine.ok) console.warn(`managed runner tests skipped: no Docker engine (${engine.why}); .ci/run starts one (scripts/containers-engine.sh)`);
-
-const AGENT = "/opt/docket-runner/demo-agent.mjs";
-const namespace = () => env.MANAGED_RUNNER as unknown as DurableObjectNamespace<ManagedRunner>;
-const slot = (name: string) => namespace().get(namespace().idFromName(name));
+const engineOk = containersEngine("managed runner tests");
 
 /** What the Worker logged of the container's calls to Docket (durable-objects/managed-runner.ts). */
 const containerCalls: { method: string; path: string; status: number }[] = [];
@@ -30,17 +19,6 @@ async function registrationToken(admin: string): Promise<string> {
   const res = await call("POST", "/v1/tokens", { token: admin, body: { kind: "registration" } });
   expect(res.status).toBe(201);
   return res.body.token as string;
-}
-
-async function waitFor<T>(what: string, read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 120_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last = await read();
-  while (!done(last)) {
-    if (Date.now() > deadline) throw new Error(`${what}: still ${JSON.stringify(last)}`);
-    await new Promise((r) => setTimeout(r, 500));
-    last = await read();
-  }
-  return last;
 }
 
 const readRun = async (admin: string, id: string) => (await call("GET", `/v1/runs/${id}`, { token: admin })).body;
@@ -53,7 +31,7 @@ async function publicOperations(): Promise<{ method: string; pattern: RegExp }[]
   );
 }
 
-describe.skipIf(!engine.ok)("a managed runner in a container", () => {
+describe.skipIf(!engineOk)("a managed runner in a container", () => {
   const slots: string[] = [];
   beforeAll(() => {
     const original = console.log;
@@ -92,6 +70,11 @@ describe.skipIf(!engine.ok)("a managed runner in a container", () => {
     });
     expect(outsideTheDocument).toEqual([]);
     expect(called).toEqual(expect.arrayContaining(["POST /v1/runners/register", "POST /v1/runners/claim", `POST /v1/runs/${run.id}/reports`]));
+
+    // halt stops the container; its state says so and still names the runner it launched.
+    await slot(`${orgId}:pool:0`).halt();
+    const halted = await waitFor("the halt", () => slot(`${orgId}:pool:0`).runnerState(), (s) => !s.running, 30_000);
+    expect(halted).toEqual({ running: false, startedAt: expect.any(Number), name: "managed-0" });
   });
 
   it("a killed container's machine goes silent and its launched run fails as any runner's does once its lease lapsed", async () => {
