@@ -19,10 +19,9 @@
 // ends the calls with it, and everything they decided is in storage.
 
 import { DurableObject } from "cloudflare:workers";
-import type { TrackerLastError } from "../src/autopilot/last-error";
 import { loadConfig } from "../src/config";
 import type { Env } from "../src/env";
-import type { BackingAnswer, Observation, ObservationAnswer, TicketAddress, TicketState } from "../src/autopilot/ticket-types";
+import type { BackingAnswer, Observation, ObservationAnswer, TicketAddress, TicketState, TrackerLastError } from "../src/autopilot/ticket-types";
 import { migrateOnStart, storeDb } from "./store";
 import { TICKET_STORE } from "./stores";
 import { decide } from "./ticket-admission";

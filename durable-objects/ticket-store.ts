@@ -5,8 +5,7 @@
 import type { Config } from "../src/config";
 import type { Env } from "../src/env";
 import { desc, eq, lt, notInArray } from "drizzle-orm";
-import type { TrackerLastError } from "../src/autopilot/last-error";
-import type { Observation, TicketHistoryEntry, TicketStatus } from "../src/autopilot/ticket-types";
+import type { Observation, TicketHistoryEntry, TicketStatus, TrackerLastError } from "../src/autopilot/ticket-types";
 import type { StoreDb } from "./store";
 import { carriedOver, deliveries, history, lastError, ticket } from "./ticket-schema";
 

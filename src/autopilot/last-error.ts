@@ -8,17 +8,9 @@
 import { and, eq, isNotNull } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import { autopilotProjects } from "../db/autopilot-schema";
-import type { AdmissionDoor } from "./ticket-types";
-import { GitHubError, type GitHubFailure } from "./github/errors";
+import type { AdmissionDoor, TrackerLastError } from "./ticket-types";
+import { GitHubError } from "./github/errors";
 
-/** Why a door could not read the tracker: kept by the project, and by the ticket whose issue it was reading. */
-export interface TrackerLastError {
-  at_ms: number;
-  door: AdmissionDoor;
-  /** The GitHubError's failure, or `error` for anything else. */
-  failure: GitHubFailure | "error";
-  message: string;
-}
 
 export interface ProjectLastError extends TrackerLastError {
   /** The issue the door was reading, when it read one. */

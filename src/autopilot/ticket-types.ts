@@ -4,7 +4,7 @@
 
 import type { DispatchInput } from "../run/dispatch";
 import type { EligibilityResult, ReadinessResult } from "./deps";
-import type { TrackerLastError } from "./last-error";
+import type { GitHubFailure } from "./github/errors";
 import type { IssueFacts, ReadyTransition } from "./provider";
 
 /** Which ticket a caller means: its object's name, and the key it was kept under before (durable-objects/ticket-carry-over.ts). */
@@ -16,6 +16,18 @@ export interface TicketAddress {
 
 /** Which of the four doors an observation came through; all obey the same policy. */
 export type AdmissionDoor = "webhook" | "reconcile" | "startup" | "operator";
+
+/**
+ * Why a door could not read the tracker: kept by the project, and by the ticket whose issue it was reading
+ * (src/autopilot/last-error.ts records it).
+ */
+export interface TrackerLastError {
+  at_ms: number;
+  door: AdmissionDoor;
+  /** The GitHubError's failure, or `error` for anything else. */
+  failure: GitHubFailure | "error";
+  message: string;
+}
 
 /** What one door learned about the ticket, with the rules already applied by the Worker. */
 export interface Observation {
