@@ -4,7 +4,7 @@
 // runners are judged by the same rules as any runner: label coverage (src/run/labels.ts) and the
 // connected window (src/run/waiting.ts).
 
-import { and, asc, count, eq, lte } from "drizzle-orm";
+import { and, asc, count, eq, isNull, lte, ne, or } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import type { Config } from "../config";
 import { managedPools, managedSlots } from "../db/managed-schema";
@@ -34,6 +34,7 @@ interface OrgFacts {
 export async function scalePools(env: Env, config: Config, nowMs: number): Promise<void> {
   const namespace = env.MANAGED_RUNNER;
   if (!namespace) return;
+  await haltStrays(env, config, nowMs);
   const pools = await drizzle(env.DB)
     .select()
     .from(managedPools)
@@ -120,6 +121,20 @@ async function act(env: Env, namespace: ManagedRunnerNamespace, config: Config, 
   const slot = slots.find((s) => s.row.slot === action.slot)!;
   const why = { lost: "its runner was lost: it stopped heartbeating or never registered", idle: "its runner took no run for the pool's idle time", above_max: "the pool's maximum was lowered" };
   await haltSlot(env, slot.row, why[action.reason], nowMs);
+}
+
+/**
+ * Slots whose pool is stopped or gone: a tick that read the pool as running may have started one
+ * while an admin stopped or deleted it. They are halted here, a bounded batch per tick.
+ */
+async function haltStrays(env: Env, config: Config, nowMs: number): Promise<void> {
+  const strays = await drizzle(env.DB)
+    .select({ slot: managedSlots })
+    .from(managedSlots)
+    .leftJoin(managedPools, eq(managedPools.id, managedSlots.poolId))
+    .where(or(isNull(managedPools.id), ne(managedPools.state, "running")))
+    .limit(config.managedPoolsPerTick);
+  for (const { slot } of strays) await haltSlot(env, slot, "its pool is stopped or deleted", nowMs);
 }
 
 /** Halts every slot of a pool (stop and delete). */

@@ -152,6 +152,20 @@ describe("the managed pool scaler", () => {
     expect(containers.launches(orgId)).toHaveLength(1);
   });
 
+  it("a container started while its pool was being stopped or deleted is halted at the next tick", async () => {
+    const stopped = await createPool({ name: "stopping", min_instances: 1, max_instances: 1 });
+    const deleted = await createPool({ name: "deleting", min_instances: 1, max_instances: 1 });
+    await tick(Date.now());
+    expect(containers.running(orgId)).toHaveLength(2);
+    // As a tick that read both pools as running would leave them: their rows changed, their slots still there.
+    await env.DB.prepare("UPDATE managed_pools SET state = 'stopped' WHERE id = ?1").bind(stopped).run();
+    await env.DB.prepare("DELETE FROM managed_pools WHERE id = ?1").bind(deleted).run();
+    await tick(Date.now());
+    expect(containers.running(orgId)).toEqual([]);
+    expect((await readPool(stopped)).slots).toEqual([]);
+    expect((await env.DB.prepare("SELECT count(*) AS n FROM managed_slots WHERE pool_id = ?1").bind(deleted).first<{ n: number }>())?.n).toBe(0);
+  });
+
   it("without the MANAGED_RUNNER binding the scaler starts and halts nothing", async () => {
     const pool = await createPool({ name: "off", min_instances: 1, max_instances: 1 });
     removeContainers();
