@@ -12,8 +12,9 @@
 # Each image is rebuilt only when what it is built from changed (a hash kept as an image label).
 #
 #   scripts/containers-engine.sh [--no-install]   prepare; prints the environment to use, KEY=VALUE
-#   scripts/containers-engine.sh --clean          remove the containers workerd left (each
-#                                                 container and its egress sidecar)
+#   scripts/containers-engine.sh --clean [PREFIX] remove the containers workerd left (each
+#                                                 container and its egress sidecar) whose names
+#                                                 start with PREFIX (default workerd-: all of them)
 #
 # DOCKET_EGRESS_IMAGE  the stand-in's tag (default docket-egress:local)
 # DOCKET_RUNNER_IMAGE  the managed runner's tag (default docket-managed-runner:local)
@@ -29,9 +30,9 @@ RUNNER_DIR="$ROOT/containers/runner"
 say() { echo "containers-engine: $*" >&2; }
 
 clean() {
-  # workerd names each container workerd-<key>-<id> and its sidecar the same with -proxy.
-  local ids
-  ids="$(docker ps -aq --filter 'name=^workerd-' 2>/dev/null || true)"
+  # workerd names each container workerd-<worker and class>-<id> and its sidecar the same with -proxy.
+  local prefix="${1:-workerd-}" ids
+  ids="$(docker ps -aq --filter "name=^$prefix" 2>/dev/null || true)"
   if [ -n "$ids" ]; then
     # shellcheck disable=SC2086
     docker rm -f $ids >/dev/null
@@ -74,12 +75,19 @@ stage_runner() {
   done
 }
 
-if [ "${1:-}" = "--clean" ]; then clean; exit 0; fi
+if [ "${1:-}" = "--clean" ]; then clean "${2:-}"; exit 0; fi
 
 "$ROOT/scripts/docker-engine.sh" "$@"
 build_if_changed "$EGRESS_IMAGE" "$ROOT/containers/egress" "$(inputs_hash containers/egress)"
-stage_runner
-build_if_changed "$RUNNER_IMAGE" "$RUNNER_DIR" "$(inputs_hash containers/runner)"
+# What the runner's image is made from: the runner's build, the lockfile its node_modules come
+# from, the sample agent and the image's own files (app/ is staged from these).
+runner_hash="$(inputs_hash runner-cli/bin runner-cli/dist runner-cli/package.json package-lock.json scripts/demo-agent.mjs \
+  containers/runner/Dockerfile containers/runner/start.sh scripts/containers-engine.sh)"
+if [ "$(cat "$RUNNER_DIR/app/.inputs" 2>/dev/null || true)" != "$runner_hash" ]; then
+  stage_runner
+  echo "$runner_hash" >"$RUNNER_DIR/app/.inputs"
+fi
+build_if_changed "$RUNNER_IMAGE" "$RUNNER_DIR" "$runner_hash"
 echo "WRANGLER_DOCKER_BIN=$ROOT/scripts/containers-docker.sh"
 echo "MINIFLARE_CONTAINER_EGRESS_IMAGE=$EGRESS_IMAGE"
 echo "DOCKET_RUNNER_IMAGE=$RUNNER_IMAGE"

@@ -22,6 +22,11 @@ export function prepareContainers() {
   return { ok: true, env };
 }
 
-export function cleanContainers() {
-  spawnSync(SCRIPT, ["--clean"], { stdio: "inherit" });
+/**
+ * Removes the containers workerd left whose names start with `prefix` (workerd names them
+ * workerd-<worker and class>-<id>), so a run removes its own and not another's on the same engine.
+ * @param {string} prefix
+ */
+export function cleanContainers(prefix) {
+  spawnSync(SCRIPT, ["--clean", prefix], { stdio: "inherit" });
 }

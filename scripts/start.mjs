@@ -165,7 +165,7 @@ dev.on("exit", (code, signal) => {
   running = false;
   clearInterval(cron);
   // workerd leaves each container and its egress sidecar behind.
-  if (containers.ok) cleanContainers();
+  if (containers.ok) cleanContainers("workerd-docket-");
   process.exit(code ?? (signal ? 1 : 0));
 });
 for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => dev.kill(signal));

@@ -18,6 +18,7 @@ export default function containersEngine(project) {
   const prepared = prepareContainers();
   project.provide('containersEngine', { ok: prepared.ok, why: prepared.ok ? '' : prepared.why });
   return () => {
-    if (prepared.ok) cleanContainers();
+    // The pool names this project's Worker after it (wrangler.toml's name is docket for npm start's).
+    if (prepared.ok) cleanContainers('workerd-vitest-pool-workers-runner-containers-');
   };
 }
