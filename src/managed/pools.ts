@@ -1,7 +1,7 @@
 // Managed runner pools as stored and as answered (docs/managed-runners.md): a pool's row, its input
 // checked against the configured limits, and each slot's status from the machine its runner became.
 
-import { and, count, eq, inArray } from "drizzle-orm";
+import { and, eq, inArray, sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import type { Config } from "../config";
 import { managedPools, managedSlots } from "../db/managed-schema";
@@ -155,12 +155,18 @@ export function changedPoolRow(config: Config, pool: PoolRow, body: UpdateManage
   return row;
 }
 
-/** A new pool past MANAGED_POOLS_PER_ORG_MAX is refused. */
-export async function checkPoolCount(db: D1Database, config: Config, orgId: string): Promise<void> {
-  const row = await drizzle(db).select({ pools: count() }).from(managedPools).where(eq(managedPools.orgId, orgId)).get();
-  if ((row?.pools ?? 0) >= config.managedPoolsPerOrgMax) {
-    throw new DocketError("managed_pool_limit", `this organization already has ${config.managedPoolsPerOrgMax} managed pools (MANAGED_POOLS_PER_ORG_MAX)`, {
-      limit: config.managedPoolsPerOrgMax,
-    });
-  }
+/**
+ * Writes a new pool in one conditional statement, so concurrent creations never take the
+ * organization past MANAGED_POOLS_PER_ORG_MAX: past it, 409 managed_pool_limit and nothing written.
+ * The select lists the columns in the table's order, as drizzle names them in the INSERT.
+ */
+export async function insertPoolWithinLimit(db: D1Database, config: Config, row: PoolRow): Promise<void> {
+  const p = managedPools;
+  const fewer = sql`(SELECT count(*) FROM ${p} WHERE ${p.orgId} = ${row.orgId}) < ${config.managedPoolsPerOrgMax}`;
+  const values = sql`SELECT ${row.id}, ${row.orgId}, ${row.name}, ${row.labels}, ${row.minInstances}, ${row.maxInstances}, ${row.idleMs}, ${row.state}, ${row.createdBy}, ${row.createdAtMs}, ${row.updatedAtMs}, ${row.scaledAtMs} WHERE ${fewer}`;
+  const result = await drizzle(db).insert(p).select(values);
+  if (result.meta.changes === 1) return;
+  throw new DocketError("managed_pool_limit", `this organization already has ${config.managedPoolsPerOrgMax} managed pools (MANAGED_POOLS_PER_ORG_MAX)`, {
+    limit: config.managedPoolsPerOrgMax,
+  });
 }

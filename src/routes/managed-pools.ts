@@ -13,7 +13,7 @@ import { newId } from "../lib/crypto";
 import { log } from "../lib/log";
 import { listPage, pageSize } from "../lib/pagination";
 import { isUniqueViolation } from "../lib/unique-violation";
-import { changedPoolRow, checkPoolCount, loadPool, newPoolRow, poolAnswers, type PoolRow } from "../managed/pools";
+import { changedPoolRow, insertPoolWithinLimit, loadPool, newPoolRow, poolAnswers, type PoolRow } from "../managed/pools";
 import { requireManagedRunners } from "../managed/runner-binding";
 import { haltPool } from "../managed/scaler";
 import { operation } from "../openapi/operation";
@@ -22,10 +22,10 @@ import { validate } from "../validate";
 
 const TAG = "Managed runners";
 
-/** Writes a new pool; a name the organization already uses is 409 managed_pool_exists. */
-async function insertPool(db: D1Database, row: PoolRow): Promise<void> {
+/** Writes a new pool within the organization's limit; a name it already uses is 409 managed_pool_exists. */
+async function insertPool(db: D1Database, config: Config, row: PoolRow): Promise<void> {
   try {
-    await drizzle(db).insert(managedPools).values(row);
+    await insertPoolWithinLimit(db, config, row);
   } catch (err) {
     if (!isUniqueViolation(err)) throw err;
     throw new DocketError("managed_pool_exists", `a managed pool of this organization is already named ${row.name}`, { field: "name", name: row.name });
@@ -71,8 +71,7 @@ export const managedPoolRoutes = new Hono<AppEnv>()
       const caller = c.get("caller");
       const config = c.get("config");
       const row = newPoolRow(config, { id: newId("mpl"), orgId: caller.orgId, createdBy: caller.tokenId }, c.req.valid("json"), Date.now());
-      await checkPoolCount(c.env.DB, config, caller.orgId);
-      await insertPool(c.env.DB, row);
+      await insertPool(c.env.DB, config, row);
       log("managed.pool_created", { reason: "an admin created it", org: caller.orgId, pool: row.id, name: row.name, by: caller.tokenId });
       return c.json(await answerOf(c.env.DB, config, row), 201);
     },

@@ -97,6 +97,13 @@ describe("managed pools", () => {
     expect(await listPools()).toHaveLength(config.managedPoolsPerOrgMax);
   });
 
+  it("concurrent creations never take the organization past MANAGED_POOLS_PER_ORG_MAX", async () => {
+    for (let i = 1; i < config.managedPoolsPerOrgMax; i++) expect((await createPool({ name: `p${i}`, max_instances: 1 })).status).toBe(201);
+    const racing = await Promise.all(["a", "b", "c", "d", "e"].map((name) => createPool({ name, max_instances: 1 })));
+    expect(racing.map((r) => r.status).sort()).toEqual([201, 409, 409, 409, 409]);
+    expect(await listPools()).toHaveLength(config.managedPoolsPerOrgMax);
+  });
+
   it("an admin changes only the fields sent, and idle_ms null goes back to the default", async () => {
     const pool = (await createPool({ name: "p", labels: ["a"], max_instances: 2, idle_ms: 60_000 })).body;
     expect(pool.idle_ms).toBe(60_000);
