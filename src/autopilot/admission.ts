@@ -8,7 +8,7 @@ import type { Config } from "../config";
 import type { Env } from "../env";
 import type { DispatchInput } from "../run/dispatch";
 import type { AdmissionDoor, ObservationAnswer, TicketAddress } from "./ticket-types";
-import type { AdmissionProject, AdmissionRules, EligibilityResult, ReadinessResult } from "./deps";
+import { projectTicketRef, readyMarker, type AdmissionProject, type AdmissionRules, type EligibilityResult, type ReadinessResult } from "./deps";
 import { trackerError } from "./last-error";
 import { ticketKey, ticketObjectName, type ActorEvidence, type Blocker, type IssueFacts, type ReadyTransition, type TicketRef, type TrackerProvider } from "./provider";
 import type { SignedIssue } from "./webhook";
@@ -54,7 +54,7 @@ export async function admitTicket(
   try {
     return await examineIssue(env, config, project, provider, rules, number, ctx);
   } catch (err) {
-    const at = { projectId: project.id, ticketKey: ticketKey({ provider: project.provider, repository: project.repository, number }) };
+    const at = { projectId: project.id, ticketKey: ticketKey(projectTicketRef(project, number)) };
     await ticketStub(env, at).readFailed(at, trackerError(ctx.door, err, Date.now())).catch(() => undefined);
     throw err;
   }
@@ -69,7 +69,7 @@ async function examineIssue(
   number: number,
   ctx: AdmissionContext,
 ): Promise<AdmissionResult> {
-  const ref: TicketRef = { provider: project.provider, repository: project.repository, number };
+  const ref = projectTicketRef(project, number);
   const key = ticketKey(ref);
   const { facts, blockers, last } = await trackerFacts(provider, project, ref, ctx.signed ?? null);
   let eligibility: EligibilityResult;
@@ -110,13 +110,13 @@ interface TrackerFacts {
  */
 async function trackerFacts(provider: TrackerProvider, project: AdmissionProject, ref: TicketRef, signed: SignedIssue | null): Promise<TrackerFacts> {
   if (signed && provider.readyEvidence) {
-    const [blockers, evidence] = await Promise.all([provider.listBlockers(ref), provider.readyEvidence(ref, project.readyLabel)]);
+    const [blockers, evidence] = await Promise.all([provider.listBlockers(ref), provider.readyEvidence(ref, readyMarker(project))]);
     const current = evidence.lastChangeAtMs === null || evidence.lastChangeAtMs <= signed.updatedAtMs;
     return { facts: current ? { ...signed, ref } : await provider.getIssue(ref), blockers, last: evidence.transition };
   }
   const facts = await provider.getIssue(ref);
   if (!facts) return { facts: null, blockers: [], last: null };
-  const [blockers, last] = await Promise.all([provider.listBlockers(ref), provider.lastReadyTransition(ref, project.readyLabel)]);
+  const [blockers, last] = await Promise.all([provider.listBlockers(ref), provider.lastReadyTransition(ref, readyMarker(project))]);
   return { facts, blockers, last };
 }
 
@@ -125,7 +125,7 @@ async function trackerFacts(provider: TrackerProvider, project: AdmissionProject
  * (src/autopilot/reconcile-waiting.ts): its ticket keeps the wait and its reason.
  */
 export async function recordCapacityWait(env: Env, project: AdmissionProject, number: number, door: AdmissionDoor, reason: string): Promise<AdmissionResult> {
-  const key = ticketKey({ provider: project.provider, repository: project.repository, number });
+  const key = ticketKey(projectTicketRef(project, number));
   const answer = await ticketStub(env, { projectId: project.id, ticketKey: key }).observe({
     project: { id: project.id, orgId: project.orgId, queueCapacity: project.queueCapacity },
     ticketKey: key,
@@ -164,7 +164,7 @@ function readinessOf(project: AdmissionProject, rules: AdmissionRules, recorded:
 /** The run an admitted issue becomes: the project's run template, the issue as its brief, the eligibility facts snapshotted. */
 export function runFor(project: AdmissionProject, facts: IssueFacts, eligibility: EligibilityResult, config: Config): DispatchInput {
   const brief = `${facts.title}\n\n${facts.body}`.slice(0, config.briefMaxChars);
-  const repositoryUrl = project.run.repositoryUrl ?? facts.url.replace(/\/issues\/\d+$/, "");
+  const repositoryUrl = project.run.repositoryUrl ?? repositoryPage(project, facts);
   return {
     brief: brief.trim() === "" ? facts.url : brief,
     repository: { url: repositoryUrl },
@@ -178,6 +178,16 @@ export function runFor(project: AdmissionProject, facts: IssueFacts, eligibility
       autopilot_eligibility: JSON.stringify(eligibility.eligible ? eligibility.snapshot ?? null : null),
     },
   };
+}
+
+/**
+ * The code host's page of the repository, where runners clone and push by default: an issue of
+ * the repository itself (GitHub Issues) says it; a ticket of another tracker (Linear) does not,
+ * and the project's code host names it.
+ */
+function repositoryPage(project: AdmissionProject, facts: IssueFacts): string {
+  if (facts.ref.repository === project.repository || !project.repositoryPage) return facts.url.replace(/\/issues\/\d+$/, "");
+  return project.repositoryPage;
 }
 
 function emptyDispatch(project: AdmissionProject): DispatchInput {

@@ -7,15 +7,27 @@
 
 import type { Config } from "../config";
 import type { Env } from "../env";
-import type { ActorEvidence, Blocker, IssueFacts, PublicationProvider, ReadyTransition, TrackerProvider } from "./provider";
+import type { ActorEvidence, Blocker, IssueFacts, PublicationProvider, ReadyTransition, TicketRef, TrackerKind, TrackerProvider } from "./provider";
 
 /** A project as admission reads it (the projects store's AutopilotProject, the fields admission uses). */
 export interface AdmissionProject {
   id: string;
   orgId: string;
-  provider: "github";
+  /** The tracker's kind. */
+  provider: TrackerKind;
+  /** The code host's repository (owner/name); GitHub Issues' issues are its own. */
   repository: string;
+  /**
+   * Where the tracker's ticket numbers count (TicketRef.repository): the repository for GitHub
+   * Issues, `<workspace>/<team>` for Linear; absent: the repository.
+   */
+  ticketScope?: string;
+  /** The code host's web page of the repository (https://github.com/owner/name), where runs clone and push by default. */
+  repositoryPage?: string;
+  /** The ready marker: the ready label, or the ready workflow state's name when readyState is set. */
   readyLabel: string;
+  /** Ready by this workflow state (Linear) instead of a label; absent or null: by label. */
+  readyState?: string | null;
   /** The label a published run's ticket moves to (tracker delivery review_label). */
   reviewLabel: string;
   briefHeading: string;
@@ -30,6 +42,16 @@ export interface AdmissionSecrets {
 export type BriefResult = { ok: true; brief: unknown } | { ok: false; errors: string[] };
 export type EligibilityResult = { eligible: true; snapshot: unknown } | { eligible: false; reasons: string[] };
 export type ReadinessResult = { ok: true; basis: "human" | "trusted_actor_assumption"; actor: string } | { ok: false; reason: string };
+
+/** The ticket of the project's issue `number`, at the tracker. */
+export function projectTicketRef(project: Pick<AdmissionProject, "provider" | "repository" | "ticketScope">, number: number): TicketRef {
+  return { provider: project.provider, repository: project.ticketScope ?? project.repository, number };
+}
+
+/** What the tracker is asked about readiness (TrackerProvider): the ready state's name, or the ready label. */
+export function readyMarker(project: Pick<AdmissionProject, "readyLabel" | "readyState">): string {
+  return project.readyState ?? project.readyLabel;
+}
 
 /** The pure rules (src/autopilot/brief.ts, eligibility.ts, readiness.ts). */
 export interface AdmissionRules<P extends AdmissionProject = AdmissionProject> {

@@ -1,14 +1,16 @@
 // Eligibility (../shared/spec/run-lifecycle.md, "Admission"): an issue becomes a run only when it
-// is in the project's repository, open, carries the ready label, has a valid Agent Brief, and every
+// is in the project's repository (or Linear team), open, carries the ready label (or, where the
+// project is ready by workflow state, is in that state), has a valid Agent Brief, and every
 // blocker the tracker reports is done under the project's status mapping. Pure: the facts come in,
 // every reason that fails comes out (not just the first), and an eligible issue carries the
 // snapshot admission stores with the run and the pre-claim recheck compares against.
 
 import type { AgentBrief, BriefResult } from "./brief";
 import type { AutopilotProject } from "./projects";
-import { ticketKey, type Blocker, type IssueFacts } from "./provider";
+import { ticketKey, ticketName, type Blocker, type IssueFacts } from "./provider";
 
-export type EligibilityPolicy = Pick<AutopilotProject, "provider" | "repository" | "readyLabel" | "doneStates" | "doneLabels">;
+export type EligibilityPolicy = Pick<AutopilotProject, "provider" | "repository" | "readyLabel" | "doneStates" | "doneLabels"> &
+  Partial<Pick<AutopilotProject, "ticketScope" | "readyState">>;
 
 /** A blocker as it stood when eligibility was decided. */
 export interface BlockerSnapshot {
@@ -45,7 +47,7 @@ export type Eligibility = { eligible: true; snapshot: EligibilitySnapshot } | { 
 
 const sameName = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
 const hasLabel = (labels: readonly string[], label: string) => labels.some((l) => sameName(l, label));
-const shortRef = (b: Blocker) => `${b.ref.repository}#${b.ref.number}`;
+const shortRef = (b: Blocker) => ticketName(b.ref);
 
 /** Whether one blocker is done under the status mapping, and why, in words for people. */
 export function blockerState(policy: Pick<EligibilityPolicy, "doneStates" | "doneLabels">, blocker: Blocker): BlockerSnapshot {
@@ -67,17 +69,27 @@ export function blockerState(policy: Pick<EligibilityPolicy, "doneStates" | "don
   return { ...base, done: false, why: `blocked by ${shortRef(blocker)}, which is still open` };
 }
 
+/** Why the issue is not marked ready, or null: the ready label, or the ready workflow state where the project uses one. */
+function readyMissing(policy: EligibilityPolicy, issue: IssueFacts): string | null {
+  if (policy.readyState) {
+    return sameName(issue.status ?? "", policy.readyState) ? null : `the issue is in the state "${issue.status ?? "unknown"}", not the ready state "${policy.readyState}"`;
+  }
+  return hasLabel(issue.labels, policy.readyLabel) ? null : `the issue does not carry the ready label "${policy.readyLabel}"`;
+}
+
 /**
  * Every reason the issue cannot be admitted now, or the snapshot of the facts it is admitted on.
  * `brief` is parseAgentBrief's answer for the issue's body.
  */
 export function checkEligibility(policy: EligibilityPolicy, issue: IssueFacts, blockers: Blocker[], brief: BriefResult, nowMs = Date.now()): Eligibility {
   const reasons: string[] = [];
-  if (issue.ref.provider !== policy.provider || !sameName(issue.ref.repository, policy.repository)) {
-    reasons.push(`the issue is in ${issue.ref.provider}:${issue.ref.repository}, not in the project's repository ${policy.provider}:${policy.repository}`);
+  const scope = policy.ticketScope ?? policy.repository;
+  if (issue.ref.provider !== policy.provider || !sameName(issue.ref.repository, scope)) {
+    reasons.push(`the issue is in ${issue.ref.provider}:${issue.ref.repository}, not in the project's repository ${policy.provider}:${scope}`);
   }
   if (issue.state !== "open") reasons.push(`the issue is closed${issue.stateReason ? ` (${issue.stateReason})` : ""}`);
-  if (!hasLabel(issue.labels, policy.readyLabel)) reasons.push(`the issue does not carry the ready label "${policy.readyLabel}"`);
+  const notReady = readyMissing(policy, issue);
+  if (notReady) reasons.push(notReady);
   if (!brief.ok) for (const error of brief.errors) reasons.push(`Agent Brief: ${error}`);
   const states = blockers.map((b) => blockerState(policy, b));
   for (const state of states) if (!state.done) reasons.push(state.why);

@@ -11,27 +11,29 @@ import { normalizeLabels } from "../run/labels";
 import { launchSpec } from "../run/launch";
 import { PROJECT_DEFAULTS, type AutopilotProjectRow, type RunTemplate } from "./projects";
 import { encryptSecret } from "./secrets";
+import { trackerColumns } from "./tracker-input";
 
 type RunInput = { labels?: string[]; priority?: number; launch?: RunTemplate["launch"]; repository_url?: string | null };
 
 /** Bounds from the deployment's configuration, each refusal naming its field. */
 export function checkProjectBounds(
   config: Config,
-  body: { queue_capacity?: number; done_labels?: string[]; run?: RunInput; github?: { api_url?: string } },
+  body: { queue_capacity?: number; done_labels?: string[]; run?: RunInput; github?: { api_url?: string }; tracker?: { kind: string; api_url?: string } },
 ): void {
-  if (body.github?.api_url) checkApiUrl(config, body.github.api_url);
+  if (body.github?.api_url) checkApiUrl(config, "github.api_url", body.github.api_url);
+  if (body.tracker?.kind === "linear" && body.tracker.api_url) checkApiUrl(config, "tracker.api_url", body.tracker.api_url);
   if (body.queue_capacity !== undefined) atMost("queue_capacity", body.queue_capacity, config.autopilotQueueCapacityMax, "waiting runs");
   atMost("done_labels", body.done_labels?.length ?? 0, config.labelsMax, "labels");
   atMost("run.labels", body.run?.labels?.length ?? 0, config.labelsMax, "labels");
   if (body.run?.launch) checkLaunch(config, body.run.launch, "run.launch");
 }
 
-/** GitHub's API root: https, or plain http to a loopback stand-in where the deployment allows loopback. */
-function checkApiUrl(config: Config, text: string): void {
+/** A tracker's or code host's API root: https, or plain http to a loopback stand-in where the deployment allows loopback. */
+function checkApiUrl(config: Config, field: string, text: string): void {
   if (new URL(text).protocol === "http:" && !isLoopbackUrl(new URL(text))) {
-    throw new DocketError("invalid_request", "body github.api_url: must be an https URL (http only on a loopback address)", { field: "github.api_url" });
+    throw new DocketError("invalid_request", `body ${field}: must be an https URL (http only on a loopback address)`, { field });
   }
-  checkOutboundUrl(config, "github.api_url", text);
+  checkOutboundUrl(config, field, text);
 }
 
 /** Each value once, the first spelling kept; GitHub compares labels and logins without case. */
@@ -77,9 +79,8 @@ export async function newProjectRow(
     id: ids.id,
     orgId: ids.orgId,
     name: body.name,
-    provider: "github",
+    ...(await trackerColumns(env, ids.id, body, body.repository, null)),
     repository: body.repository,
-    repositoryKey: body.repository.toLowerCase(),
     readyLabel,
     reviewLabel,
     briefHeading: body.brief_heading ?? PROJECT_DEFAULTS.briefHeading,
@@ -111,8 +112,8 @@ export async function changedProjectRow(env: Env, row: AutopilotProjectRow, body
   return {
     ...row,
     name: body.name ?? row.name,
+    ...(await trackerColumns(env, row.id, body, body.repository ?? row.repository, row)),
     repository: body.repository ?? row.repository,
-    repositoryKey: (body.repository ?? row.repository).toLowerCase(),
     readyLabel,
     reviewLabel,
     briefHeading: body.brief_heading ?? row.briefHeading,

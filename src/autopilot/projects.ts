@@ -9,7 +9,9 @@ import type { Env } from "../env";
 import { DocketError } from "../errors";
 import type { AutopilotProjectAnswer } from "../protocol/autopilot";
 import { launchSpec } from "../run/launch";
+import type { TrackerKind } from "./provider";
 import { decryptSecret } from "./secrets";
+import { linearScope, parseTracker, trackerAnswer, trackerPolicy, type TrackerConfig } from "./tracker-config";
 
 export type AutopilotProjectRow = typeof autopilotProjects.$inferSelect;
 
@@ -25,10 +27,20 @@ export interface AutopilotProject {
   id: string;
   orgId: string;
   name: string;
-  provider: "github";
-  /** owner/name */
+  /** The tracker's kind (tracker.kind). */
+  provider: TrackerKind;
+  /** owner/name: the GitHub repository runs push to and open pull requests on; GitHub Issues' issues too. */
   repository: string;
+  tracker: TrackerConfig;
+  /** Where the tracker's ticket numbers count (TicketRef.repository): the repository, or Linear's `<workspace>/<team>`. */
+  ticketScope: string;
+  /** The code host's web page of the repository (repositoryPage below). */
+  repositoryPage: string;
+  /** The ready marker: the ready label, or the ready workflow state's name when readyState is set. */
   readyLabel: string;
+  /** Ready by workflow state (Linear), else null: ready by label. */
+  readyState: string | null;
+  /** The review marker: GitHub's review label, Linear's review workflow state. */
   reviewLabel: string;
   /** The issue body's "## <briefHeading>" section holds the Agent Brief (src/autopilot/brief.ts). */
   briefHeading: string;
@@ -52,6 +64,8 @@ export interface AutopilotProject {
 export interface AutopilotSecrets {
   webhookSecret: string;
   privateKey: string;
+  /** The tracker's own API credential (Linear's API key); absent for GitHub Issues, which the App's key reads. */
+  trackerToken?: string;
 }
 
 /** What a project gets when its creator leaves a field out (docs/autopilot.md). */
@@ -69,19 +83,22 @@ export const PROJECT_DEFAULTS = {
 } as const;
 
 export function projectFromRow(row: AutopilotProjectRow): AutopilotProject {
+  const tracker = parseTracker(row.tracker);
+  const policy = trackerPolicy(tracker, { readyLabel: row.readyLabel, reviewLabel: row.reviewLabel, automationAccounts: JSON.parse(row.automationAccounts) as string[] });
   return {
     id: row.id,
     orgId: row.orgId,
     name: row.name,
-    provider: row.provider,
+    provider: tracker.kind,
     repository: row.repository,
-    readyLabel: row.readyLabel,
-    reviewLabel: row.reviewLabel,
+    tracker,
+    ticketScope: tracker.kind === "linear" ? linearScope(tracker) : row.repository,
+    repositoryPage: repositoryPage(row.githubApiUrl, row.repository),
+    ...policy,
     briefHeading: row.briefHeading,
     doneStates: JSON.parse(row.doneStates) as string[],
     doneLabels: JSON.parse(row.doneLabels) as string[],
     queueCapacity: row.queueCapacity,
-    automationAccounts: JSON.parse(row.automationAccounts) as string[],
     trustedActorAssumption: row.trustedActorAssumption,
     githubApiUrl: row.githubApiUrl,
     appId: row.appId,
@@ -90,6 +107,15 @@ export function projectFromRow(row: AutopilotProjectRow): AutopilotProject {
     createdAtMs: row.createdAtMs,
     updatedAtMs: row.updatedAtMs,
   };
+}
+
+/**
+ * The repository's web page from GitHub's API root: api.github.com's is on github.com, a GitHub
+ * Enterprise Server's API (…/api/v3) on its host; a stand-in serves both from one root.
+ */
+export function repositoryPage(apiUrl: string, repository: string): string {
+  const root = apiUrl === "https://api.github.com" ? "https://github.com" : apiUrl.replace(/\/api\/v3$/, "");
+  return `${root}/${repository}`;
 }
 
 /** Where GitHub delivers a project's webhooks, on the deployment the request reached. */
@@ -105,6 +131,7 @@ export function projectAnswer(row: AutopilotProjectRow, origin: string): Autopil
     org_id: p.orgId,
     name: p.name,
     provider: p.provider,
+    tracker: trackerAnswer(p.tracker, row.trackerTokenEnc !== ""),
     repository: p.repository,
     ready_label: p.readyLabel,
     review_label: p.reviewLabel,
@@ -149,6 +176,7 @@ export async function readProject(env: Env, id: string): Promise<(AutopilotProje
     webhookSecret: await decryptSecret(env, row.id, "webhook_secret", row.webhookSecretEnc),
     privateKey: await decryptSecret(env, row.id, "private_key", row.privateKeyEnc),
   };
+  if (row.trackerTokenEnc !== "") secrets.trackerToken = await decryptSecret(env, row.id, "tracker_token", row.trackerTokenEnc);
   return { ...projectFromRow(row), secrets };
 }
 

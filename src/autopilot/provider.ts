@@ -1,17 +1,32 @@
 // The tracker behind autopilot admission (../shared/spec/run-lifecycle.md, "Admission"): what the
-// core asks of a tracker, provider-neutral, so a second tracker (Linear, Jira) implements this
-// interface without touching admission. GitHub Issues is the first (src/autopilot/github/).
+// core asks of a tracker, provider-neutral, so a second tracker implements this interface without
+// touching admission. GitHub Issues is the first (src/autopilot/github/), Linear the second
+// (src/autopilot/linear/). The code host a run's branch and pull request go to is apart from the
+// tracker: PublicationProvider, always GitHub.
 
-/** A ticket's provider-qualified identity: `github:owner/repo#12`. */
+export const TRACKER_KINDS = ["github", "linear"] as const;
+export type TrackerKind = (typeof TRACKER_KINDS)[number];
+
+/**
+ * A ticket's provider-qualified identity. `repository` is where its number counts: GitHub's
+ * owner/name; Linear's `<workspace url key>/<team key>` (an issue's identifier is its team's key
+ * and its number, ENG-12). Keys: `github:owner/repo#12`, `linear:acme/ENG-12`.
+ */
 export interface TicketRef {
-  provider: "github";
-  /** owner/name */
+  provider: TrackerKind;
   repository: string;
   number: number;
 }
 
 export function ticketKey(ref: TicketRef): string {
+  if (ref.provider === "linear") return `linear:${ref.repository}-${ref.number}`;
   return `${ref.provider}:${ref.repository}#${ref.number}`;
+}
+
+/** A ticket as people name it: owner/repo#12 on GitHub, ENG-12 on Linear. */
+export function ticketName(ref: TicketRef): string {
+  if (ref.provider === "linear") return `${ref.repository.slice(ref.repository.indexOf("/") + 1)}-${ref.number}`;
+  return `${ref.repository}#${ref.number}`;
 }
 
 /**
@@ -30,9 +45,12 @@ export interface IssueFacts {
   ref: TicketRef;
   title: string;
   body: string;
+  /** Closed: done or given up (Linear: a state of type completed or canceled, or a configured done state). */
   state: "open" | "closed";
-  /** Why a closed issue was closed (GitHub: completed, not_planned, duplicate, reopened), else null. */
+  /** Why a closed issue was closed (completed, not_planned, duplicate, reopened), else null. */
   stateReason: string | null;
+  /** The issue's workflow state by name, where the tracker has workflow states (Linear); else absent. */
+  status?: string | null;
   labels: string[];
   url: string;
   updatedAtMs: number;
@@ -46,16 +64,19 @@ export interface Blocker {
   unreadable: string | null;
 }
 
-/** Who performed a label transition, from the tracker's own record of the issue's events. */
+/** Who performed a ready transition, from the tracker's own record of the issue's events. */
 export interface ActorEvidence {
   login: string;
-  /** GitHub's actor type: "User", "Bot", "Organization", … */
+  /**
+   * The kind of account: "User" is the only kind that may be a person; anything else ("Bot",
+   * "Organization", Linear's "App" for an application's own user) is not.
+   */
   type: string;
-  /** The GitHub App the change was made through, when the tracker says so; else null. */
+  /** The app or integration the change was made through, when the tracker says so; else null. */
   viaApp: string | null;
 }
 
-/** The latest time the ready label was added, and by whom. */
+/** The latest ready transition (the ready label added, or the move to the ready state), and by whom. */
 export interface ReadyTransition {
   /** The tracker's id of the event, so a generation names the transition that opened it. */
   eventId: string;
@@ -94,10 +115,15 @@ export interface Headroom {
   resetAtMs: number;
 }
 
+/**
+ * A tracker, for one project. `label` in what follows is the project's ready marker
+ * (readyMarker in src/autopilot/deps.ts): its ready label, or the ready workflow state's name where
+ * the project is ready by state; the provider knows which from its project.
+ */
 export interface TrackerProvider {
   getIssue(ref: TicketRef): Promise<IssueFacts | null>;
   listBlockers(ref: TicketRef): Promise<Blocker[]>;
-  /** The most recent addition of `label` to the issue, or null when the tracker records none. */
+  /** The most recent ready transition of the issue, or null when the tracker records none. */
   lastReadyTransition(ref: TicketRef, label: string): Promise<ReadyTransition | null>;
   /**
    * The same, with when the issue's labels or state last changed, from the same reads: what lets
@@ -115,7 +141,11 @@ export interface TrackerProvider {
   postComment(ref: TicketRef, body: string): Promise<CommentReceipt>;
   /** The ticket's comment whose text contains `marker`, or null (a bounded number of pages is read). */
   findComment(ref: TicketRef, marker: string): Promise<CommentReceipt | null>;
-  /** Removes and adds labels on the ticket; removing a label it does not carry is no failure. */
+  /**
+   * The status mapping for a published run: removes the ready marker and adds the review marker
+   * (GitHub: labels; Linear: the ready label off, the issue moved to the review state). Removing a
+   * marker the ticket does not carry is no failure.
+   */
   moveLabels(ref: TicketRef, labels: { remove: string[]; add: string[] }): Promise<void>;
 }
 
@@ -125,10 +155,12 @@ export interface CommentReceipt {
   url: string;
 }
 
-/** `github:owner/repo#12` back into its parts; null for anything else. */
+/** `github:owner/repo#12` or `linear:acme/ENG-12` back into its parts; null for anything else. */
 export function parseTicketKey(key: string): TicketRef | null {
-  const match = /^github:([^/#\s]+\/[^/#\s]+)#(\d+)$/.exec(key);
-  return match ? { provider: "github", repository: match[1], number: Number(match[2]) } : null;
+  const github = /^github:([^/#\s]+\/[^/#\s]+)#(\d+)$/.exec(key);
+  if (github) return { provider: "github", repository: github[1], number: Number(github[2]) };
+  const linear = /^linear:([^/\s]+\/[A-Za-z0-9_]+)-(\d+)$/.exec(key);
+  return linear ? { provider: "linear", repository: linear[1], number: Number(linear[2]) } : null;
 }
 
 /** A short-lived credential to push one repository (never stored, never given to a sandbox). */

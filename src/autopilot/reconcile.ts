@@ -23,7 +23,7 @@ import { log } from "../lib/log";
 import { admitTicket, recordCapacityWait, type AdmissionResult } from "./admission";
 import type { ReadyIssue } from "./provider";
 import { capacityWaitReason, indexedTickets, queueFull, stepWhileFull } from "./reconcile-waiting";
-import type { AdmissionDeps, AdmissionProject, AdmissionSecrets } from "./deps";
+import { readyMarker, type AdmissionDeps, type AdmissionProject, type AdmissionSecrets } from "./deps";
 import { admissionDeps } from "./wiring";
 import type { AdmissionDoor } from "./ticket-types";
 import { clearProjectError, recordProjectError } from "./last-error";
@@ -98,7 +98,7 @@ export async function reconcileProject(
       if (pages++ >= config.autopilotReconcilePagesMax) break;
       // A full queue asks for a whole page: its issues cost no read of their own, only the changed ones do.
       const full = await queueFull(env, project);
-      const page = await provider.listReadyIssues(project.readyLabel, state.cursor, full ? config.githubPageSize : left, state.passKind === "changed" ? state.sinceMs : null);
+      const page = await provider.listReadyIssues(readyMarker(project), state.cursor, full ? config.githubPageSize : left, state.passKind === "changed" ? state.sinceMs : null);
       await visit(full ? page.issues : page.issues.slice(0, left), full);
       state = page.cursor === null ? { ...state, phase: "tracked", cursor: null } : { ...state, cursor: page.cursor };
     } else {
@@ -112,7 +112,7 @@ export async function reconcileProject(
   }
   // A full pass that goes on past this tick: the issues changed since it began, one page, each tick.
   if (state.passKind === "full" && state.passStartedAtMs !== null && !summary.pass_complete && summary.paused_reason === null) {
-    const changed = await provider.listReadyIssues(project.readyLabel, null, config.githubPageSize, state.passStartedAtMs);
+    const changed = await provider.listReadyIssues(readyMarker(project), null, config.githubPageSize, state.passStartedAtMs);
     await visit(changed.issues, await queueFull(env, project));
   }
   await writePassState(env.DB, project.id, { ...state, pausedReason: summary.paused_reason });

@@ -1,4 +1,5 @@
-// Autopilot projects' secrets (the webhook secret, the GitHub App private key) at rest: AES-GCM
+// Autopilot projects' secrets (the webhook secret, the GitHub App private key, the tracker's own
+// API key: Linear's) at rest: AES-GCM
 // (Web Crypto) under a key derived with HKDF from the deployment secret AUTOPILOT_SECRET_KEY. Each
 // ciphertext is bound to its project and field (additional data), so a value copied to another
 // row or column does not decrypt. Stored as "v1.<iv>.<ciphertext>", both base64.
@@ -12,7 +13,7 @@ const FORMAT = "v1";
 /** Shorter deployment secrets are refused: the key is only as strong as its secret. */
 export const SECRET_KEY_MIN_CHARS = 32;
 
-export type SecretField = "webhook_secret" | "private_key";
+export type SecretField = "webhook_secret" | "private_key" | "tracker_token";
 
 const keys = new Map<string, Promise<CryptoKey>>();
 

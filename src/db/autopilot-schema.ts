@@ -10,9 +10,11 @@ export const autopilotProjects = sqliteTable(
     id: text("id").primaryKey(),
     orgId: text("org_id").notNull(),
     name: text("name").notNull(),
-    provider: text("provider", { enum: ["github"] }).notNull(),
+    // The tracker whose issues become runs; the code host is always the GitHub repository below.
+    provider: text("provider", { enum: ["github", "linear"] }).notNull(),
     repository: text("repository").notNull(), // owner/name, as configured
-    // The same repository in lower case: GitHub names are case-insensitive, so one project per repository.
+    // What the project watches, in lower case, one project each: the repository for GitHub Issues
+    // (names are case-insensitive), `<workspace>/<team>[/<project>]` for Linear (src/autopilot/tracker-config.ts).
     repositoryKey: text("repository_key").notNull(),
     readyLabel: text("ready_label").notNull(),
     reviewLabel: text("review_label").notNull(),
@@ -29,6 +31,11 @@ export const autopilotProjects = sqliteTable(
     // AES-GCM ciphertexts under AUTOPILOT_SECRET_KEY, bound to the project id and the field.
     webhookSecretEnc: text("webhook_secret_enc").notNull(),
     privateKeyEnc: text("private_key_enc").notNull(),
+    // The tracker's settings as JSON (src/autopilot/tracker-config.ts): {"kind":"github"}, or a Linear team's.
+    tracker: text("tracker").notNull().default('{"kind":"github"}'),
+    // The tracker's own API credential (a Linear API key or OAuth token), encrypted like the
+    // secrets above; "" for GitHub Issues, which the App's key reads.
+    trackerTokenEnc: text("tracker_token_enc").notNull().default(""),
     createdBy: text("created_by").notNull(),
     createdAtMs: integer("created_at_ms").notNull(),
     updatedAtMs: integer("updated_at_ms").notNull(),

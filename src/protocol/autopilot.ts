@@ -100,11 +100,50 @@ const runTemplate = z
 
 const projectName = z.string().trim().min(1).max(100);
 
+/** A Linear workflow state's or label's name, as a team's settings show it. */
+const linearName = z
+  .string()
+  .trim()
+  .min(1)
+  .max(80)
+  .regex(/^[^\r\n\t]+$/, "a name has no line breaks or tabs");
+
+/** Linear's credential: a personal API key (lin_api_…) or an OAuth application's access token. */
+const linearApiKey = z.string().trim().min(10).max(500).regex(/^[\x21-\x7e]+$/, "must be a Linear API key or OAuth token, without spaces");
+
+/** The tracker a project's issues come from; its runs' branches and pull requests always go to the GitHub repository. */
+const GitHubTrackerInput = z.object({ kind: z.literal("github") }).strict();
+
+const linearTrackerFields = {
+  kind: z.literal("linear"),
+  api_url: githubApiUrl.optional().describe("Linear's GraphQL endpoint (default https://api.linear.app/graphql), held to the same outbound policy as github.api_url"),
+  workspace: z.string().regex(/^[a-z0-9][a-z0-9-]{0,63}$/, "must be the workspace's URL key, as in linear.app/<workspace>").describe("the workspace's URL key (linear.app/<workspace>)"),
+  team: z.string().regex(/^[A-Za-z0-9_]{1,16}$/, "must be the team's key, as its issue identifiers start (ENG in ENG-12)").describe("the team's key (ENG in ENG-12)"),
+  project: z.uuid().nullable().optional().describe("only issues of this Linear project (its id); default: the whole team"),
+  ready_label: linearName.nullable().optional().describe('the label a person adds to mark an issue ready (default "ready" unless ready_state is set)'),
+  ready_state: linearName.nullable().optional().describe("or: the workflow state a person moves an issue to, to mark it ready"),
+  review_state: linearName.describe('the workflow state a published run\'s issue moves to (e.g. "In Review")'),
+  done_states: z.array(linearName).max(50).optional().describe("workflow states that count a blocker as done besides those of type completed (default none)"),
+  automation_accounts: z.array(z.string().trim().min(1).max(100)).max(100).optional().describe("Linear users (display name or id) never taken for a person (default none)"),
+};
+
+const LinearTrackerInput = z
+  .object({ ...linearTrackerFields, api_key: linearApiKey.describe("a Linear API key or OAuth access token Docket reads and writes with; never shown again") })
+  .strict();
+
+const TrackerInput = z.discriminatedUnion("kind", [GitHubTrackerInput, LinearTrackerInput]);
+export type LinearTrackerInput = z.infer<typeof LinearTrackerInput>;
+
+/** A change of the tracker replaces its settings; a Linear project already holding a key may leave api_key out. */
+const TrackerChange = z.discriminatedUnion("kind", [GitHubTrackerInput, LinearTrackerInput.extend({ api_key: linearApiKey.optional() })]);
+export type TrackerChange = z.infer<typeof TrackerChange>;
+
 export const CreateAutopilotProjectBody = z
   .object({
     name: projectName,
-    provider: z.literal("github").optional().describe("the tracker; github (the default) is the only one"),
-    repository: githubRepository,
+    provider: z.enum(["github", "linear"]).optional().describe("the tracker's kind; must match tracker.kind when both are sent (default github)"),
+    tracker: TrackerInput.optional().describe('where the issues come from: {"kind":"github"} (the default: the repository\'s issues) or a Linear team'),
+    repository: githubRepository.describe("the GitHub repository runs push their branches to and open pull requests on (and, for GitHub Issues, the issues' repository)"),
     ready_label: githubLabel.optional().describe('the label a person adds to mark an issue ready (default "ready")'),
     review_label: githubLabel.optional().describe('the label for issues whose run awaits review (default "needs-review")'),
     brief_heading: briefHeading.optional().describe('the heading of the issue body\'s Agent Brief section (default "Agent Brief")'),
@@ -114,7 +153,7 @@ export const CreateAutopilotProjectBody = z
     automation_accounts: automationAccounts.optional().describe("logins never taken for a person (default none)"),
     trusted_actor_assumption: z.boolean().optional().describe("accept a User sender without timeline evidence against it (default false)"),
     run: runTemplate,
-    webhook_secret: webhookSecret.describe("the secret GitHub signs deliveries with; never shown again"),
+    webhook_secret: webhookSecret.describe("the secret the tracker signs deliveries with (GitHub's webhook secret, or the Linear webhook's signing secret); never shown again"),
     github: z
       .object({
         api_url: githubApiUrl
@@ -133,6 +172,7 @@ export type CreateAutopilotProjectBody = z.infer<typeof CreateAutopilotProjectBo
 export const UpdateAutopilotProjectBody = z
   .object({
     name: projectName.optional(),
+    tracker: TrackerChange.optional().describe("replaces the tracker's settings"),
     repository: githubRepository.optional(),
     ready_label: githubLabel.optional(),
     review_label: githubLabel.optional(),
@@ -178,8 +218,24 @@ export const AutopilotProject = z
     id: autopilotProjectId,
     org_id: z.string(),
     name: z.string(),
-    provider: z.literal("github"),
-    repository: z.string().describe("owner/name"),
+    provider: z.enum(["github", "linear"]).describe("the tracker's kind"),
+    tracker: z.discriminatedUnion("kind", [
+      z.object({ kind: z.literal("github") }),
+      z.object({
+        kind: z.literal("linear"),
+        api_url: z.string(),
+        workspace: z.string(),
+        team: z.string(),
+        project: z.string().nullable(),
+        ready_label: z.string().nullable(),
+        ready_state: z.string().nullable(),
+        review_state: z.string(),
+        done_states: z.array(z.string()),
+        automation_accounts: z.array(z.string()),
+        api_key_set: z.boolean().describe("a Linear API key is stored (it is never shown)"),
+      }),
+    ]),
+    repository: z.string().describe("owner/name: the GitHub repository runs push to and open pull requests on"),
     ready_label: z.string(),
     review_label: z.string(),
     brief_heading: z.string(),
@@ -195,7 +251,7 @@ export const AutopilotProject = z
       repository_url: z.string().nullable().describe("where runners clone and push; null: the issue's repository page"),
     }),
     webhook: z.object({
-      url: z.string().describe("where GitHub delivers this project's webhooks (subscribe to issues, issue_comment, issue_dependencies)"),
+      url: z.string().describe("where the tracker delivers this project's webhooks (GitHub: issues, issue_comment, issue_dependencies; Linear: its own door, docs/autopilot.md)"),
       secret_set: z.boolean().describe("a webhook secret is stored (it is never shown)"),
     }),
     github: z.object({

@@ -10,6 +10,7 @@ import { changedProjectRow, checkProjectBounds, newProjectRow } from "../autopil
 import { projectBudget } from "../autopilot/project-budget";
 import { loadProjectRow, projectAnswer, type AutopilotProjectRow } from "../autopilot/projects";
 import { requireSecretKey } from "../autopilot/secrets";
+import { parseTracker, watchedName } from "../autopilot/tracker-config";
 import { autopilotProjects } from "../db/autopilot-schema";
 import { DocketError } from "../errors";
 import { newId } from "../lib/crypto";
@@ -32,15 +33,16 @@ const TAG = "Autopilot";
 
 const origin = (url: string) => new URL(url).origin;
 
-/** A second project on a repository the organization already watches would admit its issues twice. */
-async function writeOnce(write: () => Promise<unknown>, repository: string): Promise<void> {
+/** A second project on a repository (or Linear team) the organization already watches would admit its issues twice. */
+async function writeOnce(write: () => Promise<unknown>, row: AutopilotProjectRow): Promise<void> {
   try {
     await write();
   } catch (err) {
     if (!isUniqueViolation(err)) throw err;
-    throw new DocketError("autopilot_project_exists", `an autopilot project of this organization already watches ${repository}`, {
-      field: "repository",
-      repository,
+    const tracker = parseTracker(row.tracker);
+    throw new DocketError("autopilot_project_exists", `an autopilot project of this organization already watches ${watchedName(row.repository, tracker)}`, {
+      field: tracker.kind === "github" ? "repository" : "tracker.team",
+      repository: row.repository,
     });
   }
 }
@@ -64,7 +66,7 @@ export const autopilotProjectRoutes = new Hono<AppEnv>()
       const caller = c.get("caller");
       const body = c.req.valid("json");
       const row = await newProjectRow(c.env, { id: newId("apj"), orgId: caller.orgId, createdBy: caller.tokenId }, body, Date.now());
-      await writeOnce(() => drizzle(c.env.DB).insert(autopilotProjects).values(row), row.repository);
+      await writeOnce(() => drizzle(c.env.DB).insert(autopilotProjects).values(row), row);
       log("autopilot.project_created", { reason: "an admin created it", org: caller.orgId, project: row.id, repository: row.repository, by: caller.tokenId });
       return c.json(projectAnswer(row, origin(c.req.url)), 201);
     },
@@ -130,7 +132,7 @@ export const autopilotProjectRoutes = new Hono<AppEnv>()
       const { id, orgId, createdBy, createdAtMs, ...columns } = changed;
       await writeOnce(
         () => drizzle(c.env.DB).update(autopilotProjects).set(columns).where(and(eq(autopilotProjects.orgId, orgId), eq(autopilotProjects.id, id))),
-        changed.repository,
+        changed,
       );
       log("autopilot.project_changed", { reason: "an admin changed it", org: orgId, project: id, fields: Object.keys(body), by: caller.tokenId });
       return c.json(projectAnswer(changed, origin(c.req.url)));
