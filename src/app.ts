@@ -13,6 +13,7 @@ import { DOCS_PAGE, openApiDocument } from "./openapi/document";
 import { autopilotProjectRoutes } from "./routes/autopilot-projects";
 import { autopilotSchedulerRoutes } from "./routes/autopilot-scheduler";
 import { autopilotAdmissionRoutes } from "./routes/autopilot-admission";
+import { autopilotLinearRoutes } from "./routes/autopilot-linear";
 import { autopilotReservationRoutes } from "./routes/autopilot-reservations";
 import { buildJobRoutes } from "./routes/build-jobs";
 import { creditRoutes } from "./routes/credits";
@@ -56,6 +57,7 @@ export const app = new Hono<AppEnv>()
   .route("/v1", buildJobRoutes)
   .route("/v1", autopilotProjectRoutes)
   .route("/v1", autopilotAdmissionRoutes)
+  .route("/v1", autopilotLinearRoutes)
   .route("/v1", autopilotSchedulerRoutes)
   .route("/v1", autopilotReservationRoutes)
   .route("/v1", managedPoolRoutes);

@@ -2,12 +2,37 @@
 // The dashboard's autopilot pages: the organization's projects, one project with what its GitHub
 // traffic costs, where its reconciliation stands (docs/autopilot.md, "GitHub's rate limit"), its last
 // error and its tickets, and one ticket with its history and last error, from the API's own answers
-// (GET /v1/autopilot/projects, …/projects/:id, …/projects/:id/tickets, …/tickets/:number).
+// (GET /v1/autopilot/projects, …/projects/:id, …/projects/:id/tickets, …/tickets/:number). A project
+// whose tracker is Linear shows its team (and Linear project), and its tickets by their Linear
+// identifiers (ENG-12), each linking to the issue in Linear.
 
 import { at, Layout, TableWrap } from "./layout";
 import { DASH } from "./session";
 
 type Json = Record<string, any>;
+
+/** Where a project's issues come from, in words: the repository's issues, or a Linear team (and project). */
+function trackerName(p: Json): string {
+  const t = p.tracker;
+  if (t?.kind !== "linear") return `GitHub Issues of ${p.repository}`;
+  return `Linear team ${t.team} of ${t.workspace}${t.project ? `, project ${t.project}` : ""}`;
+}
+
+/** What makes an issue ready, in words: its label, or (Linear) its workflow state. */
+const readyMarker = (p: Json) => (p.tracker?.kind === "linear" && p.tracker.ready_state ? <>moved to <code>{p.tracker.ready_state}</code></> : <>labeled <code>{p.ready_label}</code></>);
+
+/** A Linear ticket's key (`linear:<workspace>/<TEAM-12>`) as its identifier and its issue's URL in Linear; null for another tracker's. */
+export function linearIssue(key: string): { identifier: string; url: string } | null {
+  const match = /^linear:([^/]+)\/([A-Za-z0-9_]+-\d+)$/.exec(key);
+  return match ? { identifier: match[2], url: `https://linear.app/${match[1]}/issue/${match[2]}` } : null;
+}
+
+/** A ticket's name: ENG-12 (linking to Linear beside it) for Linear's, #12 for GitHub's. */
+function TicketName(props: { ticket: Json; href: string }) {
+  const linear = linearIssue(props.ticket.ticket ?? "");
+  if (!linear) return <a href={props.href}>#{props.ticket.number}</a>;
+  return <><a href={props.href}>{linear.identifier}</a> <a class="muted" href={linear.url} rel="noreferrer">in Linear</a></>;
+}
 
 export function AutopilotProjectsPage(props: { projects: Json[]; admin: boolean }) {
   return (
@@ -17,10 +42,10 @@ export function AutopilotProjectsPage(props: { projects: Json[]; admin: boolean 
         <p class="muted">No autopilot project is configured.</p>
       ) : (
         <TableWrap><table>
-          <thead><tr><th scope="col">Project</th><th scope="col">Repository</th><th scope="col">Ready label</th><th scope="col">Queue capacity</th></tr></thead>
+          <thead><tr><th scope="col">Project</th><th scope="col">Tracker</th><th scope="col">Repository</th><th scope="col">Ready when</th><th scope="col">Queue capacity</th></tr></thead>
           <tbody>
             {props.projects.map((p) => (
-              <tr><td><a href={`${DASH}/autopilot/${p.id}`}>{p.name}</a></td><td>{p.repository}</td><td>{p.ready_label}</td><td>{p.queue_capacity}</td></tr>
+              <tr><td><a href={`${DASH}/autopilot/${p.id}`}>{p.name}</a></td><td>{trackerName(p)}</td><td>{p.repository}</td><td>{readyMarker(p)}</td><td>{p.queue_capacity}</td></tr>
             ))}
           </tbody>
         </table></TableWrap>
@@ -57,7 +82,7 @@ function TicketsTable(props: { projectId: string; tickets: Json[] }) {
       <tbody>
         {props.tickets.map((t) => (
           <tr>
-            <td><a href={ticketHref(props.projectId, t.number)}>#{t.number}</a></td>
+            <td><TicketName ticket={t} href={ticketHref(props.projectId, t.number)} /></td>
             <td class="state">{t.status}</td>
             <td>{t.reasons.join("; ") || "—"}</td>
             <td>{t.run_id ? <a href={`${DASH}/runs/${t.run_id}`}>{t.run_id}</a> : "—"}</td>
@@ -76,7 +101,7 @@ export function AutopilotProjectPage(props: { project: Json; tickets: Json[]; ad
   return (
     <Layout title={`Autopilot ${project.name}`} signedIn admin={props.admin}>
       <h1>{project.name}</h1>
-      <p>{project.repository}: issues labeled <code>{project.ready_label}</code> become runs, at most {project.queue_capacity} waiting.</p>
+      <p>{trackerName(project)}: issues {readyMarker(project)} become runs, at most {project.queue_capacity} waiting; their pull requests go to {project.repository}.</p>
       <h2>GitHub budget</h2>
       <dl id="github-budget">
         <dt>Requests GitHub counted in the last hour</dt><dd>{budget.requests_last_hour}</dd>
@@ -100,10 +125,13 @@ export function AutopilotProjectPage(props: { project: Json; tickets: Json[]; ad
 /** One issue's ticket: where its admission stands, why, its last error and its history. */
 export function AutopilotTicketPage(props: { projectId: string; ticket: Json; admin: boolean }) {
   const { ticket } = props;
+  const linear = linearIssue(ticket.ticket ?? "");
+  const name = linear ? linear.identifier : `#${ticket.number}`;
   return (
-    <Layout title={`Issue #${ticket.number}`} signedIn admin={props.admin}>
+    <Layout title={`Issue ${name}`} signedIn admin={props.admin}>
       <p><a href={`${DASH}/autopilot/${props.projectId}`}>Back to the project</a></p>
-      <h1>Issue #{ticket.number}</h1>
+      <h1>Issue {name}</h1>
+      {linear ? <p><a id="tracker-issue" href={linear.url} rel="noreferrer">{linear.identifier} in Linear</a></p> : null}
       <dl id="ticket">
         <dt>Status</dt><dd class="state">{ticket.status}</dd>
         <dt>Why</dt><dd>{ticket.reasons.join("; ") || "—"}</dd>

@@ -13,7 +13,7 @@ import { validate } from "../validate";
 import { pageSize } from "../lib/pagination";
 import { inProjectRepository, ticketStub } from "../autopilot/admission";
 import { ticketKey } from "../autopilot/provider";
-import type { AdmissionDeps } from "../autopilot/deps";
+import { projectTicketRef, type AdmissionDeps, type AdmissionProject } from "../autopilot/deps";
 import { admissionDeps } from "../autopilot/wiring";
 import { reconcileProject } from "../autopilot/reconcile";
 import { GitHubError } from "../autopilot/github/errors";
@@ -40,11 +40,19 @@ const UNSIGNED = "X-Hub-Signature-256 is missing, malformed or does not sign thi
 const NO_PROJECT_SECRET = "no project: a signature is checked all the same";
 
 /**
- * The project whose webhook secret signs `body`. No such project, a secret that does not decrypt
- * and a bad signature are the same 401 (the reason only in the log), and only the webhook secret
- * is decrypted before the check (src/autopilot/projects.ts, readWebhookProject).
+ * The project at `id` when `signs(secret)` says its webhook secret signs the delivery; `unsigned`
+ * otherwise. No such project, a secret that does not decrypt and a bad signature are the same 401
+ * (the reason only in the log), and only the webhook secret is decrypted before the check
+ * (src/autopilot/projects.ts, readWebhookProject). `accepts` narrows which projects this door serves:
+ * another's is checked all the same and refused as unknown.
  */
-async function signedProject(env: AppEnv["Bindings"], id: string, body: string, signature: string | undefined) {
+export async function signedProject<T>(
+  env: AppEnv["Bindings"],
+  id: string,
+  signs: (secret: string) => Promise<T | null>,
+  unsigned: string,
+  accepts: (project: AdmissionProject) => boolean,
+): Promise<{ project: AdmissionProject; signed: T }> {
   const deps = admissionDeps(env);
   let found: Awaited<ReturnType<AdmissionDeps["readWebhookProject"]>> = null;
   try {
@@ -53,12 +61,16 @@ async function signedProject(env: AppEnv["Bindings"], id: string, body: string, 
     if (!(err instanceof DocketError && err.code === "autopilot_not_configured")) throw err;
     log("autopilot.webhook_secret_unreadable", { project: id, reason: err.message });
   }
-  const valid = await signatureValid(found?.webhookSecret ?? NO_PROJECT_SECRET, body, signature);
-  if (!found || !valid) throw new DocketError("unauthorized", UNSIGNED);
-  return found.project;
+  const served = found && accepts(found.project) ? found : null;
+  const signed = await signs(served?.webhookSecret ?? NO_PROJECT_SECRET);
+  if (!served || signed === null) throw new DocketError("unauthorized", unsigned);
+  return { project: served.project, signed };
 }
 
-const ignored = (deliveryId: string, event: string, reason: string): WebhookAccepted => ({ delivery_id: deliveryId, event, queued: false, ignored_reason: reason });
+const githubSigned = async (env: AppEnv["Bindings"], id: string, body: string, signature: string | undefined) =>
+  (await signedProject(env, id, async (secret) => ((await signatureValid(secret, body, signature)) ? true : null), UNSIGNED, (p) => p.provider === "github")).project;
+
+export const ignored = (deliveryId: string, event: string, reason: string): WebhookAccepted => ({ delivery_id: deliveryId, event, queued: false, ignored_reason: reason });
 
 export const autopilotAdmissionRoutes = new Hono<AppEnv>()
   .post(
@@ -85,7 +97,7 @@ export const autopilotAdmissionRoutes = new Hono<AppEnv>()
     async (c) => {
       const { id } = c.req.valid("param");
       const body = await c.req.text();
-      const project = await signedProject(c.env, id, body, c.req.header("X-Hub-Signature-256"));
+      const project = await githubSigned(c.env, id, body, c.req.header("X-Hub-Signature-256"));
       const deliveryId = c.req.header("X-GitHub-Delivery") ?? "";
       const event = c.req.header("X-GitHub-Event") ?? "";
       if (deliveryId === "" || deliveryId.length > 200) throw new DocketError("invalid_request", "header X-GitHub-Delivery: required, at most 200 characters", { field: "X-GitHub-Delivery" });
@@ -179,7 +191,7 @@ export const autopilotAdmissionRoutes = new Hono<AppEnv>()
     async (c) => {
       const { id, number } = c.req.valid("param");
       const project = await ownProject(c.env, id, c.get("caller").orgId);
-      const at = { projectId: project.id, ticketKey: ticketKey({ provider: project.provider, repository: project.repository, number }) };
+      const at = { projectId: project.id, ticketKey: ticketKey(projectTicketRef(project, number)) };
       const ticket = await ticketStub(c.env, at).read(at);
       if (!ticket || ticket.project_id !== project.id) throw new DocketError("not_found", `admission has not seen issue #${number} of this project`);
       return c.json({

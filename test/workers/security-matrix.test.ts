@@ -415,6 +415,14 @@ const endpoints: Endpoint[] = [
     body: () => ({ action: "labeled" }),
     cases: () => [[none, unauthorized], ...malformed.map((c): [Credential, Expect] => [c, unauthorized]), [bearer("an admin member token", () => A.admin), unauthorized], [bearer("another organization's admin token", () => B.admin), unauthorized]],
   },
+  {
+    // Public: only a fresh Linear-Signature of a Linear project authenticates it, never a bearer token.
+    method: "POST",
+    route: "/v1/autopilot/projects/:id/linear/webhook",
+    path: () => `/v1/autopilot/projects/${A.autopilotProjectId}/linear/webhook`,
+    body: () => ({ action: "update", type: "Issue", webhookTimestamp: Date.now() }),
+    cases: () => [[none, unauthorized], ...malformed.map((c): [Credential, Expect] => [c, unauthorized]), [bearer("an admin member token", () => A.admin), unauthorized], [bearer("another organization's admin token", () => B.admin), unauthorized]],
+  },
   { method: "POST", route: "/v1/autopilot/projects/:id/reconcile", path: () => `/v1/autopilot/projects/${A.autopilotProjectId}/reconcile`, cases: () => memberOfA("admin") },
   { method: "GET", route: "/v1/autopilot/projects/:id/scheduler", path: () => `/v1/autopilot/projects/${A.autopilotProjectId}/scheduler`, cases: () => memberOfA("member") },
   { method: "PATCH", route: "/v1/autopilot/projects/:id/scheduler", path: () => `/v1/autopilot/projects/${A.autopilotProjectId}/scheduler`, body: () => ({ concurrency: 1 }), cases: () => memberOfA("admin") },
