@@ -59,7 +59,7 @@ function PoolActions(props: { pool: Json }) {
         <label>Maximum <input type="number" name="max_instances" min="1" value={String(pool.max_instances)} /></label>{" "}
         <button type="submit" aria-label={`Save ${pool.name}`}>Save</button>
       </form>
-      <p>
+      <div>
         {pool.state === "stopped" ? (
           <form class="inline" method="post" action={poolAction(pool.id, "start")}>
             <button type="submit" aria-label={`Start ${pool.name}`}>Start</button>
@@ -68,7 +68,7 @@ function PoolActions(props: { pool: Json }) {
           <ConfirmedForm pool={pool} what="stop" label="Stop" warning="halt its containers" />
         )}{" "}
         <ConfirmedForm pool={pool} what="delete" label="Delete" warning="halt its containers and delete the pool" />
-      </p>
+      </div>
     </>
   );
 }
@@ -93,14 +93,14 @@ function CreateForm() {
   return (
     <form method="post" action={`${DASH}/managed/pools`}>
       <h2>New pool</h2>
-      <p>
+      <div>
         <label>Name <input type="text" name="name" required /></label>{" "}
         <label>Labels <input type="text" name="labels" placeholder="gpu, linux" /></label>{" "}
         <label>Minimum <input type="number" name="min_instances" min="0" value="0" /></label>{" "}
         <label>Maximum <input type="number" name="max_instances" min="1" value="1" required /></label>{" "}
         <label>Idle minutes <input type="number" name="idle_minutes" min="1" placeholder="default" /></label>{" "}
         <button type="submit">Create</button>
-      </p>
+      </div>
     </form>
   );
 }

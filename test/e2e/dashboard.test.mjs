@@ -221,7 +221,7 @@ describe.skipIf(!chromiumPath)('the dashboard in headless Chromium', () => {
     await check(page, '05-run-cancelled');
 
     // The other pages.
-    for (const [path, name, text] of [['/dash/runners', '06-runners', 'rack-1'], ['/dash/credits', '07-credits', 'Cost review'], ['/dash/tokens', '08-tokens', 'Revoke']]) {
+    for (const [path, name, text] of [['/dash/runners', '06-runners', 'rack-1'], ['/dash/credits', '07-credits', 'Cost review'], ['/dash/tokens', '08-tokens', 'Revoke'], ['/dash/managed', '08-managed-runners', 'New pool']]) {
       await page.goto(`${docket.url}${path}`);
       expect(await page.locator('main').textContent()).toContain(text);
       await check(page, name);
@@ -247,7 +247,7 @@ describe.skipIf(!chromiumPath)('the dashboard in headless Chromium', () => {
     const phone = await browser.newPage({ viewport: { width: 375, height: 800 } });
     phone.setDefaultTimeout(60_000);
     await phone.context().addCookies(await context.cookies());
-    for (const [path, name] of [['/dash', 'queue'], ['/dash/runs', 'runs'], [`/dash/runs/${worked.id}`, 'run'], ['/dash/runners', 'runners'], ['/dash/credits', 'credits'], ['/dash/tokens', 'tokens']]) {
+    for (const [path, name] of [['/dash', 'queue'], ['/dash/runs', 'runs'], [`/dash/runs/${worked.id}`, 'run'], ['/dash/runners', 'runners'], ['/dash/credits', 'credits'], ['/dash/tokens', 'tokens'], ['/dash/managed', 'managed-runners']]) {
       await phone.goto(`${docket.url}${path}`);
       await phone.screenshot({ path: join(SCREENSHOTS, `10-narrow-${name}.png`), fullPage: true });
       expect(await phone.evaluate(narrowProblems), `${path} at 375 px`).toEqual([]);
