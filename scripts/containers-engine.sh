@@ -40,9 +40,9 @@ clean() {
   fi
 }
 
-# A hash of the files an image is built from.
+# A hash of the files an image is built from, and of the base image it is built on.
 inputs_hash() {
-  (cd "$ROOT" && find "$@" -type f -print0 | sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16)
+  { docker image inspect --format '{{.Id}}' "$BASE_IMAGE"; cd "$ROOT" && find "$@" -type f -print0 | sort -z | xargs -0 sha256sum; } | sha256sum | cut -c1-16
 }
 
 # docker build of $2 (a directory with its Dockerfile) as $1, unless the image holds hash $3.
@@ -68,6 +68,8 @@ stage_runner() {
     case "$dep" in
       "$ROOT/node_modules/docket-runner" | "$ROOT" | "$ROOT/runner-cli") ;;
       "$ROOT"/*node_modules/*)
+        # A package nested in one copied already came with it.
+        [ -e "$app/${dep#"$ROOT"/}" ] && continue
         mkdir -p "$app/$(dirname "${dep#"$ROOT"/}")"
         cp -r "$dep" "$app/${dep#"$ROOT"/}"
         ;;
