@@ -118,9 +118,9 @@ export function repositoryPage(apiUrl: string, repository: string): string {
   return `${root}/${repository}`;
 }
 
-/** Where GitHub delivers a project's webhooks, on the deployment the request reached. */
-export function webhookUrl(origin: string, projectId: string): string {
-  return `${origin}/v1/autopilot/projects/${projectId}/webhook`;
+/** Where the tracker delivers a project's webhooks, on the deployment the request reached: GitHub's door, or Linear's (src/routes/autopilot-linear.ts). */
+export function webhookUrl(origin: string, projectId: string, provider: TrackerKind): string {
+  return `${origin}/v1/autopilot/projects/${projectId}/${provider === "linear" ? "linear/webhook" : "webhook"}`;
 }
 
 /** The project as every answer shows it: secrets only as "set", never their values. */
@@ -147,7 +147,7 @@ export function projectAnswer(row: AutopilotProjectRow, origin: string): Autopil
       launch: launchSpec(p.run.launch),
       repository_url: p.run.repositoryUrl ?? null,
     },
-    webhook: { url: webhookUrl(origin, p.id), secret_set: row.webhookSecretEnc !== "" },
+    webhook: { url: webhookUrl(origin, p.id, p.provider), secret_set: row.webhookSecretEnc !== "" },
     github: { api_url: p.githubApiUrl, app_id: p.appId, installation_id: p.installationId, private_key_set: row.privateKeyEnc !== "" },
     created_at_ms: p.createdAtMs,
     updated_at_ms: p.updatedAtMs,

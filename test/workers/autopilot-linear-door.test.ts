@@ -79,6 +79,11 @@ async function decided(number: number) {
 const runsOfOrg = async () => (await call("GET", "/v1/runs?limit=200", { token: org.admin })).body.runs as { id: string }[];
 
 describe("the Linear door refuses what Linear did not sign, now", () => {
+  it("a Linear project's answer names its Linear door as the URL Linear's webhook is to be sent to", async () => {
+    const answer = await call("GET", `/v1/autopilot/projects/${linear.id}`, { token: org.admin });
+    expect(answer.body.webhook.url).toMatch(new RegExp(`/v1/autopilot/projects/${linear.id}/linear/webhook$`));
+  });
+
   it("a wrong or missing signature, a stale webhookTimestamp, an unknown project and a GitHub project get the same 401, and nothing is admitted", async () => {
     const number = nextNumber++;
     readyIssue(number);
