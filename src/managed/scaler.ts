@@ -4,11 +4,11 @@
 // runners are judged by the same rules as any runner: label coverage (src/run/labels.ts) and the
 // connected window (src/run/waiting.ts).
 
-import { and, asc, count, eq, isNull, lte, ne, or } from "drizzle-orm";
+import { and, asc, count, eq, exists, isNull, lte, ne, or, sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import type { Config } from "../config";
 import { managedPools, managedSlots } from "../db/managed-schema";
-import { runs } from "../db/schema";
+import { labelSets, runs } from "../db/schema";
 import type { Env } from "../env";
 import { log } from "../lib/log";
 import { schedulerStub } from "../lib/stubs";
@@ -57,10 +57,16 @@ export async function scalePools(env: Env, config: Config, nowMs: number): Promi
 
 async function readOrgFacts(env: Env, config: Config, orgId: string, nowMs: number): Promise<OrgFacts> {
   const db = drizzle(env.DB);
-  const queued = await db
-    .selectDistinct({ key: runs.labelsKey })
+  // The label sets with queued work (as claims read them), each kept when a run of it is claimable
+  // now: one index probe per set (runs_queue), never a walk over the organization's runs.
+  const claimable = db
+    .select({ one: sql`1` })
     .from(runs)
-    .where(and(eq(runs.orgId, orgId), eq(runs.state, "queued"), lte(runs.notBeforeMs, nowMs)))
+    .where(and(eq(runs.orgId, orgId), eq(runs.labelsKey, labelSets.labelsKey), eq(runs.state, "queued"), lte(runs.notBeforeMs, nowMs)));
+  const queued = await db
+    .select({ key: labelSets.labelsKey })
+    .from(labelSets)
+    .where(and(eq(labelSets.orgId, orgId), exists(claimable)))
     .limit(config.labelSetsReadMax);
   const instances = await db.select({ n: count() }).from(managedSlots).where(eq(managedSlots.orgId, orgId)).get();
   const connected = await connectedRunners(env.DB, orgId, config, nowMs);
