@@ -56,7 +56,7 @@ describe("Linear webhook verification", () => {
 describe("the issues a Linear delivery names", () => {
   it("the ready label's addition names the issue with its person as sender; a label already there names no sender", async () => {
     const [added] = linearTicketsOfDelivery((await verified(labelled()))!, READY);
-    expect(added).toEqual({ issueId: ISSUE_ID, identifier: "ENG-1", organizationId: "org-1", sender: { login: "alice@example.com", type: "User", viaApp: null } });
+    expect(added).toEqual({ issueId: ISSUE_ID, identifier: "ENG-1", sender: { login: "alice@example.com", type: "User", viaApp: null } });
     const [kept] = linearTicketsOfDelivery((await verified(labelled(person, { fromLabelIds: [READY_ID] })))!, READY);
     expect(kept.sender).toBeNull();
   });

@@ -35,8 +35,6 @@ export interface LinearWebhookTicket {
   issueId: string;
   /** ENG-12, when the payload says. */
   identifier: string | null;
-  /** The delivery's organizationId: the workspace the issue belongs to. */
-  organizationId: string | null;
   /** The sender, as evidence only when this delivery is the issue's ready transition; else null. */
   sender: ActorEvidence | null;
 }
@@ -55,9 +53,7 @@ export interface LinearReadiness {
 export function linearTicketsOfDelivery(payload: Json, readiness: LinearReadiness): LinearWebhookTicket[] {
   const data = isObject(payload.data) ? payload.data : null;
   if (!data) return [];
-  const organizationId = text(payload.organizationId);
-  const ticket = (issueId: string | null, identifier: string | null, sender: ActorEvidence | null = null) =>
-    issueId ? [{ issueId, identifier, organizationId, sender }] : [];
+  const ticket = (issueId: string | null, identifier: string | null, sender: ActorEvidence | null = null) => (issueId ? [{ issueId, identifier, sender }] : []);
   if (payload.type === "Issue") {
     const sender = readyTransition(payload, data, readiness) ? actorEvidence(payload.actor) : null;
     return ticket(text(data.id), text(data.identifier), sender);
@@ -85,7 +81,7 @@ function readyTransition(payload: Json, data: Json, readiness: LinearReadiness):
  * The webhook's `actor` as admission weighs a sender: a person is a User by their email (or name);
  * an OAuth application and an integration are automation, named by what they are, never a User.
  */
-export function actorEvidence(actor: unknown): ActorEvidence | null {
+function actorEvidence(actor: unknown): ActorEvidence | null {
   if (!isObject(actor)) return null;
   const type = text(actor.type) ?? "unknown";
   if (type === "user") {
