@@ -10,6 +10,7 @@ import { drizzle } from "drizzle-orm/d1";
 import { autopilotProjects } from "../db/autopilot-schema";
 import type { AdmissionDoor, TrackerLastError } from "./ticket-types";
 import { GitHubError } from "./github/errors";
+import { LinearError } from "./linear/errors";
 
 
 export interface ProjectLastError extends TrackerLastError {
@@ -17,9 +18,9 @@ export interface ProjectLastError extends TrackerLastError {
   number: number | null;
 }
 
-/** `err` as a last error: its kind (the GitHubError's failure), its message (bounded) and when. */
+/** `err` as a last error: its kind (the GitHubError's or LinearError's failure), its message (bounded) and when. */
 export function trackerError(door: AdmissionDoor, err: unknown, nowMs: number): TrackerLastError {
-  const failure = err instanceof GitHubError ? err.failure : "error";
+  const failure = err instanceof GitHubError || err instanceof LinearError ? err.failure : "error";
   const message = err instanceof Error ? err.message : String(err);
   return { at_ms: nowMs, door, failure, message: message.slice(0, 1_000) };
 }

@@ -149,6 +149,13 @@ export interface Config {
   githubTokenCacheMax: number;
   /** GitHub: redirects one request follows (a renamed repository), each to a host the outbound policy allows. */
   githubRedirectsMax: number;
+  /** Linear (autopilot): how long one GraphQL request may take, and retries of a failed one (5xx, timeout, network), the nth after n² × linearRetryBaseMs. */
+  linearRequestTimeoutMs: number;
+  linearRetries: number;
+  linearRetryBaseMs: number;
+  /** Linear: nodes per page of a connection read (Linear allows up to 250), and the most pages one read walks. */
+  linearPageSize: number;
+  linearPagesMax: number;
   /** Autopilot: the largest queue capacity (admitted waiting runs) a project may configure. */
   autopilotQueueCapacityMax: number;
   /** Publication: tries of the pull-request step before the run ends failed (publish_failed), and the wait between tries. */
@@ -322,6 +329,11 @@ export const DEFAULTS: Config = {
   githubPagesMax: 10,
   githubTokenCacheMax: 100,
   githubRedirectsMax: 3,
+  linearRequestTimeoutMs: 10_000,
+  linearRetries: 3,
+  linearRetryBaseMs: 1_000,
+  linearPageSize: 50,
+  linearPagesMax: 10,
   autopilotQueueCapacityMax: 100,
   publicationTriesMax: 5,
   publicationRetryMs: 30_000,

@@ -88,6 +88,11 @@ const VAR_NAMES: Record<keyof Config, string> = {
   githubPagesMax: "GITHUB_PAGES_MAX",
   githubTokenCacheMax: "GITHUB_TOKEN_CACHE_MAX",
   githubRedirectsMax: "GITHUB_REDIRECTS_MAX",
+  linearRequestTimeoutMs: "LINEAR_REQUEST_TIMEOUT_MS",
+  linearRetries: "LINEAR_RETRIES",
+  linearRetryBaseMs: "LINEAR_RETRY_BASE_MS",
+  linearPageSize: "LINEAR_PAGE_SIZE",
+  linearPagesMax: "LINEAR_PAGES_MAX",
   autopilotQueueCapacityMax: "AUTOPILOT_QUEUE_CAPACITY_MAX",
   publicationTriesMax: "PUBLICATION_TRIES_MAX",
   publicationRetryMs: "PUBLICATION_RETRY_MS",
@@ -193,6 +198,7 @@ export function parseConfig(vars: Record<string, unknown>): Config {
   if (config.pruneBatchMax < 1) throw new Error("PRUNE_BATCH_MAX must be at least 1");
   if (config.githubRequestTimeoutMs < 1) throw new Error("GITHUB_REQUEST_TIMEOUT_MS must be at least 1");
   if (config.githubPageSize < 1 || config.githubPageSize > 100) throw new Error("GITHUB_PAGE_SIZE must be between 1 and 100");
+  if (config.linearPageSize < 1 || config.linearPageSize > 250) throw new Error("LINEAR_PAGE_SIZE must be between 1 and 250");
   if (config.githubPagesMax < 1) throw new Error("GITHUB_PAGES_MAX must be at least 1");
   if (config.autopilotReconcileFullPassEvery < 1) throw new Error("AUTOPILOT_RECONCILE_FULL_PASS_EVERY must be at least 1");
   if (config.autopilotReconcilePagesMax < 1) throw new Error("AUTOPILOT_RECONCILE_PAGES_MAX must be at least 1");
