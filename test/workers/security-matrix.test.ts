@@ -555,6 +555,7 @@ const dashPages: DashPage[] = [
   { method: "GET", route: "/dash/credits", path: () => "/dash/credits" },
   { method: "GET", route: "/dash/autopilot", path: () => "/dash/autopilot" },
   { method: "GET", route: "/dash/autopilot/:id", path: () => `/dash/autopilot/${A.autopilotProjectId}`, ofA: true },
+  { method: "GET", route: "/dash/autopilot/:id/tickets/:number", path: () => `/dash/autopilot/${A.autopilotProjectId}/tickets/1`, ofA: true },
   { method: "GET", route: "/dash/tokens", path: () => "/dash/tokens", admin: true },
   { method: "GET", route: "/dash/tokens/:id", path: () => `/dash/tokens/${A.registrationId}`, ofA: true, admin: true },
   { method: "POST", route: "/dash/tokens/:id/revoke", path: () => `/dash/tokens/${A.registrationId}/revoke`, ofA: true, admin: true },
