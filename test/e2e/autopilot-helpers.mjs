@@ -1,9 +1,12 @@
 // What the autopilot end-to-end tests share: GitHub's own example payloads moved to a test issue,
 // signed webhook deliveries, and waits on a ticket and on a run's tracker deliveries.
 
+import { spawnSync } from 'node:child_process';
 import { createHmac, randomUUID } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { sleep } from './helpers.mjs';
+import { join } from 'node:path';
+import { bareRepo, sleep } from './helpers.mjs';
 
 const examples = createRequire(import.meta.url)('@octokit/webhooks-examples');
 
@@ -75,4 +78,14 @@ export async function waitForDeliveries(docket, token, runId, pred, timeoutMs = 
     },
     timeoutMs,
   );
+}
+
+/** A bare repository at <base>/<repository> (a clone of a seeded one): the remote runs clone and push, and the fake GitHub's pull requests are of. */
+export function bareRemote(base, repository) {
+  const seed = bareRepo();
+  const bare = join(base, ...repository.split('/'));
+  mkdirSync(join(base, repository.split('/')[0]), { recursive: true });
+  const r = spawnSync('git', ['clone', '--quiet', '--bare', seed.url, bare], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(r.stderr);
+  return { bare, commit: seed.commit };
 }

@@ -6,12 +6,12 @@
 
 import { spawnSync } from 'node:child_process';
 import { createHmac, randomUUID } from 'node:crypto';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeAppKeyPair, startFakeGitHub } from '../fake-github/server.mjs';
-import { waitForDeliveries as waitForDeliveriesOf } from './autopilot-helpers.mjs';
-import { agentScript, allEvents, bareRepo, createOrg, RunnerHome, removeTempDirs, startDocket, tempDir, waitForRun } from './helpers.mjs';
+import { bareRemote, waitForDeliveries as waitForDeliveriesOf } from './autopilot-helpers.mjs';
+import { agentScript, allEvents, createOrg, RunnerHome, removeTempDirs, startDocket, tempDir, waitForRun } from './helpers.mjs';
 
 const REPO = 'acme/widgets';
 const WEBHOOK_SECRET = 'a-webhook-secret-for-the-publication-e2e';
@@ -29,16 +29,6 @@ let listener;
 let remote;
 let turns;
 let nextIssue = 40;
-
-/** A bare repository at <base>/acme/widgets: the repository URL admission derives from the fake's issue URLs. */
-function widgetsRemote(base) {
-  const seed = bareRepo();
-  const bare = join(base, 'acme', 'widgets');
-  mkdirSync(join(base, 'acme'), { recursive: true });
-  const r = spawnSync('git', ['clone', '--quiet', '--bare', seed.url, bare], { encoding: 'utf8' });
-  if (r.status !== 0) throw new Error(r.stderr);
-  return { bare, commit: seed.commit };
-}
 
 const head = (branch) => spawnSync('git', ['--git-dir', remote.bare, 'rev-parse', '--verify', '--quiet', `refs/heads/${branch}`], { encoding: 'utf8' }).stdout.trim();
 
@@ -86,7 +76,7 @@ const waitForDeliveries = (runId, pred) => waitForDeliveriesOf(docket, org.admin
 beforeAll(async () => {
   const keys = makeAppKeyPair();
   const base = tempDir('remotes');
-  remote = widgetsRemote(base);
+  remote = bareRemote(base, REPO);
   github = await startFakeGitHub({ appId: '1001', installationId: '2002', publicKey: keys.publicKey, htmlUrlBase: base });
   github.publication.useBareRepository(REPO, remote.bare);
   docket = await startDocket(VARS);

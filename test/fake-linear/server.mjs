@@ -177,7 +177,8 @@ function makeState(model, hooks, nextDelivery, lastSent, budget) {
     addProject: (name) => model.addProject({ name }),
     /** A new API key (or OAuth token) of `user` (a person's or an app's). */
     addApiKey: (key, actor) => model.apiKeys.set(key, actor.user.id),
-    subscribe: (options) => hooks.subscribe(options),
+    /** A webhook ({url, secret, resourceTypes}) of the team `team` (its key), or of every team. */
+    subscribe: ({ team = null, ...options }) => hooks.subscribe({ ...options, teamId: team ? model.team(team).id : null }),
     createIssue: (opts) => delivered(model.createIssue({ ...opts, by: by(opts.by) })),
     label: (issue, name, actor) => {
       const i = named(issue);

@@ -58,6 +58,12 @@ export function changePayload(m, change, webhookId) {
   return { action, type, actor: actorJson(m, by), createdAt: new Date().toISOString(), data, ...(updatedFrom ? { updatedFrom } : {}), url, organizationId: m.org.id, webhookId, webhookTimestamp: Date.now() };
 }
 
+/** The teams a change is of: its issue's, or both issues' of a relation. */
+function teamsOf(m, change) {
+  if (change.relation) return [change.relation.issueId, change.relation.relatedIssueId].map((id) => m.issues.get(id).teamId);
+  return [change.issue.teamId];
+}
+
 /**
  * A workspace's webhooks and their deliveries. `subscribe` adds one (url, secret, resource types);
  * every change of a subscribed type is POSTed to it unless `lose` said to drop it. Each delivery
@@ -97,8 +103,9 @@ export function createWebhooks(m) {
 
   return {
     deliveries,
-    subscribe({ url, secret, resourceTypes = ["Issue", "Comment", "IssueRelation"] }) {
-      const hook = { id: randomUUID(), url, secret, resourceTypes };
+    /** A webhook of one team (its id; null: every team), as Linear scopes one. */
+    subscribe({ url, secret, resourceTypes = ["Issue", "Comment", "IssueRelation"], teamId = null }) {
+      const hook = { id: randomUUID(), url, secret, resourceTypes, teamId };
       hooks.push(hook);
       return hook;
     },
@@ -108,7 +115,8 @@ export function createWebhooks(m) {
     },
     /** Every subscribed hook is sent the change; resolves with the deliveries. */
     onChange(change, options) {
-      const sent = Promise.all(hooks.filter((h) => h.resourceTypes.includes(change.type)).map((h) => deliver(h, change, options)));
+      const teams = teamsOf(m, change);
+      const sent = Promise.all(hooks.filter((h) => h.resourceTypes.includes(change.type) && (h.teamId === null || teams.includes(h.teamId))).map((h) => deliver(h, change, options)));
       pending.add(sent);
       sent.finally(() => pending.delete(sent)).catch(() => {});
       return sent;
