@@ -1,0 +1,223 @@
+// Linear as the tracker, end to end (../shared/spec/run-lifecycle.md, "Admission", "Human readiness
+// authorization", "Completion and recovery"): a local Docket, the Linear stand-in on loopback
+// (test/fake-linear/: Linear's GraphQL API executed against its schema, webhooks signed as Linear
+// signs them, delivered to the project's Linear door), the GitHub fake as the code host with a local
+// bare repository as its remote, and the real runner CLI running a real agent script. One Worker
+// for the file; each scenario uses its own issues.
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { makeAppKeyPair, startFakeGitHub } from '../fake-github/server.mjs';
+import { startFakeLinear } from '../fake-linear/server.mjs';
+import { bareRemote, eventually, readTicket, waitForTicket as waitForTicketOf } from './autopilot-helpers.mjs';
+import { agentScript, createOrg, RunnerHome, removeTempDirs, sleep, startDocket, tempDir } from './helpers.mjs';
+
+const REPO = 'acme/widgets';
+const SIGNING_SECRET = 'lin_wh_the_e2e_projects_signing_secret';
+const BRIEF = '## Agent Brief\n\ngoal: Fix the greeting in the README.\nacceptance:\n- the README greets the world\n';
+const VARS = { PUBLICATION_RETRY_MS: '1000', TRACKER_DELIVERY_BACKOFF_BASE_MS: '200', GITHUB_RETRIES: '1', GITHUB_RETRY_BASE_MS: '100' };
+
+let docket;
+let github;
+let linear;
+let org;
+let projectId;
+/** A second project (team OPS) whose runs need a runner label no runner here has: they stay queued. */
+let queuedProjectId;
+let home;
+
+const alice = () => linear.state.person('Alice Human');
+const numberOf = (issue) => issue.number;
+const ticket = (issue) => readTicket(docket, org.admin, projectId, numberOf(issue));
+const waitForTicket = (issue, pred, timeoutMs = 60_000) => waitForTicketOf(docket, org.admin, projectId, numberOf(issue), pred, timeoutMs);
+
+/** A new issue of team ENG with an Agent Brief, created by a person (its create webhook delivered). */
+async function newIssue(title, extra = {}) {
+  const { value } = await linear.state.createIssue({ team: 'ENG', title, description: BRIEF, by: alice(), ...extra });
+  return value;
+}
+
+/** The runs whose ticket is `issue`'s (the list shows no metadata: each run is read). */
+async function runsOf(issue) {
+  const key = `linear:acme/${linear.state.identifier(issue)}`;
+  const listed = await docket.api('GET', '/v1/runs?limit=200', { token: org.admin });
+  expect(listed.status).toBe(200);
+  const runs = await Promise.all(listed.body.runs.map(async (r) => (await docket.api('GET', `/v1/runs/${r.id}`, { token: org.admin })).body));
+  return runs.filter((r) => r.metadata?.autopilot_ticket === key);
+}
+
+beforeAll(async () => {
+  const keys = makeAppKeyPair();
+  const base = tempDir('remotes');
+  const { bare } = bareRemote(base, REPO);
+  github = await startFakeGitHub({ appId: '1001', installationId: '2002', publicKey: keys.publicKey, htmlUrlBase: base });
+  github.publication.useBareRepository(REPO, bare);
+  linear = await startFakeLinear({ urlKey: 'acme' });
+  linear.state.addTeam('ENG', 'Engineering');
+  linear.state.addLabel('ready');
+  docket = await startDocket(VARS);
+  org = await createOrg(docket, 'linear-e2e');
+  const agent = agentScript(tempDir('scratch'), `
+    import { appendFileSync } from 'node:fs';
+    appendFileSync('README.md', 'hello, world\\n');
+    console.log('::phase verifying');
+  `);
+  const created = await docket.api('POST', '/v1/autopilot/projects', {
+    token: org.admin,
+    body: {
+      name: 'widgets from linear',
+      repository: REPO,
+      tracker: { kind: 'linear', api_url: linear.url, workspace: 'acme', team: 'ENG', ready_label: 'ready', review_state: 'In Review', api_key: linear.apiKey },
+      run: { launch: { command: [process.execPath, agent] }, labels: [], repository_url: bare },
+      webhook_secret: SIGNING_SECRET,
+      github: { api_url: github.url, app_id: '1001', installation_id: '2002', private_key: keys.privateKey },
+    },
+  });
+  expect(created.status, JSON.stringify(created.body)).toBe(201);
+  projectId = created.body.id;
+  expect(JSON.stringify(created.body)).not.toContain(linear.apiKey);
+  linear.state.subscribe({ url: `${docket.url}/v1/autopilot/projects/${projectId}/linear/webhook`, secret: SIGNING_SECRET, team: 'ENG' });
+  linear.state.addTeam('OPS', 'Operations');
+  const queued = await docket.api('POST', '/v1/autopilot/projects', {
+    token: org.admin,
+    body: {
+      name: 'ops from linear',
+      tracker: { kind: 'linear', api_url: linear.url, workspace: 'acme', team: 'OPS', ready_label: 'ready', review_state: 'In Review', api_key: linear.apiKey },
+      run: { launch: { command: [process.execPath, agent] }, labels: ['linear-queued'], repository_url: bare },
+      webhook_secret: SIGNING_SECRET,
+      repository: REPO,
+      github: { api_url: github.url, app_id: '1001', installation_id: '2002', private_key: keys.privateKey },
+    },
+  });
+  expect(queued.status, JSON.stringify(queued.body)).toBe(201);
+  queuedProjectId = queued.body.id;
+  linear.state.subscribe({ url: `${docket.url}/v1/autopilot/projects/${queuedProjectId}/linear/webhook`, secret: SIGNING_SECRET, team: 'OPS' });
+  home = new RunnerHome();
+  const reg = home.run(['register', '--server', docket.url, '--token', org.registration]);
+  expect(reg.code, reg.stderr).toBe(0);
+  home.listen();
+}, 180_000);
+
+afterAll(async () => {
+  await home?.cleanup();
+  await docket?.stop();
+  await github?.close();
+  await linear?.close();
+  removeTempDirs();
+});
+
+describe('a Linear-tracked project, through signed Linear webhooks', () => {
+  it('a human-labelled Linear issue becomes one run and one pull request on GitHub, and the issue moves to review with the pull request linked', async () => {
+    const issue = await newIssue('Greeting');
+    const { deliveries } = await linear.state.label(issue, 'ready', alice());
+    expect(deliveries.map((d) => d.answer.status)).toEqual([202]);
+    const admitted = await waitForTicket(issue, (t) => t.run_id);
+    expect(admitted.ticket).toBe(`linear:acme/${linear.state.identifier(issue)}`);
+    expect(admitted.history.find((h) => h.kind === 'admitted')).toMatchObject({ basis: 'human' });
+    const pull = await eventually('the pull request', () => github.publication.pulls(REPO).find((p) => p.body?.includes(linear.state.identifier(issue)) || p.title?.includes('Greeting')), 150_000);
+    await eventually('the issue in review with its pull request linked', () => linear.state.stateOf(issue).name === 'In Review' && JSON.stringify([...linear.state.attachmentsOf(issue), ...linear.state.commentsOf(issue)]).includes(pull.html_url ?? `/pull/${pull.number}`), 60_000);
+    expect(github.publication.pulls(REPO).filter((p) => p.head === pull.head)).toHaveLength(1);
+    expect(await runsOf(issue)).toHaveLength(1);
+  }, 240_000);
+
+  it("an app's ready label is refused, and the ticket says why", async () => {
+    const issue = await newIssue('Bump dependencies');
+    await linear.state.label(issue, 'ready', linear.state.app('Dependency Bot'));
+    // The issue's create delivery came first (not ready); the label's is refused for its actor.
+    const refused = await waitForTicket(issue, (t) => /Dependency Bot/.test(JSON.stringify(t.reasons)));
+    expect(refused.run_id ?? null).toBeNull();
+    expect(await runsOf(issue)).toEqual([]);
+  }, 60_000);
+
+  it('a delivery with a stale webhookTimestamp is refused with 401 and admits nothing', async () => {
+    const issue = await newIssue('Stale delivery');
+    linear.state.staleNextWebhook(5 * 60_000);
+    const { deliveries } = await linear.state.label(issue, 'ready', alice());
+    expect(deliveries.map((d) => d.answer.status)).toEqual([401]);
+    await sleep(1_000);
+    // A person's label: had the stale delivery been taken, the issue would have its run now.
+    expect((await ticket(issue))?.run_id ?? null).toBeNull();
+    expect(await runsOf(issue)).toEqual([]);
+  }, 60_000);
+
+  it('a duplicate delivery is admitted once', async () => {
+    const issue = await newIssue('Delivered twice');
+    const { deliveries } = await linear.state.label(issue, 'ready', alice());
+    const admitted = await waitForTicket(issue, (t) => t.run_id);
+    const again = await linear.state.redeliver(deliveries[0]);
+    expect(again.status).toBe(202);
+    await sleep(1_500);
+    expect((await runsOf(issue)).map((r) => r.id)).toEqual([admitted.run_id]);
+  }, 60_000);
+
+  it('a blocked issue waits, and is admitted when its blocker completes', async () => {
+    const blocker = await newIssue('Theme tokens');
+    const blocked = await newIssue('Dark mode');
+    await linear.state.block(blocker, blocked, alice());
+    await linear.state.label(blocked, 'ready', alice());
+    const waiting = await waitForTicket(blocked, (t) => t.reasons?.some((r) => r.includes(linear.state.identifier(blocker))));
+    expect(waiting.run_id ?? null).toBeNull();
+    await linear.state.complete(blocker, alice());
+    // The blocker's completion names the blocker, not the blocked issue: reconciliation finds it ready now.
+    const res = await docket.api('POST', `/v1/autopilot/projects/${projectId}/reconcile`, { token: org.admin, body: {} });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const admitted = await waitForTicket(blocked, (t) => t.run_id);
+    expect(admitted.run_id).toMatch(/^run_/);
+  }, 90_000);
+
+  it('a lost webhook is found by reconciliation', async () => {
+    const issue = await newIssue('Lost webhook');
+    linear.state.loseNextWebhook();
+    const { deliveries } = await linear.state.label(issue, 'ready', alice());
+    expect(deliveries.every((d) => d.lost)).toBe(true);
+    await sleep(500);
+    expect((await ticket(issue))?.run_id ?? null).toBeNull();
+    const res = await docket.api('POST', `/v1/autopilot/projects/${projectId}/reconcile`, { token: org.admin, body: {} });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const admitted = await waitForTicket(issue, (t) => t.run_id);
+    expect(admitted.run_id).toMatch(/^run_/);
+    expect(linear.requests.every((r) => r.authorization === linear.apiKey)).toBe(true);
+  }, 60_000);
+});
+
+describe('run-lifecycle acceptance scenarios with Linear as the tracker', () => {
+  const opsTicket = (issue, pred) => waitForTicketOf(docket, org.admin, queuedProjectId, numberOf(issue), pred, 60_000);
+  const reconcileOps = () => docket.api('POST', `/v1/autopilot/projects/${queuedProjectId}/reconcile`, { token: org.admin, body: {} });
+  const opsIssue = async (title) => (await linear.state.createIssue({ team: 'OPS', title, description: BRIEF, by: alice() })).value;
+
+  it('Duplicate webhook plus concurrent reconciliation admits one run.', async () => {
+    const issue = await opsIssue('Duplicated');
+    linear.state.loseNextWebhook();
+    const { deliveries } = await linear.state.label(issue, 'ready', alice());
+    // Linear retries the delivery while the cron's reconciliation and an operator's run at once.
+    await Promise.all([linear.state.redeliver(deliveries[0]), linear.state.redeliver(deliveries[0]), reconcileOps(), reconcileOps()]);
+    const admitted = await opsTicket(issue, (t) => t.run_id);
+    await reconcileOps();
+    expect((await runsOf(issue)).map((r) => r.id)).toEqual([admitted.run_id]);
+  }, 60_000);
+
+  it('An unrelated comment on a completed issue does not create another run.', async () => {
+    const issue = await opsIssue('Completed');
+    await linear.state.label(issue, 'ready', alice());
+    const admitted = await opsTicket(issue, (t) => t.run_id);
+    await linear.state.complete(issue, alice());
+    await linear.state.comment(issue, 'Thanks, all good.', linear.state.person('Bob Human'));
+    expect((await reconcileOps()).status).toBe(200);
+    await sleep(1_000);
+    expect((await runsOf(issue)).map((r) => r.id)).toEqual([admitted.run_id]);
+  }, 60_000);
+
+  it('A newly blocked queued issue never starts.', async () => {
+    const issue = await opsIssue('Greeting');
+    await linear.state.label(issue, 'ready', alice());
+    const admitted = await opsTicket(issue, (t) => t.run_id);
+    expect((await docket.api('GET', `/v1/runs/${admitted.run_id}`, { token: org.admin })).body.state).toBe('queued');
+    // While it waits, a person makes it depend on an open issue: the relation's webhook names it.
+    const blocker = await opsIssue('Schema first');
+    await linear.state.block(blocker, issue, alice());
+    const lapsed = await opsTicket(issue, (t) => t.status === 'lapsed');
+    expect(lapsed.reasons.join(' ')).toContain(linear.state.identifier(blocker));
+    const run = (await docket.api('GET', `/v1/runs/${admitted.run_id}`, { token: org.admin })).body;
+    expect(run.state).toBe('cancelled');
+    expect(run.attempt).toBe(0);
+  }, 60_000);
+});
