@@ -129,6 +129,27 @@ describe("who made an issue ready", () => {
   });
 });
 
+describe("a project ready by workflow state", () => {
+  it("admits by the issue's state, not by a label, and says which state it is in when it is not ready", async () => {
+    const i = await issue({ state: "Backlog" });
+    const p = provider({ readyLabel: null, readyState: "Todo" });
+    const policy = { provider: "linear" as const, repository: "acme/widgets", ticketScope: "acme/ENG", readyLabel: "Todo", readyState: "Todo", doneStates: ["completed"], doneLabels: [] };
+    const brief = { ok: true as const, brief: {} as never };
+    const before = checkEligibility(policy, (await p.getIssue(ref(i.number)))!, [], brief);
+    expect(before).toEqual({ eligible: false, reasons: ['the issue is in the state "Backlog", not the ready state "Todo"'] });
+    await fake.state.move(`ENG-${i.number}`, "Todo");
+    expect(checkEligibility(policy, (await p.getIssue(ref(i.number)))!, [], brief).eligible).toBe(true);
+    const listed: TicketRef[] = [];
+    let cursor: string | null = null;
+    do {
+      const page = await p.listReadyIssues("Todo", cursor, 50);
+      listed.push(...page.issues.map((r) => r.ref));
+      cursor = page.cursor;
+    } while (cursor !== null && listed.length < 100);
+    expect(listed).toContainEqual(ref(i.number));
+  });
+});
+
 describe("listing ready issues", () => {
   it("walks the team's open issues carrying the label by a stable cursor, and only those changed since when asked", async () => {
     await fake.state.addTeam("LST", "Listing");

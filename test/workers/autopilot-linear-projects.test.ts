@@ -58,7 +58,9 @@ describe("a Linear-tracked project", () => {
         api_key_set: true,
       },
       github: { app_id: "123456", private_key_set: true },
+      webhook: { secret_set: true },
     });
+    expect(res.body.webhook.url).toMatch(new RegExp(`/v1/autopilot/projects/${res.body.id}/linear/webhook$`));
     expect(JSON.stringify(res.body)).not.toContain(LINEAR_KEY);
     const row = await storedRow(res.body.id);
     expect(row.tracker_token_enc).toMatch(/^v1\./);

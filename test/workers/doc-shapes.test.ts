@@ -176,8 +176,21 @@ describe("docs/protocol.md lists every field the answers have, and no other", ()
     expect(created.status).toBe(201);
     const changed = await call("PATCH", `/v1/autopilot/projects/${created.body.id}`, { token: admin, body: { queue_capacity: 2 } });
     const read = await call("GET", `/v1/autopilot/projects/${created.body.id}`, { token: admin });
+    // A Linear-tracked project answers its tracker's settings too (docs/autopilot.md, "Linear").
+    const linear = await call("POST", "/v1/autopilot/projects", {
+      token: admin,
+      body: {
+        name: "docs linear",
+        repository: "acme/docs",
+        tracker: { kind: "linear", workspace: "acme", team: "ENG", review_state: "In Review", api_key: "lin_api_docs_0123456789" },
+        run: { launch: { command: ["agent"] } },
+        webhook_secret: "0123456789abcdef",
+        github: { app_id: "1", installation_id: "2", private_key: key },
+      },
+    });
+    expect(linear.status).toBe(201);
     const listed = await call("GET", "/v1/autopilot/projects", { token: admin });
-    expectShape("autopilot-project", [created.body, changed.body, read.body, ...listed.body.projects]);
+    expectShape("autopilot-project", [created.body, changed.body, read.body, linear.body, ...listed.body.projects]);
     const scheduler = `/v1/autopilot/projects/${created.body.id}/scheduler`;
     const patched = await call("PATCH", scheduler, { token: admin, body: { window: { days: ["mon"], start: "09:00", end: "17:00", time_zone: "UTC" }, budget: { limit_cents: 100, per_run_cents: 10 } } });
     const disabled = await call("POST", `${scheduler}/disable`, { token: admin });
