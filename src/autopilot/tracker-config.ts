@@ -27,7 +27,7 @@ export interface LinearTracker {
   reviewState: string;
   /** Workflow states (by name) that count a blocker as done besides those of type completed. */
   doneStates: string[];
-  /** Linear users (display name or id) never taken for a person. */
+  /** Linear users (by display name, as the history names them) never taken for a person. */
   automationAccounts: string[];
 }
 

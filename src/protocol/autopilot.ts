@@ -124,7 +124,7 @@ const linearTrackerFields = {
   ready_state: linearName.nullable().optional().describe("or: the workflow state a person moves an issue to, to mark it ready"),
   review_state: linearName.describe('the workflow state a published run\'s issue moves to (e.g. "In Review")'),
   done_states: z.array(linearName).max(50).optional().describe("workflow states that count a blocker as done besides those of type completed (default none)"),
-  automation_accounts: z.array(z.string().trim().min(1).max(100)).max(100).optional().describe("Linear users (display name or id) never taken for a person (default none)"),
+  automation_accounts: z.array(z.string().trim().min(1).max(100)).max(100).optional().describe("Linear users (by display name) never taken for a person (default none)"),
 };
 
 const LinearTrackerInput = z

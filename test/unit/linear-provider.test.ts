@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULTS, type Config } from "../../src/config";
 import { checkEligibility } from "../../src/autopilot/eligibility";
+import { headroomOf } from "../../src/autopilot/linear/client";
 import { LinearError } from "../../src/autopilot/linear/errors";
 import { linearProvider } from "../../src/autopilot/linear/provider";
 import type { TicketRef } from "../../src/autopilot/provider";
@@ -200,5 +201,23 @@ describe("Linear's rate limits", () => {
     const err = await p.getIssue(ref(i.number)).catch((e) => e);
     expect(err).toBeInstanceOf(LinearError);
     expect(err.failure).toBe("rate_limited");
+  });
+});
+
+describe("the headroom reconciliation keeps its reserve against", () => {
+  const headers = (requests: number, complexity: number) =>
+    new Headers({
+      "x-ratelimit-requests-limit": "5000",
+      "x-ratelimit-requests-remaining": String(requests),
+      "x-ratelimit-requests-reset": "1000",
+      "x-ratelimit-complexity-limit": "250000",
+      "x-ratelimit-complexity-remaining": String(complexity),
+      "x-ratelimit-complexity-reset": "2000",
+    });
+
+  it("is Linear's requests left, or their share of the complexity left when that budget is tighter", () => {
+    expect(headroomOf(headers(4_000, 250_000))).toEqual({ remaining: 4_000, limit: 5_000, resetAtMs: 1_000 });
+    expect(headroomOf(headers(4_000, 25_000))).toEqual({ remaining: 500, limit: 5_000, resetAtMs: 2_000 });
+    expect(headroomOf(new Headers())).toBeNull();
   });
 });

@@ -13,7 +13,7 @@ import { LinearError, linearFailure } from "./errors";
 export interface LinearClient {
   /** One GraphQL operation's data; a LinearError when Linear refuses it or cannot be reached. */
   request<T>(query: string, variables: Record<string, unknown>): Promise<T>;
-  /** The tighter of Linear's two hourly budgets (requests, complexity) as its last answer stated them; null before any. */
+  /** Linear's hourly budget as its last answer stated it (headroomOf); null before any. */
   headroom(): Headroom | null;
   /** Requests sent, retries included. */
   readonly sent: number;
@@ -24,7 +24,11 @@ export function authorization(token: string): string {
   return token.startsWith("lin_api_") ? token : `Bearer ${token}`;
 }
 
-/** The budget a response's headers state, or null when it states none. */
+/**
+ * The budget a response's headers state, in requests (what the reconciliation reserve counts), or
+ * null when it states none. When the complexity budget is the tighter of the two, the requests
+ * left are scaled down to its share: 10% of the complexity left is 10% of the requests.
+ */
 export function headroomOf(headers: Headers | undefined): Headroom | null {
   if (!headers) return null;
   const budget = (kind: string) => {
@@ -34,9 +38,10 @@ export function headroomOf(headers: Headers | undefined): Headroom | null {
     if (!headers.has(`x-ratelimit-${kind}-remaining`) || !Number.isFinite(remaining) || !(limit > 0)) return null;
     return { remaining, limit, resetAtMs: Number.isFinite(reset) ? reset : 0 };
   };
-  const budgets = [budget("requests"), budget("complexity")].filter((b): b is Headroom => b !== null);
-  if (budgets.length === 0) return null;
-  return budgets.reduce((a, b) => (b.remaining / b.limit < a.remaining / a.limit ? b : a));
+  const requests = budget("requests");
+  const complexity = budget("complexity");
+  if (!requests || !complexity || complexity.remaining / complexity.limit >= requests.remaining / requests.limit) return requests;
+  return { remaining: Math.floor((requests.limit * complexity.remaining) / complexity.limit), limit: requests.limit, resetAtMs: Math.max(requests.resetAtMs, complexity.resetAtMs) };
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
