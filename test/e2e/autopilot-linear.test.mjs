@@ -8,13 +8,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeAppKeyPair, startFakeGitHub } from '../fake-github/server.mjs';
 import { startFakeLinear } from '../fake-linear/server.mjs';
-import { bareRemote, eventually, readTicket, waitForTicket as waitForTicketOf } from './autopilot-helpers.mjs';
-import { agentScript, createOrg, RunnerHome, removeTempDirs, sleep, startDocket, tempDir } from './helpers.mjs';
+import { bareRemote, eventually, readTicket, waitForDeliveries as waitForDeliveriesOf, waitForTicket as waitForTicketOf } from './autopilot-helpers.mjs';
+import { agentScript, createOrg, waitForRun, RunnerHome, removeTempDirs, sleep, startDocket, tempDir } from './helpers.mjs';
 
 const REPO = 'acme/widgets';
 const SIGNING_SECRET = 'lin_wh_the_e2e_projects_signing_secret';
 const BRIEF = '## Agent Brief\n\ngoal: Fix the greeting in the README.\nacceptance:\n- the README greets the world\n';
-const VARS = { PUBLICATION_RETRY_MS: '1000', TRACKER_DELIVERY_BACKOFF_BASE_MS: '200', GITHUB_RETRIES: '1', GITHUB_RETRY_BASE_MS: '100' };
+// Tracker deliveries give up quickly here, so an operator's retry can be shown.
+const VARS = { PUBLICATION_RETRY_MS: '1000', TRACKER_DELIVERY_MAX_ATTEMPTS: '2', TRACKER_DELIVERY_BACKOFF_BASE_MS: '200', GITHUB_RETRIES: '1', GITHUB_RETRY_BASE_MS: '100', LINEAR_RETRIES: '1', LINEAR_RETRY_BASE_MS: '100' };
 
 let docket;
 let github;
@@ -165,8 +166,9 @@ describe('a Linear-tracked project, through signed Linear webhooks', () => {
   }, 90_000);
 
   it('a lost webhook is found by reconciliation', async () => {
+    // Both the issue's create delivery and its label's are lost: Docket hears nothing of it.
+    linear.state.loseNextWebhook(2);
     const issue = await newIssue('Lost webhook');
-    linear.state.loseNextWebhook();
     const { deliveries } = await linear.state.label(issue, 'ready', alice());
     expect(deliveries.every((d) => d.lost)).toBe(true);
     await sleep(500);
@@ -220,4 +222,29 @@ describe('run-lifecycle acceptance scenarios with Linear as the tracker', () => 
     expect(run.state).toBe('cancelled');
     expect(run.attempt).toBe(0);
   }, 60_000);
+});
+
+describe('run-lifecycle acceptance scenarios of publication with Linear as the tracker', () => {
+  it('Final tracker delivery fails: PR remains completed, delivery remains retryable, coding is not repeated', async () => {
+    const issue = await newIssue('Greeting, Linear down');
+    // Every write to Linear fails from now on (moving the issue, linking the pull request); reads answer.
+    linear.state.failWrites(1_000);
+    await linear.state.label(issue, 'ready', alice());
+    const { run_id: runId } = await waitForTicket(issue, (t) => t.run_id);
+    const done = await waitForRun(docket, org.admin, runId, (r) => r.state === 'completed' || r.state === 'failed', 150_000);
+    expect(done.state, JSON.stringify(done)).toBe('completed');
+    const failed = await waitForDeliveriesOf(docket, org.admin, runId, (ds) => ds.length > 0 && ds.every((d) => d.status === 'failed'), 120_000);
+    expect(linear.state.stateOf(issue).name).not.toBe('In Review');
+
+    linear.state.clearFaults(); // Linear is back
+    for (const { kind } of failed) {
+      const retry = await docket.api('POST', `/v1/runs/${runId}/deliveries/${kind}/retry`, { token: org.admin, body: {} });
+      expect(retry.status, JSON.stringify(retry.body)).toBe(202);
+    }
+    await waitForDeliveriesOf(docket, org.admin, runId, (ds) => ds.every((d) => d.status === 'delivered'), 60_000);
+    expect(linear.state.stateOf(issue).name).toBe('In Review');
+    // The run never changed: one attempt, its one pull request.
+    expect((await docket.api('GET', `/v1/runs/${runId}`, { token: org.admin })).body).toMatchObject({ state: 'completed', attempt: 1, publication: { pr: done.publication.pr } });
+    expect(github.publication.pulls(REPO).filter((p) => p.head === `docket/${runId}`)).toHaveLength(1);
+  }, 240_000);
 });

@@ -49,7 +49,7 @@ function complexity(document) {
 
 export async function startFakeLinear({ urlKey = "acme", apiKey = "lin_api_docket_test_key", viewer = "Dana Docket" } = {}) {
   const requests = [];
-  const budget = { requests: REQUESTS_PER_HOUR, complexity: COMPLEXITY_PER_HOUR, resetAtMs: Date.now() + 3_600_000, exhausted: 0 };
+  const budget = { requests: REQUESTS_PER_HOUR, complexity: COMPLEXITY_PER_HOUR, resetAtMs: Date.now() + 3_600_000, exhausted: 0, failingWrites: 0 };
   let lastSent = Promise.resolve([]);
   const model = createModel({ urlKey, onChange: (change) => (lastSent = hooks.onChange(change, nextDelivery.take())) });
   const hooks = createWebhooks(model);
@@ -101,6 +101,10 @@ export async function startFakeLinear({ urlKey = "acme", apiKey = "lin_api_docke
       budget.exhausted -= 1;
       budget.requests = 0;
       return send(res, (entry.status = 400), linearError("Rate limit exceeded", "ratelimited", "RATELIMITED"), rateHeaders(0));
+    }
+    if (budget.failingWrites > 0 && /^\s*mutation\b/.test(request.query ?? "")) {
+      budget.failingWrites -= 1;
+      return send(res, (entry.status = 500), linearError("Internal server error", "internal error", "INTERNAL_SERVER_ERROR"));
     }
     let cost = 0;
     try {
@@ -215,6 +219,10 @@ function makeState(model, hooks, nextDelivery, lastSent, budget) {
     staleNextWebhook: (ageMs) => (nextDelivery.options = { ageMs }),
     /** Sends a delivery again as it was (the same body, signature and Linear-Delivery). */
     redeliver: (delivery) => hooks.redeliver(delivery),
+    /** The next `times` mutations (comments, state and label changes, attachments) fail with Linear's 500; reads still answer. */
+    failWrites: (times = 1) => (budget.failingWrites = times),
+    /** Linear is well again: no write fails, no request is refused. */
+    clearFaults: () => Object.assign(budget, { failingWrites: 0, exhausted: 0 }),
     /** The next `times` requests are refused as over Linear's rate limit. */
     rateLimit: (times = 1) => (budget.exhausted += times),
     settled: () => hooks.settled(),
