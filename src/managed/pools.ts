@@ -1,7 +1,7 @@
 // Managed runner pools as stored and as answered (docs/managed-runners.md): a pool's row, its input
 // checked against the configured limits, and each slot's status from the machine its runner became.
 
-import { and, eq, inArray, sql } from "drizzle-orm";
+import { and, eq, gte, inArray, isNull, or, sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import type { Config } from "../config";
 import { managedPools, managedSlots } from "../db/managed-schema";
@@ -19,7 +19,7 @@ export type SlotStatus = "starting" | "connected" | "lost";
 /** A slot with the machine its runner registered as (null until it has). */
 export interface SlotWithMachine {
   row: SlotRow;
-  machine: Pick<MachineRow, "lastSeenAtMs" | "deregisteredAtMs"> | null;
+  machine: Pick<MachineRow, "id" | "lastSeenAtMs" | "deregisteredAtMs"> | null;
 }
 
 /**
@@ -29,7 +29,7 @@ export interface SlotWithMachine {
  * registered within MANAGED_SLOT_REGISTER_TIMEOUT_MS is lost.
  */
 export function slotStatus(slot: SlotWithMachine, config: Config, nowMs: number): SlotStatus {
-  if (slot.row.machineId === null) return nowMs - slot.row.startedAtMs <= config.managedSlotRegisterTimeoutMs ? "starting" : "lost";
+  if (slot.machine === null && slot.row.machineId === null) return nowMs - slot.row.startedAtMs <= config.managedSlotRegisterTimeoutMs ? "starting" : "lost";
   const machine = slot.machine;
   if (!machine || machine.deregisteredAtMs !== null) return "lost";
   return machine.lastSeenAtMs >= nowMs - config.runnerConnectedWindowMs ? "connected" : "lost";
@@ -55,18 +55,28 @@ export async function loadPool(db: D1Database, orgId: string, id: string): Promi
   return row;
 }
 
+/**
+ * The machine a slot's runner became: the one recorded on the slot, or, before the next tick records
+ * it (src/managed/slots.ts, linkMachine), the one registered since the slot started under the name it
+ * was launched with, so a pool read between ticks shows the runner that took its run, not "starting".
+ */
+const slotMachine = or(
+  eq(machines.id, managedSlots.machineId),
+  and(isNull(managedSlots.machineId), eq(machines.name, managedSlots.runnerName), gte(machines.registeredAtMs, managedSlots.startedAtMs)),
+);
+
 /** The slots of these pools with their machines, by pool, in slot order. */
 export async function slotsOf(db: D1Database, poolIds: string[]): Promise<Map<string, SlotWithMachine[]>> {
   const bySlot = new Map<string, SlotWithMachine[]>(poolIds.map((id) => [id, []]));
   if (poolIds.length === 0) return bySlot;
   const rows = await drizzle(db)
-    .select({ row: managedSlots, lastSeenAtMs: machines.lastSeenAtMs, deregisteredAtMs: machines.deregisteredAtMs })
+    .select({ row: managedSlots, id: machines.id, lastSeenAtMs: machines.lastSeenAtMs, deregisteredAtMs: machines.deregisteredAtMs })
     .from(managedSlots)
-    .leftJoin(machines, and(eq(machines.id, managedSlots.machineId), eq(machines.orgId, managedSlots.orgId)))
+    .leftJoin(machines, and(eq(machines.orgId, managedSlots.orgId), slotMachine))
     .where(inArray(managedSlots.poolId, poolIds))
     .orderBy(managedSlots.poolId, managedSlots.slot);
-  for (const { row, lastSeenAtMs, deregisteredAtMs } of rows) {
-    bySlot.get(row.poolId)!.push({ row, machine: lastSeenAtMs === null ? null : { lastSeenAtMs, deregisteredAtMs } });
+  for (const { row, id, lastSeenAtMs, deregisteredAtMs } of rows) {
+    bySlot.get(row.poolId)!.push({ row, machine: id === null || lastSeenAtMs === null ? null : { id, lastSeenAtMs, deregisteredAtMs } });
   }
   return bySlot;
 }
@@ -87,7 +97,7 @@ export function poolAnswer(pool: PoolRow, slots: SlotWithMachine[], config: Conf
       instance_name: s.row.instanceName,
       runner_name: s.row.runnerName,
       registration_token_id: s.row.tokenId,
-      machine_id: s.row.machineId,
+      machine_id: s.row.machineId ?? s.machine?.id ?? null,
       started_at_ms: s.row.startedAtMs,
       machine_last_seen_at_ms: s.machine?.lastSeenAtMs ?? null,
       busy_at_ms: s.row.busyAtMs,

@@ -107,7 +107,7 @@ async function slotFacts(env: Env, config: Config, slot: SlotWithMachine, org: O
     if (machineId) {
       slot.row.machineId = machineId;
       // Just registered: heard from now, whatever the joined read said.
-      slot.machine = { lastSeenAtMs: nowMs, deregisteredAtMs: null };
+      slot.machine = { id: machineId, lastSeenAtMs: nowMs, deregisteredAtMs: null };
     }
   }
   const status = slotStatus(slot, config, nowMs);

@@ -111,6 +111,14 @@ describe("the managed pool scaler", () => {
     expect((await readPool(pool)).slots.map((s: any) => s.machine_id)).toEqual([busy.machineId]);
   });
 
+  it("a pool read before the next tick shows the machine its new runner registered as, connected", async () => {
+    const pool = await createPool({ name: "between-ticks", min_instances: 1, max_instances: 1 });
+    await tick(Date.now());
+    const runner = await registerLaunched(containers.launches(orgId)[0]);
+    // No tick since it registered: the console and the API still name its machine.
+    expect((await readPool(pool)).slots).toMatchObject([{ status: "connected", machine_id: runner.machineId }]);
+  });
+
   it("a slot whose runner stopped heartbeating is halted, its machine deregistered, and replaced while the pool is below its minimum", async () => {
     const pool = await createPool({ name: "lost", min_instances: 1, max_instances: 1 });
     const start = Date.now();
