@@ -4,8 +4,7 @@
 // (src/autopilot/linear/). The code host a run's branch and pull request go to is apart from the
 // tracker: PublicationProvider, always GitHub.
 
-export const TRACKER_KINDS = ["github", "linear"] as const;
-export type TrackerKind = (typeof TRACKER_KINDS)[number];
+export type TrackerKind = "github" | "linear";
 
 /**
  * A ticket's provider-qualified identity. `repository` is where its number counts: GitHub's

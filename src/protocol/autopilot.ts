@@ -132,7 +132,6 @@ const LinearTrackerInput = z
   .strict();
 
 const TrackerInput = z.discriminatedUnion("kind", [GitHubTrackerInput, LinearTrackerInput]);
-export type LinearTrackerInput = z.infer<typeof LinearTrackerInput>;
 
 /** A change of the tracker replaces its settings; a Linear project already holding a key may leave api_key out. */
 const TrackerChange = z.discriminatedUnion("kind", [GitHubTrackerInput, LinearTrackerInput.extend({ api_key: linearApiKey.optional() })]);
