@@ -112,6 +112,8 @@ export interface Headroom {
   limit: number;
   /** When the budget is whole again (epoch ms); 0 when the tracker did not say. */
   resetAtMs: number;
+  /** Whose budget it is, for people; absent: the GitHub installation's. */
+  of?: string;
 }
 
 /**

@@ -105,7 +105,7 @@ export function reserveReason(headroom: Headroom | null, config: Config): string
   if (headroom.resetAtMs !== 0 && headroom.resetAtMs <= Date.now()) return null;
   const resumes = headroom.resetAtMs === 0 ? "when the limit resets" : `after ${new Date(headroom.resetAtMs).toISOString()}, when the limit resets`;
   return (
-    `paused: the GitHub installation has ${headroom.remaining} of ${headroom.limit} requests left this hour, under the reserve of ` +
+    `paused: ${headroom.of ?? "the GitHub installation"} has ${headroom.remaining} of ${headroom.limit} requests left this hour, under the reserve of ` +
     `${config.autopilotGithubReserve} (AUTOPILOT_GITHUB_RESERVE) kept for webhooks and publication; reconciliation resumes ${resumes}`
   );
 }

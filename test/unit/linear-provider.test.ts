@@ -10,6 +10,7 @@ import { LinearError } from "../../src/autopilot/linear/errors";
 import { linearProvider } from "../../src/autopilot/linear/provider";
 import type { TicketRef } from "../../src/autopilot/provider";
 import { checkHumanReadiness } from "../../src/autopilot/readiness";
+import { reserveReason } from "../../src/autopilot/reconcile-state";
 import type { LinearTracker } from "../../src/autopilot/tracker-config";
 // @ts-expect-error: a plain ES module without types
 import { startFakeLinear } from "../fake-linear/server.mjs";
@@ -216,8 +217,14 @@ describe("the headroom reconciliation keeps its reserve against", () => {
     });
 
   it("is Linear's requests left, or their share of the complexity left when that budget is tighter", () => {
-    expect(headroomOf(headers(4_000, 250_000))).toEqual({ remaining: 4_000, limit: 5_000, resetAtMs: 1_000 });
-    expect(headroomOf(headers(4_000, 25_000))).toEqual({ remaining: 500, limit: 5_000, resetAtMs: 2_000 });
+    const of = "the Linear API key";
+    expect(headroomOf(headers(4_000, 250_000))).toEqual({ remaining: 4_000, limit: 5_000, resetAtMs: 1_000, of });
+    expect(headroomOf(headers(4_000, 25_000))).toEqual({ remaining: 500, limit: 5_000, resetAtMs: 2_000, of });
     expect(headroomOf(new Headers())).toBeNull();
+  });
+
+  it("pauses reconciliation under the reserve, naming the Linear API key's budget", () => {
+    const headroom = { ...headroomOf(headers(100, 250_000))!, resetAtMs: Date.now() + 60_000 };
+    expect(reserveReason(headroom, { ...config, autopilotGithubReserve: 500 })).toMatch(/^paused: the Linear API key has 100 of 5000 requests left this hour, under the reserve of 500/);
   });
 });

@@ -40,8 +40,10 @@ export function headroomOf(headers: Headers | undefined): Headroom | null {
   };
   const requests = budget("requests");
   const complexity = budget("complexity");
-  if (!requests || !complexity || complexity.remaining / complexity.limit >= requests.remaining / requests.limit) return requests;
-  return { remaining: Math.floor((requests.limit * complexity.remaining) / complexity.limit), limit: requests.limit, resetAtMs: Math.max(requests.resetAtMs, complexity.resetAtMs) };
+  if (!requests) return null;
+  const of = "the Linear API key";
+  if (!complexity || complexity.remaining / complexity.limit >= requests.remaining / requests.limit) return { ...requests, of };
+  return { remaining: Math.floor((requests.limit * complexity.remaining) / complexity.limit), limit: requests.limit, resetAtMs: Math.max(requests.resetAtMs, complexity.resetAtMs), of };
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
