@@ -186,7 +186,8 @@ export function runFor(project: AdmissionProject, facts: IssueFacts, eligibility
  * and the project's code host names it.
  */
 function repositoryPage(project: AdmissionProject, facts: IssueFacts): string {
-  if (facts.ref.repository === project.repository || !project.repositoryPage) return facts.url.replace(/\/issues\/\d+$/, "");
+  const ownIssues = (project.ticketScope ?? project.repository) === project.repository;
+  if (ownIssues || !project.repositoryPage) return facts.url.replace(/\/issues\/\d+$/, "");
   return project.repositoryPage;
 }
 

@@ -4,6 +4,7 @@
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULTS, type Config } from "../../src/config";
+import { runFor } from "../../src/autopilot/admission";
 import { checkEligibility } from "../../src/autopilot/eligibility";
 import { headroomOf } from "../../src/autopilot/linear/client";
 import { LinearError } from "../../src/autopilot/linear/errors";
@@ -226,5 +227,28 @@ describe("the headroom reconciliation keeps its reserve against", () => {
   it("pauses reconciliation under the reserve, naming the Linear API key's budget", () => {
     const headroom = { ...headroomOf(headers(100, 250_000))!, resetAtMs: Date.now() + 60_000 };
     expect(reserveReason(headroom, { ...config, autopilotGithubReserve: 500 })).toMatch(/^paused: the Linear API key has 100 of 5000 requests left this hour, under the reserve of 500/);
+  });
+});
+
+describe("the run a Linear issue becomes", () => {
+  it("clones and pushes the project's GitHub repository, not the Linear issue's page", async () => {
+    const i = await issue();
+    const facts = (await provider().getIssue(ref(i.number)))!;
+    const project = {
+      id: "apj_linear",
+      orgId: "org_1",
+      provider: "linear" as const,
+      repository: "acme/widgets",
+      ticketScope: "acme/ENG",
+      repositoryPage: "https://github.com/acme/widgets",
+      readyLabel: "ready",
+      reviewLabel: "In Review",
+      briefHeading: "Agent Brief",
+      queueCapacity: 10,
+      run: { labels: [], priority: 0, launch: { command: ["agent"] } },
+    };
+    const run = runFor(project, facts, { eligible: true, snapshot: null }, config);
+    expect(run.repository).toEqual({ url: "https://github.com/acme/widgets" });
+    expect(run.metadata).toMatchObject({ autopilot_ticket: `linear:acme/ENG-${i.number}`, issue_url: facts.url });
   });
 });
