@@ -86,7 +86,7 @@ const queueCapacity = z.number().int().min(1).max(BOUND_CEILINGS.autopilotQueueC
 
 /** The run each admitted issue becomes: runner labels, priority and launch, as POST /v1/runs takes them. */
 const repositoryUrl = CreateRunBody.shape.repository.unwrap().unwrap().shape.url.describe(
-  "where runners clone the repository and push a run's branch (default: the issue's repository page, e.g. https://github.com/owner/name)",
+  "where runners clone the repository and push a run's branch (default: the issue's repository page, e.g. https://github.com/owner/name; a Linear project's: the GitHub repository's page)",
 );
 
 const runTemplate = z
