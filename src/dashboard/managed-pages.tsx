@@ -17,7 +17,11 @@ function perHour(millicents: number): string {
 }
 
 function SlotRows(props: { pool: Json }) {
-  if (props.pool.slots.length === 0) return <p class="muted">No container runs in this pool.</p>;
+  if (props.pool.slots.length === 0) {
+    // The scaler acts on the cron tick: an operator waiting for a container is told when to expect it.
+    const when = props.pool.state === "running" ? " A container starts at the next cron tick (once a minute) when queued work its labels cover waits." : "";
+    return <p class="muted">No container runs in this pool.{when}</p>;
+  }
   return (
     <TableWrap><table class="slots">
       <thead><tr><th scope="col">Slot</th><th scope="col">Status</th><th scope="col">Runner</th><th scope="col">Machine</th><th scope="col">Started</th><th scope="col">Last seen</th><th scope="col">Last busy</th></tr></thead>
@@ -35,6 +39,16 @@ function SlotRows(props: { pool: Json }) {
         ))}
       </tbody>
     </table></TableWrap>
+  );
+}
+
+/** The container the pool halted last: its slot row is gone, so this says which one stopped and why. */
+function LastHalt(props: { halt: Json }) {
+  const { halt } = props;
+  return (
+    <p class="last-halt">
+      Last stopped: slot {halt.slot} ({halt.runner_name}{halt.machine_id ? `, machine ${halt.machine_id}` : ", never registered"}) at {at(halt.at_ms)}: {halt.reason}.
+    </p>
   );
 }
 
@@ -84,6 +98,7 @@ function Pool(props: { pool: Json; admin: boolean }) {
         ({perHour(pool.estimated_cost.instance_hour_millicents)} per instance)
       </p>
       <SlotRows pool={pool} />
+      {pool.last_halt && <LastHalt halt={pool.last_halt} />}
       {props.admin && <PoolActions pool={pool} />}
     </section>
   );

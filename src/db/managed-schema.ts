@@ -22,6 +22,9 @@ export const managedPools = sqliteTable(
     updatedAtMs: integer("updated_at_ms").notNull(),
     // When the scaler last visited the pool: the least recently visited go first (src/managed/scaler.ts).
     scaledAtMs: integer("scaled_at_ms").notNull().default(0),
+    // The pool's last halted container (JSON: slot, runner_name, machine_id, reason, at_ms): its row
+    // goes when it is halted, and this is how the console still says which one stopped and why.
+    lastHalt: text("last_halt"),
   },
   (t) => [uniqueIndex("managed_pools_name").on(t.orgId, t.name), index("managed_pools_org").on(t.orgId, t.createdAtMs, t.id), index("managed_pools_scaled").on(t.state, t.scaledAtMs)],
 );

@@ -7,7 +7,7 @@ import type { Config } from "../config";
 import { managedPools, managedSlots } from "../db/managed-schema";
 import { machines } from "../db/schema";
 import { DocketError } from "../errors";
-import type { CreateManagedPoolBody, ManagedPool, UpdateManagedPoolBody } from "../protocol/managed";
+import type { CreateManagedPoolBody, ManagedPool, ManagedSlotHalt, UpdateManagedPoolBody } from "../protocol/managed";
 import { normalizeLabels } from "../run/labels";
 
 export type PoolRow = typeof managedPools.$inferSelect;
@@ -91,6 +91,7 @@ export function poolAnswer(pool: PoolRow, slots: SlotWithMachine[], config: Conf
     max_instances: pool.maxInstances,
     idle_ms: idleMsOf(pool, config),
     state: pool.state,
+    last_halt: pool.lastHalt === null ? null : (JSON.parse(pool.lastHalt) as ManagedSlotHalt),
     slots: slots.map((s) => ({
       slot: s.row.slot,
       status: slotStatus(s, config, nowMs),
@@ -146,6 +147,7 @@ export function newPoolRow(config: Config, ids: { id: string; orgId: string; cre
     createdAtMs: nowMs,
     updatedAtMs: nowMs,
     scaledAtMs: 0,
+    lastHalt: null,
   };
   checkPoolNumbers(config, row);
   return row;
@@ -173,7 +175,7 @@ export function changedPoolRow(config: Config, pool: PoolRow, body: UpdateManage
 export async function insertPoolWithinLimit(db: D1Database, config: Config, row: PoolRow): Promise<void> {
   const p = managedPools;
   const fewer = sql`(SELECT count(*) FROM ${p} WHERE ${p.orgId} = ${row.orgId}) < ${config.managedPoolsPerOrgMax}`;
-  const values = sql`SELECT ${row.id}, ${row.orgId}, ${row.name}, ${row.labels}, ${row.minInstances}, ${row.maxInstances}, ${row.idleMs}, ${row.state}, ${row.createdBy}, ${row.createdAtMs}, ${row.updatedAtMs}, ${row.scaledAtMs} WHERE ${fewer}`;
+  const values = sql`SELECT ${row.id}, ${row.orgId}, ${row.name}, ${row.labels}, ${row.minInstances}, ${row.maxInstances}, ${row.idleMs}, ${row.state}, ${row.createdBy}, ${row.createdAtMs}, ${row.updatedAtMs}, ${row.scaledAtMs}, ${row.lastHalt} WHERE ${fewer}`;
   const result = await drizzle(db).insert(p).select(values);
   if (result.meta.changes === 1) return;
   throw new DocketError("managed_pool_limit", `this organization already has ${config.managedPoolsPerOrgMax} managed pools (MANAGED_POOLS_PER_ORG_MAX)`, {

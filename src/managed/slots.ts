@@ -8,11 +8,12 @@ import { drizzle } from "drizzle-orm/d1";
 import type { Config } from "../config";
 import { deregisterMachine } from "../credentials/machines";
 import { createToken, revokeToken } from "../credentials/tokens";
-import { managedSlots } from "../db/managed-schema";
+import { managedPools, managedSlots } from "../db/managed-schema";
 import { machines } from "../db/schema";
 import type { Env } from "../env";
 import { randomHex } from "../lib/crypto";
 import { log } from "../lib/log";
+import type { ManagedSlotHalt } from "../protocol/managed";
 import { schedulerStub } from "../lib/stubs";
 import { labelsOf, type PoolRow, type SlotRow } from "./pools";
 import { instanceNameOf, runnerInstance, type ManagedRunnerNamespace } from "./runner-binding";
@@ -78,6 +79,9 @@ export async function haltSlot(env: Env, slot: SlotRow, why: string, nowMs: numb
   await drizzle(env.DB)
     .delete(managedSlots)
     .where(and(eq(managedSlots.poolId, slot.poolId), eq(managedSlots.slot, slot.slot), eq(managedSlots.startedAtMs, slot.startedAtMs)));
+  // The row is gone; the pool keeps which container stopped and why, for its answer and the console.
+  const halt: ManagedSlotHalt = { slot: slot.slot, runner_name: slot.runnerName, machine_id: machineId, reason: why, at_ms: nowMs };
+  await drizzle(env.DB).update(managedPools).set({ lastHalt: JSON.stringify(halt) }).where(eq(managedPools.id, slot.poolId));
   log("managed.slot_halted", { reason: why, org: slot.orgId, pool: slot.poolId, slot: slot.slot, machine: machineId });
 }
 

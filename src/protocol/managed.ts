@@ -63,6 +63,17 @@ export const ManagedSlot = z.object({
   busy_at_ms: epochMs,
 }).meta({ id: "ManagedSlot" });
 
+/** A container the pool halted: which one, the machine its runner was, when and why. */
+export const ManagedSlotHalt = z.object({
+  slot: z.number().int(),
+  runner_name: z.string(),
+  machine_id: machineId.nullable(),
+  /** Why it was halted, in words: idle past the pool's idle time, lost, above a lowered maximum, or its pool stopped. */
+  reason: z.string(),
+  at_ms: epochMs,
+}).meta({ id: "ManagedSlotHalt" });
+export type ManagedSlotHalt = z.infer<typeof ManagedSlotHalt>;
+
 export const ManagedPool = z.object({
   id: managedPoolId,
   name: z.string(),
@@ -73,6 +84,8 @@ export const ManagedPool = z.object({
   idle_ms: z.number().int(),
   state: z.enum(["running", "stopped"]),
   slots: z.array(ManagedSlot),
+  /** The last container the pool halted (its slot is gone from slots); null before the first. */
+  last_halt: ManagedSlotHalt.nullable(),
   /** An estimate from MANAGED_INSTANCE_HOUR_MILLICENTS (thousandths of a cent): per instance-hour, and for the instances it runs now. */
   estimated_cost: z.object({
     instance_hour_millicents: z.number().int(),

@@ -34,7 +34,7 @@ async function insertPool(db: D1Database, config: Config, row: PoolRow): Promise
 
 /** Writes the pool's changeable columns, only while it is still the organization's. */
 async function savePool(db: D1Database, row: PoolRow): Promise<void> {
-  const { id, orgId, createdBy: _createdBy, createdAtMs: _createdAtMs, scaledAtMs: _scaledAtMs, ...columns } = row;
+  const { id, orgId, createdBy: _createdBy, createdAtMs: _createdAtMs, scaledAtMs: _scaledAtMs, lastHalt: _lastHalt, ...columns } = row;
   await drizzle(db).update(managedPools).set(columns).where(and(eq(managedPools.orgId, orgId), eq(managedPools.id, id)));
 }
 

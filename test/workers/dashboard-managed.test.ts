@@ -7,7 +7,7 @@ import { beforeEach, describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config";
 import { scalePools } from "../../src/managed/scaler";
 import { page, signIn } from "./dashboard-helpers";
-import { call, createOrg } from "./helpers";
+import { call, CLI_VERSION, createOrg, untilClaimWaits } from "./helpers";
 import { installFakeContainers, registerLaunched, type FakeContainers } from "./managed-fakes";
 
 const config = loadConfig(env);
@@ -67,6 +67,25 @@ describe("the Managed runners page", () => {
     expect(await pools()).toHaveLength(1);
     expect((await page(`/dash/managed/pools/${pool.id}/delete`, { cookie: session, form: { confirm: "yes" } })).status).toBe(303);
     expect(await pools()).toEqual([]);
+  });
+
+  it("once the pool halts an idle container, the page still says which slot and machine stopped, when and why", async () => {
+    const session = await signIn(admin);
+    await page("/dash/managed/pools", { cookie: session, form: { name: "brief", min_instances: "1", max_instances: "1", idle_minutes: "1" } });
+    const [pool] = await pools();
+    const start = Date.now();
+    await scalePools(env, config, start);
+    const runner = await registerLaunched(containers.launches(orgId)[0]);
+    await page(`/dash/managed/pools/${pool.id}/update`, { cookie: session, form: { min_instances: "0", max_instances: "1" } });
+    // Its runner waits on a claim through a tick past the pool's idle time.
+    const waiting = call("POST", "/v1/runners/claim", { token: runner.token, body: { cli_version: CLI_VERSION, protocols: ["process"], wait_ms: 1_000 } });
+    await untilClaimWaits(orgId);
+    await scalePools(env, config, start + 60_000);
+    await waiting;
+    expect((await pools())[0]).toMatchObject({ slots: [], last_halt: { slot: 0, machine_id: runner.machineId, reason: "its runner took no run for the pool's idle time", at_ms: start + 60_000 } });
+    const shown = (await page("/dash/managed", { cookie: session })).text;
+    expect(shown).toContain(`Last stopped: slot 0 (${containers.launches(orgId)[0].name}, machine ${runner.machineId}) at`);
+    expect(shown).toContain("its runner took no run for the pool&#39;s idle time.");
   });
 
   it("a bad form is the API's refusal naming the field, and a cross-site form is refused; neither creates a pool", async () => {
