@@ -15,12 +15,10 @@ export interface LinearClient {
   request<T>(query: string, variables: Record<string, unknown>): Promise<T>;
   /** Linear's hourly budget as its last answer stated it (headroomOf); null before any. */
   headroom(): Headroom | null;
-  /** Requests sent, retries included. */
-  readonly sent: number;
 }
 
 /** A personal API key goes as is; an OAuth access token as a Bearer token (Linear's "Authentication"). */
-export function authorization(token: string): string {
+function authorization(token: string): string {
   return token.startsWith("lin_api_") ? token : `Bearer ${token}`;
 }
 
@@ -50,9 +48,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export function linearClient(settings: { apiUrl: string; token: string }, config: Config): LinearClient {
   let last: Headroom | null = null;
-  let sent = 0;
   const once = async <T>(query: string, variables: Record<string, unknown>): Promise<T> => {
-    sent += 1;
     const client = new LinearGraphQLClient(settings.apiUrl, {
       headers: { Authorization: authorization(settings.token) },
       signal: AbortSignal.timeout(config.linearRequestTimeoutMs),
@@ -79,8 +75,5 @@ export function linearClient(settings: { apiUrl: string; token: string }, config
       }
     },
     headroom: () => last,
-    get sent() {
-      return sent;
-    },
   };
 }
