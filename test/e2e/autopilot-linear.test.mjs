@@ -5,7 +5,7 @@
 // bare repository as its remote, and the real runner CLI running a real agent script. One Worker
 // for the file; each scenario uses its own issues.
 
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { makeAppKeyPair, startFakeGitHub } from '../fake-github/server.mjs';
 import { startFakeLinear } from '../fake-linear/server.mjs';
 import { bareRemote, eventually, readTicket, waitForDeliveries as waitForDeliveriesOf, waitForTicket as waitForTicketOf } from './autopilot-helpers.mjs';
@@ -14,8 +14,23 @@ import { agentScript, createOrg, waitForRun, RunnerHome, removeTempDirs, sleep, 
 const REPO = 'acme/widgets';
 const SIGNING_SECRET = 'lin_wh_the_e2e_projects_signing_secret';
 const BRIEF = '## Agent Brief\n\ngoal: Fix the greeting in the README.\nacceptance:\n- the README greets the world\n';
-// Tracker deliveries give up quickly here, so an operator's retry can be shown.
-const VARS = { PUBLICATION_RETRY_MS: '1000', TRACKER_DELIVERY_MAX_ATTEMPTS: '2', TRACKER_DELIVERY_BACKOFF_BASE_MS: '200', GITHUB_RETRIES: '1', GITHUB_RETRY_BASE_MS: '100', LINEAR_RETRIES: '1', LINEAR_RETRY_BASE_MS: '100' };
+// A tracker delivery gives up after one failed try here, so an operator's retry can be shown.
+const SUMMARY = 'The pricing cache needs a store and the repository names two.';
+/** Reports a blocker the first time it runs for a run (a marker file beside it says it did), then does the work. */
+const BLOCKING_AGENT = `
+  import { appendFileSync, existsSync, writeFileSync } from 'node:fs';
+  const marker = new URL('./asked-' + process.env.DOCKET_RUN_ID, import.meta.url);
+  if (!existsSync(marker)) {
+    writeFileSync(marker, '');
+    writeFileSync(process.env.DOCKET_RESULT_FILE, JSON.stringify({ outcome: 'blocked', blocker: {
+      summary: ${JSON.stringify(SUMMARY)}, evidence: ['config/cache.yml names redis'], questions: ['Redis or Memcached?'],
+      human_action: 'Answer in a comment, then remove and add the ready label.',
+    } }));
+  } else {
+    appendFileSync('CACHE.md', 'redis\\n');
+  }
+`;
+const VARS = { PUBLICATION_RETRY_MS: '1000', TRACKER_DELIVERY_MAX_ATTEMPTS: '1', TRACKER_DELIVERY_BACKOFF_BASE_MS: '200', GITHUB_RETRIES: '1', GITHUB_RETRY_BASE_MS: '100', LINEAR_RETRIES: '1', LINEAR_RETRY_BASE_MS: '100' };
 
 let docket;
 let github;
@@ -24,6 +39,8 @@ let org;
 let projectId;
 /** A second project (team OPS) whose runs need a runner label no runner here has: they stay queued. */
 let queuedProjectId;
+/** A third (team BLK) whose agent reports a blocker on its first attempt and finishes on the next. */
+let blockingProjectId;
 let home;
 
 const alice = () => linear.state.person('Alice Human');
@@ -53,7 +70,6 @@ beforeAll(async () => {
   github = await startFakeGitHub({ appId: '1001', installationId: '2002', publicKey: keys.publicKey, htmlUrlBase: base });
   github.publication.useBareRepository(REPO, bare);
   linear = await startFakeLinear({ urlKey: 'acme' });
-  linear.state.addTeam('ENG', 'Engineering');
   linear.state.addLabel('ready');
   docket = await startDocket(VARS);
   org = await createOrg(docket, 'linear-e2e');
@@ -62,36 +78,28 @@ beforeAll(async () => {
     appendFileSync('README.md', 'hello, world\\n');
     console.log('::phase verifying');
   `);
-  const created = await docket.api('POST', '/v1/autopilot/projects', {
-    token: org.admin,
-    body: {
-      name: 'widgets from linear',
-      repository: REPO,
-      tracker: { kind: 'linear', api_url: linear.url, workspace: 'acme', team: 'ENG', ready_label: 'ready', review_state: 'In Review', api_key: linear.apiKey },
-      run: { launch: { command: [process.execPath, agent] }, labels: [], repository_url: bare },
-      webhook_secret: SIGNING_SECRET,
-      github: { api_url: github.url, app_id: '1001', installation_id: '2002', private_key: keys.privateKey },
-    },
-  });
-  expect(created.status, JSON.stringify(created.body)).toBe(201);
-  projectId = created.body.id;
-  expect(JSON.stringify(created.body)).not.toContain(linear.apiKey);
-  linear.state.subscribe({ url: `${docket.url}/v1/autopilot/projects/${projectId}/linear/webhook`, secret: SIGNING_SECRET, team: 'ENG' });
-  linear.state.addTeam('OPS', 'Operations');
-  const queued = await docket.api('POST', '/v1/autopilot/projects', {
-    token: org.admin,
-    body: {
-      name: 'ops from linear',
-      tracker: { kind: 'linear', api_url: linear.url, workspace: 'acme', team: 'OPS', ready_label: 'ready', review_state: 'In Review', api_key: linear.apiKey },
-      run: { launch: { command: [process.execPath, agent] }, labels: ['linear-queued'], repository_url: bare },
-      webhook_secret: SIGNING_SECRET,
-      repository: REPO,
-      github: { api_url: github.url, app_id: '1001', installation_id: '2002', private_key: keys.privateKey },
-    },
-  });
-  expect(queued.status, JSON.stringify(queued.body)).toBe(201);
-  queuedProjectId = queued.body.id;
-  linear.state.subscribe({ url: `${docket.url}/v1/autopilot/projects/${queuedProjectId}/linear/webhook`, secret: SIGNING_SECRET, team: 'OPS' });
+  /** A project of Linear team `team` whose runs run `script` on runners with `labels`, its team's webhook pointed at its door. */
+  const linearProject = async (team, script, labels = []) => {
+    linear.state.addTeam(team, team);
+    const created = await docket.api('POST', '/v1/autopilot/projects', {
+      token: org.admin,
+      body: {
+        name: `${team.toLowerCase()} from linear`,
+        repository: REPO,
+        tracker: { kind: 'linear', api_url: linear.url, workspace: 'acme', team, ready_label: 'ready', review_state: 'In Review', api_key: linear.apiKey },
+        run: { launch: { command: [process.execPath, script] }, labels, repository_url: bare },
+        webhook_secret: SIGNING_SECRET,
+        github: { api_url: github.url, app_id: '1001', installation_id: '2002', private_key: keys.privateKey },
+      },
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    expect(JSON.stringify(created.body)).not.toContain(linear.apiKey);
+    linear.state.subscribe({ url: created.body.webhook.url, secret: SIGNING_SECRET, team });
+    return created.body.id;
+  };
+  projectId = await linearProject('ENG', agent);
+  queuedProjectId = await linearProject('OPS', agent, ['linear-queued']);
+  blockingProjectId = await linearProject('BLK', agentScript(tempDir('blocking'), BLOCKING_AGENT));
   home = new RunnerHome();
   const reg = home.run(['register', '--server', docket.url, '--token', org.registration]);
   expect(reg.code, reg.stderr).toBe(0);
@@ -130,6 +138,8 @@ describe('a Linear-tracked project, through signed Linear webhooks', () => {
   }, 60_000);
 
   it('a delivery with a stale webhookTimestamp is refused with 401 and admits nothing', async () => {
+    // Its create delivery is lost, so the stale one is all Docket is sent about it.
+    linear.state.loseNextWebhook();
     const issue = await newIssue('Stale delivery');
     linear.state.staleNextWebhook(5 * 60_000);
     const { deliveries } = await linear.state.label(issue, 'ready', alice());
@@ -229,6 +239,7 @@ describe('run-lifecycle acceptance scenarios of publication with Linear as the t
     const issue = await newIssue('Greeting, Linear down');
     // Every write to Linear fails from now on (moving the issue, linking the pull request); reads answer.
     linear.state.failWrites(1_000);
+    onTestFinished(() => linear.state.clearFaults());
     await linear.state.label(issue, 'ready', alice());
     const { run_id: runId } = await waitForTicket(issue, (t) => t.run_id);
     const done = await waitForRun(docket, org.admin, runId, (r) => r.state === 'completed' || r.state === 'failed', 150_000);
@@ -247,4 +258,35 @@ describe('run-lifecycle acceptance scenarios of publication with Linear as the t
     expect((await docket.api('GET', `/v1/runs/${runId}`, { token: org.admin })).body).toMatchObject({ state: 'completed', attempt: 1, publication: { pr: done.publication.pr } });
     expect(github.publication.pulls(REPO).filter((p) => p.head === `docket/${runId}`)).toHaveLength(1);
   }, 240_000);
+});
+
+describe('run-lifecycle acceptance scenarios of a blocked run with Linear as the tracker', () => {
+  it('A reply comment without human readiness change leaves the run blocked', async () => {
+    const { value: issue } = await linear.state.createIssue({ team: 'BLK', title: 'Cache the pricing table', description: BRIEF, by: alice() });
+    await linear.state.label(issue, 'ready', alice());
+    const { run_id: runId } = await waitForTicketOf(docket, org.admin, blockingProjectId, issue.number, (t) => t.run_id, 60_000);
+    const blocked = await waitForRun(docket, org.admin, runId, (r) => r.state === 'blocked', 120_000);
+    expect(blocked.blocker).toMatchObject({ summary: SUMMARY });
+    // The blocker is posted on the Linear issue, once, by Docket's key.
+    const docketComments = () => linear.state.commentsOf(issue).filter((c) => c.userId === linear.viewer.id);
+    await eventually('the blocker comment in Linear', () => docketComments().some((c) => c.body.includes(SUMMARY)));
+
+    // A person answers in a comment: its signed Comment delivery is read, and changes nothing.
+    const repliedAt = Date.now();
+    await linear.state.comment(issue, 'Use Redis, please.', alice());
+    await eventually('the reply to be read', () => linear.requests.some((r) => r.operation === 'DocketIssue' && r.variables?.id && r.status === 200 && r.atMs >= repliedAt));
+    await sleep(2_000);
+    const after = (await docket.api('GET', `/v1/runs/${runId}`, { token: org.admin })).body;
+    expect(after).toMatchObject({ state: 'blocked', version: blocked.version });
+    expect(docketComments()).toHaveLength(1);
+
+    // A person removes and adds the ready label: a new readiness generation requeues the same run.
+    await linear.state.unlabel(issue, 'ready', alice());
+    await linear.state.label(issue, 'ready', alice());
+    const done = await waitForRun(docket, org.admin, runId, (r) => r.state === 'completed', 120_000);
+    expect(done.steps.map((s) => s.outcome).filter((o) => o !== 'requeued')).toEqual(['blocked', 'pushed']);
+    const runs = (await docket.api('GET', '/v1/runs?limit=200', { token: org.admin })).body.runs;
+    expect(runs.filter((r) => r.id === runId)).toHaveLength(1);
+    expect((await readTicket(docket, org.admin, blockingProjectId, issue.number)).history.map((h) => h.kind)).toContain('authorized');
+  }, 300_000);
 });

@@ -84,7 +84,7 @@ export async function startFakeLinear({ urlKey = "acme", apiKey = "lin_api_docke
   }
 
   async function handle(req, res, raw) {
-    const entry = { method: req.method, path: req.url, authorization: req.headers.authorization ?? null, operation: null, status: 0 };
+    const entry = { method: req.method, path: req.url, authorization: req.headers.authorization ?? null, operation: null, status: 0, atMs: Date.now() };
     requests.push(entry);
     if (req.method !== "POST" || req.url.split("?")[0] !== "/graphql") return send(res, (entry.status = 404), { errors: [{ message: "Not found" }] });
     if (caller(req.headers.authorization) === null) return send(res, (entry.status = 400), linearError("Authentication required, not authenticated", "authentication error", "AUTHENTICATION_ERROR"));
@@ -94,7 +94,7 @@ export async function startFakeLinear({ urlKey = "acme", apiKey = "lin_api_docke
     } catch {
       return send(res, (entry.status = 400), linearError("Body is not JSON", "invalid input", "INVALID_INPUT"));
     }
-    entry.operation = request.operationName ?? null;
+    entry.operation = request.operationName ?? /^\s*(?:query|mutation)\s+(\w+)/.exec(request.query ?? "")?.[1] ?? null;
     entry.query = request.query;
     entry.variables = request.variables ?? {};
     if (budget.exhausted > 0) {
