@@ -37,8 +37,10 @@ install_engine() {
 start_engine() {
   if docker info >/dev/null 2>&1; then say "the engine answers"; return 0; fi
   say "starting dockerd (log: $LOG)"
-  # Detached, so it outlives this script; it is the machine's engine from now on.
-  as_root sh -c "nohup dockerd >'$LOG' 2>&1 </dev/null &"
+  # Detached, so it outlives this script; it is the machine's engine from now on. In a session of
+  # its own: a Ctrl-C to whatever started it (npm start, a test run) would otherwise stop dockerd
+  # too, before that process removes the containers it left on it.
+  as_root setsid sh -c "nohup dockerd >'$LOG' 2>&1 </dev/null &"
   for _ in $(seq 1 $((WAIT_S * 5))); do
     if docker info >/dev/null 2>&1; then say "the engine answers"; return 0; fi
     sleep 0.2
