@@ -220,7 +220,9 @@ Docket is running at ${base}
     curl -s ${base}/v1/runs/<run id> -H 'Authorization: Bearer <admin token>'
     curl -s ${base}/v1/runs/<run id>/events -H 'Authorization: Bearer <admin token>'
 
-  The operator's dashboard is at ${base}/dash: sign in with a member token.
+  The operator's dashboard is at ${base}/dash: sign in with a member token.${containers.ok ? `
+  Managed runners are on (this machine's Docker engine): instead of steps 2 and 3, an admin creates a
+  pool at ${base}/dash/managed, and its container takes the run from the next cron tick.` : ""}
   The API reference is at ${base}/docs; docs/protocol.md explains it.
   The cron tick ran at start and runs every ${cronEveryMs / 1000} s (CRON_TICK_MS). Stop with Ctrl-C.
   Callbacks and GitHub requests ${allowLoopback === "true" ? "may" : "may not"} go to loopback (OUTBOUND_ALLOW_LOOPBACK=${allowLoopback}; a deployment refuses it by default).

@@ -19,7 +19,7 @@ function perHour(millicents: number): string {
 function SlotRows(props: { pool: Json }) {
   if (props.pool.slots.length === 0) {
     // The scaler acts on the cron tick: an operator waiting for a container is told when to expect it.
-    const when = props.pool.state === "running" ? " A container starts at the next cron tick (once a minute) when queued work its labels cover waits." : "";
+    const when = props.pool.state === "running" ? " A container starts at the next cron tick when queued work its labels cover waits." : "";
     return <p class="muted">No container runs in this pool.{when}</p>;
   }
   return (
