@@ -123,7 +123,10 @@ describe('a Linear-tracked project, through signed Linear webhooks', () => {
     expect(admitted.ticket).toBe(`linear:acme/${linear.state.identifier(issue)}`);
     expect(admitted.history.find((h) => h.kind === 'admitted')).toMatchObject({ basis: 'human' });
     const pull = await eventually('the pull request', () => github.publication.pulls(REPO).find((p) => p.body?.includes(linear.state.identifier(issue)) || p.title?.includes('Greeting')), 150_000);
-    await eventually('the issue in review with its pull request linked', () => linear.state.stateOf(issue).name === 'In Review' && JSON.stringify([...linear.state.attachmentsOf(issue), ...linear.state.commentsOf(issue)]).includes(pull.html_url ?? `/pull/${pull.number}`), 60_000);
+    // The run's tracker deliveries move the issue to review and link the pull request.
+    await waitForDeliveriesOf(docket, org.admin, admitted.run_id, (ds) => ds.length > 0 && ds.every((d) => d.status === 'delivered'), 60_000);
+    expect(linear.state.stateOf(issue).name).toBe('In Review');
+    expect(JSON.stringify([...linear.state.attachmentsOf(issue), ...linear.state.commentsOf(issue)])).toContain(`/pull/${pull.number}`);
     expect(github.publication.pulls(REPO).filter((p) => p.head === pull.head)).toHaveLength(1);
     expect(await runsOf(issue)).toHaveLength(1);
   }, 240_000);

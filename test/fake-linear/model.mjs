@@ -94,12 +94,6 @@ export function createModel({ urlKey = "acme", onChange = () => {} } = {}) {
     return l;
   };
 
-  m.addProject = ({ name }) => {
-    const p = { id: randomUUID(), name, slugId: randomUUID().slice(0, 12) };
-    m.projects.set(p.id, p);
-    return p;
-  };
-
   m.team = (keyOrId) => [...m.teams.values()].find((t) => t.id === keyOrId || t.key === keyOrId) ?? null;
   m.stateNamed = (teamId, name) => m.statesOf(teamId).find((s) => s.name.toLowerCase() === name.toLowerCase()) ?? null;
   m.labelNamed = (teamId, name) => m.labelsOf(teamId).find((l) => l.name.toLowerCase() === name.toLowerCase()) ?? null;
@@ -156,11 +150,6 @@ export function createModel({ urlKey = "acme", onChange = () => {} } = {}) {
     m.relations.push(r);
     onChange({ type: "IssueRelation", action: "create", relation: r, by, updatedFrom: null });
     return r;
-  };
-
-  m.unrelate = (r, by) => {
-    m.relations.splice(m.relations.indexOf(r), 1);
-    onChange({ type: "IssueRelation", action: "remove", relation: r, by, updatedFrom: null });
   };
 
   m.comment = (i, body, by) => {

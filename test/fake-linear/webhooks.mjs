@@ -72,7 +72,6 @@ function teamsOf(m, change) {
 export function createWebhooks(m) {
   const hooks = [];
   const deliveries = [];
-  const pending = new Set();
   let toLose = 0;
 
   async function post(hook, delivery, body, signature) {
@@ -116,17 +115,12 @@ export function createWebhooks(m) {
     /** Every subscribed hook is sent the change; resolves with the deliveries. */
     onChange(change, options) {
       const teams = teamsOf(m, change);
-      const sent = Promise.all(hooks.filter((h) => h.resourceTypes.includes(change.type) && (h.teamId === null || teams.includes(h.teamId))).map((h) => deliver(h, change, options)));
-      pending.add(sent);
-      sent.finally(() => pending.delete(sent)).catch(() => {});
-      return sent;
+      return Promise.all(hooks.filter((h) => h.resourceTypes.includes(change.type) && (h.teamId === null || teams.includes(h.teamId))).map((h) => deliver(h, change, options)));
     },
     /** Sends a kept delivery again exactly as it was: its body, its signature and its Linear-Delivery id. */
     async redeliver(delivery) {
       const hook = hooks.find((h) => h.url === delivery.url);
       return post(hook, delivery, delivery.body, delivery.signature);
     },
-    /** Waits for every delivery under way. */
-    settled: () => Promise.all([...pending]),
   };
 }
