@@ -11,7 +11,7 @@ import { runs } from "../db/schema";
 import type { Env } from "../env";
 import { isRefusal } from "../errors";
 import { log } from "../lib/log";
-import type { AutopilotScheduler } from "../protocol/autopilot";
+import type { AutopilotScheduler } from "../protocol/autopilot-scheduler";
 import type { GatesChange, SchedulerView } from "../../durable-objects/scheduler-gates";
 
 function scheduler(env: Env, orgId: string) {

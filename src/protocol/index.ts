@@ -12,5 +12,6 @@ export * from "./tokens.js";
 export * from "./version.js";
 export * from "./runners.js";
 export * from "./autopilot.js";
+export * from "./autopilot-scheduler.js";
 export * from "./run-reservations.js";
 export * from "./managed.js";

@@ -8,7 +8,8 @@ import { changeScheduler, disableScheduler, drainScheduler, enableScheduler, rea
 import { DocketError } from "../errors";
 import { log } from "../lib/log";
 import { operation } from "../openapi/operation";
-import { AutopilotProjectPath, AutopilotScheduler, AutopilotSchedulerChange, UpdateSchedulerBody } from "../protocol/autopilot";
+import { AutopilotProjectPath } from "../protocol/autopilot";
+import { AutopilotScheduler, AutopilotSchedulerChange, UpdateSchedulerBody } from "../protocol/autopilot-scheduler";
 import { validate } from "../validate";
 
 const TAG = "Autopilot";
