@@ -14,7 +14,6 @@ import { agentScript, createOrg, waitForRun, RunnerHome, removeTempDirs, sleep, 
 const REPO = 'acme/widgets';
 const SIGNING_SECRET = 'lin_wh_the_e2e_projects_signing_secret';
 const BRIEF = '## Agent Brief\n\ngoal: Fix the greeting in the README.\nacceptance:\n- the README greets the world\n';
-// A tracker delivery gives up after one failed try here, so an operator's retry can be shown.
 const SUMMARY = 'The pricing cache needs a store and the repository names two.';
 /** Reports a blocker the first time it runs for a run (a marker file beside it says it did), then does the work. */
 const BLOCKING_AGENT = `
@@ -30,7 +29,9 @@ const BLOCKING_AGENT = `
     appendFileSync('CACHE.md', 'redis\\n');
   }
 `;
-const VARS = { PUBLICATION_RETRY_MS: '1000', TRACKER_DELIVERY_MAX_ATTEMPTS: '1', TRACKER_DELIVERY_BACKOFF_BASE_MS: '200', GITHUB_RETRIES: '1', GITHUB_RETRY_BASE_MS: '100', LINEAR_RETRIES: '1', LINEAR_RETRY_BASE_MS: '100' };
+// A tracker delivery is tried twice here, the second try 1 s after the first (the 200 ms backoff in
+// the queue's whole seconds), then waits failed for an operator's retry.
+const VARS = { PUBLICATION_RETRY_MS: '1000', TRACKER_DELIVERY_MAX_ATTEMPTS: '2', TRACKER_DELIVERY_BACKOFF_BASE_MS: '200', GITHUB_RETRIES: '1', GITHUB_RETRY_BASE_MS: '100', LINEAR_RETRIES: '1', LINEAR_RETRY_BASE_MS: '100' };
 
 let docket;
 let github;
@@ -248,6 +249,8 @@ describe('run-lifecycle acceptance scenarios of publication with Linear as the t
     const done = await waitForRun(docket, org.admin, runId, (r) => r.state === 'completed' || r.state === 'failed', 150_000);
     expect(done.state, JSON.stringify(done)).toBe('completed');
     const failed = await waitForDeliveriesOf(docket, org.admin, runId, (ds) => ds.length > 0 && ds.every((d) => d.status === 'failed'), 120_000);
+    // Each delivery was retried once after Linear's 500, and failed at its second try.
+    for (const d of failed) expect(d, JSON.stringify(d)).toMatchObject({ tries: 2, max_tries: 2, last_error: expect.stringContaining('Internal server error') });
     expect(linear.state.stateOf(issue).name).not.toBe('In Review');
 
     linear.state.clearFaults(); // Linear is back
