@@ -5,7 +5,7 @@
 // Authorization header (a personal API key as is, an OAuth token as `Bearer …`), answers Linear's
 // rate-limit headers, and signs its webhooks as Linear does (webhooks.mjs). Tests drive the
 // workspace through `state` (create an issue, label it as a person or an app, complete it, lose
-// or repeat a delivery, fail Linear's writes). Never the internet.
+// or repeat a delivery). Never the internet.
 
 import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
@@ -49,7 +49,7 @@ function complexity(document) {
 
 export async function startFakeLinear({ urlKey = "acme", apiKey = "lin_api_docket_test_key", viewer = "Dana Docket" } = {}) {
   const requests = [];
-  const budget = { requests: REQUESTS_PER_HOUR, complexity: COMPLEXITY_PER_HOUR, resetAtMs: Date.now() + 3_600_000, failingWrites: 0 };
+  const budget = { requests: REQUESTS_PER_HOUR, complexity: COMPLEXITY_PER_HOUR, resetAtMs: Date.now() + 3_600_000, exhausted: 0, failingWrites: 0 };
   let lastSent = Promise.resolve([]);
   const model = createModel({ urlKey, onChange: (change) => (lastSent = hooks.onChange(change, nextDelivery.take())) });
   const hooks = createWebhooks(model);
@@ -97,6 +97,11 @@ export async function startFakeLinear({ urlKey = "acme", apiKey = "lin_api_docke
     entry.operation = request.operationName ?? /^\s*(?:query|mutation)\s+(\w+)/.exec(request.query ?? "")?.[1] ?? null;
     entry.query = request.query;
     entry.variables = request.variables ?? {};
+    if (budget.exhausted > 0) {
+      budget.exhausted -= 1;
+      budget.requests = 0;
+      return send(res, (entry.status = 400), linearError("Rate limit exceeded", "ratelimited", "RATELIMITED"), rateHeaders(0));
+    }
     if (budget.failingWrites > 0 && /^\s*mutation\b/.test(request.query ?? "")) {
       budget.failingWrites -= 1;
       return send(res, (entry.status = 500), linearError("Internal server error", "internal error", "INTERNAL_SERVER_ERROR"));
@@ -167,6 +172,10 @@ function makeState(model, hooks, nextDelivery, lastSent, budget) {
       }
       return people.get(key);
     },
+    /** An integration or automation (no user at all), as botActor `type`: "github", "workflow", … */
+    integration(type) {
+      return { bot: { id: null, type, name: type } };
+    },
     addTeam: (key, name) => model.addTeam({ key, name }),
     addLabel: (name, team = null) => model.addLabel({ name, teamId: team ? model.team(team).id : null }),
     /** A webhook ({url, secret, resourceTypes}) of the team `team` (its key), or of every team. */
@@ -180,17 +189,24 @@ function makeState(model, hooks, nextDelivery, lastSent, budget) {
       const i = named(issue);
       return delivered(model.updateIssue(i, { removedLabelIds: [model.labelNamed(i.teamId, name).id] }, by(actor)));
     },
+    /** Moves the issue to the workflow state named `stateName`. */
+    move: (issue, stateName, actor) => {
+      const i = named(issue);
+      return delivered(model.updateIssue(i, { stateId: model.stateNamed(i.teamId, stateName).id }, by(actor)));
+    },
     /** Moves the issue to its team's first state of type `completed`. */
     complete: (issue, actor) => {
       const i = named(issue);
       return delivered(model.updateIssue(i, { stateId: model.statesOf(i.teamId).find((s) => s.type === "completed").id }, by(actor)));
     },
+    edit: (issue, { title = null, description = null }, actor) => delivered(model.updateIssue(named(issue), { title, description }, by(actor))),
     /** `blocker` blocks `blocked` (Linear's "blocks" relation). */
     block: (blocker, blocked, actor) => delivered(model.relate(named(blocker), named(blocked), by(actor))),
     comment: (issue, body, actor) => delivered(model.comment(named(issue), body, by(actor))),
     issue: named,
     identifier: (issue) => model.identifier(named(issue)),
     stateOf: (issue) => model.states.get(named(issue).stateId),
+    labelsOf: (issue) => named(issue).labelIds.map((id) => model.labels.get(id).name),
     commentsOf: (issue) => named(issue).comments,
     attachmentsOf: (issue) => named(issue).attachments,
     /** The next change's webhook is never sent (Linear gave up on it). */
@@ -201,8 +217,11 @@ function makeState(model, hooks, nextDelivery, lastSent, budget) {
     redeliver: (delivery) => hooks.redeliver(delivery),
     /** The next `times` mutations (comments, state and label changes, attachments) fail with Linear's 500; reads still answer. */
     failWrites: (times = 1) => (budget.failingWrites = times),
-    /** Linear is well again: no write fails. */
-    clearFaults: () => (budget.failingWrites = 0),
+    /** Linear is well again: no write fails, no request is refused. */
+    clearFaults: () => Object.assign(budget, { failingWrites: 0, exhausted: 0 }),
+    /** The next `times` requests are refused as over Linear's rate limit. */
+    rateLimit: (times = 1) => (budget.exhausted += times),
+    settled: () => hooks.settled(),
   };
   return state;
 }
