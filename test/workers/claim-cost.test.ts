@@ -68,8 +68,11 @@ describe("Docket-Cost", () => {
     const shallow = await rowsAtDepth(20);
     const deep = await rowsAtDepth(40);
     // The first claim also reads the label sets and the head with its rows ahead (10 or 11 rows,
-    // as D1 counts the index rows it steps over); the claims after it read the same at any depth.
-    expect(deep.slice(1)).toEqual(shallow.slice(1));
+    // as D1 counts the index rows it steps over); the claims after it read the same at any depth,
+    // give or take the sweep row, which a claim reads again once CLAIM_SWEEP_TTL_MS (1 s) has
+    // passed since the last read: on a loaded machine three claims can span it at either depth.
+    const sweepRow = 1;
+    deep.slice(1).forEach((rows, i) => expect(Math.abs(rows - shallow[i + 1])).toBeLessThanOrEqual(sweepRow));
     expect(Math.max(...deep.slice(1), ...shallow.slice(1))).toBeLessThanOrEqual(10);
     for (const rows of [shallow, deep]) expect(rows.reduce((a, b) => a + b) / rows.length).toBeLessThanOrEqual(10);
   });
