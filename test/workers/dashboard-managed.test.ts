@@ -78,10 +78,11 @@ describe("the Managed runners page", () => {
     const runner = await registerLaunched(containers.launches(orgId)[0]);
     await page(`/dash/managed/pools/${pool.id}/update`, { cookie: session, form: { min_instances: "0", max_instances: "1" } });
     // Its runner waits on a claim through a tick past the pool's idle time.
-    const waiting = call("POST", "/v1/runners/claim", { token: runner.token, body: { cli_version: CLI_VERSION, protocols: ["process"], wait_ms: 1_000 } });
+    const waiting = call("POST", "/v1/runners/claim", { token: runner.token, body: { cli_version: CLI_VERSION, protocols: ["process"], wait_ms: 60_000 } });
     await untilClaimWaits(orgId);
     await scalePools(env, config, start + 60_000);
-    await waiting;
+    // The halt deregistered its machine, which ended the claim still waiting (however slow the tick).
+    expect((await waiting).status).toBe(401);
     expect((await pools())[0]).toMatchObject({ slots: [], last_halt: { slot: 0, machine_id: runner.machineId, reason: "its runner took no run for the pool's idle time", at_ms: start + 60_000 } });
     const shown = (await page("/dash/managed", { cookie: session })).text;
     expect(shown).toContain(`Last stopped: slot 0 (${containers.launches(orgId)[0].name}, machine ${runner.machineId}) at`);

@@ -31,12 +31,24 @@ const tick = (nowMs: number, with_: Partial<Config> = {}) => scalePools(env, { .
 const claimAs = (token: string, waitMs = 0) => call("POST", "/v1/runners/claim", { token, body: { cli_version: CLI_VERSION, protocols: ["process"], wait_ms: waitMs } });
 const runnerIds = async () => ((await call("GET", "/v1/runners", { token: admin })).body.runners as { id: string }[]).map((r) => r.id);
 
-/** Runs a tick while the machine's claim waits for work in the scheduler (an idle runner). */
-async function tickWhileWaiting(token: string, nowMs: number): Promise<void> {
-  const waiting = claimAs(token, 1_000);
+/**
+ * Runs a tick while the machine's claim waits for work in the scheduler (an idle runner). The claim
+ * is ended the way a stopping runner ends it, and ending one shows it still waited when the tick was
+ * done, however slow the tick was.
+ */
+async function tickWhileWaiting(token: string, nowMs: number, expected: "kept" | "halted" = "kept"): Promise<void> {
+  const waiting = claimAs(token, 60_000);
   await untilClaimWaits(orgId);
   await tick(nowMs);
-  await waiting;
+  if (expected === "halted") {
+    // Its machine deregistered by the halt, the waiting claim ends refused.
+    const refused = await waiting;
+    expect(refused.status, JSON.stringify(refused.body)).toBe(401);
+    expect(JSON.stringify(refused.body.error)).toContain("machine_deregistered");
+    return;
+  }
+  expect((await call("POST", "/v1/runners/claim/cancel", { token, body: {} })).body).toMatchObject({ ended: 1 });
+  expect((await waiting).status).toBe(204);
 }
 
 describe("the managed pool scaler", () => {
@@ -100,7 +112,7 @@ describe("the managed pool scaler", () => {
     // The idle runner's claim waits: not yet past the idle time, then past it.
     await tickWhileWaiting(idle.token, start + 30_000);
     expect((await readPool(pool)).slots).toHaveLength(2);
-    await tickWhileWaiting(idle.token, start + 60_000);
+    await tickWhileWaiting(idle.token, start + 60_000, "halted");
     const slots = (await readPool(pool)).slots;
     expect(slots.map((s: any) => s.machine_id)).toEqual([busy.machineId]);
     expect(await runnerIds()).not.toContain(idle.machineId);
