@@ -36,6 +36,14 @@ pre.diff { background: var(--bg); border: 1px solid var(--line); padding: .5rem;
 .error { color: var(--bad); font-weight: 600; }
 ol.events { font: 13px/1.4 ui-monospace, monospace; padding-left: 3rem; max-height: 24rem; overflow-y: auto; }
 form.inline { display: inline; }
+/* A DataTable (components.tsx) on a phone: each row a card, each cell headed by its column's label. */
+@media (max-width: 40rem) {
+  table.cards thead { position: absolute; left: -9999px; }
+  table.cards, table.cards tbody, table.cards tr, table.cards td { display: block; width: 100%; }
+  table.cards tr { border: 1px solid var(--line); border-radius: 6px; margin-bottom: .75rem; padding: .25rem .5rem; }
+  table.cards td { border: none; padding: .15rem 0; }
+  table.cards td::before { content: attr(data-label) ": "; font-weight: 600; color: var(--muted); }
+}
 `;
 
 /** `admin`: the signed-in member has the admin role, so the navigation offers the token list. */

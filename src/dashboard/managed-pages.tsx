@@ -4,6 +4,7 @@
 // admin, the forms that create, start, stop, resize and delete them through the same API
 // (docs/managed-runners.md). Stopping and deleting halt containers, so each asks for a confirmation.
 
+import { ConfirmBox } from "./components";
 import { at, Layout, TableWrap } from "./layout";
 import { DASH } from "./session";
 
@@ -56,9 +57,7 @@ function LastHalt(props: { halt: Json }) {
 function ConfirmedForm(props: { pool: Json; what: "stop" | "delete"; label: string; warning: string }) {
   return (
     <form class="inline" method="post" action={poolAction(props.pool.id, props.what)}>
-      <label>
-        <input type="checkbox" name="confirm" value="yes" required /> {props.warning}
-      </label>{" "}
+      <ConfirmBox warning={props.warning} />{" "}
       <button type="submit" class="danger" aria-label={`${props.label} ${props.pool.name}`}>{props.label}</button>
     </form>
   );

@@ -6,7 +6,7 @@ import type { AppEnv } from "../app-types";
 import { managedPoolId } from "../protocol/managed";
 import type { Api } from "./api";
 import { ManagedRunnersPage } from "./managed-pages";
-import { act, doneNotice, formNumber, isAdmin, optionalNumber, page, pathParam, read, Refused, type Form, type Json } from "./route-kit";
+import { act, doneNotice, formNumber, isAdmin, optionalNumber, page, pathParam, read, requireConfirmation, type Form, type Json } from "./route-kit";
 import { DASH } from "./session";
 
 /** The new pool form as the API's body; labels are typed separated by commas or spaces, the idle time in minutes. */
@@ -22,10 +22,6 @@ function newPoolBody(form: Form): Json {
   };
 }
 
-/** Stopping or deleting halts containers: the form says so and is sent with its box ticked. */
-function requireConfirmation(form: Form, what: string): void {
-  if (form.confirm !== "yes") throw new Refused(400, { code: "invalid_request", field: "confirm", message: `Tick the confirmation box: ${what} halts the pool's containers.` });
-}
 
 /** The "Managed runners" page and its forms, each one call to /v1/managed/pools (docs/managed-runners.md). */
 export function managedRoutes(dash: Hono<AppEnv>, api: Api): void {
@@ -45,12 +41,12 @@ export function managedRoutes(dash: Hono<AppEnv>, api: Api): void {
   dash.post("/managed/pools/:id/start", page(async (c) => act(c, api, "POST", `/v1/managed/pools/${poolParam(c)}/start`, {}, back("pool+started"))));
   dash.post("/managed/pools/:id/stop", page(async (c) => {
     const id = poolParam(c);
-    requireConfirmation(await c.req.parseBody(), "stopping");
+    requireConfirmation(await c.req.parseBody(), "stopping halts the pool's containers");
     return act(c, api, "POST", `/v1/managed/pools/${id}/stop`, {}, back("pool+stopped"));
   }));
   dash.post("/managed/pools/:id/delete", page(async (c) => {
     const id = poolParam(c);
-    requireConfirmation(await c.req.parseBody(), "deleting");
+    requireConfirmation(await c.req.parseBody(), "deleting halts the pool's containers");
     return act(c, api, "DELETE", `/v1/managed/pools/${id}`, undefined, back("pool+deleted"));
   }));
 }

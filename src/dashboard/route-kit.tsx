@@ -98,3 +98,8 @@ export type Form = Record<string, unknown>;
 
 /** A form's optional number field: left out when empty. */
 export const optionalNumber = (value: unknown) => (value === undefined || value === "" ? undefined : formNumber(value));
+
+/** A destroying action's form must come with its confirmation box ticked (ConfirmBox in components.tsx). */
+export function requireConfirmation(form: Form, what: string): void {
+  if (form.confirm !== "yes") throw new Refused(400, { code: "invalid_request", field: "confirm", message: `Tick the confirmation box: ${what}.` });
+}

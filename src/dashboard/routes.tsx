@@ -2,7 +2,7 @@
 // The operator's dashboard at /dash: server-rendered pages over the API's own answers. Every read
 // and every action is a call to the API as the member token the session acts as
 // (src/dashboard/api.ts), so the pages see exactly what that member's token may see. Each area's
-// routes are a file of their own (runs-routes, run-routes, runners-routes, autopilot-routes,
+// routes are a file of their own (runs-routes, run-routes, runners-routes, tokens-routes, autopilot-routes,
 // credits-routes, managed-routes); what they share is route-kit.
 
 import { Hono, type Context } from "hono";
@@ -21,6 +21,7 @@ import { noSuch, page } from "./route-kit";
 import { runRoutes } from "./run-routes";
 import { runnersRoutes } from "./runners-routes";
 import { runsRoutes } from "./runs-routes";
+import { tokensRoutes } from "./tokens-routes";
 import { DASH, endSession, requireSession, SESSION_ENDED, startSession, verifyMember } from "./session";
 
 /** Forms are accepted only from this origin (hono/csrf checks Origin and Sec-Fetch-Site); a cross-site post is 403. */
@@ -94,6 +95,7 @@ export function dashboardRoutes(api: Api): Hono<AppEnv> {
   runsRoutes(dash, api);
   runRoutes(dash, api);
   runnersRoutes(dash, api);
+  tokensRoutes(dash, api);
   autopilotRoutes(dash, api);
   creditsRoutes(dash, api);
   managedRoutes(dash, api);

@@ -1,7 +1,7 @@
 /** @jsxImportSource hono/jsx */
 // A run's page: its header, timelines, events, artifact and actions, from the API's own answers.
 
-import { AttemptTimeline, type Mark } from "./charts";
+import { AttemptTimeline, type Mark } from "./attempt-timeline";
 import { at, cents, Layout, TableWrap } from "./layout";
 import { LIVE_EVENTS_SCRIPT } from "./assets";
 import { Waiting } from "./runs-pages";

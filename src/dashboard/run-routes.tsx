@@ -4,7 +4,7 @@
 import type { Hono } from "hono";
 import type { AppEnv } from "../app-types";
 import { apiResponse, type Api } from "./api";
-import { attemptMarks } from "./charts";
+import { attemptMarks } from "./attempt-timeline";
 import { RunPage } from "./run-page";
 import { act, doneNotice, isAdmin, noSuch, page, read, Refused, runParam, type Json } from "./route-kit";
 import { DASH } from "./session";

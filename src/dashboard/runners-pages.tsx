@@ -1,5 +1,5 @@
 /** @jsxImportSource hono/jsx */
-// The runners, a runner's page, and the tokens and machines page.
+// The runners and a runner's page.
 
 import { at, Layout, TableWrap } from "./layout";
 import { DASH } from "./session";
@@ -16,7 +16,7 @@ export function RevokeButton(props: { action: string; label: string; name: strin
 }
 
 /** `admin`: deregistering needs the admin role in the API, so only an admin is offered the button. */
-function RunnerRows(props: { runners: Json[]; nowMs: number; connectedWindowMs: number; admin: boolean }) {
+export function RunnerRows(props: { runners: Json[]; nowMs: number; connectedWindowMs: number; admin: boolean }) {
   return (
     <TableWrap><table id="runners">
       <thead><tr><th scope="col">Runner</th><th scope="col">Labels</th><th scope="col">Protocols</th><th scope="col">CLI</th><th scope="col">Last seen</th>{props.admin && <th scope="col">Action</th>}</tr></thead>
@@ -44,36 +44,6 @@ export function RunnersPage(props: { runners: Json[]; nowMs: number; connectedWi
     <Layout title={props.title ?? "Runners"} signedIn admin={props.admin}>
       <h1>{props.title ?? "Runners"}</h1>
       {props.runners.length === 0 ? <p class="muted">No runner is registered.</p> : <RunnerRows {...props} />}
-    </Layout>
-  );
-}
-
-/** `tokens` is null for a member without the admin role: listing and revoking tokens is an admin's. */
-export function TokensPage(props: { tokens: Json[] | null; runners: Json[]; nowMs: number; connectedWindowMs: number; admin: boolean; title?: string }) {
-  return (
-    <Layout title={props.title ?? "Tokens and machines"} signedIn admin={props.admin}>
-      <h1>{props.title ?? "Tokens and machines"}</h1>
-      <h2>Member and registration tokens</h2>
-      {props.tokens === null ? (
-        <p id="tokens-for-admins">Tokens are for admins: sign in with an admin member token to list, and revoke, your organization's tokens.</p>
-      ) : (
-        <TableWrap><table id="tokens">
-          <thead><tr><th scope="col">Token</th><th scope="col">Kind</th><th scope="col">Status</th><th scope="col">Created</th><th scope="col">Action</th></tr></thead>
-          <tbody>
-            {props.tokens.map((t) => (
-              <tr data-token={t.id}>
-                <td><a href={`${DASH}/tokens/${t.id}`}>{t.name ?? t.id}</a> <span class="muted">{t.id}</span></td>
-                <td>{t.kind}{t.role ? ` (${t.role})` : ""}</td>
-                <td class={t.status === "active" ? "ok" : "muted"}>{t.status}</td>
-                <td>{at(t.created_at_ms)}</td>
-                <td>{t.status === "active" ? <RevokeButton action={`${DASH}/tokens/${t.id}/revoke`} label="Revoke" name={t.name ?? t.id} /> : "—"}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table></TableWrap>
-      )}
-      <h2>Machines</h2>
-      {props.runners.length === 0 ? <p class="muted">No machine is registered.</p> : <RunnerRows runners={props.runners} nowMs={props.nowMs} connectedWindowMs={props.connectedWindowMs} admin={props.admin} />}
     </Layout>
   );
 }
