@@ -71,11 +71,22 @@ export const runs = sqliteTable(
     updatedAtMs: integer("updated_at_ms").notNull(),
     // The autopilot project of an admitted run: the scheduler skips runs of a project whose gates are closed.
     projectId: text("project_id"),
+    // What the runs list shows without reading each run object (src/run/projection.ts, listed): the
+    // brief's first line (at most RUN_TITLE_MAX_CHARS), the repository's URL, the machine of the
+    // latest attempt, the first claim and the end. Null on rows written before they existed.
+    title: text("title"),
+    repositoryUrl: text("repository_url"),
+    machineId: text("machine_id"),
+    startedAtMs: integer("started_at_ms"),
+    endedAtMs: integer("ended_at_ms"),
   },
   (t) => [
     index("runs_queue").on(t.orgId, t.labelsKey, t.state, t.orderGroup, t.orderPriority, t.queuedAtMs, t.id),
     index("runs_list").on(t.orgId, t.createdAtMs, t.id),
     index("runs_list_state").on(t.orgId, t.state, t.createdAtMs, t.id),
+    // The runs list's filters by project, machine and protocol with labels (GET /v1/runs), newest first.
+    index("runs_list_project").on(t.orgId, t.projectId, t.createdAtMs, t.id),
+    index("runs_list_machine").on(t.orgId, t.machineId, t.createdAtMs, t.id),
     // The cron's alarm backstop walks unfinished runs of every organization (src/alarm-backstop.ts).
     index("runs_unfinished").on(t.state, t.id),
   ],

@@ -3,7 +3,7 @@
 
 import { z } from "zod";
 import { BOUND_CEILINGS } from "./bounds.js";
-import { epochMs, keysetCursor, labelList, machineId, orgId, page, pageQuery, runId, seqCursor } from "./common.js";
+import { epochMs, keysetCursor, label, labelList, machineId, orgId, page, pageQuery, prefixedId, runId, seqCursor } from "./common.js";
 
 /** The run states (../shared/DESIGN.md, "The run state machine"); src/run/states.ts holds the transitions. */
 export const RUN_STATES = [
@@ -73,9 +73,14 @@ export const CreateRunBody = z
   .strict();
 export type CreateRunBody = z.infer<typeof CreateRunBody>;
 
+/** The runs list's filters (docs/protocol.md, "Runs"); given together, a run meets them all. */
 export const ListRunsQuery = z
   .object({
     state: RunState.optional(),
+    // An autopilot project's id (src/protocol/autopilot.ts imports this module, so it is spelled here).
+    project_id: prefixedId("apj", "an autopilot project").optional().describe("runs the autopilot project admitted"),
+    label: label.optional().describe("runs that require this runner label, matched exactly as one of the labels in labels_key"),
+    machine_id: machineId.optional().describe("runs whose latest attempt was claimed by this machine"),
     ...pageQuery(keysetCursor("run_[0-9a-f]{24}")),
   })
   .strict();
@@ -200,6 +205,8 @@ export const QueuedRun = z.object({
   queued_at_ms: epochMs,
   not_before_ms: epochMs,
   created_at_ms: epochMs,
+  title: z.string().nullable().describe("the brief's first line, as the runs list gives it"),
+  project_id: z.string().nullable().describe("the autopilot project that admitted the run; null for a run dispatched through the API"),
   waiting: RunWaiting,
 }).meta({ id: "QueuedRun" });
 
@@ -279,8 +286,14 @@ export const RunSummary = z.object({
   version: z.number().int().describe("the run's version this row was written at"),
   priority: z.number().int(),
   labels_key: z.string().describe("the protocol and sorted labels a claiming runner must cover, as one key (process|gpu,linux)"),
+  title: z.string().nullable().describe("the brief's first line, at most 200 characters (an autopilot run's: its issue's title); null on a run unchanged since Docket began keeping it"),
+  repository: z.string().nullable().describe("the repository's URL; null without one"),
+  project_id: z.string().nullable().describe("the autopilot project that admitted the run; null for a run dispatched through the API"),
+  machine_id: machineId.nullable().describe("the machine of the latest attempt; null before the first claim"),
   not_before_ms: epochMs,
   created_at_ms: epochMs,
+  started_at_ms: epochMs.nullable().describe("the first claim; null before it"),
+  ended_at_ms: epochMs.nullable().describe("when the run ended; null while it has not"),
   updated_at_ms: epochMs,
 }).meta({ id: "RunSummary" });
 

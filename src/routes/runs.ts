@@ -1,6 +1,5 @@
 // The member API for runs: dispatch with an Idempotency-Key, list, read, cancel, events.
 
-import { eq } from "drizzle-orm";
 import { Hono } from "hono";
 import type { AppEnv } from "../app-types";
 import { callbackView, readDelivery } from "../callbacks/deliveries";
@@ -18,6 +17,7 @@ import { dispatchRun } from "../run/dispatch";
 import { listPage, pageSize } from "../lib/pagination";
 import { d1Session } from "../lib/read-session";
 import { queueInOrder, whyWaiting } from "../run/waiting";
+import { runListConditions, runSummary } from "../run/run-list";
 
 /**
  * The run as every run answer shows it: with its completion callback's receipt, which lives in D1
@@ -57,7 +57,9 @@ export const runRoutes = new Hono<AppEnv>()
     operation({
       id: "listRuns",
       summary: "List the organization's runs",
-      description: "Newest first. A listed run is its queue row; GET /v1/runs/{id} has the whole run.",
+      description:
+        "Newest first, filtered by state, autopilot project, a required label and the machine of the latest attempt (all that are given). " +
+        "A listed run is its queue row; GET /v1/runs/{id} has the whole run.",
       tag: "Runs",
       auth: "member",
       responses: { 200: { description: "A page of runs.", schema: RunPage } },
@@ -67,24 +69,9 @@ export const runRoutes = new Hono<AppEnv>()
     validate("query", ListRunsQuery), async (c) => {
     const q = c.req.valid("query");
     const limit = pageSize(q.limit, 50, c.get("config").pageSizeMax);
-    const orgId = c.get("caller").orgId;
-    const conditions = [eq(runs.orgId, orgId)];
-    if (q.state) conditions.push(eq(runs.state, q.state));
+    const conditions = runListConditions(c.get("caller").orgId, q);
     const { kept, next } = await listPage(c.get("db"), runs, conditions, q.cursor, limit, { at: "createdAtMs" });
-    return c.json({
-      runs: kept.map((r) => ({
-        id: r.id,
-        state: r.state,
-        attempt: r.attempt,
-        version: r.version,
-        priority: -r.orderPriority,
-        labels_key: r.labelsKey,
-        not_before_ms: r.notBeforeMs,
-        created_at_ms: r.createdAtMs,
-        updated_at_ms: r.updatedAtMs,
-      })),
-      next_cursor: next,
-    });
+    return c.json({ runs: kept.map(runSummary), next_cursor: next });
   })
   .get(
     "/runs/:id",

@@ -43,6 +43,7 @@ export async function projectRun(db: D1Database, run: RunRecord, also: D1Prepare
     createdAtMs: run.createdAtMs,
     updatedAtMs: run.updatedAtMs,
     projectId: run.projectId ?? null,
+    ...listed(run),
   });
   const row = alongside(db, run, key);
   const statements = row === null ? [upsert, ...also] : [upsert, row, ...also];
@@ -51,6 +52,27 @@ export async function projectRun(db: D1Database, run: RunRecord, also: D1Prepare
   // either sees this queued row (and keeps the set) or is followed by this re-insert.
   const results = await db.batch(statements);
   return sumMeta(results.map((r) => r.meta));
+}
+
+/** The most characters of a brief's first line the runs list keeps as the run's title. */
+export const RUN_TITLE_MAX_CHARS = 200;
+
+/** A brief's first non-empty line, at most RUN_TITLE_MAX_CHARS (an autopilot run's brief starts with its issue's title). */
+export function runTitle(brief: string): string {
+  const line = brief.split("\n").find((l) => l.trim() !== "") ?? "";
+  return line.trim().slice(0, RUN_TITLE_MAX_CHARS);
+}
+
+/** What the runs list shows of the run besides its queue fields: title, repository, machine, start and end. */
+function listed(run: RunRecord) {
+  const latest = run.steps[run.steps.length - 1];
+  return {
+    title: runTitle(run.brief),
+    repositoryUrl: run.repository?.url ?? null,
+    machineId: run.machineId ?? latest?.machineId ?? null,
+    startedAtMs: run.steps[0]?.claimedAtMs ?? null,
+    endedAtMs: run.endedAtMs,
+  };
 }
 
 /**

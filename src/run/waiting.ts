@@ -167,6 +167,8 @@ export interface QueuedRun {
   queued_at_ms: number;
   not_before_ms: number;
   created_at_ms: number;
+  title: string | null;
+  project_id: string | null;
   waiting: Waiting;
 }
 
@@ -201,6 +203,8 @@ export async function queueInOrder(env: Env, config: Config, orgId: string, limi
       queued_at_ms: row.queuedAtMs,
       not_before_ms: row.notBeforeMs,
       created_at_ms: row.createdAtMs,
+      title: row.title,
+      project_id: row.projectId,
       waiting,
     });
   }
