@@ -55,6 +55,8 @@ export function AttemptTimeline(props: { run: Json; marks: Mark[][]; nowMs: numb
     .join(" ");
   return (
     <figure>
+    {/* On a phone the timeline keeps its size and scrolls sideways in its own box (layout.tsx, .scroll-x): scaled down to the window, its words would be too small to read. */}
+    <div class="scroll-x" tabindex={0} role="region" aria-label="Attempt timeline">
     <svg role="img" aria-labelledby="timeline-title timeline-desc" width={width} height={height} viewBox={`0 0 ${width} ${height}`} class="timeline">
       <title id="timeline-title">{`Attempts of run ${run.id}, from dispatch (${at(start)}) to ${run.ended_at_ms ? "its end" : "now"} (${at(end)})`}</title>
       <desc id="timeline-desc">{summary}</desc>
@@ -77,6 +79,7 @@ export function AttemptTimeline(props: { run: Json; marks: Mark[][]; nowMs: numb
       <text x={left} y={height - 4} font-size="11" fill="#4b5563">{at(start)}</text>
       <text x={width - 12} y={height - 4} font-size="11" fill="#4b5563" text-anchor="end">{at(end)}</text>
     </svg>
+    </div>
     <figcaption>
       {Object.entries(MARK_COLOURS).map(([kind, colour]) => (
         <span class="legend"><svg width="10" height="10" aria-hidden="true"><circle cx="5" cy="5" r="5" fill={colour} /></svg> {kind} </span>

@@ -13,12 +13,14 @@ const STYLE = `
 body { margin: 0; font: 15px/1.5 system-ui, sans-serif; color: var(--fg); background: var(--bg); overflow-wrap: anywhere; }
 a { color: var(--link); }
 header { display: flex; flex-wrap: wrap; gap: 1rem; align-items: center; padding: .5rem 1rem; border-bottom: 1px solid var(--line); background: var(--panel); }
-header nav a { margin-right: .75rem; }
+header nav { display: flex; flex-wrap: wrap; gap: .25rem .75rem; }
+header nav a { display: inline-block; padding: .25rem 0; }
 main { padding: 1rem; max-width: 72rem; }
 h1 { font-size: 1.4rem; margin: .25rem 0 .75rem; } h2 { font-size: 1.1rem; margin: 1.5rem 0 .5rem; }
 /* A phone's narrow window: long ids break anywhere in running text; a table keeps its words whole
    (long names still break at their hyphens) and scrolls inside its wrapper, never the page. */
-.table-wrap { overflow-x: auto; max-width: 100%; }
+.table-wrap { overflow-x: auto; max-width: 100%; } .scroll-x { overflow-x: auto; max-width: 100%; }
+.scroll-x svg.timeline { max-width: none; }
 table { border-collapse: collapse; width: 100%; } th, td { overflow-wrap: break-word; text-align: left; padding: .3rem .5rem; border-bottom: 1px solid var(--line); vertical-align: top; }
 th { background: var(--panel); }
 .muted { color: var(--muted); } .ok { color: var(--ok); } .bad { color: var(--bad); } .warn { color: var(--warn); }
@@ -27,22 +29,33 @@ button, input[type=text], input[type=password], input[type=number] { font: inher
 button { cursor: pointer; background: var(--panel); }
 input { max-width: 100%; } svg { max-width: 100%; height: auto; }
 button.danger { color: var(--bad); border-color: var(--bad); }
-a:focus-visible, button:focus-visible, input:focus-visible, summary:focus-visible, .table-wrap:focus-visible { outline: 3px solid var(--focus); outline-offset: 2px; }
+a:focus-visible, button:focus-visible, input:focus-visible, summary:focus-visible, .table-wrap:focus-visible, .scroll-x:focus-visible { outline: 3px solid var(--focus); outline-offset: 2px; }
 .skip { position: absolute; left: -999px; } .skip:focus { left: 1rem; top: .5rem; background: var(--bg); padding: .25rem .5rem; }
 pre.diff { background: var(--bg); border: 1px solid var(--line); padding: .5rem; overflow-x: auto; font: 13px/1.4 ui-monospace, monospace; }
 .diff .add { background: var(--add-bg); display: block; } .diff .del { background: var(--del-bg); display: block; }
 .diff .hunk { color: var(--hunk); display: block; } .diff .meta { font-weight: 600; display: block; } .diff .ctx { display: block; }
-.charts { display: flex; flex-wrap: wrap; gap: 1.5rem; } figure { margin: 0; } figcaption { color: var(--muted); font-size: .9rem; }
+.charts { display: flex; flex-wrap: wrap; gap: 1.5rem; } figure { margin: 0; max-width: 100%; } figcaption { color: var(--muted); font-size: .9rem; }
+.chart-values table { width: auto; font-size: .9rem; } .chart-values td { text-align: right; }
 .error { color: var(--bad); font-weight: 600; }
 ol.events { font: 13px/1.4 ui-monospace, monospace; padding-left: 3rem; max-height: 24rem; overflow-y: auto; }
 form.inline { display: inline; }
-/* A DataTable (components.tsx) on a phone: each row a card, each cell headed by its column's label. */
+.visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
+/* A DataTable (components.tsx) on a phone: each row a card, each cell its column's label beside its
+   value (a value too long for the rest of the line goes on under it); a cell without a label (the
+   row's actions) is the card's last line, its buttons large enough to tap. Screen readers still
+   hear a table: the header row is moved off-screen, not removed. */
 @media (max-width: 40rem) {
-  table.cards thead { position: absolute; left: -9999px; }
+  main { padding: .75rem; }
+  table.cards thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); }
   table.cards, table.cards tbody, table.cards tr, table.cards td { display: block; width: 100%; }
-  table.cards tr { border: 1px solid var(--line); border-radius: 6px; margin-bottom: .75rem; padding: .25rem .5rem; }
-  table.cards td { border: none; padding: .15rem 0; }
-  table.cards td::before { content: attr(data-label) ": "; font-weight: 600; color: var(--muted); }
+  table.cards caption { display: block; text-align: left; font-weight: 600; }
+  table.cards tr { border: 1px solid var(--line); border-radius: 6px; margin-bottom: .75rem; padding: .4rem .6rem; background: var(--bg); }
+  table.cards td { border: none; padding: .2rem 0; }
+  table.cards td::before { content: attr(data-label); display: inline-block; min-width: 7.5rem; margin-right: .5rem; font-weight: 600; color: var(--muted); }
+  table.cards td[data-label=""]::before { content: none; }
+  table.cards td:first-child { font-weight: 600; }
+  table.cards button, header button { min-height: 2.75rem; }
+  table.cards form.inline { display: block; margin-top: .25rem; }
 }
 `;
 
