@@ -27,6 +27,9 @@ export const ListTokensQuery = z
 
 export const TokenPath = z.object({ id: tokenId });
 
+/** A token's new name (PATCH /v1/tokens/:id): the same bounds as a name given at creation. */
+export const RenameTokenBody = z.object({ name: z.string().trim().min(1).max(100) }).strict();
+
 /** A member or registration token as lists show it; the secret itself is shown once, at creation. */
 export const Token = z.object({
   id: tokenId,

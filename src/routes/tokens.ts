@@ -1,4 +1,4 @@
-// Listing and revoking member and registration tokens (admin). Machine tokens are managed through
+// Listing, renaming and revoking member and registration tokens (admin). Machine tokens are managed through
 // their machines: DELETE /v1/runners/:id revokes one (docs/protocol.md, "Organizations and tokens").
 
 import { and, eq, inArray } from "drizzle-orm";
@@ -11,7 +11,7 @@ import { DocketError } from "../errors";
 import { log } from "../lib/log";
 import { listPage, pageSize } from "../lib/pagination";
 import { operation } from "../openapi/operation";
-import { ListTokensQuery, Token, TokenPage, TokenPath } from "../protocol/tokens";
+import { ListTokensQuery, RenameTokenBody, Token, TokenPage, TokenPath } from "../protocol/tokens";
 import { validate } from "../validate";
 
 /** One member or registration token of the organization, or null (machine tokens are not listed here). */
@@ -22,6 +22,15 @@ async function readToken(db: D1Database, orgId: string, id: string) {
     .where(and(eq(tokens.orgId, orgId), eq(tokens.id, id), inArray(tokens.kind, ["member", "registration"])))
     .get();
   return row ?? null;
+}
+
+/** Renames a member or registration token of the organization; answers whether there was one. */
+async function renameToken(db: D1Database, orgId: string, id: string, name: string): Promise<boolean> {
+  const result = await drizzle(db)
+    .update(tokens)
+    .set({ name })
+    .where(and(eq(tokens.orgId, orgId), eq(tokens.id, id), inArray(tokens.kind, ["member", "registration"])));
+  return result.meta.changes === 1;
 }
 
 export const tokenRoutes = new Hono<AppEnv>()
@@ -41,6 +50,27 @@ export const tokenRoutes = new Hono<AppEnv>()
     const { kept, next } = await listPage(c.env.DB, tokens, conditions, q.cursor, limit, { at: "createdAtMs" });
     const now = Date.now();
     return c.json({ tokens: kept.map((t) => tokenView(t, now)), next_cursor: next });
+  })
+  .patch(
+    "/tokens/:id",
+    operation({
+      id: "renameToken",
+      summary: "Rename a member or registration token",
+      description: "Only the name changes: the secret, role, expiry and uses stay as they were. A revoked or expired token may be renamed too.",
+      tag: "Organizations and tokens",
+      auth: "admin",
+      responses: { 200: { description: "The token, renamed.", schema: Token } },
+      errors: ["not_found"],
+    }),
+    validate("param", TokenPath), validate("json", RenameTokenBody), async (c) => {
+    const { id } = c.req.valid("param");
+    const { name } = c.req.valid("json");
+    const caller = c.get("caller");
+    if (!(await renameToken(c.env.DB, caller.orgId, id, name))) throw new DocketError("not_found", `no token ${id} in this organization`);
+    const row = await readToken(c.env.DB, caller.orgId, id);
+    if (!row) throw new DocketError("not_found", `no token ${id} in this organization`);
+    log("token.renamed", { org: caller.orgId, token: id, kind: row.kind, by: caller.tokenId, reason: "an admin renamed it" });
+    return c.json(tokenView(row, Date.now()));
   })
   .delete(
     "/tokens/:id",

@@ -180,6 +180,49 @@ describe("revoking tokens", () => {
   });
 });
 
+describe("renaming tokens", () => {
+  const rename = (admin: string, id: string, body: unknown) => call("PATCH", `/v1/tokens/${id}`, { token: admin, body });
+
+  it("an admin renames a member or registration token: the list shows the new name, and the token works as before", async () => {
+    const { admin } = await createOrg();
+    const member = await mint(admin, { kind: "member", role: "member", name: "ci" });
+    const registration = await mint(admin, { kind: "registration", name: "rack", max_uses: 2 });
+    const renamed = await rename(admin, member.id, { name: "  nightly ci  " });
+    expect(renamed.status).toBe(200);
+    expect(renamed.body).toMatchObject({ id: member.id, name: "nightly ci", kind: "member", role: "member", status: "active" });
+    expect(renamed.body).not.toHaveProperty("token");
+    expect((await rename(admin, registration.id, { name: "rack-3" })).body).toMatchObject({ name: "rack-3", max_uses: 2, uses: 0 });
+    const listed = (await call("GET", "/v1/tokens", { token: admin })).body.tokens;
+    expect(listed.find((t: { id: string }) => t.id === member.id).name).toBe("nightly ci");
+    expect(listed.find((t: { id: string }) => t.id === registration.id).name).toBe("rack-3");
+    expect((await call("GET", "/v1/runs", { token: member.token })).status).toBe(200);
+    expect((await register(registration.token)).status).toBe(201);
+    // A revoked token keeps its record, and may be renamed too.
+    expect((await revoke(admin, member.id)).status).toBe(200);
+    expect((await rename(admin, member.id, { name: "old ci" })).body).toMatchObject({ name: "old ci", status: "revoked" });
+  });
+
+  it("a bad name, another field, a machine token, another organization's token or a member without the admin role renames nothing", async () => {
+    const { admin, orgId } = await createOrg();
+    const token = await mint(admin, { kind: "member", role: "member", name: "ci" });
+    for (const body of [{ name: "" }, { name: "   " }, { name: "x".repeat(101) }, {}, { name: "ok", role: "admin" }]) {
+      const res = await rename(admin, token.id, body);
+      expect(res.status, JSON.stringify(body)).toBe(400);
+      expect(res.body.error.code).toBe("invalid_request");
+    }
+    await registerRunner(admin);
+    const machineToken = (await env.DB.prepare("SELECT id FROM tokens WHERE org_id = ? AND kind = 'machine'").bind(orgId).first<{ id: string }>())!;
+    expect((await rename(admin, machineToken.id, { name: "mine" })).status).toBe(404);
+    const other = await createOrg("other");
+    expect((await rename(other.admin, token.id, { name: "theirs" })).body.error.code).toBe("not_found");
+    expect((await rename(token.token, token.id, { name: "myself" })).status).toBe(403);
+    const listed = (await call("GET", "/v1/tokens", { token: admin })).body.tokens;
+    expect(listed.find((t: { id: string }) => t.id === token.id)).toMatchObject({ name: "ci", role: "member" });
+    const machineName = (await env.DB.prepare("SELECT name FROM tokens WHERE id = ?").bind(machineToken.id).first<{ name: string | null }>())!;
+    expect(machineName.name).not.toBe("mine");
+  });
+});
+
 /** POST /v1/tokens under the deployment's real TOKEN_TTL_MIN_MS (the tests' binding lowers it). */
 async function mintUnderDefaults(admin: string, body: Record<string, unknown>) {
   const request = new Request("http://docket.test/v1/tokens", { method: "POST", headers: { Authorization: `Bearer ${admin}`, "Content-Type": "application/json" }, body: JSON.stringify(body) });

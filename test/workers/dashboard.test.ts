@@ -129,7 +129,7 @@ describe("the dashboard", () => {
     const tokens = await page("/dash/tokens", { cookie: session });
     expect(tokens.text).toContain(`action="/dash/tokens/${member.id}/revoke"`);
     expect(tokens.text).toContain(`action="/dash/runners/${runner.machineId}/revoke"`);
-    expect((await page(`/dash/tokens/${member.id}/revoke`, { cookie: session, form: {} })).status).toBe(303);
+    expect((await page(`/dash/tokens/${member.id}/revoke`, { cookie: session, form: { confirm: "yes" } })).status).toBe(303);
     expect((await call("GET", "/v1/runs", { token: member.token })).status).toBe(401);
     expect((await page(`/dash/runners/${runner.machineId}/revoke`, { cookie: session, form: {} })).status).toBe(303);
     expect((await call("GET", "/v1/runners", { token: admin })).body.runners).toEqual([]);
@@ -139,7 +139,7 @@ describe("the dashboard", () => {
     const plainTokens = (await page("/dash/tokens", { cookie: plainSession })).text;
     expect(plainTokens).toContain("Tokens are for admins");
     expect(plainTokens).not.toContain("this call needs an admin member token");
-    const refused = await page(`/dash/tokens/${member.id}/revoke`, { cookie: plainSession, form: {} });
+    const refused = await page(`/dash/tokens/${member.id}/revoke`, { cookie: plainSession, form: { confirm: "yes" } });
     expect(refused.status).toBe(403);
   });
 

@@ -265,6 +265,7 @@ const endpoints: Endpoint[] = [
   },
   { method: "POST", route: "/v1/tokens", path: () => "/v1/tokens", body: () => ({ kind: "member", role: "admin" }), cases: () => memberOwn("admin") },
   { method: "GET", route: "/v1/tokens", path: () => "/v1/tokens", cases: () => memberOwn("admin") },
+  { method: "PATCH", route: "/v1/tokens/:id", path: () => `/v1/tokens/${A.registrationId}`, body: () => ({ name: "intruder" }), cases: () => memberOfA("admin") },
   { method: "DELETE", route: "/v1/tokens/:id", path: () => `/v1/tokens/${A.registrationId}`, cases: () => memberOfA("admin") },
   { method: "POST", route: "/v1/orgs/current/callback-secret/rotate", path: () => "/v1/orgs/current/callback-secret/rotate", body: () => ({}), cases: () => memberOwn("admin") },
   { method: "POST", route: "/v1/runs", path: () => "/v1/runs", body: () => runBody(), cases: () => memberOwn("member") },
@@ -558,7 +559,10 @@ const dashPages: DashPage[] = [
   { method: "GET", route: "/dash/autopilot/:id/tickets/:number", path: () => `/dash/autopilot/${A.autopilotProjectId}/tickets/1`, ofA: true },
   { method: "GET", route: "/dash/tokens", path: () => "/dash/tokens", admin: true },
   { method: "GET", route: "/dash/tokens/:id", path: () => `/dash/tokens/${A.registrationId}`, ofA: true, admin: true },
-  { method: "POST", route: "/dash/tokens/:id/revoke", path: () => `/dash/tokens/${A.registrationId}/revoke`, ofA: true, admin: true },
+  { method: "POST", route: "/dash/tokens", path: () => "/dash/tokens", admin: true, form: { kind: "registration", name: "intruder-dash" } },
+  { method: "POST", route: "/dash/tokens/:id/rename", path: () => `/dash/tokens/${A.registrationId}/rename`, ofA: true, admin: true, form: { name: "intruder" } },
+  // Confirmed, so what refuses it is the boundary, not the missing confirmation.
+  { method: "POST", route: "/dash/tokens/:id/revoke", path: () => `/dash/tokens/${A.registrationId}/revoke`, ofA: true, admin: true, form: { confirm: "yes" } },
   // A well-formed resolution, so what refuses it is the boundary, not the form's validation.
   { method: "POST", route: "/dash/build-jobs/:id/resolve", path: () => `/dash/build-jobs/${A.jobId}/resolve`, ofA: true, admin: true, form: resolutionForm },
   { method: "GET", route: "/dash/managed", path: () => "/dash/managed" },
@@ -621,7 +625,7 @@ function dashCases(p: DashPage): [DashCredential, PageExpect][] {
     [sessionOf("another organization's admin token", () => B.admin), p.ofA ? 404 : "own"],
   ];
   // The token list answers a plain member why it is not shown (200); its actions and token pages are 403.
-  if (p.admin && p.route !== "/dash/tokens") cases.push([sessionOf("a member without the role", () => A.member), 403]);
+  if (p.admin && `${p.method} ${p.route}` !== "GET /dash/tokens") cases.push([sessionOf("a member without the role", () => A.member), 403]);
   return cases;
 }
 
