@@ -65,6 +65,11 @@ export const autopilotTickets = sqliteTable(
     generation: text("generation"),
     runId: text("run_id"),
     updatedAtMs: integer("updated_at_ms").notNull(),
+    // What the ticket list shows without reading each TicketObject (migration 0023): its latest
+    // history entry (JSON: kind, door, actor, basis, at_ms) and its last error (JSON, null once a
+    // later read of the issue succeeded). Null on rows written before they were kept.
+    decision: text("decision"),
+    lastError: text("last_error"),
   },
   (t) => [primaryKey({ columns: [t.projectId, t.ticketKey] }), index("autopilot_tickets_run").on(t.projectId, t.runId)],
 );
