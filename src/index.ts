@@ -1,6 +1,7 @@
 // The Worker entry: HTTP app, the queue consumers (outbox events, autopilot deliveries) and the cron
-// tick (the sweep watermark, the alarm backstop, the reconciliation of build jobs, storage retention,
-// managed runner pools' scaling and autopilot reconciliation).
+// tick (the sweep watermark, the alarm backstop, the reconciliation of build jobs, the resending of
+// deliveries whose queue message was lost, storage retention, managed runner pools' scaling and
+// autopilot reconciliation).
 
 import { checkRunAlarms } from "./alarm-backstop";
 import { app } from "./app";
@@ -14,6 +15,8 @@ import { recoverPublications } from "./publication-recovery";
 import { recoveryPass } from "./recovery";
 import { pruneStorage } from "./retention";
 import { tickSweep } from "./sweep";
+import { resendOverdueTrackerDeliveries } from "./tracker/deliver";
+import { resendOverdueCallbacks } from "./callbacks/schedule";
 import { AUTOPILOT_QUEUE, consumeAutopilot } from "./autopilot/queue";
 import { reconcileTick } from "./autopilot/reconcile";
 import { scalePools } from "./managed/scaler";
@@ -58,6 +61,9 @@ export default {
     // settling them are settled (docs/runbook.md).
     await step("reconcile_unconfirmed", () => reconcileUnconfirmedJobs(env, config, now));
     await step("settle_ended", () => settleEndedJobs(env, config, now));
+    // Tracker deliveries and completion callbacks whose queue message was lost are sent again, a bounded batch per tick.
+    await step("tracker_delivery_sweep", () => resendOverdueTrackerDeliveries(env, config, now));
+    await step("callback_sweep", () => resendOverdueCallbacks(env, config, now));
     // Bounded storage: expired idempotency keys and old events of ended runs, a batch per tick.
     await step("retention", () => pruneStorage(env, config, now));
     // Managed runner pools start, replace and halt their containers (docs/managed-runners.md).

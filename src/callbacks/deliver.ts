@@ -12,7 +12,7 @@ import type { Env } from "../env";
 import { isRefusal } from "../errors";
 import { logRun } from "../lib/log";
 import { fetchOutbound, OutboundRefused, outboundPolicy } from "../lib/outbound-address";
-import { afterAttempt, type DeliveryOutcome } from "../queue/delivery";
+import { afterAttempt, isDuplicateDelivery, type DeliveryOutcome } from "../queue/delivery";
 import type { CallbackMessage } from "../queue/messages";
 import { runStub } from "../lib/stubs";
 import type { RunView } from "../run/view";
@@ -51,7 +51,7 @@ export async function deliverCallback(
   }
   // Each queue delivery of a round's message is one attempt, so a message that has been delivered
   // no more times than the row has attempts is a duplicate of a message already at work.
-  if (row.attempts >= queueAttempts) {
+  if (isDuplicateDelivery(row.attempts, msg.from_try, queueAttempts)) {
     logRun("callback.skipped", { ...base, try: row.attempts, reason: "duplicate message: this attempt was already made" });
     return { ack: true };
   }

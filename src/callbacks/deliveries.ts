@@ -6,7 +6,7 @@ import { eq, sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import type { Config } from "../config";
 import { callbackDeliveries } from "../db/schema";
-import { claimNext, giveUp, recordEnd, type DeliveryRound, type DeliveryStatus, type ReceiptTable } from "../queue/delivery";
+import { claimNext, giveUp, overdueReceipts, recordEnd, type DeliveryRound, type DeliveryStatus, type ReceiptTable } from "../queue/delivery";
 
 export type DeliveryRow = typeof callbackDeliveries.$inferSelect;
 
@@ -45,6 +45,7 @@ export async function startRound(db: D1Database, row: { runId: string; orgId: st
 const RECEIPTS: ReceiptTable<typeof callbackDeliveries> = {
   table: callbackDeliveries,
   count: callbackDeliveries.attempts,
+  lastAttemptAtMs: callbackDeliveries.lastAttemptAtMs,
   counted: (now) => ({ attempts: sql`${callbackDeliveries.attempts} + 1`, lastAttemptAtMs: now }),
 };
 
@@ -66,6 +67,14 @@ export async function recordAttempt(
 /** Gives up on a round whose attempts are spent (giveUp). */
 export async function markFailed(db: D1Database, runId: string, expected: number, error: string): Promise<void> {
   await giveUp(db, RECEIPTS, eq(callbackDeliveries.runId, runId), expected, error);
+}
+
+/**
+ * Pending callbacks whose next attempt is overdue by more than DELIVERY_STALE_MS (their queue
+ * message was lost), the longest overdue first, at most DELIVERY_SWEEP_MAX.
+ */
+export function overdueCallbacks(db: D1Database, config: Config, now: number): Promise<DeliveryRow[]> {
+  return overdueReceipts(db, RECEIPTS, callbackRound(config), { staleMs: config.deliveryStaleMs, max: config.deliverySweepMax }, now);
 }
 
 /**

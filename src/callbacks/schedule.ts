@@ -1,13 +1,15 @@
 // When a completion callback round starts: once, when the run's terminal event reaches the outbox
-// consumer (an EVENT_EFFECTS entry), and again whenever an operator asks for a redelivery.
+// consumer (an EVENT_EFFECTS entry), and again whenever an operator asks for a redelivery; and when
+// the cron's delivery sweep finds a round whose queue message was lost.
 
 import { DocketError, isRefusal, unwrap } from "../errors";
 import type { Env, OutboxMessage } from "../env";
-import { logRun } from "../lib/log";
+import { log, logRun } from "../lib/log";
 import { eventsQueue } from "../queue/messages";
 import { runStub } from "../lib/stubs";
 import { terminalStateOf } from "../run/states";
-import { ensurePending, readDelivery, startRound, type DeliveryRow } from "./deliveries";
+import type { Config } from "../config";
+import { ensurePending, overdueCallbacks, readDelivery, startRound, type DeliveryRow } from "./deliveries";
 
 /**
  * Starts the callback of a run that ended. Idempotent, as every event handler must be: a round that
@@ -43,4 +45,20 @@ export async function redeliverCallback(env: Env, orgId: string, runId: string, 
   const row = await readDelivery(env.DB, runId);
   if (!row) throw new DocketError("internal", "callback delivery vanished");
   return row;
+}
+
+/**
+ * The cron's sweep of callbacks whose queue message was lost (pending, next attempt overdue by more
+ * than DELIVERY_STALE_MS): each gets a message for its next attempt, at most DELIVERY_SWEEP_MAX a
+ * tick. A message that was only late makes no second attempt: the attempt count's compare-and-swap
+ * lets one of the two messages make it, and the other is a duplicate.
+ */
+export async function resendOverdueCallbacks(env: Env, config: Config, now: number): Promise<number> {
+  const rows = await overdueCallbacks(env.DB, config, now);
+  for (const row of rows) {
+    await eventsQueue(env).send({ kind: "callback", run_id: row.runId, org_id: row.orgId, seq: null, ...(row.attempts > 0 ? { from_try: row.attempts } : {}) }, { contentType: "json" });
+    const overdueSinceMs = row.lastAttemptAtMs ?? row.createdAtMs;
+    log("callback.resent", { run_id: row.runId, try: row.attempts, reason: `pending with no attempt since ${new Date(overdueSinceMs).toISOString()}: its queue message was lost` });
+  }
+  return rows.length;
 }

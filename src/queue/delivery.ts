@@ -4,7 +4,7 @@
 // duplicate queue deliveries of the same message make at most one attempt each
 // (../shared/spec/build-lifecycle.md, "Events and completion retry independently").
 
-import { and, eq, type SQL } from "drizzle-orm";
+import { and, eq, sql, type SQL } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import type { SQLiteColumn, SQLiteTable, SQLiteUpdateSetSource } from "drizzle-orm/sqlite-core";
 import { exponentialBackoffMs } from "../lib/backoff";
@@ -15,14 +15,16 @@ export type DeliveryOutcome = { ack: true } | { ack: false; delaySeconds: number
 
 export type DeliveryStatus = "pending" | "delivered" | "failed";
 
-/** A receipts table: every receipt has a status, a last error and a delivery time. */
-type Receipts = SQLiteTable & Record<"status" | "lastError" | "deliveredAtMs", SQLiteColumn>;
+/** A receipts table: every receipt has a status, a last error, a delivery time and the time it was asked for. */
+type Receipts = SQLiteTable & Record<"status" | "lastError" | "deliveredAtMs" | "createdAtMs", SQLiteColumn>;
 
 /** A table of receipts and how it counts the attempts of a round. */
 export interface ReceiptTable<T extends Receipts> {
   table: T;
   /** The attempts made in the current round. */
   count: SQLiteColumn;
+  /** When the last attempt began (null before the first). */
+  lastAttemptAtMs: SQLiteColumn;
   /** The write that counts one more attempt, begun at `now`. */
   counted: (now: number) => SQLiteUpdateSetSource<T>;
 }
@@ -101,4 +103,34 @@ export function afterAttempt(end: AttemptEnd, attempt: number, round: DeliveryRo
   if (status !== "pending") return { status, retryInS: null, outcome: { ack: true } };
   const delaySeconds = Math.min(QUEUE_DELAY_MAX_S, Math.ceil(retryBackoffMs(round.backoff, attempt) / 1_000));
   return { status, retryInS: delaySeconds, outcome: { ack: false, delaySeconds } };
+}
+
+/**
+ * Whether a queue delivery of a round's message comes after its attempt was already made: each
+ * delivery of a message is one attempt, counted from the attempts the round had when the message was
+ * sent (`fromAttempt`: 0 for a round's first message, more for one the sweep sent again).
+ */
+export function isDuplicateDelivery(attempts: number, fromAttempt: number | undefined, queueAttempts: number): boolean {
+  return attempts >= (fromAttempt ?? 0) + queueAttempts;
+}
+
+/**
+ * The receipts whose queue message was lost, the longest overdue first, at most `sweep.max`:
+ * pending, and their next attempt was due more than `sweep.staleMs` before `now`. The next attempt
+ * is due when the round was asked for (no attempt made yet), or the round's backoff after the last
+ * attempt began (as afterAttempt scheduled it), so a delivery being made or waiting out its backoff
+ * is never overdue.
+ */
+export async function overdueReceipts<T extends Receipts>(db: D1Database, r: ReceiptTable<T>, round: DeliveryRound, sweep: { staleMs: number; max: number }, now: number): Promise<T["$inferSelect"][]> {
+  const backoffMs = sql`MIN(${round.backoff.baseMs} * (1 << MIN(${r.count} - 1, 30)), ${round.backoff.maxMs})`;
+  const since = sql`COALESCE(${r.lastAttemptAtMs}, ${r.table.createdAtMs})`;
+  const dueAtMs = sql`CASE WHEN ${r.count} = 0 THEN ${r.table.createdAtMs} ELSE ${since} + ${backoffMs} END`;
+  const rows = await drizzle(db)
+    .select()
+    .from(r.table as SQLiteTable)
+    .where(and(eq(r.table.status, "pending"), sql`${dueAtMs} < ${now - sweep.staleMs}`))
+    .orderBy(since)
+    .limit(sweep.max)
+    .all();
+  return rows as T["$inferSelect"][];
 }

@@ -16,6 +16,8 @@ export const CallbackMessage = z.object({
   seq: z.int().nullable(),
   /** The run's attempt (it ended in it), for the log lines; a message sent before it was carried has none. */
   attempt: z.int().min(0).optional(),
+  /** The attempts the round had made when this message was sent: 0 (absent) but for one the delivery sweep sent again. */
+  from_try: z.int().min(0).optional(),
 });
 export type CallbackMessage = z.infer<typeof CallbackMessage>;
 
@@ -28,6 +30,8 @@ export const TrackerDeliveryMessage = z.object({
   delivery: z.enum(["blocker_comment", "review_label", "pr_comment", "failure_comment"]),
   /** The run's attempt when the delivery was asked for, for the log lines. */
   attempt: z.int().min(0),
+  /** The tries the delivery had made when this message was sent: 0 (absent) but for one the delivery sweep sent again. */
+  from_try: z.int().min(0).optional(),
 });
 export type TrackerDeliveryMessage = z.infer<typeof TrackerDeliveryMessage>;
 

@@ -213,6 +213,9 @@ export interface Config {
   trackerDeliveryBackoffMaxMs: number;
   /** Longest time a lease (or launched) call with wait_ms waits for a stop request; never more than half of leaseTtlMs. */
   leaseWaitMaxMs: number;
+  /** The cron's delivery sweep: a pending tracker delivery or completion callback whose next try is overdue by more than deliveryStaleMs lost its queue message and is sent again, at most deliverySweepMax of each a tick. */
+  deliveryStaleMs: number;
+  deliverySweepMax: number;
   /** Waiting lease calls one run object holds at once; more answer at once, without waiting. */
   leaseWaitersMax: number;
   /** Why a run waits (src/run/waiting.ts): connected runners one explanation compares the run with. */
@@ -374,6 +377,8 @@ export const DEFAULTS: Config = {
   dashboardActivityEventsMax: 5_000,
   dashboardSessionIdleMs: 1_800_000,
   dashboardSessionMaxMs: 43_200_000,
+  deliveryStaleMs: 300_000,
+  deliverySweepMax: 50,
   dashboardSessionTouchMs: 60_000,
   dashboardSessionsPerTokenMax: 20,
   managedPoolIdleMs: 600_000,

@@ -127,6 +127,8 @@ const VAR_NAMES: Record<keyof Config, string> = {
   trackerDeliveryBackoffBaseMs: "TRACKER_DELIVERY_BACKOFF_BASE_MS",
   trackerDeliveryBackoffMaxMs: "TRACKER_DELIVERY_BACKOFF_MAX_MS",
   leaseWaitMaxMs: "LEASE_WAIT_MAX_MS",
+  deliveryStaleMs: "DELIVERY_STALE_MS",
+  deliverySweepMax: "DELIVERY_SWEEP_MAX",
   leaseWaitersMax: "LEASE_WAITERS_MAX",
   waitingRunnersMax: "WAITING_RUNNERS_MAX",
   dashboardRowsMax: "DASHBOARD_ROWS_MAX",
@@ -207,6 +209,7 @@ export function parseConfig(vars: Record<string, unknown>): Config {
   checkDashboardSessions(config);
   checkManagedRunners(config);
   return config;
+  if (config.deliverySweepMax < 1) throw new Error("DELIVERY_SWEEP_MAX must be at least 1");
 }
 
 /** A session must be able to slide: it records a page view more often than it would idle out. */

@@ -12,11 +12,11 @@ import { DocketError } from "../errors";
 import { logRun } from "../lib/log";
 import { admissionDeps } from "../autopilot/wiring";
 import { parseTicketKey, type CommentReceipt } from "../autopilot/provider";
-import { afterAttempt, type DeliveryOutcome } from "../queue/delivery";
+import { afterAttempt, isDuplicateDelivery, type DeliveryOutcome } from "../queue/delivery";
 import { eventsQueue, type TrackerDeliveryMessage } from "../queue/messages";
 import { runStub } from "../lib/stubs";
 import { unwrap } from "../errors";
-import { claimTry, markFailed, readTrackerDelivery, recordRequest, recordTry, restartFailed, trackerRound, type TrackerDeliveryRow } from "./receipts";
+import { claimTry, markFailed, overdueTrackerDeliveries, readTrackerDelivery, recordRequest, recordTry, restartFailed, trackerRound, type TrackerDeliveryRow } from "./receipts";
 import { TRACKER_DELIVERY_EVENT, type DeliveryKind, type DeliveryRequest } from "../run/ticket-requests";
 import { deliveryMarker, isDeliveryKind } from "./requests";
 
@@ -43,9 +43,27 @@ function parseRequest(data: Record<string, unknown>): DeliveryRequest {
   return request;
 }
 
-async function sendTry(env: Env, row: TrackerDeliveryRow, attempt: number): Promise<void> {
-  const message: TrackerDeliveryMessage = { kind: "tracker_delivery", run_id: row.runId, org_id: row.orgId, delivery: row.kind, attempt };
+/** Sends the message of the delivery's next try; `fromTry` is the tries it has made (0 but for the sweep's message). */
+async function sendTry(env: Env, row: TrackerDeliveryRow, attempt: number, fromTry = 0): Promise<void> {
+  const message: TrackerDeliveryMessage = { kind: "tracker_delivery", run_id: row.runId, org_id: row.orgId, delivery: row.kind, attempt, ...(fromTry > 0 ? { from_try: fromTry } : {}) };
   await eventsQueue(env).send(message, { contentType: "json" });
+}
+
+/**
+ * The cron's sweep of tracker deliveries whose queue message was lost (pending, next try overdue by
+ * more than DELIVERY_STALE_MS): each gets a message for its next try, at most DELIVERY_SWEEP_MAX a
+ * tick. A message that was only late makes no second try: the try count's compare-and-swap lets
+ * one of the two messages make it, and the other is a duplicate.
+ */
+export async function resendOverdueTrackerDeliveries(env: Env, config: Config, now: number): Promise<number> {
+  const rows = await overdueTrackerDeliveries(env.DB, config, now);
+  for (const row of rows) {
+    const attempt = (JSON.parse(row.request) as DeliveryRequest).attempt ?? 0;
+    await sendTry(env, row, attempt, row.tries);
+    const overdueSinceMs = row.lastTryAtMs ?? row.createdAtMs;
+    logRun("tracker_delivery.resent", { run: row.runId, attempt, kind: row.kind, try: row.tries, reason: `pending with no try since ${new Date(overdueSinceMs).toISOString()}: its queue message was lost` });
+  }
+  return rows.length;
 }
 
 /** An operator's retry of a failed delivery (POST /v1/runs/:id/deliveries/:kind/retry): a new round of tries. */
@@ -91,7 +109,7 @@ export async function deliverToTracker(env: Env, config: Config, msg: TrackerDel
 function skipReason(row: TrackerDeliveryRow | null, msg: TrackerDeliveryMessage, queueAttempts: number): string | null {
   if (!row || row.orgId !== msg.org_id) return "no delivery recorded";
   if (row.status !== "pending") return `already ${row.status}`;
-  if (row.tries >= queueAttempts) return "duplicate message: this try was already made";
+  if (isDuplicateDelivery(row.tries, msg.from_try, queueAttempts)) return "duplicate message: this try was already made";
   return null;
 }
 

@@ -3,11 +3,11 @@
 // and recorded the way every delivery's are (src/queue/delivery.ts), and a delivered kind is never
 // sent again.
 
-import { and, asc, eq, sql } from "drizzle-orm";
+import { and, asc, eq, inArray, sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import type { Config } from "../config";
 import { trackerDeliveries } from "../db/tracker-schema";
-import { claimNext, giveUp, recordEnd, type DeliveryRound, type DeliveryStatus, type ReceiptTable } from "../queue/delivery";
+import { claimNext, giveUp, overdueReceipts, recordEnd, type DeliveryRound, type DeliveryStatus, type ReceiptTable } from "../queue/delivery";
 import type { CommentReceipt } from "../autopilot/provider";
 import type { DeliveryKind, DeliveryRequest } from "../run/ticket-requests";
 
@@ -22,6 +22,19 @@ export async function readTrackerDelivery(db: D1Database, runId: string, kind: D
 /** A run's deliveries (at most one per kind), in the order they were asked for. */
 export async function listTrackerDeliveries(db: D1Database, runId: string): Promise<TrackerDeliveryRow[]> {
   return drizzle(db).select().from(trackerDeliveries).where(eq(trackerDeliveries.runId, runId)).orderBy(asc(trackerDeliveries.createdAtMs)).all();
+}
+
+/** D1 binds at most 100 values a statement: the runs of one read. */
+const RUNS_PER_READ = 90;
+
+/** The deliveries of several runs (a page of an autopilot project's runs), by run, each run's in the order they were asked for. */
+export async function listTrackerDeliveriesOf(db: D1Database, runIds: string[]): Promise<Map<string, TrackerDeliveryRow[]>> {
+  const byRun = new Map<string, TrackerDeliveryRow[]>(runIds.map((id) => [id, []]));
+  for (let i = 0; i < runIds.length; i += RUNS_PER_READ) {
+    const rows = await drizzle(db).select().from(trackerDeliveries).where(inArray(trackerDeliveries.runId, runIds.slice(i, i + RUNS_PER_READ))).orderBy(asc(trackerDeliveries.createdAtMs)).all();
+    for (const row of rows) byRun.get(row.runId)?.push(row);
+  }
+  return byRun;
 }
 
 /** Records the request as pending; an existing receipt of the same kind is left as it is. */
@@ -64,6 +77,7 @@ async function supersede(db: D1Database, current: TrackerDeliveryRow, request: D
 const RECEIPTS: ReceiptTable<typeof trackerDeliveries> = {
   table: trackerDeliveries,
   count: trackerDeliveries.tries,
+  lastAttemptAtMs: trackerDeliveries.lastTryAtMs,
   counted: (now) => ({ tries: sql`${trackerDeliveries.tries} + 1`, lastTryAtMs: now }),
 };
 
@@ -97,6 +111,14 @@ export async function restartFailed(db: D1Database, runId: string, kind: Deliver
     .where(and(key(runId, kind), eq(trackerDeliveries.status, "failed")))
     .returning({ tries: trackerDeliveries.tries });
   return rows.length === 1;
+}
+
+/**
+ * Pending deliveries whose next try is overdue by more than DELIVERY_STALE_MS (their queue message
+ * was lost), the longest overdue first, at most DELIVERY_SWEEP_MAX.
+ */
+export function overdueTrackerDeliveries(db: D1Database, config: Config, now: number): Promise<TrackerDeliveryRow[]> {
+  return overdueReceipts(db, RECEIPTS, trackerRound(config), { staleMs: config.deliveryStaleMs, max: config.deliverySweepMax }, now);
 }
 
 /** A tracker delivery's round: TRACKER_DELIVERY_MAX_ATTEMPTS tries, TRACKER_DELIVERY_BACKOFF_* between them. */
