@@ -1,6 +1,7 @@
 /** @jsxImportSource hono/jsx */
 // Credits: the balance, held credit, cost review and the ledger.
 
+import { DataTable, type Column } from "./components";
 import { at, cents, Layout, TableWrap } from "./layout";
 import { RunList } from "./runs-pages";
 import { DASH } from "./session";
@@ -22,43 +23,75 @@ function ResolveForm(props: { action: string; name: string }) {
   );
 }
 
+/** Why a build job still holds its reservation, in words (docs/protocol.md, "Cost review and reconciliation (admin)"). */
+const REVIEW_REASON_TEXT: Record<string, string> = {
+  cost_above_reservation: "its run reported a cost above the reservation",
+  cost_unknown: "its run completed without reporting a cost",
+  ambiguous_failure: "its run failed or was cancelled after launching and reported no cost",
+};
+
+function jobWhy(j: Json): string {
+  if (j.review_reason) return REVIEW_REASON_TEXT[j.review_reason] ?? j.review_reason;
+  return j.dispatch?.last_error ?? "—";
+}
+
+/** Why a run's reservation is still held, in words (docs/protocol.md, "Run reservations and cost review"). */
+function reservationWhy(r: Json): string {
+  if (r.status === "reconcile") return REVIEW_REASON_TEXT.ambiguous_failure;
+  if (r.status === "cost_review") return r.cost_cents === null ? REVIEW_REASON_TEXT.cost_unknown : REVIEW_REASON_TEXT.cost_above_reservation;
+  return "its run has not ended";
+}
+
+const runLink = (id: string | null) => (id ? <a href={`${DASH}/runs/${id}`}>{id}</a> : "—");
+
+function jobColumns(resolvable: boolean): Column<Json>[] {
+  const columns: Column<Json>[] = [
+    { label: "Job", cell: (j) => j.id },
+    { label: "Status", cell: (j) => j.status, class: "state" },
+    { label: "Run", cell: (j) => runLink(j.run_id) },
+    { label: "Reserved", cell: (j) => cents(j.reserved_cents) },
+    { label: "Cost", cell: (j) => cents(j.cost_cents) },
+    { label: "Why", cell: jobWhy },
+  ];
+  if (resolvable) columns.push({ label: "Resolve", cell: (j) => <ResolveForm action={`${DASH}/build-jobs/${encodeURIComponent(j.id)}/resolve`} name={j.id} /> });
+  return columns;
+}
+
 function JobTable(props: { id: string; jobs: Json[]; resolvable?: boolean }) {
   if (props.jobs.length === 0) return <p class="muted">None.</p>;
-  return (
-    <TableWrap><table id={props.id}>
-      <thead><tr><th scope="col">Job</th><th scope="col">Status</th><th scope="col">Run</th><th scope="col">Reserved</th><th scope="col">Cost</th><th scope="col">Why</th>{props.resolvable && <th scope="col">Resolve</th>}</tr></thead>
-      <tbody>
-        {props.jobs.map((j) => (
-          <tr data-job={j.id}>
-            <td>{j.id}</td><td>{j.status}</td>
-            <td>{j.run_id ? <a href={`${DASH}/runs/${j.run_id}`}>{j.run_id}</a> : "—"}</td>
-            <td>{cents(j.reserved_cents)}</td><td>{cents(j.cost_cents)}</td><td>{j.review_reason ?? j.dispatch?.last_error ?? "—"}</td>
-            {props.resolvable && <td><ResolveForm action={`${DASH}/build-jobs/${encodeURIComponent(j.id)}/resolve`} name={j.id} /></td>}
-          </tr>
-        ))}
-      </tbody>
-    </table></TableWrap>
-  );
+  return <DataTable id={props.id} columns={jobColumns(!!props.resolvable)} rows={props.jobs} rowAttrs={(j) => ({ "data-job": j.id })} />;
+}
+
+function reservationColumns(resolvable: boolean): Column<Json>[] {
+  const columns: Column<Json>[] = [
+    { label: "Run", cell: (r) => runLink(r.run_id) },
+    { label: "Project", cell: (r) => r.project_name },
+    { label: "Status", cell: (r) => r.status, class: "state" },
+    { label: "Reserved", cell: (r) => cents(r.reserved_cents) },
+    { label: "Cost", cell: (r) => (r.cost_cents === null ? "unknown" : cents(r.cost_cents)) },
+    { label: "Why", cell: reservationWhy },
+    { label: "Since", cell: (r) => at(r.created_at_ms) },
+  ];
+  const action = (r: Json) => `${DASH}/autopilot/projects/${r.project_id}/reservations/${r.run_id}/resolve`;
+  if (resolvable) columns.push({ label: "Resolve", cell: (r) => <ResolveForm action={action(r)} name={`the reservation of ${r.run_id}`} /> });
+  return columns;
 }
 
 /** Autopilot runs' model-spend reservations (docs/protocol.md, "Run reservations and cost review"). */
 function ReservationTable(props: { id: string; reservations: Json[]; resolvable?: boolean }) {
   if (props.reservations.length === 0) return <p class="muted">None.</p>;
-  return (
-    <TableWrap><table id={props.id}>
-      <thead><tr><th scope="col">Run</th><th scope="col">Project</th><th scope="col">Status</th><th scope="col">Reserved</th><th scope="col">Cost</th><th scope="col">Since</th>{props.resolvable && <th scope="col">Resolve</th>}</tr></thead>
-      <tbody>
-        {props.reservations.map((r) => (
-          <tr data-run={r.run_id}>
-            <td><a href={`${DASH}/runs/${r.run_id}`}>{r.run_id}</a></td><td>{r.project_name}</td><td>{r.status}</td>
-            <td>{cents(r.reserved_cents)}</td><td>{r.cost_cents === null ? "unknown" : cents(r.cost_cents)}</td><td>{at(r.created_at_ms)}</td>
-            {props.resolvable && <td><ResolveForm action={`${DASH}/autopilot/projects/${r.project_id}/reservations/${r.run_id}/resolve`} name={r.run_id} /></td>}
-          </tr>
-        ))}
-      </tbody>
-    </table></TableWrap>
-  );
+  return <DataTable id={props.id} columns={reservationColumns(!!props.resolvable)} rows={props.reservations} rowAttrs={(r) => ({ "data-run": r.run_id })} />;
 }
+
+const LEDGER_COLUMNS: Column<Json>[] = [
+  { label: "#", cell: (e) => e.seq },
+  { label: "Kind", cell: (e) => e.kind },
+  { label: "Amount", cell: (e) => cents(e.amount_cents) },
+  { label: "Job", cell: (e) => e.job_id ?? "—" },
+  { label: "Note", cell: (e) => e.note ?? "—", class: "note" },
+  { label: "By", cell: (e) => e.actor },
+  { label: "When", cell: (e) => at(e.created_at_ms) },
+];
 
 /**
  * `held`: every build job whose reservation is still held, whatever its status (queued, dispatch
@@ -100,14 +133,7 @@ export function CreditsPage(props: { credits: Json; held: Json[]; review: Json[]
       <h2>Paused runs (operator holds)</h2>
       <RunList runs={props.paused} empty="No paused runs." />
       <h2>Ledger</h2>
-      <TableWrap><table id="ledger">
-        <thead><tr><th scope="col">#</th><th scope="col">Kind</th><th scope="col">Amount</th><th scope="col">Job</th><th scope="col">Note</th><th scope="col">By</th><th scope="col">When</th></tr></thead>
-        <tbody>
-          {(c.entries as Json[]).map((e) => (
-            <tr><td>{e.seq}</td><td>{e.kind}</td><td>{cents(e.amount_cents)}</td><td>{e.job_id ?? "—"}</td><td class="note">{e.note ?? "—"}</td><td>{e.actor}</td><td>{at(e.created_at_ms)}</td></tr>
-          ))}
-        </tbody>
-      </table></TableWrap>
+      {(c.entries as Json[]).length === 0 ? <p class="muted">No entries yet.</p> : <DataTable id="ledger" columns={LEDGER_COLUMNS} rows={c.entries as Json[]} />}
     </Layout>
   );
 }

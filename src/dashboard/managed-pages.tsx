@@ -4,8 +4,8 @@
 // admin, the forms that create, start, stop, resize and delete them through the same API
 // (docs/managed-runners.md). Stopping and deleting halt containers, so each asks for a confirmation.
 
-import { ConfirmBox } from "./components";
-import { at, Layout, TableWrap } from "./layout";
+import { ConfirmBox, DataTable, type Column } from "./components";
+import { at, Layout } from "./layout";
 import { DASH } from "./session";
 
 type Json = Record<string, any>;
@@ -17,30 +17,26 @@ function perHour(millicents: number): string {
   return `$${(millicents / 100_000).toFixed(3)}/h`;
 }
 
+/** A slot's status in a word, its colour only a second cue. */
+const slotClass = (status: string) => (status === "lost" ? "bad" : status === "connected" ? "ok" : "warn");
+
+const SLOT_COLUMNS: Column<Json>[] = [
+  { label: "Slot", cell: (s) => s.slot },
+  { label: "Status", cell: (s) => <span class={slotClass(s.status)}>{s.status}</span>, class: "state" },
+  { label: "Runner", cell: (s) => s.runner_name },
+  { label: "Machine", cell: (s) => (s.machine_id ? <a href={`${DASH}/runners/${s.machine_id}`}>{s.machine_id}</a> : "—") },
+  { label: "Started", cell: (s) => at(s.started_at_ms) },
+  { label: "Last seen", cell: (s) => at(s.machine_last_seen_at_ms) },
+  { label: "Last busy", cell: (s) => at(s.busy_at_ms) },
+];
+
 function SlotRows(props: { pool: Json }) {
   if (props.pool.slots.length === 0) {
     // The scaler acts on the cron tick: an operator waiting for a container is told when to expect it.
     const when = props.pool.state === "running" ? " A container starts at the next cron tick when queued work its labels cover waits." : "";
     return <p class="muted">No container runs in this pool.{when}</p>;
   }
-  return (
-    <TableWrap><table class="slots">
-      <thead><tr><th scope="col">Slot</th><th scope="col">Status</th><th scope="col">Runner</th><th scope="col">Machine</th><th scope="col">Started</th><th scope="col">Last seen</th><th scope="col">Last busy</th></tr></thead>
-      <tbody>
-        {props.pool.slots.map((s: Json) => (
-          <tr>
-            <td>{s.slot}</td>
-            <td class={s.status === "lost" ? "bad" : s.status === "connected" ? "ok" : "warn"}>{s.status}</td>
-            <td>{s.runner_name}</td>
-            <td>{s.machine_id ? <a href={`${DASH}/runners/${s.machine_id}`}>{s.machine_id}</a> : "—"}</td>
-            <td>{at(s.started_at_ms)}</td>
-            <td>{at(s.machine_last_seen_at_ms)}</td>
-            <td>{at(s.busy_at_ms)}</td>
-          </tr>
-        ))}
-      </tbody>
-    </table></TableWrap>
-  );
+  return <DataTable id={`slots-${props.pool.id}`} columns={SLOT_COLUMNS} rows={props.pool.slots} rowAttrs={(s) => ({ "data-slot": String(s.slot) })} />;
 }
 
 /** The container the pool halted last: its slot row is gone, so this says which one stopped and why. */

@@ -222,3 +222,12 @@ export async function reservationInCostReview(name: string, runId: string, opts:
   await env.DB.prepare("UPDATE run_reservations SET status = 'cost_review' WHERE run_id = ?").bind(runId).run();
   return { ...org, projectId: project.id };
 }
+
+/** A build job (id `jobId`) whose run completed reporting `costCents`, waiting for cost review when that is above its reservation. */
+export async function jobInCostReview(jobId: string, costCents: number) {
+  const { admin, requestId, runner } = await readyToBuild({ creditCents: 10_000 });
+  const job = (await dispatchBuild(admin, requestId, jobId)).body;
+  await runToEnd(runner!.token, job.run_id, finalReport(costCents));
+  await waitForJob(admin, job.id, (j) => j.status === "cost_review");
+  return { admin, job };
+}

@@ -40,7 +40,10 @@ describe("the Managed runners page", () => {
     expect(shown).toContain("Done: pool created.");
     expect(shown).toContain("<h2>builders</h2>");
     expect(shown).toContain(`href="/dash/runners/${runner.machineId}"`);
-    expect(shown).toContain(">connected</td>");
+    // The slots are a DataTable: a table on a wide window, a card per slot on a phone, its status a word.
+    expect(shown).toContain(`<div class="table-wrap"><table id="slots-${pool.id}" class="cards">`);
+    expect(shown).toContain('<tr data-slot="0"><td data-label="Slot">0</td><td data-label="Status" class="state"><span class="ok">connected</span></td>');
+    expect(shown).toContain(`<td data-label="Machine"><a href="/dash/runners/${runner.machineId}">`);
     expect(shown).toContain(`$${(config.managedInstanceHourMillicents / 100_000).toFixed(3)}/h now`);
   });
 

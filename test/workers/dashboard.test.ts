@@ -191,7 +191,7 @@ describe("the dashboard", () => {
     expect(after.text).toContain("Done: build job dash-review resolved.");
     // The ledger shows each entry's note: the resolution's is readable there.
     expect(after.text).toContain('<th scope="col">Note</th>');
-    expect(after.text).toContain('<td class="note">resolved: provider invoice checked</td>');
+    expect(after.text).toContain('<td data-label="Note" class="note">resolved: provider invoice checked</td>');
     expect(after.text).not.toContain(`action="/dash/build-jobs/dash-review/resolve"`);
     const twice = await page("/dash/build-jobs/dash-review/resolve", { cookie: session, form: { cost_cents: "3100", note: "again" } });
     expect(twice.status).toBe(409);
@@ -273,7 +273,7 @@ describe("the dashboard as a new user meets it", () => {
     expect(adminCredits).toContain('action="/dash/build-jobs/role-review/resolve"');
     expect(adminCredits).toContain('<a href="/dash/tokens">Tokens</a>');
     const memberCredits = (await page("/dash/credits", { cookie: memberSession })).text;
-    expect(section(memberCredits, '<table id="review">')).toContain('<tr data-job="role-review">');
+    expect(section(memberCredits, '<table id="review"')).toContain('<tr data-job="role-review">');
     expect(memberCredits).not.toContain("/resolve");
     expect(memberCredits).not.toContain('<a href="/dash/tokens">');
 
@@ -312,12 +312,12 @@ describe("the dashboard as a new user meets it", () => {
 
     const res = await page("/dash/credits", { cookie: await signIn(admin) });
     expect(res.text).toContain('<tr><th scope="row">Held</th><td>$50.00</td></tr>');
-    const holds = section(res.text, '<table id="holds">');
-    expect(holds).toMatch(/<tr data-job="held-unconfirmed"><td>held-unconfirmed<\/td><td>dispatch_unconfirmed<\/td>.*?<td>\$25\.00<\/td>/);
-    expect(holds).toMatch(/<tr data-job="held-review"><td>held-review<\/td><td>cost_review<\/td>.*?<td>\$25\.00<\/td>/);
+    const holds = section(res.text, '<table id="holds"');
+    expect(holds).toMatch(/<tr data-job="held-unconfirmed"><td data-label="Job">held-unconfirmed<\/td><td data-label="Status" class="state">dispatch_unconfirmed<\/td>.*?<td data-label="Reserved">\$25\.00<\/td>/);
+    expect(holds).toMatch(/<tr data-job="held-review"><td data-label="Job">held-review<\/td><td data-label="Status" class="state">cost_review<\/td>.*?<td data-label="Reserved">\$25\.00<\/td>/);
     expect(holds.match(/<tr data-job=/g)).toHaveLength(2);
     // Only the one in cost review waits for an admin's resolution.
-    const review = section(res.text, '<table id="review">');
+    const review = section(res.text, '<table id="review"');
     expect(review).toContain('<tr data-job="held-review">');
     expect(review).not.toContain("held-unconfirmed");
   });
@@ -382,8 +382,8 @@ describe("the dashboard as a new user meets it", () => {
   it("the ledger shows each entry's note", async () => {
     const { admin } = await createOrg();
     expect((await call("POST", "/v1/credits/grants", { token: admin, body: { amount_cents: 5000, note: "first purchase order PO-1182" } })).status).toBe(201);
-    const ledger = section((await page("/dash/credits", { cookie: await signIn(admin) })).text, '<table id="ledger">');
+    const ledger = section((await page("/dash/credits", { cookie: await signIn(admin) })).text, '<table id="ledger"');
     expect(ledger).toContain('<th scope="col">Note</th>');
-    expect(ledger).toContain('<td class="note">first purchase order PO-1182</td>');
+    expect(ledger).toContain('<td data-label="Note" class="note">first purchase order PO-1182</td>');
   });
 });
