@@ -27,6 +27,7 @@ const S = {} as {
   orgId: string;
   admin: string;
   registration: string;
+  registrationId: string;
   machine: { machineId: string; token: string };
   run: string;
   attemptToken: string;
@@ -43,7 +44,8 @@ beforeAll(async () => {
   const org = await createOrg("fuzz");
   S.orgId = org.orgId;
   S.admin = org.admin;
-  S.registration = (await call("POST", "/v1/tokens", { token: S.admin, body: { kind: "registration" } })).body.token;
+  const registration = (await call("POST", "/v1/tokens", { token: S.admin, body: { kind: "registration" } })).body;
+  [S.registration, S.registrationId] = [registration.token, registration.id];
   S.machine = await registerRunner(S.admin, { name: "fuzz-box" });
   S.run = (await call("POST", "/v1/runs", { token: S.admin, body: runBody() })).body.id;
   const claimed = await call("POST", "/v1/runners/claim", { token: S.machine.token, body: { cli_version: CLI_VERSION, protocols: ["process"], wait_ms: 0 } });
@@ -154,6 +156,7 @@ const endpoints: JsonEndpoint[] = [
     valid: () => ({ kind: "member", role: "member", name: "x" }),
     fields: [f("kind", "enum", { required: true }), f("role", "enum"), f("name", "string", { max: 100 }), f("expires_in_ms", "int"), f("max_uses", "int", { max: 1_000_000 })],
   },
+  { method: "PATCH", route: "/v1/tokens/:id", path: () => `/v1/tokens/${S.registrationId}`, token: () => S.admin, valid: () => ({ name: "rack" }), fields: [f("name", "string", { required: true, max: 100 })] },
   { method: "POST", route: "/v1/orgs/current/callback-secret/rotate", path: () => "/v1/orgs/current/callback-secret/rotate", token: () => S.admin, valid: () => ({}), fields: [] },
   {
     method: "POST",
