@@ -25,7 +25,7 @@ function RevokeForm(props: { token: Json }) {
   const name = tokenName(props.token);
   return (
     <form class="inline" method="post" action={tokenAction(props.token, "revoke")}>
-      <ConfirmBox warning={`every call with ${name} is refused from then on`} />{" "}
+      <ConfirmBox warning={`refuse every call with ${name} from now on`} />{" "}
       <button type="submit" class="danger" aria-label={`Revoke ${name}`}>Revoke</button>
     </form>
   );
@@ -93,19 +93,19 @@ export function TokenPage(props: { token: Json; admin: boolean; notice?: string 
   );
 }
 
-/** How the new token is used, in one line. */
-function UseIt(props: { token: Json }) {
+/** How the new token is used, in one line; `origin` is this Docket's, as the browser reached it. */
+function UseIt(props: { token: Json; origin: string }) {
   if (props.token.kind === "member") {
     return <p>Sign in to this dashboard with it, or send it to the API as <code>Authorization: Bearer …</code>.</p>;
   }
-  return <p>Register a machine with it: <code>docket-runner register --server &lt;this Docket's URL&gt; --token …</code></p>;
+  return <p>Register a machine with it: <code>docket-runner register --server {props.origin} --token …</code></p>;
 }
 
 /**
  * The answer to minting: the token's secret, shown this once (the API keeps only its hash). It is in
  * this page alone, never in a URL, and the route sends it with Cache-Control: no-store.
  */
-export function MintedTokenPage(props: { token: Json; admin: boolean }) {
+export function MintedTokenPage(props: { token: Json; origin: string; admin: boolean }) {
   const { token } = props;
   return (
     <Layout title="Token minted" signedIn admin={props.admin}>
@@ -119,7 +119,7 @@ export function MintedTokenPage(props: { token: Json; admin: boolean }) {
           The new {token.kind} token <input id="minted-token" type="text" readonly value={token.token} size={70} autocomplete="off" spellcheck={false} />
         </label>
       </p>
-      <UseIt token={token} />
+      <UseIt token={token} origin={props.origin} />
       <TokenTable tokens={[token]} />
       <p><a href={`${DASH}/tokens`}>Back to the tokens</a> (the list never shows a token's secret)</p>
     </Layout>

@@ -37,7 +37,7 @@ async function mint(c: Context<AppEnv>, api: Api): Promise<Response> {
   const answer = await apiCall(c, api, "POST", "/v1/tokens", mintBody(await c.req.parseBody()));
   if (!answer.ok) throw new Refused(answer.status, answer.body.error ?? {});
   c.header("Cache-Control", "no-store");
-  return c.html(<MintedTokenPage token={answer.body} admin={isAdmin(c)} />);
+  return c.html(<MintedTokenPage token={answer.body} origin={new URL(c.req.url).origin} admin={isAdmin(c)} />);
 }
 
 /** The tokens pages, and minting, renaming and revoking a token. */

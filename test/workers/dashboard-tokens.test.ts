@@ -57,7 +57,7 @@ describe("minting tokens from the dashboard", () => {
     expect(minted.status).toBe(200);
     const secret = secretOf(minted.text);
     expect(secret).toMatch(/^dkt_r_/);
-    expect(minted.text).toContain("docket-runner register");
+    expect(minted.text).toContain("<code>docket-runner register --server http://docket.test --token …</code>");
     const registered = await call("POST", "/v1/runners/register", { token: secret, body: { name: "box", labels: [], protocols: ["process"], cli_version: CLI_VERSION } });
     expect(registered.status).toBe(201);
 
@@ -131,7 +131,7 @@ describe("renaming and revoking tokens from the dashboard", () => {
     const session = await signIn(admin);
     const row = rowOf((await page("/dash/tokens", { cookie: session })).text, token.id);
     expect(row).toContain(`action="/dash/tokens/${token.id}/revoke"`);
-    expect(row).toContain('<input type="checkbox" name="confirm" value="yes" required=""/> every call with ci is refused from then on');
+    expect(row).toContain('<input type="checkbox" name="confirm" value="yes" required=""/> refuse every call with ci from now on');
     expect(row).toContain('aria-label="Revoke ci"');
 
     const unconfirmed = await page(`/dash/tokens/${token.id}/revoke`, { cookie: session, form: {} });
