@@ -143,6 +143,12 @@ export interface TrackerProvider {
   /** The ticket's comment whose text contains `marker`, or null (a bounded number of pages is read). */
   findComment(ref: TicketRef, marker: string): Promise<CommentReceipt | null>;
   /**
+   * Links the run's pull request to the ticket, once however often it is called (Linear: an
+   * attachment, made or found by its URL). A tracker without it is told of the pull request in a
+   * comment (the pr_comment delivery).
+   */
+  linkPullRequest?(ref: TicketRef, pr: { url: string; title: string }): Promise<CommentReceipt>;
+  /**
    * The status mapping for a published run: removes the ready marker and adds the review marker
    * (GitHub: labels; Linear: the ready label off, the issue moved to the review state). Removing a
    * marker the ticket does not carry is no failure.

@@ -128,6 +128,11 @@ async function tryOnce(env: Env, config: Config, row: TrackerDeliveryRow): Promi
       await provider.moveLabels(ref, { remove: [project.readyLabel], add: [project.reviewLabel] });
       return { ok: true, error: null, receipt: null };
     }
+    // A tracker that links a pull request to the issue (Linear's attachment) does so by its URL, once however often it is asked.
+    if (row.kind === "pr_comment" && request.pr_url && provider.linkPullRequest) {
+      const receipt = await provider.linkPullRequest(ref, { url: request.pr_url, title: pullRequestTitle(row.runId, request) });
+      return { ok: true, error: null, receipt };
+    }
     // A comment carries its marker: a try after a crash that followed the post finds it instead of posting again.
     const marker = deliveryMarker(row.runId, row.kind, request.attempt);
     const found = mayHavePosted(row) ? await provider.findComment(ref, marker) : null;
@@ -146,6 +151,10 @@ async function tryOnce(env: Env, config: Config, row: TrackerDeliveryRow): Promi
  */
 function mayHavePosted(row: TrackerDeliveryRow): boolean {
   return row.tries > 0 || row.lastError !== null;
+}
+
+function pullRequestTitle(runId: string, request: DeliveryRequest): string {
+  return `Pull request${request.pr_number ? ` #${request.pr_number}` : ""} of Docket run ${runId}`;
 }
 
 function commentBody(runId: string, kind: DeliveryKind, request: DeliveryRequest): string {

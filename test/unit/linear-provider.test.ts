@@ -182,6 +182,17 @@ describe("writing back", () => {
     expect(fake.state.commentsOf(`ENG-${i.number}`)).toHaveLength(1);
   });
 
+  it("links the pull request to the issue as an attachment, once however often it is linked", async () => {
+    const i = await issue();
+    const p = provider();
+    const pr = { url: "https://github.com/acme/widgets/pull/7", title: "Pull request #7 of Docket run r1" };
+    const linked = await p.linkPullRequest!(ref(i.number), pr);
+    expect(await p.linkPullRequest!(ref(i.number), pr)).toEqual(linked);
+    expect(linked.url).toBe(pr.url);
+    expect(fake.state.attachmentsOf(`ENG-${i.number}`)).toEqual([expect.objectContaining({ id: linked.id, url: pr.url, title: pr.title })]);
+    expect(fake.state.commentsOf(`ENG-${i.number}`)).toEqual([]);
+  });
+
   it("moves a published issue to the review state and takes its ready label off", async () => {
     const i = await issue({ labels: ["ready", "bug"] });
     await provider().moveLabels(ref(i.number), { remove: ["ready"], add: ["In Review"] });

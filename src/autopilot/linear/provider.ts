@@ -10,7 +10,7 @@ import { linearScope, type LinearTracker } from "../tracker-config";
 import { readyEvidenceOf } from "./actors";
 import { linearClient, type LinearClient } from "./client";
 import { LinearError } from "./errors";
-import { BLOCKERS, FIND_COMMENT, GET_ISSUE, HISTORY, POST_COMMENT, READY_ISSUES, STATUS_TARGETS, UPDATE_ISSUE, type Connection, type HistoryNode, type IssueNode } from "./queries";
+import { BLOCKERS, FIND_COMMENT, GET_ISSUE, HISTORY, LINK_URL, POST_COMMENT, READY_ISSUES, STATUS_TARGETS, UPDATE_ISSUE, type Connection, type HistoryNode, type IssueNode } from "./queries";
 
 /** What the provider needs of an autopilot project (AutopilotProject has these fields). */
 export interface LinearProjectSettings {
@@ -115,6 +115,10 @@ export function linearProvider(project: LinearProjectSettings, secrets: { tracke
       const data = await linear.request<{ issue: { comments: Connection<CommentReceipt> } }>(FIND_COMMENT, { id: identifier(ref), marker: text, first: 1, after: null });
       const found = data.issue.comments.nodes[0];
       return found ? { id: found.id, url: found.url } : null;
+    },
+    async linkPullRequest(ref, pr) {
+      const data = await linear.request<{ attachmentLinkURL: { attachment: CommentReceipt } }>(LINK_URL, { issueId: identifier(ref), url: pr.url, title: pr.title });
+      return { id: data.attachmentLinkURL.attachment.id, url: data.attachmentLinkURL.attachment.url };
     },
     moveLabels: (ref, labels) => moveStatus(linear, first, ref, labels),
   };

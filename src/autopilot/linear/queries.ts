@@ -67,6 +67,11 @@ export const STATUS_TARGETS = `query DocketStatusTargets($id: String!, $labels: 
   }
 }`;
 
+/** Links a URL to the issue as an attachment; Linear keeps one attachment per issue and URL, so linking again changes nothing. */
+export const LINK_URL = `mutation DocketLinkPullRequest($issueId: String!, $url: String!, $title: String) {
+  attachmentLinkURL(issueId: $issueId, url: $url, title: $title) { success attachment { id url } }
+}`;
+
 export const UPDATE_ISSUE = `mutation DocketMoveIssue($id: String!, $input: IssueUpdateInput!) {
   issueUpdate(id: $id, input: $input) { success }
 }`;
