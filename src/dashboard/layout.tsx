@@ -15,7 +15,7 @@ a { color: var(--link); }
 header { display: flex; flex-wrap: wrap; gap: 1rem; align-items: center; padding: .5rem 1rem; border-bottom: 1px solid var(--line); background: var(--panel); }
 header nav { display: flex; flex-wrap: wrap; gap: .25rem .75rem; }
 header nav a { display: inline-block; padding: .25rem 0; }
-main { padding: 1rem; max-width: 72rem; }
+main { padding: 1rem; max-width: 90rem; }
 h1 { font-size: 1.4rem; margin: .25rem 0 .75rem; } h2 { font-size: 1.1rem; margin: 1.5rem 0 .5rem; }
 /* A phone's narrow window: long ids break anywhere in running text; a table keeps its words whole
    (long names still break at their hyphens) and scrolls inside its wrapper, never the page. */
@@ -25,11 +25,11 @@ table { border-collapse: collapse; width: 100%; } th, td { overflow-wrap: break-
 th { background: var(--panel); }
 .muted { color: var(--muted); } .ok { color: var(--ok); } .bad { color: var(--bad); } .warn { color: var(--warn); }
 .state { font-weight: 600; }
-button, input[type=text], input[type=password], input[type=number] { font: inherit; padding: .3rem .6rem; border: 1px solid var(--muted); border-radius: 4px; color: var(--fg); background: var(--bg); }
+button, input:not([type=checkbox], [type=radio], [type=hidden]), select, textarea { font: inherit; padding: .3rem .6rem; border: 1px solid var(--muted); border-radius: 4px; color: var(--fg); background: var(--bg); }
 button { cursor: pointer; background: var(--panel); }
 input { max-width: 100%; } svg { max-width: 100%; height: auto; }
 button.danger { color: var(--bad); border-color: var(--bad); }
-a:focus-visible, button:focus-visible, input:focus-visible, summary:focus-visible, .table-wrap:focus-visible, .scroll-x:focus-visible { outline: 3px solid var(--focus); outline-offset: 2px; }
+a:focus-visible, button:focus-visible, input:focus-visible, select:focus-visible, textarea:focus-visible, summary:focus-visible, .table-wrap:focus-visible, .scroll-x:focus-visible { outline: 3px solid var(--focus); outline-offset: 2px; }
 .skip { position: absolute; left: -999px; } .skip:focus { left: 1rem; top: .5rem; background: var(--bg); padding: .25rem .5rem; }
 pre.diff { background: var(--bg); border: 1px solid var(--line); padding: .5rem; overflow-x: auto; font: 13px/1.4 ui-monospace, monospace; }
 .diff .add { background: var(--add-bg); display: block; } .diff .del { background: var(--del-bg); display: block; }
@@ -37,6 +37,7 @@ pre.diff { background: var(--bg); border: 1px solid var(--line); padding: .5rem;
 .charts { display: flex; flex-wrap: wrap; gap: 1.5rem; } figure { margin: 0; max-width: 100%; } figcaption { color: var(--muted); font-size: .9rem; }
 .chart-values table { width: auto; font-size: .9rem; } .chart-values td { text-align: right; }
 .error { color: var(--bad); font-weight: 600; }
+dt { font-weight: 600; } dd { margin: 0 0 .4rem 1rem; }
 ol.events { font: 13px/1.4 ui-monospace, monospace; padding-left: 3rem; max-height: 24rem; overflow-y: auto; }
 form.inline { display: inline; }
 .visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
