@@ -72,6 +72,13 @@ export function checkRunnerVersion(config: Config, version: string, protocols: s
   }
 }
 
+/** One machine of the organization, deregistered or not; another organization's is not found. */
+async function readMachine(db: D1Database, orgId: string, id: string) {
+  const row = await drizzle(db).select().from(machines).where(and(eq(machines.orgId, orgId), eq(machines.id, id))).get();
+  if (!row) throw new DocketError("not_found", `no runner ${id} in this organization`);
+  return row;
+}
+
 export const runnerRoutes = new Hono<AppEnv>()
   .get(
     "/runners",
@@ -91,6 +98,23 @@ export const runnerRoutes = new Hono<AppEnv>()
     const { kept, next } = await listPage(c.get("db"), machines, conditions, q.cursor, limit, { at: "registeredAtMs" });
     return c.json({ runners: kept.map(machineView), next_cursor: next });
   })
+  .get(
+    "/runners/:id",
+    operation({
+      id: "getRunner",
+      summary: "Read one runner machine, deregistered or not",
+      description: "A deregistered machine is still read, with deregistered_at_ms set, so the runs it ran keep a machine to name.",
+      tag: "Runners",
+      auth: "member",
+      responses: { 200: { description: "The runner.", schema: Runner } },
+      errors: ["not_found"],
+      headers: [bookmarkHeader()],
+    }),
+    d1Session,
+    validate("param", RunnerPath), async (c) => {
+    const row = await readMachine(c.get("db"), c.get("caller").orgId, c.req.valid("param").id);
+    return c.json(machineView(row));
+  })
   .delete(
     "/runners/:id",
     operation({
@@ -106,12 +130,7 @@ export const runnerRoutes = new Hono<AppEnv>()
     const { id } = c.req.valid("param");
     const caller = c.get("caller");
     const changed = await deregisterMachine(c.env.DB, caller.orgId, id, Date.now());
-    const row = await drizzle(c.env.DB)
-      .select()
-      .from(machines)
-      .where(and(eq(machines.orgId, caller.orgId), eq(machines.id, id)))
-      .get();
-    if (!row) throw new DocketError("not_found", `no runner ${id} in this organization`);
+    const row = await readMachine(c.env.DB, caller.orgId, id);
     // Its claims already past the token check get no work either; asked again on a repeat, so a
     // deregistration whose scheduler call failed is finished by the retry.
     await schedulerStub(c.env, caller.orgId).forgetMachine(id);

@@ -283,6 +283,7 @@ const endpoints: Endpoint[] = [
   { method: "POST", route: "/v1/runs/:id/callback/redeliver", path: () => `/v1/runs/${runId()}/callback/redeliver`, body: () => ({}), cases: () => memberOfA("admin") },
   { method: "GET", route: "/v1/runners", path: () => "/v1/runners", cases: () => memberOwn("member") },
   { method: "DELETE", route: "/v1/runners/:id", path: () => `/v1/runners/${A.m1.machineId}`, cases: () => memberOfA("admin") },
+  { method: "GET", route: "/v1/runners/:id", path: () => `/v1/runners/${A.m1.machineId}`, cases: () => memberOfA("member") },
   {
     method: "POST",
     route: "/v1/runners/register",
