@@ -44,34 +44,31 @@ export async function axeProblems(page) {
     .map((v) => `${v.impact} ${v.id}: ${v.help} (${v.nodes.map((n) => `${n.target.join(' ')}${n.failureSummary ? ` — ${n.failureSummary.replace(/\s+/g, ' ').slice(0, 160)}` : ''}`).join('; ')})`);
 }
 
-/** Tabs through the page: every link, button, input, summary and scrolling box is reached, and each shows a visible focus outline. */
+const FOCUSABLE = 'a[href], button, input:not([type=hidden]), select, textarea, summary, [tabindex="0"]';
+
+/**
+ * Tabs through the page: every link, button, input, summary and scrolling box shown and enabled is
+ * reached, and each shows a visible focus outline. Each is known by its place among them in document order, which a
+ * live list's refresh (the same HTML again) keeps.
+ */
 export async function keyboardProblems(page) {
-  // Numbered, so two links to the same place count as two stops.
-  const focusable = await page.evaluate(() => {
-    const all = document.querySelectorAll('a[href], button, input:not([type=hidden]), select, textarea, summary, [tabindex="0"]');
-    all.forEach((el, i) => el.setAttribute('data-tab-stop', String(i)));
-    return all.length;
-  });
+  const focusable = await page.evaluate((selector) => [...document.querySelectorAll(selector)].filter((e) => !e.disabled && e.getClientRects().length > 0).length, FOCUSABLE);
   const reached = new Set();
-  const stops = new Set();
   const problems = [];
   for (let i = 0; i < focusable + 2; i++) {
     await page.keyboard.press('Tab');
-    const info = await page.evaluate(() => {
+    const info = await page.evaluate((selector) => {
       const el = document.activeElement;
       if (!el || el === document.body) return null;
       const style = getComputedStyle(el);
-      return { stop: el.getAttribute('data-tab-stop'), key: `${el.getAttribute('data-tab-stop')} ${el.outerHTML.slice(0, 80)}`, outline: style.outlineStyle, width: parseFloat(style.outlineWidth) };
-    });
+      return { stop: [...document.querySelectorAll(selector)].filter((e) => !e.disabled && e.getClientRects().length > 0).indexOf(el), html: el.outerHTML.slice(0, 80), outline: style.outlineStyle, width: parseFloat(style.outlineWidth) };
+    }, FOCUSABLE);
     if (!info) continue;
-    reached.add(info.key);
-    stops.add(info.stop);
-    if (info.outline === 'none' || info.width < 2) problems.push(`no visible focus on ${info.key}`);
+    reached.add(info.stop);
+    if (info.outline === 'none' || info.width < 2) problems.push(`no visible focus on ${info.html}`);
   }
-  if (reached.size < focusable) {
-    const missed = await page.evaluate((seen) => [...document.querySelectorAll('[data-tab-stop]')].filter((el) => !seen.includes(el.getAttribute('data-tab-stop'))).map((el) => el.outerHTML.slice(0, 80)), [...stops]);
-    problems.push(`Tab reached ${reached.size} of ${focusable} focusable elements, not: ${missed.join(' | ')}`);
-  }
+  const missed = await page.evaluate(([selector, seen]) => [...document.querySelectorAll(selector)].filter((e) => !e.disabled && e.getClientRects().length > 0).filter((_, i) => !seen.includes(i)).map((el) => el.outerHTML.slice(0, 80)), [FOCUSABLE, [...reached]]);
+  if (missed.length > 0) problems.push(`Tab did not reach ${missed.length} of ${focusable} focusable elements: ${missed.join(' | ')}`);
   return problems;
 }
 
