@@ -87,13 +87,6 @@ export async function act(c: Context<AppEnv>, api: Api, method: string, path: st
   return c.redirect(next, 303);
 }
 
-export async function findListed(c: Context<AppEnv>, api: Api, path: string, key: string, id: string): Promise<Json> {
-  const listed = (await read(c, api, path))[key] as Json[];
-  const item = listed.find((x) => x.id === id);
-  if (!item) throw noSuch(key.slice(0, -1), id);
-  return item;
-}
-
 export type Form = Record<string, unknown>;
 
 /** A form's optional number field: left out when empty. */

@@ -5,7 +5,7 @@
 import type { Context, Hono } from "hono";
 import type { AppEnv } from "../app-types";
 import { apiCall, type Api } from "./api";
-import { act, doneNotice, findListed, isAdmin, optionalNumber, page, read, Refused, requireConfirmation, tokenParam, type Form, type Json } from "./route-kit";
+import { act, doneNotice, isAdmin, optionalNumber, page, read, Refused, requireConfirmation, tokenParam, type Form, type Json } from "./route-kit";
 import { DASH } from "./session";
 import { EXPIRY_UNITS } from "./tokens-forms";
 import { MintedTokenPage, TokenPage, TokensPage } from "./tokens-page";
@@ -54,7 +54,7 @@ export function tokensRoutes(dash: Hono<AppEnv>, api: Api): void {
   }));
   dash.post("/tokens", page(async (c) => mint(c, api)));
   dash.get("/tokens/:id", page(async (c) => {
-    const token = await findListed(c, api, `/v1/tokens?limit=${rows(c)}`, "tokens", tokenParam(c));
+    const token = await read(c, api, `/v1/tokens/${tokenParam(c)}`);
     return c.html(<TokenPage token={token} admin={isAdmin(c)} notice={doneNotice(c)} />);
   }));
   dash.post("/tokens/:id/rename", page(async (c) => {

@@ -1,4 +1,4 @@
-// Listing, renaming and revoking member and registration tokens (admin). Machine tokens are managed through
+// Listing, reading, renaming and revoking member and registration tokens (admin). Machine tokens are managed through
 // their machines: DELETE /v1/runners/:id revokes one (docs/protocol.md, "Organizations and tokens").
 
 import { and, eq, inArray } from "drizzle-orm";
@@ -50,6 +50,22 @@ export const tokenRoutes = new Hono<AppEnv>()
     const { kept, next } = await listPage(c.env.DB, tokens, conditions, q.cursor, limit, { at: "createdAtMs" });
     const now = Date.now();
     return c.json({ tokens: kept.map((t) => tokenView(t, now)), next_cursor: next });
+  })
+  .get(
+    "/tokens/:id",
+    operation({
+      id: "getToken",
+      summary: "Read one member or registration token",
+      tag: "Organizations and tokens",
+      auth: "admin",
+      responses: { 200: { description: "The token, as the list shows it.", schema: Token } },
+      errors: ["not_found"],
+    }),
+    validate("param", TokenPath), async (c) => {
+    const { id } = c.req.valid("param");
+    const row = await readToken(c.env.DB, c.get("caller").orgId, id);
+    if (!row) throw new DocketError("not_found", `no token ${id} in this organization`);
+    return c.json(tokenView(row, Date.now()));
   })
   .patch(
     "/tokens/:id",

@@ -232,6 +232,10 @@ export interface Config {
   dashboardSessionTouchMs: number;
   /** Dashboard: sessions one member token holds at once; a sign-in past it ends the least recently seen. */
   dashboardSessionsPerTokenMax: number;
+  /** Dashboard: how often the live lists (queue, runs, runners) fetch their page again, in a visible tab. */
+  dashboardLivePollMs: number;
+  /** Dashboard: consecutive failed refreshes after which a page's live updates stop (and say so). */
+  dashboardLiveFailuresMax: number;
   /** Managed runners (docs/managed-runners.md): how long a slot's runner may take no run before its pool halts it, when the pool sets no idle time. */
   managedPoolIdleMs: number;
   /** Managed runners: the longest idle time a pool may set. */
@@ -381,6 +385,8 @@ export const DEFAULTS: Config = {
   deliverySweepMax: 50,
   dashboardSessionTouchMs: 60_000,
   dashboardSessionsPerTokenMax: 20,
+  dashboardLivePollMs: 5_000,
+  dashboardLiveFailuresMax: 3,
   managedPoolIdleMs: 600_000,
   managedPoolIdleMaxMs: 86_400_000,
   managedSlotRegisterTimeoutMs: 300_000,

@@ -137,6 +137,8 @@ const VAR_NAMES: Record<keyof Config, string> = {
   dashboardSessionMaxMs: "DASHBOARD_SESSION_MAX_MS",
   dashboardSessionTouchMs: "DASHBOARD_SESSION_TOUCH_MS",
   dashboardSessionsPerTokenMax: "DASHBOARD_SESSIONS_PER_TOKEN_MAX",
+  dashboardLivePollMs: "DASHBOARD_LIVE_POLL_MS",
+  dashboardLiveFailuresMax: "DASHBOARD_LIVE_FAILURES_MAX",
   managedPoolIdleMs: "MANAGED_POOL_IDLE_MS",
   managedPoolIdleMaxMs: "MANAGED_POOL_IDLE_MAX_MS",
   managedSlotRegisterTimeoutMs: "MANAGED_SLOT_REGISTER_TIMEOUT_MS",
@@ -206,17 +208,19 @@ export function parseConfig(vars: Record<string, unknown>): Config {
   if (config.autopilotReconcilePagesMax < 1) throw new Error("AUTOPILOT_RECONCILE_PAGES_MAX must be at least 1");
   if (config.trackerDeliveryMaxAttempts < 1) throw new Error("TRACKER_DELIVERY_MAX_ATTEMPTS must be at least 1");
   if (config.publicationTriesMax < 1) throw new Error("PUBLICATION_TRIES_MAX must be at least 1");
-  checkDashboardSessions(config);
+  checkDashboard(config);
   checkManagedRunners(config);
   return config;
   if (config.deliverySweepMax < 1) throw new Error("DELIVERY_SWEEP_MAX must be at least 1");
 }
 
-/** A session must be able to slide: it records a page view more often than it would idle out. */
-function checkDashboardSessions(config: Config): void {
+/** A session must be able to slide (it records a page view more often than it would idle out); a live list polls at most once a second. */
+function checkDashboard(config: Config): void {
   if (config.dashboardSessionIdleMs < 1 || config.dashboardSessionMaxMs < 1) throw new Error("DASHBOARD_SESSION_IDLE_MS and DASHBOARD_SESSION_MAX_MS must be at least 1");
   if (config.dashboardSessionTouchMs >= config.dashboardSessionIdleMs) throw new Error("DASHBOARD_SESSION_TOUCH_MS must be less than DASHBOARD_SESSION_IDLE_MS");
   if (config.dashboardSessionsPerTokenMax < 1) throw new Error("DASHBOARD_SESSIONS_PER_TOKEN_MAX must be at least 1");
+  if (config.dashboardLivePollMs < 1_000) throw new Error("DASHBOARD_LIVE_POLL_MS must be at least 1000");
+  if (config.dashboardLiveFailuresMax < 1) throw new Error("DASHBOARD_LIVE_FAILURES_MAX must be at least 1");
 }
 
 /** A managed slot's token must outlive the wait for its registration, and a pool's idle time must be settable. */

@@ -180,6 +180,23 @@ describe("revoking tokens", () => {
   });
 });
 
+describe("reading one token", () => {
+  it("an admin reads a member or registration token by id as the list shows it; a machine token, another organization's or a member without the role gets nothing", async () => {
+    const { admin, orgId } = await createOrg();
+    const token = await mint(admin, { kind: "registration", name: "rack", max_uses: 2 });
+    const read = await call("GET", `/v1/tokens/${token.id}`, { token: admin });
+    expect(read.status).toBe(200);
+    expect(read.body).toEqual((await call("GET", "/v1/tokens", { token: admin })).body.tokens.find((t: { id: string }) => t.id === token.id));
+    expect(read.body).not.toHaveProperty("token");
+    await registerRunner(admin);
+    const machineToken = (await env.DB.prepare("SELECT id FROM tokens WHERE org_id = ? AND kind = 'machine'").bind(orgId).first<{ id: string }>())!;
+    expect((await call("GET", `/v1/tokens/${machineToken.id}`, { token: admin })).status).toBe(404);
+    expect((await call("GET", `/v1/tokens/${token.id}`, { token: (await createOrg("other")).admin })).body.error.code).toBe("not_found");
+    const member = await mint(admin, { kind: "member", role: "member" });
+    expect((await call("GET", `/v1/tokens/${token.id}`, { token: member.token })).status).toBe(403);
+  });
+});
+
 describe("renaming tokens", () => {
   const rename = (admin: string, id: string, body: unknown) => call("PATCH", `/v1/tokens/${id}`, { token: admin, body });
 

@@ -2,6 +2,7 @@
 // registration tokens, sees a new token's secret once, renames and revokes tokens, all through
 // /v1/tokens; the list is a table on a wide window and a card per token on a phone.
 
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { page, signIn } from "./dashboard-helpers";
 import { call, CLI_VERSION, createOrg } from "./helpers";
@@ -146,6 +147,22 @@ describe("renaming and revoking tokens from the dashboard", () => {
     const after = rowOf((await page("/dash/tokens", { cookie: session })).text, token.id);
     expect(after).toContain('<span class="muted">revoked</span>');
     expect(after).not.toContain("/revoke");
+  });
+
+  it("a token past the list's first page still has its page, read from the API by its id", async () => {
+    const { admin } = await createOrg();
+    const oldest = (await call("POST", "/v1/tokens", { token: admin, body: { kind: "registration", name: "the oldest" } })).body;
+    // DASHBOARD_ROWS_MAX is the list's page; newer tokens push the oldest past it.
+    const rowsMax = Number(env.DASHBOARD_ROWS_MAX ?? 100);
+    await Promise.all(Array.from({ length: rowsMax }, () => call("POST", "/v1/tokens", { token: admin, body: { kind: "registration" } })));
+    const session = await signIn(admin);
+    expect((await page("/dash/tokens", { cookie: session })).text).not.toContain(oldest.id);
+    const own = await page(`/dash/tokens/${oldest.id}`, { cookie: session });
+    expect(own.status).toBe(200);
+    expect(own.text).toContain("<h1>Token the oldest</h1>");
+    const unknown = await page(`/dash/tokens/tok_${"0".repeat(24)}`, { cookie: session });
+    expect(unknown.status).toBe(404);
+    expect(unknown.text).toContain("<h1>Not found</h1>");
   });
 
   it("the token list is a table on a wide window and a card per token on a phone, each cell labelled with its column", async () => {
