@@ -3,7 +3,7 @@
 
 import { DataTable, type Column } from "./components";
 import { at, cents, Layout, TableWrap } from "./layout";
-import { RunList } from "./runs-pages";
+import { RunList } from "./run-list";
 import { DASH } from "./session";
 
 type Json = Record<string, any>;

@@ -4,18 +4,29 @@
 import type { Context, Hono } from "hono";
 import type { AppEnv } from "../app-types";
 import type { Api } from "./api";
-import { act, findListed, isAdmin, machineParam, page, read, type Json } from "./route-kit";
-import { RunnersPage } from "./runners-pages";
+import { liveSettings } from "./live";
+import { act, isAdmin, machineParam, page, read, requireConfirmation } from "./route-kit";
+import { RunnerPage, RunnersPage } from "./runners-pages";
 import { DASH } from "./session";
 
 /** The runners pages and deregistering a machine. */
 export function runnersRoutes(dash: Hono<AppEnv>, api: Api): void {
-  const runnersOf = async (c: Context<AppEnv>) => (await read(c, api, `/v1/runners?limit=${c.get("config").dashboardRowsMax}`)).runners as Json[];
   const window = (c: Context<AppEnv>) => c.get("config").runnerConnectedWindowMs;
-  dash.get("/runners", page(async (c) => c.html(<RunnersPage runners={await runnersOf(c)} nowMs={Date.now()} connectedWindowMs={window(c)} admin={isAdmin(c)} />)));
-  dash.get("/runners/:id", page(async (c) => {
-    const runner = await findListed(c, api, `/v1/runners?limit=${c.get("config").dashboardRowsMax}`, "runners", machineParam(c));
-    return c.html(<RunnersPage title={`Runner ${runner.name}`} runners={[runner]} nowMs={Date.now()} connectedWindowMs={window(c)} admin={isAdmin(c)} />);
+  dash.get("/runners", page(async (c) => {
+    const { runners } = await read(c, api, `/v1/runners?limit=${c.get("config").dashboardRowsMax}`);
+    return c.html(<RunnersPage runners={runners} nowMs={Date.now()} connectedWindowMs={window(c)} admin={isAdmin(c)} live={liveSettings(c)} />);
   }));
-  dash.post("/runners/:id/revoke", page(async (c) => act(c, api, "DELETE", `/v1/runners/${machineParam(c)}`, undefined, `${DASH}/runners`)));
+  dash.get("/runners/:id", page(async (c) => {
+    const id = machineParam(c);
+    const cursor = c.req.query("cursor") || undefined;
+    const query = new URLSearchParams({ machine_id: id, limit: String(c.get("config").dashboardRowsMax), ...(cursor ? { cursor } : {}) });
+    const [runner, list] = await Promise.all([read(c, api, `/v1/runners/${id}`), read(c, api, `/v1/runs?${query}`)]);
+    const props = { runner, runs: list.runs, next: list.next_cursor, cursor, nowMs: Date.now(), connectedWindowMs: window(c), admin: isAdmin(c), live: liveSettings(c) };
+    return c.html(<RunnerPage {...props} />);
+  }));
+  dash.post("/runners/:id/revoke", page(async (c) => {
+    const id = machineParam(c);
+    requireConfirmation(await c.req.parseBody(), `deregister the runner ${id}`);
+    return act(c, api, "DELETE", `/v1/runners/${id}`, undefined, `${DASH}/runners`);
+  }));
 }

@@ -1,9 +1,14 @@
 /** @jsxImportSource hono/jsx */
 // The queue and the runs list: each takes the API's own answers (docs/protocol.md) and renders them.
+// Their lists are live regions (live.tsx): refreshed in place, without a reload.
 
+import { RUN_STATES } from "../protocol/runs";
 import type { HourlyActivity } from "./activity";
 import { ActivityCharts } from "./charts";
-import { at, Layout, TableWrap } from "./layout";
+import { DataTable, type Column } from "./components";
+import { at, Layout } from "./layout";
+import { LiveUpdates, type LiveSettings } from "./live";
+import { RunLink, RunList } from "./run-list";
 import { DASH } from "./session";
 
 type Json = Record<string, any>;
@@ -17,64 +22,110 @@ export function Waiting(props: { waiting: Json | null }) {
   );
 }
 
-export function QueuePage(props: { queue: Json; recent: Json[]; activity: HourlyActivity; admin: boolean }) {
+const QUEUE_COLUMNS: Column<Json>[] = [
+  { label: "#", cell: (r) => String(r.position) },
+  { label: "Run", cell: (r) => <RunLink run={r} /> },
+  { label: "Needs", cell: (r) => `${r.protocol}${r.labels.length > 0 ? ` · ${r.labels.join(", ")}` : ""}` },
+  { label: "Priority", cell: (r) => String(r.priority) },
+  { label: "Queued", cell: (r) => at(r.queued_at_ms) },
+  { label: "Why it waits", cell: (r) => <Waiting waiting={r.waiting} /> },
+];
+
+export function QueuePage(props: { queue: Json; recent: Json[]; activity: HourlyActivity; admin: boolean; live: LiveSettings }) {
+  const queued: Json[] = (props.queue.runs as Json[]).map((r, i) => ({ ...r, position: i + 1 }));
   return (
     <Layout title="Queue" signedIn admin={props.admin}>
       <h1>Queue</h1>
       <ActivityCharts activity={props.activity} />
-      <h2>Queued runs, in dispatch order</h2>
-      {props.queue.runs.length === 0 ? (
-        <p class="muted">Nothing is queued.</p>
-      ) : (
-        <TableWrap><table id="queue">
-          <thead>
-            <tr><th scope="col">#</th><th scope="col">Run</th><th scope="col">Needs</th><th scope="col">Priority</th><th scope="col">Queued</th><th scope="col">Why it waits</th></tr>
-          </thead>
-          <tbody>
-            {props.queue.runs.map((r: Json, i: number) => (
-              <tr data-run={r.id}>
-                <td>{i + 1}</td>
-                <td><a href={`${DASH}/runs/${r.id}`}>{r.id}</a></td>
-                <td>{r.protocol}{r.labels.length > 0 ? ` · ${r.labels.join(", ")}` : ""}</td>
-                <td>{r.priority}</td>
-                <td>{at(r.queued_at_ms)}</td>
-                <td><Waiting waiting={r.waiting} /></td>
-              </tr>
-            ))}
-          </tbody>
-        </table></TableWrap>
-      )}
-      {props.queue.truncated && <p class="muted">More runs are queued than this page lists.</p>}
-      <h2>Recent runs</h2>
-      <RunList runs={props.recent} />
+      <LiveUpdates live={props.live} />
+      <section id="queue" data-live aria-labelledby="queue-title">
+        <h2 id="queue-title">Queued runs, in dispatch order</h2>
+        {queued.length === 0 ? <p class="muted">Nothing is queued.</p> : <DataTable columns={QUEUE_COLUMNS} rows={queued} rowAttrs={(r) => ({ "data-run": r.id })} />}
+        {props.queue.truncated && <p class="muted">More runs are queued than this page lists.</p>}
+      </section>
+      <section id="recent-runs" data-live aria-labelledby="recent-title">
+        <h2 id="recent-title">Recent runs</h2>
+        <RunList runs={props.recent} />
+        <p><a href={`${DASH}/runs`}>All runs, with filters</a></p>
+      </section>
     </Layout>
   );
 }
 
-export function RunList(props: { runs: Json[]; empty?: string }) {
-  if (props.runs.length === 0) return <p class="muted">{props.empty ?? "No runs yet."}</p>;
+/** The runs list's filters as the API takes them (GET /v1/runs). */
+export const RUN_FILTERS = ["state", "project_id", "label", "machine_id"] as const;
+export type RunFilters = Partial<Record<(typeof RUN_FILTERS)[number], string>>;
+
+/** The runs list's address with these filters (and a cursor). */
+export function runsHref(filters: RunFilters, cursor?: string): string {
+  const query = new URLSearchParams(Object.entries(filters).filter(([, v]) => v) as [string, string][]);
+  if (cursor) query.set("cursor", cursor);
+  const text = query.toString();
+  return text ? `${DASH}/runs?${text}` : `${DASH}/runs`;
+}
+
+function TextFilter(props: { name: string; label: string; value?: string; hint: string }) {
   return (
-    <TableWrap><table>
-      <thead><tr><th scope="col">Run</th><th scope="col">State</th><th scope="col">Attempt</th><th scope="col">Dispatched</th></tr></thead>
-      <tbody>
-        {props.runs.map((r) => (
-          <tr data-run={r.id}>
-            <td><a href={`${DASH}/runs/${r.id}`}>{r.id}</a></td>
-            <td class="state">{r.state}</td>
-            <td>{r.attempt}</td>
-            <td>{at(r.created_at_ms)}</td>
-          </tr>
-        ))}
-      </tbody>
-    </table></TableWrap>
+    <label>
+      {props.label} <input type="text" name={props.name} value={props.value ?? ""} placeholder={props.hint} />
+    </label>
   );
 }
 
-export function RunsPage(props: { runs: Json[]; admin: boolean }) {
+function FilterForm(props: { filters: RunFilters }) {
+  return (
+    <form method="get" action={`${DASH}/runs`} id="run-filters" class="filters" aria-label="Filter runs">
+      <label>
+        State{" "}
+        <select name="state">
+          <option value="">any state</option>
+          {RUN_STATES.map((s) => <option value={s} selected={props.filters.state === s}>{s}</option>)}
+        </select>
+      </label>{" "}
+      <TextFilter name="project_id" label="Project" value={props.filters.project_id} hint="apj_…" />{" "}
+      <TextFilter name="label" label="Label" value={props.filters.label} hint="gpu" />{" "}
+      <TextFilter name="machine_id" label="Machine" value={props.filters.machine_id} hint="mch_…" />{" "}
+      <button type="submit">Filter runs</button> <a href={`${DASH}/runs`}>Clear filters</a>
+    </form>
+  );
+}
+
+/** The search by run id: an exact id opens the run's page; anything else is said back here. */
+function FindRun(props: { value?: string; problem?: string }) {
+  return (
+    <form method="get" action={`${DASH}/runs`} id="find-run" role="search" aria-label="Find a run by id">
+      <label>
+        Run id <input type="text" name="run" value={props.value ?? ""} placeholder="run_…" aria-describedby={props.problem ? "find-run-problem" : undefined} />
+      </label>{" "}
+      <button type="submit">Find run</button>
+      {props.problem && <p id="find-run-problem" class="error">{props.problem}</p>}
+    </form>
+  );
+}
+
+export function RunsPage(props: {
+  runs: Json[];
+  next: string | null;
+  filters: RunFilters;
+  cursor?: string;
+  find?: { value: string; problem: string };
+  admin: boolean;
+  live: LiveSettings;
+}) {
+  const filtered = Object.values(props.filters).some(Boolean);
   return (
     <Layout title="Runs" signedIn admin={props.admin}>
       <h1>Runs</h1>
-      <RunList runs={props.runs} />
+      <FindRun value={props.find?.value} problem={props.find?.problem} />
+      <FilterForm filters={props.filters} />
+      <LiveUpdates live={props.live} />
+      <section id="runs" data-live aria-label={props.cursor ? "Older runs" : "Runs, newest first"}>
+        <RunList runs={props.runs} empty={filtered ? "No run matches these filters." : "No runs yet."} />
+        <p class="paging">
+          {props.cursor && <a href={runsHref(props.filters)}>Newest runs</a>}{" "}
+          {props.next && <a href={runsHref(props.filters, props.next)} rel="next">Older runs</a>}
+        </p>
+      </section>
     </Layout>
   );
 }

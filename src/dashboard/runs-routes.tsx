@@ -1,12 +1,39 @@
 /** @jsxImportSource hono/jsx */
 // The queue and the runs list (docs/dashboard.md).
 
-import type { Hono } from "hono";
+import type { Context, Hono } from "hono";
 import type { AppEnv } from "../app-types";
+import { runId } from "../protocol/common";
 import { hourlyActivity } from "./activity";
 import type { Api } from "./api";
+import { liveSettings } from "./live";
 import { isAdmin, page, read } from "./route-kit";
-import { QueuePage, RunsPage } from "./runs-pages";
+import { QueuePage, RUN_FILTERS, RunsPage, runsHref, type RunFilters } from "./runs-pages";
+import { DASH } from "./session";
+
+/** The filters the page was asked for, as typed: the API checks them and names what is wrong. */
+function filtersOf(c: Context<AppEnv>): RunFilters {
+  const filters: RunFilters = {};
+  for (const name of RUN_FILTERS) {
+    const value = c.req.query(name)?.trim();
+    if (value) filters[name] = value;
+  }
+  return filters;
+}
+
+/** The runs page: the search by id (an exact id goes to the run), else a page of the filtered list. */
+async function runsPage(c: Context<AppEnv>, api: Api): Promise<Response> {
+  const filters = filtersOf(c);
+  const wanted = c.req.query("run")?.trim();
+  if (wanted && runId.safeParse(wanted).success) return c.redirect(`${DASH}/runs/${wanted}`, 303);
+  const cursor = c.req.query("cursor") || undefined;
+  const query = new URL(runsHref(filters, cursor), c.req.url).searchParams;
+  query.set("limit", String(c.get("config").dashboardRowsMax));
+  const list = await read(c, api, `/v1/runs?${query}`);
+  const find = wanted ? { value: wanted, problem: `"${wanted}" is not a run id: a run id is run_ followed by 24 hexadecimal digits (0-9, a-f).` } : undefined;
+  const html = <RunsPage runs={list.runs} next={list.next_cursor} filters={filters} cursor={cursor} find={find} admin={isAdmin(c)} live={liveSettings(c)} />;
+  return c.html(html, find ? 400 : 200);
+}
 
 /** The queue (the dashboard's home) and the runs list. */
 export function runsRoutes(dash: Hono<AppEnv>, api: Api): void {
@@ -17,7 +44,7 @@ export function runsRoutes(dash: Hono<AppEnv>, api: Api): void {
       read(c, api, "/v1/runs?limit=20"),
       hourlyActivity(c.env.DB, config, c.get("caller").orgId, Date.now()),
     ]);
-    return c.html(<QueuePage queue={queue} recent={recent.runs} activity={activity} admin={isAdmin(c)} />);
+    return c.html(<QueuePage queue={queue} recent={recent.runs} activity={activity} admin={isAdmin(c)} live={liveSettings(c)} />);
   }));
-  dash.get("/runs", page(async (c) => c.html(<RunsPage runs={(await read(c, api, `/v1/runs?limit=${c.get("config").dashboardRowsMax}`)).runs} admin={isAdmin(c)} />)));
+  dash.get("/runs", page((c) => runsPage(c, api)));
 }

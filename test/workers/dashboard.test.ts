@@ -123,15 +123,15 @@ describe("the dashboard", () => {
     const session = await signIn(admin);
     const runners = await page("/dash/runners", { cookie: session });
     expect(runners.text).toContain("rack-7");
-    expect(runners.text).toContain("<td>gpu, linux</td>");
-    expect(runners.text).toContain("<td>0.1.0</td>");
+    expect(runners.text).toContain('<td data-label="Labels">gpu, linux</td>');
+    expect(runners.text).toContain('<td data-label="CLI">0.1.0</td>');
     expect(runners.text).toContain("connected");
     const tokens = await page("/dash/tokens", { cookie: session });
     expect(tokens.text).toContain(`action="/dash/tokens/${member.id}/revoke"`);
     expect(tokens.text).toContain(`action="/dash/runners/${runner.machineId}/revoke"`);
     expect((await page(`/dash/tokens/${member.id}/revoke`, { cookie: session, form: { confirm: "yes" } })).status).toBe(303);
     expect((await call("GET", "/v1/runs", { token: member.token })).status).toBe(401);
-    expect((await page(`/dash/runners/${runner.machineId}/revoke`, { cookie: session, form: {} })).status).toBe(303);
+    expect((await page(`/dash/runners/${runner.machineId}/revoke`, { cookie: session, form: { confirm: "yes" } })).status).toBe(303);
     expect((await call("GET", "/v1/runners", { token: admin })).body.runners).toEqual([]);
     // A member without the admin role is told plainly that tokens are for admins, and cannot revoke.
     const plain = (await call("POST", "/v1/tokens", { token: admin, body: { kind: "member", role: "member" } })).body.token;
@@ -336,7 +336,7 @@ describe("the dashboard as a new user meets it", () => {
       expect(html, path).toMatch(/body \{[^}]*overflow-wrap: anywhere;/);
     }
     const runners = (await page("/dash/runners", { cookie: session })).text;
-    expect(runners).toContain(`<form class="inline" method="post" action="/dash/runners/${runner.machineId}/revoke"><button type="submit" class="danger" aria-label="Deregister ${name}">Deregister</button></form>`);
+    expect(runners).toContain(`<button type="submit" class="danger" aria-label="Deregister ${name} (${runner.machineId})">Deregister</button></form>`);
     expect(runners).not.toContain(`>Deregister ${name}<`);
   });
 
