@@ -42,9 +42,9 @@ ol.events { font: 13px/1.4 ui-monospace, monospace; padding-left: 3rem; max-heig
 form.inline { display: inline; }
 .visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
 /* A DataTable (components.tsx) on a phone: each row a card, each cell its column's label beside its
-   value (a value too long for the rest of the line goes on under it); a cell without a label (the
-   row's actions) is the card's last line, its buttons large enough to tap. Screen readers still
-   hear a table: the header row is moved off-screen, not removed. */
+   value (a value too long for the rest of the line goes on under it); a column without a label (the
+   row's actions) shows its buttons alone. An action's form is a line of its own and its button is large
+   enough to tap. Screen readers still hear a table: the header row is moved off-screen, not removed. */
 @media (max-width: 40rem) {
   main { padding: .75rem; }
   table.cards thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); }
@@ -55,8 +55,8 @@ form.inline { display: inline; }
   table.cards td::before { content: attr(data-label); display: inline-block; min-width: 7.5rem; margin-right: .5rem; font-weight: 600; color: var(--muted); }
   table.cards td[data-label=""]::before { content: none; }
   table.cards td:first-child { font-weight: 600; }
-  table.cards button, header button { min-height: 2.75rem; }
-  table.cards form.inline { display: block; margin-top: .25rem; }
+  main form.inline { display: block; margin: .5rem 0; }
+  header button, main button { min-height: 2.75rem; }
 }
 `;
 
