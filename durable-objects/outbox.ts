@@ -4,7 +4,7 @@
 // from the alarm with bounded attempts and backoff (../shared/spec/build-lifecycle.md, "Events and
 // completion retry independently").
 
-import { and, count, eq, gt, inArray, isNotNull, isNull, lt, lte, max, min, sql } from "drizzle-orm";
+import { and, count, desc, eq, gt, inArray, isNotNull, isNull, lt, lte, max, min, sql } from "drizzle-orm";
 import type { Config } from "../src/config";
 import type { Env, OutboxMessage } from "../src/env";
 import { exponentialBackoffMs } from "../src/lib/backoff";
@@ -39,6 +39,8 @@ interface OutboxRow {
 
 /** The columns an event is read with. */
 const ROW = { seq: outbox.seq, type: outbox.type, at_ms: outbox.at_ms, data: outbox.data, attempts: outbox.attempts };
+
+const storedEvent = (r: OutboxRow): StoredEvent => ({ seq: r.seq, type: r.type, at_ms: r.at_ms, data: r.data });
 
 /** Queue.sendBatch takes at most 100 messages. */
 const PUBLISH_BATCH = 100;
@@ -89,14 +91,13 @@ export class Outbox {
   }
 
   after(afterSeq: number, limit: number): StoredEvent[] {
-    return this.db
-      .select(ROW)
-      .from(outbox)
-      .where(gt(outbox.seq, afterSeq))
-      .orderBy(outbox.seq)
-      .limit(limit)
-      .all()
-      .map((r) => ({ seq: r.seq, type: r.type, at_ms: r.at_ms, data: r.data }));
+    return this.db.select(ROW).from(outbox).where(gt(outbox.seq, afterSeq)).orderBy(outbox.seq).limit(limit).all().map(storedEvent);
+  }
+
+  /** The `limit` events just before `beforeSeq` (null: the newest), newest first. */
+  before(beforeSeq: number | null, limit: number): StoredEvent[] {
+    const where = beforeSeq === null ? undefined : lt(outbox.seq, beforeSeq);
+    return this.db.select(ROW).from(outbox).where(where).orderBy(desc(outbox.seq)).limit(limit).all().map(storedEvent);
   }
 
   /** Publishes due unsent events in sequence order; a failure backs off and waits for the alarm. */

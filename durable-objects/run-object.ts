@@ -22,7 +22,7 @@ import { claimCounted } from "./run/claim";
 import { cancel, control, withdraw, type ControlCommand } from "./run/controls";
 import { RunCore, type AttemptAnswer } from "./run/core";
 import { createRun } from "./run/create";
-import { openStream, pruneEvents, readEvents, redeliverEvents } from "./run/events";
+import { openStream, pruneEvents, readEvents, readNewestEvents, redeliverEvents } from "./run/events";
 import { machineCall, report, type MachineCommand, type ReportBody } from "./run/leases";
 import { resendUnconfirmed } from "./run/pending";
 import { pushCredential, pushed, reconcilePublication, type PublicationReconciled } from "./run/publication";
@@ -134,6 +134,10 @@ export class RunObject extends DurableObject<Env> {
 
   async readEvents(orgId: string, afterSeq: number, limit: number): Promise<{ events: StoredEvent[]; terminal: boolean } | Refusal> {
     return readEvents(this.core, orgId, afterSeq, limit);
+  }
+
+  async readNewestEvents(orgId: string, beforeSeq: number | null, limit: number): Promise<{ events: StoredEvent[]; terminal: boolean; prunedThroughSeq: number } | Refusal> {
+    return readNewestEvents(this.core, orgId, beforeSeq, limit);
   }
 
   /** The live event stream (GET /v1/runs/:id/events/stream). */

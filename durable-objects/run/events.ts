@@ -19,6 +19,23 @@ export async function readEvents(core: RunCore, orgId: string, afterSeq: number,
 }
 
 /**
+ * A page of events newest first, before `beforeSeq` (null: from the newest), for a reader that
+ * starts at the run's end and pages back (a run's dashboard page). A cursor with nothing kept before
+ * it because those events were pruned is refused, as an oldest-first read from there would be.
+ */
+export async function readNewestEvents(core: RunCore, orgId: string, beforeSeq: number | null, limit: number): Promise<{ events: StoredEvent[]; terminal: boolean; prunedThroughSeq: number } | Refusal> {
+  const run = core.owned(orgId, false);
+  if (isRefusal(run)) return run;
+  const events = core.outbox.before(beforeSeq, limit);
+  const prunedThroughSeq = core.outbox.prunedThroughSeq();
+  if (events.length === 0 && beforeSeq !== null && beforeSeq > 1) {
+    const pruned = prunedRefusal(core, beforeSeq - 2);
+    if (pruned) return pruned;
+  }
+  return { events, terminal: run.endedAtMs !== null, prunedThroughSeq };
+}
+
+/**
  * The live event stream (GET /v1/runs/:id/events/stream): server-sent events from the outbox,
  * resumable from any sequence number. The Worker has authorized the member; the organization it
  * names must own this run.

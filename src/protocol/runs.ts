@@ -93,7 +93,15 @@ export const PauseRunBody = z.object({ reason: z.string().max(1_000).optional() 
 export const ResumeRunBody = z.object({}).strict();
 
 /** An events page's cursor is a sequence number, the same as the live stream's ?after= and Last-Event-ID. */
-export const ListRunEventsQuery = z.object(pageQuery(seqCursor, 1_000)).strict();
+export const ListRunEventsQuery = z
+  .object({
+    ...pageQuery(seqCursor, 1_000),
+    order: z
+      .enum(["oldest", "newest"])
+      .optional()
+      .describe("oldest (default): oldest first, after `cursor`; newest: newest first, before `cursor` (default: from the newest), each page's next_cursor its oldest event's seq"),
+  })
+  .strict();
 
 /** A sequence number as text: the stream's ?after= and its Last-Event-ID header. */
 export const seqText = z.string().regex(/^\d{1,15}$/, "must be a sequence number (a non-negative integer)");
@@ -219,6 +227,15 @@ export const QueueQuery = z.object({
   limit: z.coerce.number().int().min(1).max(200).optional().describe("at most this many runs (default 50, at most PAGE_SIZE_MAX)"),
 });
 
+/** A change of the run's state as its record keeps it (GET /v1/runs/:id, state_history). */
+export const RunStateChange = z.object({
+  from: RunState,
+  to: RunState,
+  reason: z.string(),
+  attempt: z.number().int().describe("the attempt current at the change (0 before the first claim)"),
+  at_ms: epochMs,
+}).meta({ id: "RunStateChange" });
+
 /** A recovery's failure to reconcile a run (docs/protocol.md, "Recovery"). */
 export const RunRecoveryFailure = z.object({
   recovery_at_ms: epochMs.describe("the start of the recovery that passed over the run"),
@@ -270,6 +287,11 @@ export const Run = z.object({
   artifact: RunArtifact.nullable().describe("the final report's result; null until a final report"),
   cost_cents: z.number().int().nullable().describe("the cost the final report gave"),
   steps: z.array(RunStep).describe("one entry per attempt, oldest first"),
+  state_history: z
+    .array(RunStateChange)
+    .nullable()
+    .describe("the run's changes of state, oldest first, from dispatch (queued) on: the newest RUN_STATE_HISTORY_MAX; null on a run stored before runs kept them (its run.state events tell)"),
+  state_history_dropped: z.number().int().describe("older changes of state let go beyond RUN_STATE_HISTORY_MAX"),
   created_at_ms: epochMs,
   updated_at_ms: epochMs,
   ended_at_ms: epochMs.nullable(),

@@ -183,7 +183,8 @@ export const runRoutes = new Hono<AppEnv>()
       summary: "Page through a run's events",
       description:
         "Oldest first, after the sequence number `cursor` (default 0). While the run has not ended next_cursor is never null: poll again with it. " +
-        "A cursor below events pruned after EVENT_RETENTION_MS is 410 events_pruned with pruned_through_seq.",
+        "With order=newest: newest first, before the sequence number `cursor` (default: from the newest event); next_cursor is the page's oldest event, " +
+        "null once the page reaches the first event kept. A cursor below events pruned after EVENT_RETENTION_MS is 410 events_pruned with pruned_through_seq.",
       tag: "Events",
       auth: "member",
       responses: { 200: { description: "A page of events.", schema: RunEventPage } },
@@ -193,17 +194,25 @@ export const runRoutes = new Hono<AppEnv>()
     validate("query", ListRunEventsQuery), async (c) => {
     const { id } = c.req.valid("param");
     const q = c.req.valid("query");
-    const after = Number(q.cursor ?? 0);
     const limit = q.limit ?? 100;
-    const result = unwrap(await runStub(c.env, id).readEvents(c.get("caller").orgId, after, limit + 1));
+    const stub = runStub(c.env, id);
+    const orgId = c.get("caller").orgId;
+    if (q.order === "newest") {
+      const result = unwrap(await stub.readNewestEvents(orgId, q.cursor === undefined ? null : Number(q.cursor), limit));
+      const oldest = result.events[result.events.length - 1];
+      // Earlier events are kept while the page's oldest is past the first one kept.
+      const more = oldest !== undefined && oldest.seq > result.prunedThroughSeq + 1;
+      return c.json({ events: result.events.map(eventAnswer), next_cursor: more ? String(oldest.seq) : null, terminal: result.terminal });
+    }
+    const after = Number(q.cursor ?? 0);
+    const result = unwrap(await stub.readEvents(orgId, after, limit + 1));
     const events = result.events.slice(0, limit);
     const last = events[events.length - 1];
     // More may follow while the page is full or the run has not ended; an ended run's short page is the last.
     const more = result.events.length > limit || !result.terminal;
-    return c.json({
-      events: events.map((e) => ({ ...e, data: JSON.parse(e.data) })),
-      next_cursor: more ? String(last ? last.seq : after) : null,
-      terminal: result.terminal,
-    });
+    return c.json({ events: events.map(eventAnswer), next_cursor: more ? String(last ? last.seq : after) : null, terminal: result.terminal });
   });
+
+/** A stored event as an answer shows it: its data parsed. */
+const eventAnswer = (e: { seq: number; type: string; at_ms: number; data: string }) => ({ ...e, data: JSON.parse(e.data) as Record<string, unknown> });
 

@@ -42,7 +42,7 @@ const RULES: { [T in RunCommand["type"]]: Rule<T> } = {
 };
 
 export function decide(input: RunRecord, command: RunCommand, now: number, config: DecideConfig): Decision {
-  const d = new Draft(structuredClone(input), now);
+  const d = new Draft(structuredClone(input), now, config.runStateHistoryMax);
   const rule = RULES[command.type] as Rule<RunCommand["type"]>;
   return rule(d, command, config);
 }

@@ -26,6 +26,8 @@ export type NewRun = Omit<
   | "artifact"
   | "costCents"
   | "steps"
+  | "stateHistory"
+  | "stateHistoryDropped"
   | "updatedAtMs"
   | "endedAtMs"
 >;
@@ -54,6 +56,8 @@ export function newQueuedRun(input: NewRun, now: number): RunRecord {
     artifact: null,
     costCents: null,
     steps: [],
+    stateHistory: [],
+    stateHistoryDropped: 0,
     updatedAtMs: now,
     endedAtMs: null,
   };

@@ -164,6 +164,12 @@ export interface RunRecord {
   artifact: Artifact | null;
   costCents: number | null;
   steps: Step[];
+  /**
+   * The run's changes of state, oldest first: the newest RUN_STATE_HISTORY_MAX of them, and how many
+   * older ones were let go. Absent on runs stored before the record kept them (their events tell).
+   */
+  stateHistory?: StateChange[];
+  stateHistoryDropped?: number;
   createdAtMs: number;
   updatedAtMs: number;
   endedAtMs: number | null;
@@ -238,4 +244,10 @@ export interface Hop {
   from: RunState;
   to: RunState;
   reason: string;
+}
+
+/** A hop as the run's record keeps it: when, and in which attempt. */
+export interface StateChange extends Hop {
+  attempt: number;
+  atMs: number;
 }

@@ -74,6 +74,8 @@ export function runView(run: RunRecord): Omit<Run, "callback" | "waiting"> {
       outcome: s.outcome,
       error: s.error,
     })),
+    state_history: run.stateHistory?.map((h) => ({ from: h.from, to: h.to, reason: h.reason, attempt: h.attempt, at_ms: h.atMs })) ?? null,
+    state_history_dropped: run.stateHistoryDropped ?? 0,
     created_at_ms: run.createdAtMs,
     updated_at_ms: run.updatedAtMs,
     ended_at_ms: run.endedAtMs,

@@ -15,6 +15,8 @@ export interface Config {
   backoffMaxMs: number;
   /** Attempts a run gets before a launch failure fails it. */
   attemptBudget: number;
+  /** Changes of state a run keeps in its record (GET /v1/runs/:id, state_history): the newest; older ones are counted. */
+  runStateHistoryMax: number;
   /** Longest life of one sandbox (told to the runner). */
   sandboxLifetimeMs: number;
   /** Longest time a claim long-poll waits for work. */
@@ -265,6 +267,7 @@ export const DEFAULTS: Config = {
   backoffBaseMs: 5_000,
   backoffMaxMs: 300_000,
   attemptBudget: 3,
+  runStateHistoryMax: 100,
   sandboxLifetimeMs: 600_000,
   claimWaitMs: 55_000,
   heartbeatIntervalMs: 30_000,

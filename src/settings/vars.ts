@@ -18,6 +18,7 @@ const VAR_NAMES: Record<keyof Config, string> = {
   backoffBaseMs: "BACKOFF_BASE_MS",
   backoffMaxMs: "BACKOFF_MAX_MS",
   attemptBudget: "ATTEMPT_BUDGET",
+  runStateHistoryMax: "RUN_STATE_HISTORY_MAX",
   sandboxLifetimeMs: "SANDBOX_LIFETIME_MS",
   claimWaitMs: "CLAIM_WAIT_MS",
   heartbeatIntervalMs: "HEARTBEAT_INTERVAL_MS",
@@ -181,6 +182,7 @@ export function parseConfig(vars: Record<string, unknown>): Config {
     }
   }
   if (config.attemptBudget < 1) throw new Error("ATTEMPT_BUDGET must be at least 1");
+  if (config.runStateHistoryMax < 1) throw new Error("RUN_STATE_HISTORY_MAX must be at least 1");
   if (config.callbackMaxAttempts < 1) throw new Error("CALLBACK_MAX_ATTEMPTS must be at least 1");
   if (config.streamsPerRunMax < 1) throw new Error("STREAMS_PER_RUN_MAX must be at least 1");
   if (config.streamKeepaliveMs < 1_000) throw new Error("STREAM_KEEPALIVE_MS must be at least 1000");

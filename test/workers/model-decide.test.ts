@@ -94,6 +94,7 @@ const configArb: fc.Arbitrary<DecideConfig> = fc.record({
   backoffMaxMs: fc.constantFrom(8_000, 300_000),
   attemptBudget: fc.integer({ min: 1, max: 4 }),
   publicationTriesMax: fc.integer({ min: 1, max: 3 }),
+  runStateHistoryMax: fc.constantFrom(100, 2),
 });
 
 function newRecord(): RunRecord {
@@ -339,7 +340,7 @@ describe("publication commands against the transition table (pure, many sequence
 });
 
 describe("a pending stop outranks the paths no route drives yet", () => {
-  const config: DecideConfig = { leaseTtlMs: 60_000, launchDeadlineMs: 120_000, daemonSilenceMs: 600_000, backoffBaseMs: 1_000, backoffMaxMs: 8_000, attemptBudget: 3, publicationTriesMax: 3 };
+  const config: DecideConfig = { leaseTtlMs: 60_000, launchDeadlineMs: 120_000, daemonSilenceMs: 600_000, backoffBaseMs: 1_000, backoffMaxMs: 8_000, attemptBudget: 3, publicationTriesMax: 3, runStateHistoryMax: 100 };
   const stopped = (): RunRecord => {
     let run = newRecord();
     for (const command of [

@@ -9,11 +9,11 @@ import { exponentialBackoffMs } from "../../lib/backoff";
 import { awaitingPush } from "../publication";
 import { canTransition, HELD_STATES, isTerminal, type RunState } from "../states";
 import { deliveryFor, failureCommentBody, TRACKER_DELIVERY_EVENT } from "../ticket-requests";
-import type { Hop, RunCommand, RunEventDraft, RunRecord, Step } from "../types";
+import type { Hop, RunCommand, RunEventDraft, RunRecord, StateChange, Step } from "../types";
 
 export type DecideConfig = Pick<
   Config,
-  "leaseTtlMs" | "launchDeadlineMs" | "daemonSilenceMs" | "backoffBaseMs" | "backoffMaxMs" | "attemptBudget" | "publicationTriesMax"
+  "leaseTtlMs" | "launchDeadlineMs" | "daemonSilenceMs" | "backoffBaseMs" | "backoffMaxMs" | "attemptBudget" | "publicationTriesMax" | "runStateHistoryMax"
 >;
 
 export type Decision =
@@ -27,12 +27,15 @@ export class Draft {
   constructor(
     readonly run: RunRecord,
     readonly now: number,
+    /** RUN_STATE_HISTORY_MAX: the changes of state the record keeps. */
+    private readonly historyMax: number,
   ) {}
 
   to(state: RunState, reason: string): void {
     const from = this.run.state;
     if (!canTransition(from, state)) throw new Error(`illegal transition ${from} -> ${state}`);
     this.hops.push({ from, to: state, reason });
+    this.keepInHistory({ from, to: state, reason, attempt: this.run.attempt, atMs: this.now });
     this.events.push({ type: "run.state", data: { from, to: state, reason, attempt: this.run.attempt } });
     this.run.state = state;
     this.run.version += 1;
@@ -46,6 +49,21 @@ export class Draft {
     // An autopilot run's failure is told on its issue, which still carries its ready label.
     const failure = state === "failed" ? deliveryFor(this.run, "failure_comment", { body: failureCommentBody(this.run.id, this.run.lastError ?? reason) }) : null;
     if (failure) this.emit(TRACKER_DELIVERY_EVENT, { ...failure });
+  }
+
+  /**
+   * The record's own state history, so a run's page never rebuilds it from a page of events (which
+   * are paged, and pruned after EVENT_RETENTION_MS); bounded, counting what it lets go.
+   */
+  private keepInHistory(change: StateChange): void {
+    const history = this.run.stateHistory;
+    if (!history) return; // a run stored before records kept it: a history from here on would look whole
+    history.push(change);
+    const over = history.length - this.historyMax;
+    if (over > 0) {
+      history.splice(0, over);
+      this.run.stateHistoryDropped = (this.run.stateHistoryDropped ?? 0) + over;
+    }
   }
 
   touch(): void {
