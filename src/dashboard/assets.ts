@@ -3,19 +3,35 @@
 
 import { DASH } from "./session";
 
-/** Live events on a run's page: the run's stream through the dashboard, appended as they come; the page reloads when the run ends. */
+/**
+ * Live events on a run's page: each event of the run's stream (through the dashboard) refreshes the
+ * page's live parts (`data-live`, by id) from the page's own HTML, which says in words what happened
+ * and keeps the timelines built from the run's record; one fetch at a time, a failure said in
+ * #live-status. The page reloads when the run ends.
+ */
 const LIVE_EVENTS_JS = `(function () {
-  var list = document.getElementById("events"), state = document.getElementById("run-state");
-  if (!window.EventSource || !list) return;
-  var source = new EventSource(list.dataset.stream + "?after=" + list.dataset.after);
-  source.onmessage = function (m) {
-    var e = JSON.parse(m.data), li = document.createElement("li");
-    li.textContent = "#" + e.seq + " " + new Date(e.at_ms).toISOString() + " " + e.type + " " + JSON.stringify(e.data);
-    list.appendChild(li);
-    if (e.type === "run.state" && state) state.textContent = e.data.to;
-  };
+  var list = document.getElementById("events");
+  if (!window.EventSource || !list || !list.dataset.stream) return;
+  var source = new EventSource(list.dataset.stream + "?after=" + list.dataset.after), busy = false, again = false;
+  function say(text) { var s = document.getElementById("live-status"); if (s) s.textContent = text; }
+  function refresh() {
+    if (busy) { again = true; return; }
+    busy = true;
+    fetch(location.href, { credentials: "same-origin" }).then(function (r) {
+      if (!r.ok) throw new Error("HTTP " + r.status);
+      return r.text();
+    }).then(function (html) {
+      var fresh = new DOMParser().parseFromString(html, "text/html");
+      document.querySelectorAll("[data-live]").forEach(function (el) { var next = fresh.getElementById(el.id); if (next) el.replaceWith(next); });
+      say("");
+    }).catch(function (err) { say("Live updates failed (" + err.message + "): reload the page."); }).then(function () {
+      busy = false;
+      if (again) { again = false; refresh(); }
+    });
+  }
+  source.onmessage = refresh;
   source.addEventListener("end", function () { source.close(); location.reload(); });
-  // A form sent from this page (cancel) navigates away: a reload on the run's end must not overtake it.
+  // A form sent from this page (cancel, pause) navigates away: a reload on the run's end must not overtake it.
   document.addEventListener("submit", function () { source.close(); });
 })();
 `;

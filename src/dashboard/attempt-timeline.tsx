@@ -1,6 +1,6 @@
 /** @jsxImportSource hono/jsx */
-// A run's attempts as an SVG timeline drawn on the server, readable without JavaScript: it has a
-// title and a description that says in words what it shows.
+// A run's attempts as an SVG timeline drawn on the server from the run's record, readable without
+// JavaScript: it has a title and a description that says in words what it shows.
 
 import { at } from "./layout";
 
@@ -8,30 +8,39 @@ type Json = Record<string, any>;
 
 export interface Mark {
   atMs: number;
-  kind: "claimed" | "launched" | "report" | "lease" | "stop" | "end";
+  kind: "claimed" | "launched" | "state" | "report" | "lease" | "stop" | "end";
   label: string;
 }
 
 const MARK_COLOURS: Record<Mark["kind"], string> = {
   claimed: "#0b57d0",
   launched: "#116329",
+  state: "#6639ba",
   report: "#4b5563",
   lease: "#7a4a00",
   stop: "#a40e26",
   end: "#1b1f24",
 };
 
-/** Each attempt's marks: its claim, launch and end from its step; reports and stop requests from its events; its last lease refresh. */
-export function attemptMarks(run: Json, events: Json[], leaseTtlMs: number): Mark[][] {
+/** Changes of state inside an attempt that its claim, launch and end marks do not already show. */
+const INNER_STATES = new Set(["pausing", "publishing"]);
+
+/**
+ * Each attempt's marks, all from the run's own record (never from a page of its events): its claim,
+ * launch and end from its step; its pause or publication from the state history; the run's stop
+ * request and last report where they fall in it; the current attempt's last lease refresh.
+ */
+export function attemptMarks(run: Json, leaseTtlMs: number): Mark[][] {
   return (run.steps as Json[]).map((step) => {
     const marks: Mark[] = [{ atMs: step.claimed_at_ms, kind: "claimed", label: `claimed by ${step.machine_id}` }];
     if (step.launched_at_ms) marks.push({ atMs: step.launched_at_ms, kind: "launched", label: `launched in ${step.sandbox_id ?? "a sandbox"}` });
-    for (const e of events) {
-      if (e.data?.attempt !== step.attempt) continue;
-      if (e.type === "run.phase" || e.type === "run.output" || e.type === "run.artifact") marks.push({ atMs: e.at_ms, kind: "report", label: `report: ${e.type.slice(4)}` });
-      if (e.type === "run.stop_requested") marks.push({ atMs: e.at_ms, kind: "stop", label: `stop requested by ${e.data.by}` });
+    for (const h of (run.state_history ?? []) as Json[]) {
+      if (h.attempt === step.attempt && INNER_STATES.has(h.to)) marks.push({ atMs: h.at_ms, kind: "state", label: `${h.to}: ${h.reason}` });
     }
-    // Lease refreshes are not events: the current attempt's last one is read back from its lease.
+    const within = (ms: number | null | undefined): ms is number => typeof ms === "number" && ms >= step.claimed_at_ms && (step.ended_at_ms === null || ms <= step.ended_at_ms);
+    if (within(run.last_report_at_ms)) marks.push({ atMs: run.last_report_at_ms, kind: "report", label: "last report" });
+    if (within(run.stop_request?.requested_at_ms)) marks.push({ atMs: run.stop_request.requested_at_ms, kind: "stop", label: `stop requested by ${run.stop_request.by}` });
+    // Lease refreshes are not kept: the current attempt's last one is read back from its lease.
     if (step.attempt === run.attempt && run.lease_expires_at_ms && step.ended_at_ms === null) {
       marks.push({ atMs: run.lease_expires_at_ms - leaseTtlMs, kind: "lease", label: `lease refreshed, lapses ${at(run.lease_expires_at_ms)}` });
     }

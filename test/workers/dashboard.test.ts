@@ -105,7 +105,7 @@ describe("the dashboard", () => {
     const forged = await page(`/dash/runs/${id}/cancel`, { cookie: session, form: { reason: "x" }, origin: "https://evil.example" });
     expect(forged.status).toBe(403);
     expect((await call("GET", `/v1/runs/${id}`, { token: admin })).body.state).toBe("queued");
-    const cancelled = await page(`/dash/runs/${id}/cancel`, { cookie: session, form: { reason: "not needed" } });
+    const cancelled = await page(`/dash/runs/${id}/cancel`, { cookie: session, form: { reason: "not needed", confirm: "yes" } });
     expect(cancelled.status).toBe(303);
     expect(cancelled.headers.get("Location")).toBe(`/dash/runs/${id}?done=cancel+requested`);
     const run = (await call("GET", `/v1/runs/${id}`, { token: admin })).body;
