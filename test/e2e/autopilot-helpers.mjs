@@ -1,12 +1,13 @@
 // What the autopilot end-to-end tests share: GitHub's own example payloads moved to a test issue,
-// signed webhook deliveries, and waits on a ticket and on a run's tracker deliveries.
+// signed webhook deliveries, waits on a ticket, on a run's tracker deliveries and on a project's
+// scheduler, and the agents the run-lifecycle scenarios run whatever the tracker.
 
 import { spawnSync } from 'node:child_process';
 import { createHmac, randomUUID } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { bareRepo, sleep } from './helpers.mjs';
+import { agentScript, bareRepo, sleep } from './helpers.mjs';
 
 const examples = createRequire(import.meta.url)('@octokit/webhooks-examples');
 
@@ -88,4 +89,77 @@ export function bareRemote(base, repository) {
   const r = spawnSync('git', ['clone', '--quiet', '--bare', seed.url, bare], { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(r.stderr);
   return { bare, commit: seed.commit };
+}
+
+/** A project's scheduler view once `pred` holds of it. */
+export async function waitForScheduler(docket, token, projectId, pred, timeoutMs = 30_000) {
+  let last = null;
+  return eventually(
+    () => `the scheduler to match: ${JSON.stringify(last)}`,
+    async () => {
+      last = (await docket.api('GET', `/v1/autopilot/projects/${projectId}/scheduler`, { token })).body;
+      return pred(last) ? last : null;
+    },
+    timeoutMs,
+    200,
+  );
+}
+
+/**
+ * An agent in `dir` whose tool keeps running until the test lets it finish, then edits the checkout
+ * and reports a result costing `costCents`: `script`, `toolStarted()` (resolves once the tool runs),
+ * `letToolFinish()`.
+ */
+export function gatedToolAgent(dir, costCents = 50) {
+  const started = join(dir, 'tool-started');
+  const mayFinish = join(dir, 'tool-may-finish');
+  const script = agentScript(dir, `
+    import { existsSync, writeFileSync } from 'node:fs';
+    console.log('::phase implementing');
+    writeFileSync(${JSON.stringify(started)}, 'yes');
+    const t = setInterval(() => {
+      if (!existsSync(${JSON.stringify(mayFinish)})) return;
+      clearInterval(t);
+      writeFileSync('FASTER.txt', 'done\\n');
+      writeFileSync(process.env.DOCKET_RESULT_FILE, JSON.stringify({ model: 'e2e-model', limitations: [], cost_cents: ${costCents} }));
+    }, 100);
+  `);
+  return {
+    script,
+    toolStarted: () => eventually('the agent to start its tool', () => existsSync(started), 30_000, 100),
+    letToolFinish: () => writeFileSync(mayFinish, 'go'),
+  };
+}
+
+/** An agent in `dir` that greets the world in the README, one coding turn per launch: `script`, and `codingTurns(runId)`. */
+export function turnCountingAgent(dir) {
+  const turns = join(dir, 'turns.log');
+  const script = agentScript(dir, `
+    import { appendFileSync } from 'node:fs';
+    appendFileSync(${JSON.stringify(turns)}, process.env.DOCKET_RUN_ID + '\\n');
+    appendFileSync('README.md', 'hello, world\\n');
+    console.log('::phase verifying');
+  `);
+  const codingTurns = (runId) => (existsSync(turns) ? readFileSync(turns, 'utf8').split('\n').filter((l) => l === runId).length : 0);
+  return { script, codingTurns };
+}
+
+/**
+ * An operator stops a run waiting in publishing at that boundary, the deployment restarts (with
+ * `vars`) while it is paused, `meanwhile()` runs (the code host comes back), and the operator
+ * resumes it.
+ */
+export async function pauseAcrossRestart(docket, token, runId, vars, meanwhile) {
+  // Plain checks, not vitest's: scripts outside the test runner load this module too.
+  const must = (ok, what, answer) => {
+    if (!ok) throw new Error(`${what}: ${JSON.stringify(answer)}`);
+  };
+  const paused = await docket.api('POST', `/v1/runs/${runId}/pause`, { token, body: { reason: 'GitHub is down' } });
+  must(paused.status === 200 && paused.body.state === 'paused' && paused.body.continuation === 'publishing' && paused.body.hold === true, 'the pause did not hold the run at publishing', paused);
+  await docket.restart(vars);
+  meanwhile();
+  const after = (await docket.api('GET', `/v1/runs/${runId}`, { token })).body;
+  must(after.state === 'paused' && after.hold === true, 'the run did not stay paused across the restart', after);
+  const resumed = await docket.api('POST', `/v1/runs/${runId}/resume`, { token, body: {} });
+  must(resumed.status === 200, 'the resume was refused', resumed);
 }

@@ -6,14 +6,10 @@
 // for the file; each scenario uses its own issues.
 
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import { makeAppKeyPair, startFakeGitHub } from '../fake-github/server.mjs';
-import { startFakeLinear } from '../fake-linear/server.mjs';
-import { bareRemote, eventually, readTicket, waitForDeliveries as waitForDeliveriesOf, waitForTicket as waitForTicketOf } from './autopilot-helpers.mjs';
-import { agentScript, createOrg, waitForRun, RunnerHome, removeTempDirs, sleep, startDocket, tempDir } from './helpers.mjs';
+import { eventually, readTicket, turnCountingAgent, waitForDeliveries as waitForDeliveriesOf, waitForTicket as waitForTicketOf } from './autopilot-helpers.mjs';
+import { agentScript, waitForRun, sleep, tempDir } from './helpers.mjs';
+import { REPO, startLinearPlane } from './linear-plane.mjs';
 
-const REPO = 'acme/widgets';
-const SIGNING_SECRET = 'lin_wh_the_e2e_projects_signing_secret';
-const BRIEF = '## Agent Brief\n\ngoal: Fix the greeting in the README.\nacceptance:\n- the README greets the world\n';
 const SUMMARY = 'The pricing cache needs a store and the repository names two.';
 /** Reports a blocker the first time it runs for a run (a marker file beside it says it did), then does the work. */
 const BLOCKING_AGENT = `
@@ -43,6 +39,8 @@ let queuedProjectId;
 /** A third (team BLK) whose agent reports a blocker on its first attempt and finishes on the next. */
 let blockingProjectId;
 let home;
+/** The Docket, the Linear stand-in and the GitHub fake of this file (test/e2e/linear-plane.mjs). */
+let plane;
 
 const alice = () => linear.state.person('Alice Human');
 const numberOf = (issue) => issue.number;
@@ -50,10 +48,7 @@ const ticket = (issue) => readTicket(docket, org.admin, projectId, numberOf(issu
 const waitForTicket = (issue, pred, timeoutMs = 60_000) => waitForTicketOf(docket, org.admin, projectId, numberOf(issue), pred, timeoutMs);
 
 /** A new issue of team ENG with an Agent Brief, created by a person (its create webhook delivered). */
-async function newIssue(title, extra = {}) {
-  const { value } = await linear.state.createIssue({ team: 'ENG', title, description: BRIEF, by: alice(), ...extra });
-  return value;
-}
+const newIssue = (title, extra = {}) => plane.newIssue('ENG', title, extra);
 
 /** The runs whose ticket is `issue`'s (the list shows no metadata: each run is read). */
 async function runsOf(issue) {
@@ -65,54 +60,17 @@ async function runsOf(issue) {
 }
 
 beforeAll(async () => {
-  const keys = makeAppKeyPair();
-  const base = tempDir('remotes');
-  const { bare } = bareRemote(base, REPO);
-  github = await startFakeGitHub({ appId: '1001', installationId: '2002', publicKey: keys.publicKey, htmlUrlBase: base });
-  github.publication.useBareRepository(REPO, bare);
-  linear = await startFakeLinear({ urlKey: 'acme' });
-  linear.state.addLabel('ready');
-  docket = await startDocket(VARS);
-  org = await createOrg(docket, 'linear-e2e');
-  const agent = agentScript(tempDir('scratch'), `
-    import { appendFileSync } from 'node:fs';
-    appendFileSync('README.md', 'hello, world\\n');
-    console.log('::phase verifying');
-  `);
-  /** A project of Linear team `team` whose runs run `script` on runners with `labels`, its team's webhook pointed at its door. */
-  const linearProject = async (team, script, labels = []) => {
-    linear.state.addTeam(team, team);
-    const created = await docket.api('POST', '/v1/autopilot/projects', {
-      token: org.admin,
-      body: {
-        name: `${team.toLowerCase()} from linear`,
-        repository: REPO,
-        tracker: { kind: 'linear', api_url: linear.url, workspace: 'acme', team, ready_label: 'ready', review_state: 'In Review', api_key: linear.apiKey },
-        run: { launch: { command: [process.execPath, script] }, labels, repository_url: bare },
-        webhook_secret: SIGNING_SECRET,
-        github: { api_url: github.url, app_id: '1001', installation_id: '2002', private_key: keys.privateKey },
-      },
-    });
-    expect(created.status, JSON.stringify(created.body)).toBe(201);
-    expect(JSON.stringify(created.body)).not.toContain(linear.apiKey);
-    linear.state.subscribe({ url: created.body.webhook.url, secret: SIGNING_SECRET, team });
-    return created.body.id;
-  };
-  projectId = await linearProject('ENG', agent);
-  queuedProjectId = await linearProject('OPS', agent, ['linear-queued']);
-  blockingProjectId = await linearProject('BLK', agentScript(tempDir('blocking'), BLOCKING_AGENT));
-  home = new RunnerHome();
-  const reg = home.run(['register', '--server', docket.url, '--token', org.registration]);
-  expect(reg.code, reg.stderr).toBe(0);
+  plane = await startLinearPlane(VARS, 'linear-e2e');
+  ({ docket, github, linear, org, home } = plane);
+  const agent = turnCountingAgent(tempDir('scratch')).script;
+  projectId = await plane.project('ENG', agent);
+  queuedProjectId = await plane.project('OPS', agent, ['linear-queued']);
+  blockingProjectId = await plane.project('BLK', agentScript(tempDir('blocking'), BLOCKING_AGENT));
   home.listen();
 }, 180_000);
 
 afterAll(async () => {
-  await home?.cleanup();
-  await docket?.stop();
-  await github?.close();
-  await linear?.close();
-  removeTempDirs();
+  await plane?.close();
 });
 
 describe('a Linear-tracked project, through signed Linear webhooks', () => {
@@ -127,7 +85,9 @@ describe('a Linear-tracked project, through signed Linear webhooks', () => {
     // The run's tracker deliveries move the issue to review and link the pull request.
     await waitForDeliveriesOf(docket, org.admin, admitted.run_id, (ds) => ds.length > 0 && ds.every((d) => d.status === 'delivered'), 60_000);
     expect(linear.state.stateOf(issue).name).toBe('In Review');
-    expect(JSON.stringify([...linear.state.attachmentsOf(issue), ...linear.state.commentsOf(issue)])).toContain(`/pull/${pull.number}`);
+    // The pull request is linked as an attachment of the issue, not in a comment.
+    expect(linear.state.attachmentsOf(issue).map((a) => a.url)).toEqual([expect.stringContaining(`/pull/${pull.number}`)]);
+    expect(JSON.stringify(linear.state.commentsOf(issue))).not.toContain(`/pull/${pull.number}`);
     expect(github.publication.pulls(REPO).filter((p) => p.head === pull.head)).toHaveLength(1);
     expect(await runsOf(issue)).toHaveLength(1);
   }, 240_000);
@@ -198,7 +158,7 @@ describe('a Linear-tracked project, through signed Linear webhooks', () => {
 describe('run-lifecycle acceptance scenarios with Linear as the tracker', () => {
   const opsTicket = (issue, pred) => waitForTicketOf(docket, org.admin, queuedProjectId, numberOf(issue), pred, 60_000);
   const reconcileOps = () => docket.api('POST', `/v1/autopilot/projects/${queuedProjectId}/reconcile`, { token: org.admin, body: {} });
-  const opsIssue = async (title) => (await linear.state.createIssue({ team: 'OPS', title, description: BRIEF, by: alice() })).value;
+  const opsIssue = (title) => plane.newIssue('OPS', title);
 
   it('Duplicate webhook plus concurrent reconciliation admits one run.', async () => {
     const issue = await opsIssue('Duplicated');
@@ -268,7 +228,7 @@ describe('run-lifecycle acceptance scenarios of publication with Linear as the t
 
 describe('run-lifecycle acceptance scenarios of a blocked run with Linear as the tracker', () => {
   it('A reply comment without human readiness change leaves the run blocked', async () => {
-    const { value: issue } = await linear.state.createIssue({ team: 'BLK', title: 'Cache the pricing table', description: BRIEF, by: alice() });
+    const issue = await plane.newIssue('BLK', 'Cache the pricing table');
     await linear.state.label(issue, 'ready', alice());
     const { run_id: runId } = await waitForTicketOf(docket, org.admin, blockingProjectId, issue.number, (t) => t.run_id, 60_000);
     const blocked = await waitForRun(docket, org.admin, runId, (r) => r.state === 'blocked', 120_000);

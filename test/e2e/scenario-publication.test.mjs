@@ -6,12 +6,10 @@
 
 import { spawnSync } from 'node:child_process';
 import { createHmac, randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeAppKeyPair, startFakeGitHub } from '../fake-github/server.mjs';
-import { bareRemote, waitForDeliveries as waitForDeliveriesOf } from './autopilot-helpers.mjs';
-import { agentScript, allEvents, createOrg, RunnerHome, removeTempDirs, startDocket, tempDir, waitForRun } from './helpers.mjs';
+import { bareRemote, pauseAcrossRestart, turnCountingAgent, waitForDeliveries as waitForDeliveriesOf } from './autopilot-helpers.mjs';
+import { allEvents, createOrg, RunnerHome, removeTempDirs, startDocket, tempDir, waitForRun } from './helpers.mjs';
 
 const REPO = 'acme/widgets';
 const WEBHOOK_SECRET = 'a-webhook-secret-for-the-publication-e2e';
@@ -27,7 +25,9 @@ let projectId;
 let home;
 let listener;
 let remote;
-let turns;
+let agent;
+/** How many coding turns the agent has made for a run. */
+let codingTurns;
 let nextIssue = 40;
 
 const head = (branch) => spawnSync('git', ['--git-dir', remote.bare, 'rev-parse', '--verify', '--quiet', `refs/heads/${branch}`], { encoding: 'utf8' }).stdout.trim();
@@ -62,15 +62,6 @@ async function admit() {
   throw new Error(`issue ${number} was never admitted`);
 }
 
-/** How many coding turns the agent script has made for a run (it appends one line per turn). */
-function codingTurns(runId) {
-  try {
-    return readFileSync(turns, 'utf8').split('\n').filter((l) => l === runId).length;
-  } catch {
-    return 0;
-  }
-}
-
 const waitForDeliveries = (runId, pred) => waitForDeliveriesOf(docket, org.admin, runId, pred, 150_000);
 
 beforeAll(async () => {
@@ -81,14 +72,7 @@ beforeAll(async () => {
   github.publication.useBareRepository(REPO, remote.bare);
   docket = await startDocket(VARS);
   org = await createOrg(docket, 'publication-e2e');
-  const scratch = tempDir('scratch');
-  turns = join(scratch, 'turns.log');
-  const agent = agentScript(scratch, `
-    import { appendFileSync } from 'node:fs';
-    appendFileSync(${JSON.stringify(turns)}, process.env.DOCKET_RUN_ID + '\\n');
-    appendFileSync('README.md', 'hello, world\\n');
-    console.log('::phase verifying');
-  `);
+  ({ script: agent, codingTurns } = turnCountingAgent(tempDir('scratch')));
   const created = await docket.api('POST', '/v1/autopilot/projects', {
     token: org.admin,
     body: {
@@ -150,15 +134,8 @@ describe('publication against a fake GitHub and a local bare repository', () => 
     expect(pushed.state).toBe('publishing');
     expect(pushed.publication.pr).toBeNull();
     expect(head(branch)).toBe(pushed.publication.head_sha);
-    // An operator stops it at this boundary, and the deployment restarts while it is paused.
-    const paused = await docket.api('POST', `/v1/runs/${runId}/pause`, { token: org.admin, body: { reason: 'GitHub is down' } });
-    expect(paused.status, JSON.stringify(paused.body)).toBe(200);
-    expect(paused.body).toMatchObject({ state: 'paused', continuation: 'publishing', hold: true });
-    await docket.restart(VARS);
-    github.publication.clearFaults(); // GitHub is back
-    expect((await docket.api('GET', `/v1/runs/${runId}`, { token: org.admin })).body).toMatchObject({ state: 'paused', hold: true });
-    const resumed = await docket.api('POST', `/v1/runs/${runId}/resume`, { token: org.admin, body: {} });
-    expect(resumed.status, JSON.stringify(resumed.body)).toBe(200);
+    // An operator stops it at this boundary, the deployment restarts while it is paused, GitHub comes back.
+    await pauseAcrossRestart(docket, org.admin, runId, VARS, () => github.publication.clearFaults());
     const done = await waitForRun(docket, org.admin, runId, (r) => r.state === 'completed' || r.state === 'failed', 120_000);
     expect(done.state, JSON.stringify(done)).toBe('completed');
     expect(codingTurns(runId)).toBe(1);

@@ -6,12 +6,10 @@
 // the remote (git's insteadOf points the issue's repository at it), the real runner CLI and a real
 // agent script whose "tool" keeps running until the test lets it finish.
 
-import { existsSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeAppKeyPair, startFakeGitHub } from '../fake-github/server.mjs';
-import { deliverWebhook, examplePayload, PERSON, waitForTicket } from './autopilot-helpers.mjs';
-import { agentScript, bareRepo, createOrg, removeTempDirs, RunnerHome, sleep, startDocket, tempDir, waitForRun } from './helpers.mjs';
+import { deliverWebhook, examplePayload, gatedToolAgent, PERSON, waitForScheduler as waitForSchedulerOf, waitForTicket } from './autopilot-helpers.mjs';
+import { bareRepo, createOrg, removeTempDirs, RunnerHome, sleep, startDocket, tempDir, waitForRun } from './helpers.mjs';
 
 const REPO = 'acme/gadgets';
 const WEBHOOK_SECRET = 'a-webhook-secret-for-the-scheduler-scenario';
@@ -29,25 +27,8 @@ const home = new RunnerHome();
 /** The remote both scenarios' runs clone and push: a paused run's checkpoint is restored on it. */
 /** @type {ReturnType<typeof bareRepo>} */
 let repo;
-const scratch = tempDir('scratch');
-const toolStarted = join(scratch, 'tool-started');
-const toolMayFinish = join(scratch, 'tool-may-finish');
-
-/** An agent whose tool runs until the test creates `toolMayFinish`, then reports a result. */
-const agent = agentScript(
-  scratch,
-  `
-  import { existsSync, writeFileSync } from 'node:fs';
-  console.log('::phase implementing');
-  writeFileSync(${JSON.stringify(toolStarted)}, 'yes');
-  const t = setInterval(() => {
-    if (!existsSync(${JSON.stringify(toolMayFinish)})) return;
-    clearInterval(t);
-    writeFileSync('FASTER.txt', 'done\\n');
-    writeFileSync(process.env.DOCKET_RESULT_FILE, JSON.stringify({ model: 'e2e-model', limitations: [], cost_cents: 50 }));
-  }, 100);
-`,
-);
+/** An agent whose tool runs until the test lets it finish, then reports a result costing 50 cents. */
+const agent = gatedToolAgent(tempDir('scratch'));
 
 async function admitIssue(number) {
   github.state.addIssue(REPO, number, { title: `Issue ${number}`, body: BRIEF, labels: ['ready'] });
@@ -67,7 +48,7 @@ beforeAll(async () => {
     body: {
       name: 'gadgets',
       repository: REPO,
-      run: { launch: { protocol: 'process', command: [process.execPath, agent] }, labels: [] },
+      run: { launch: { protocol: 'process', command: [process.execPath, agent.script] }, labels: [] },
       webhook_secret: WEBHOOK_SECRET,
       github: { api_url: github.url, app_id: '1001', installation_id: '2002', private_key: keys.privateKey },
     },
@@ -95,11 +76,7 @@ describe('scheduler acceptance scenarios', () => {
 
     const first = await admitIssue(41);
     await waitForRun(docket, org.admin, first.run_id, (r) => r.state === 'implementing', 60_000);
-    const until = Date.now() + 30_000;
-    while (!existsSync(toolStarted)) {
-      if (Date.now() > until) throw new Error('the agent never started its tool');
-      await sleep(100);
-    }
+    await agent.toolStarted();
     const second = await admitIssue(42);
     expect((await docket.api('GET', `/v1/runs/${second.run_id}`, { token: org.admin })).body.state).toBe('queued');
 
@@ -120,7 +97,7 @@ describe('scheduler acceptance scenarios', () => {
     expect(third).toMatchObject({ status: 'refused', run_id: null });
     expect(third.reasons).toEqual(['scheduler disabled']);
 
-    writeFileSync(toolMayFinish, 'go');
+    agent.letToolFinish();
     const paused = await waitForRun(docket, org.admin, first.run_id, (r) => r.state === 'paused', 60_000);
     expect(paused.hold).toBe(false);
     await listener.waitFor((e) => e.event === 'run_ended' && e.run_id === first.run_id, 60_000);
@@ -186,12 +163,4 @@ describe('scheduler acceptance scenarios', () => {
 /** @type {{ paused: string, queued: string } | null} */
 let scenario = null;
 
-async function waitForScheduler(pred, timeoutMs = 30_000) {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const view = (await docket.api('GET', `/v1/autopilot/projects/${projectId}/scheduler`, { token: org.admin })).body;
-    if (pred(view)) return view;
-    if (Date.now() > until) throw new Error(`the scheduler never matched: ${JSON.stringify(view)}`);
-    await sleep(200);
-  }
-}
+const waitForScheduler = (pred) => waitForSchedulerOf(docket, org.admin, projectId, pred);
