@@ -85,7 +85,7 @@ describe("dashboard sessions", () => {
     const { admin } = await createOrg();
     const cookie = await signIn(admin);
     const adminId = (await call("GET", "/v1/tokens", { token: admin })).body.tokens[0].id as string;
-    expect((await page(`/dash/tokens/${adminId}/revoke`, { cookie, form: {} })).status).toBe(409);
+    expect((await page(`/dash/tokens/${adminId}/revoke`, { cookie, form: { confirm: "yes" } })).status).toBe(409);
     expect(await sessionsOfToken(adminId)).toBe(1);
     expect((await page("/dash", { cookie })).status).toBe(200);
   });
