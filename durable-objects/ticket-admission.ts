@@ -76,7 +76,7 @@ async function sameGeneration(t: TicketContext, obs: Observation, row: TicketRow
   const reason = `eligible again, but this ready label's run was withdrawn when its eligibility lapsed; a person makes the issue ready again (removes and adds its ready label) for a new run`;
   const told: TicketRow = { ...row, generation, reasons: JSON.stringify([reason]), updated_at_ms: now };
   t.store.write(obs, told, now, null);
-  await indexTicket(t.env, told);
+  await indexTicket(t, told);
   return { outcome: "unchanged", runId: null, reasons: [reason] };
 }
 
@@ -99,7 +99,7 @@ async function admit(t: TicketContext, obs: Observation, row: TicketRow, generat
   const runId = await createRun(t, obs, pending);
   const next: TicketRow = { ...pending, status: "admitted", reasons: "[]", generation, admitted_generation: generation, pending_generation: null, updated_at_ms: now };
   t.store.write(obs, next, now, { kind: "admitted", run_id: runId, reasons: [], basis: readiness.basis, actor: readiness.actor });
-  await indexTicket(t.env, next);
+  await indexTicket(t, next);
   log("autopilot.admitted", { ticket: obs.ticketKey, project: obs.project.id, run_id: runId, generation, door: obs.door, basis: readiness.basis, actor: readiness.actor, reason: "a human ready transition and an eligible issue" });
   return { outcome: "admitted", runId, reasons: [] };
 }
@@ -123,7 +123,7 @@ async function finishAdmission(t: TicketContext, obs: Observation, row: TicketRo
   const next: TicketRow = { ...row, status: "admitted", reasons: "[]", admitted_generation: generation, pending_generation: null, updated_at_ms: now };
   const reasons = ["an admission interrupted before the ticket recorded it, finished"];
   t.store.save(next, { at_ms: now, kind: "admitted", door: obs.door, generation, run_id: runId, reasons, basis: null, actor: null });
-  await indexTicket(t.env, next);
+  await indexTicket(t, next);
   log("autopilot.admitted", { ticket: obs.ticketKey, project: row.project_id, run_id: runId, generation, door: obs.door, reason: reasons[0] });
   return next;
 }
@@ -149,7 +149,7 @@ async function authorizeBlocked(t: TicketContext, obs: Observation, row: TicketR
   const next: TicketRow = { ...row, ...NO_WITHDRAWAL, status: "admitted", reasons: "[]", generation, admitted_generation: generation, updated_at_ms: now };
   const reasons = [`a human readiness change after the blocker (${run.blocker.summary}) requeued the run`];
   t.store.write(obs, next, now, { kind: "authorized", run_id: runId, reasons, basis: readiness.basis, actor: readiness.actor });
-  await indexTicket(t.env, next);
+  await indexTicket(t, next);
   log("autopilot.authorized", { ticket: obs.ticketKey, project: obs.project.id, run_id: runId, generation, door: obs.door, actor: readiness.actor, reason: reasons[0] });
   return { outcome: "authorized", runId, reasons: [] };
 }
@@ -160,12 +160,12 @@ async function refuse(t: TicketContext, obs: Observation, row: TicketRow, now: n
   const changed = row.status !== status || row.reasons !== JSON.stringify(reasons);
   if (!changed) {
     // The index row too: a queue place taken by an admission that did not finish is given back.
-    await indexTicket(t.env, { ...row, generation });
+    await indexTicket(t, { ...row, generation });
     return settle(t, obs, { ...row, generation }, now, { outcome, runId: null, reasons });
   }
   const next: TicketRow = { ...row, status, reasons: JSON.stringify(reasons), generation, updated_at_ms: now };
   t.store.write(obs, next, now, { kind: status, run_id: null, reasons, basis: null, actor: null });
-  await indexTicket(t.env, next);
+  await indexTicket(t, next);
   return { outcome, runId: null, reasons };
 }
 

@@ -3,8 +3,8 @@
 
 import type { Env } from "../src/env";
 import { log } from "../src/lib/log";
-import type { Observation } from "../src/autopilot/ticket-types";
-import type { TicketRow } from "./ticket-store";
+import type { Observation, TicketAddress, TrackerLastError } from "../src/autopilot/ticket-types";
+import type { TicketContext, TicketRow } from "./ticket-store";
 
 /** A project's admitted runs still waiting for a runner, and admissions under way: what queueCapacity bounds. */
 const WAITING = `SELECT COUNT(*) FROM autopilot_tickets t LEFT JOIN runs r ON r.id = t.run_id
@@ -21,12 +21,19 @@ const RESERVE_SQL = `INSERT INTO autopilot_tickets (project_id, ticket_key, org_
   ON CONFLICT (project_id, ticket_key) DO UPDATE SET status = 'admitting', reasons = '[]', generation = excluded.generation,
     run_id = NULL, updated_at_ms = excluded.updated_at_ms`;
 
-/** The ticket's row in the project's index (D1), which GET …/tickets and reconciliation read. */
-const INDEX_SQL = `INSERT INTO autopilot_tickets (project_id, ticket_key, org_id, number, status, reasons, generation, run_id, updated_at_ms)
-  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+/**
+ * The ticket's row in the project's index (D1), which GET …/tickets and reconciliation read: with
+ * its latest history entry and its last error, so the list shows why without reading each ticket.
+ */
+const INDEX_SQL = `INSERT INTO autopilot_tickets (project_id, ticket_key, org_id, number, status, reasons, generation, run_id, updated_at_ms, decision, last_error)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
   ON CONFLICT (project_id, ticket_key) DO UPDATE SET status = excluded.status, reasons = excluded.reasons,
-    generation = excluded.generation, run_id = excluded.run_id, updated_at_ms = excluded.updated_at_ms
+    generation = excluded.generation, run_id = excluded.run_id, updated_at_ms = excluded.updated_at_ms,
+    decision = excluded.decision, last_error = excluded.last_error
   WHERE excluded.updated_at_ms >= autopilot_tickets.updated_at_ms`;
+
+/** A ticket's last error alone (recorded, or cleared by a read that succeeded); an issue never indexed has no row to change. */
+const ERROR_SQL = `UPDATE autopilot_tickets SET last_error = ?3 WHERE project_id = ?1 AND ticket_key = ?2`;
 
 export async function reservePlace(env: Env, obs: Observation, row: TicketRow, generation: string, now: number): Promise<boolean> {
   const result = await env.DB.prepare(RESERVE_SQL)
@@ -41,12 +48,26 @@ export async function waitingRuns(env: Env, obs: Observation, row: TicketRow): P
 }
 
 /** The project's index row follows the ticket (newer wins); a failure is repaired by the next observation. */
-export async function indexTicket(env: Env, row: TicketRow): Promise<void> {
+export async function indexTicket(t: TicketContext, row: TicketRow): Promise<void> {
+  const entry = t.store.newestEntry();
+  const decision = entry && { kind: entry.kind, door: entry.door, actor: entry.actor, basis: entry.basis, at_ms: entry.at_ms };
+  const lastError = t.store.lastError();
   try {
-    await env.DB.prepare(INDEX_SQL)
-      .bind(row.project_id, row.ticket_key, row.org_id, row.number, row.status, row.reasons, row.generation, row.run_id, row.updated_at_ms)
+    await t.env.DB.prepare(INDEX_SQL)
+      .bind(row.project_id, row.ticket_key, row.org_id, row.number, row.status, row.reasons, row.generation, row.run_id, row.updated_at_ms, json(decision), json(lastError))
       .run();
   } catch (err) {
     log("autopilot.index_failed", { ticket: row.ticket_key, project: row.project_id, reason: String(err) });
   }
 }
+
+/** The ticket's last error in its index row, as the ticket now has it (null: cleared). Best effort, like indexTicket. */
+export async function indexLastError(env: Env, at: TicketAddress, error: TrackerLastError | null): Promise<void> {
+  try {
+    await env.DB.prepare(ERROR_SQL).bind(at.projectId, at.ticketKey, json(error)).run();
+  } catch (err) {
+    log("autopilot.index_failed", { ticket: at.ticketKey, project: at.projectId, reason: String(err) });
+  }
+}
+
+const json = (value: object | null) => (value === null ? null : JSON.stringify(value));

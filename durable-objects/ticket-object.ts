@@ -26,6 +26,7 @@ import { migrateOnStart, storeDb } from "./store";
 import { TICKET_STORE } from "./stores";
 import { decide } from "./ticket-admission";
 import { carryOver } from "./ticket-carry-over";
+import { indexLastError } from "./ticket-index";
 import { readTicket } from "./ticket-read";
 import { TicketStore, type TicketContext, type TicketRow } from "./ticket-store";
 import { backing, unfinishedRun, withdrawLapsed } from "./ticket-withdrawal";
@@ -52,7 +53,10 @@ export class TicketObject extends DurableObject<Env> {
     return this.serialized(async () => {
       await carryOver(this.env, this.ticket.store, { projectId: obs.project.id, ticketKey: obs.ticketKey });
       // The door read the issue (a capacity wait reads nothing): an earlier failure to read it is over.
-      if (obs.capacityWait === undefined) this.ticket.store.clearError();
+      if (obs.capacityWait === undefined && this.ticket.store.lastError()) {
+        this.ticket.store.clearError();
+        await indexLastError(this.env, { projectId: obs.project.id, ticketKey: obs.ticketKey }, null);
+      }
       return decide(this.ticket, obs);
     });
   }
@@ -65,6 +69,7 @@ export class TicketObject extends DurableObject<Env> {
     await this.serialized(async () => {
       await carryOver(this.env, this.ticket.store, at);
       this.ticket.store.recordError(error);
+      await indexLastError(this.env, at, error);
     });
   }
 

@@ -60,6 +60,12 @@ export class TicketStore {
       .map((r) => JSON.parse(r.entry) as TicketHistoryEntry);
   }
 
+  /** The ticket's latest history entry, if any. */
+  newestEntry(): TicketHistoryEntry | null {
+    const row = this.db.select({ entry: history.entry }).from(history).orderBy(desc(history.seq)).limit(1).get();
+    return row ? (JSON.parse(row.entry) as TicketHistoryEntry) : null;
+  }
+
   /** The last time a door could not read (or admit) the issue; null after an observation that read it. */
   lastError(): TrackerLastError | null {
     return this.db.select({ at_ms: lastError.at_ms, door: lastError.door, failure: lastError.failure, message: lastError.message }).from(lastError).get() ?? null;

@@ -34,7 +34,7 @@ export async function unfinishedRun(t: TicketContext, row: TicketRow, door: Tick
   const next: TicketRow = { ...row, ...NO_WITHDRAWAL, status: "done", reasons: JSON.stringify([reason]), run_id: null, updated_at_ms: now };
   t.store.save(next, { at_ms: now, kind: "run_ended", door, generation: row.admitted_generation, run_id: runId, reasons: [reason], basis: null, actor: null });
   Object.assign(row, next);
-  await indexTicket(t.env, next);
+  await indexTicket(t, next);
   return null;
 }
 
@@ -82,7 +82,7 @@ export async function withdrawLapsed(t: TicketContext, row: TicketRow, door: Tic
   const reasons = JSON.parse(row.reasons) as string[];
   const next: TicketRow = { ...row, ...NO_WITHDRAWAL, status: "lapsed", run_id: null, updated_at_ms: now };
   t.store.save(next, { at_ms: now, kind: "lapsed", door, generation: row.generation, run_id: runId, reasons, basis: null, actor: null });
-  await indexTicket(t.env, next);
+  await indexTicket(t, next);
   log("autopilot.lapsed", { ticket: row.ticket_key, project: row.project_id, run_id: runId, door, reason });
   return "withdrawn";
 }

@@ -15,6 +15,7 @@ import { autopilotSchedulerRoutes } from "./routes/autopilot-scheduler";
 import { autopilotAdmissionRoutes } from "./routes/autopilot-admission";
 import { autopilotLinearRoutes } from "./routes/autopilot-linear";
 import { autopilotReservationRoutes } from "./routes/autopilot-reservations";
+import { autopilotRunRoutes } from "./routes/autopilot-runs";
 import { buildJobRoutes } from "./routes/build-jobs";
 import { creditRoutes } from "./routes/credits";
 import { eventRoutes } from "./routes/events";
@@ -60,6 +61,7 @@ export const app = new Hono<AppEnv>()
   .route("/v1", autopilotLinearRoutes)
   .route("/v1", autopilotSchedulerRoutes)
   .route("/v1", autopilotReservationRoutes)
+  .route("/v1", autopilotRunRoutes)
   .route("/v1", managedPoolRoutes);
 
 // The operator's dashboard calls this app for everything it reads and does (src/dashboard/api.ts).

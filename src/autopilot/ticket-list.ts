@@ -2,9 +2,13 @@
 // "Autopilot admission"): the D1 projection of its TicketObjects (src/db/autopilot-schema.ts), most
 // recently changed first, one keyset page at a time (src/lib/pagination.ts).
 
-import { eq, type SQL } from "drizzle-orm";
+import { eq, inArray, type SQL } from "drizzle-orm";
+import { drizzle } from "drizzle-orm/d1";
 import { autopilotTickets } from "../db/autopilot-schema";
+import { runs } from "../db/schema";
+import { readInBatches } from "../lib/d1-batches";
 import { listPage } from "../lib/pagination";
+import type { ListedAutopilotTicket } from "../protocol/autopilot";
 
 export type TicketIndexRow = typeof autopilotTickets.$inferSelect;
 
@@ -17,4 +21,27 @@ export function listProjectTickets(
   const conditions: SQL[] = [eq(autopilotTickets.projectId, projectId)];
   if (query.status) conditions.push(eq(autopilotTickets.status, query.status));
   return listPage(db, autopilotTickets, conditions, query.cursor, query.limit, { at: "updatedAtMs", id: "ticketKey" });
+}
+
+/** The states of the listed tickets' runs (the run index, D1), by run id: a blocked one waits for a person. */
+export async function runStates(db: D1Database, rows: TicketIndexRow[]): Promise<Map<string, string>> {
+  const ids = rows.flatMap((r) => (r.runId ? [r.runId] : []));
+  const found = await readInBatches(ids, (batch) => drizzle(db).select({ id: runs.id, state: runs.state }).from(runs).where(inArray(runs.id, batch)).all());
+  return new Map(found.map((run) => [run.id, run.state]));
+}
+
+/** A ticket's index row as the list shows it, with its run's state from `states`. */
+export function listedTicket(r: TicketIndexRow, states: Map<string, string>): ListedAutopilotTicket {
+  return {
+    ticket: r.ticketKey,
+    number: r.number,
+    status: r.status as ListedAutopilotTicket["status"],
+    reasons: JSON.parse(r.reasons) as string[],
+    generation: r.generation,
+    run_id: r.runId,
+    run_state: r.runId ? ((states.get(r.runId) ?? null) as ListedAutopilotTicket["run_state"]) : null,
+    decision: r.decision === null ? null : (JSON.parse(r.decision) as ListedAutopilotTicket["decision"]),
+    last_error: r.lastError === null ? null : (JSON.parse(r.lastError) as ListedAutopilotTicket["last_error"]),
+    updated_at_ms: r.updatedAtMs,
+  };
 }

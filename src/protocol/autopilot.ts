@@ -5,7 +5,7 @@
 import { z } from "zod";
 import { BOUND_CEILINGS } from "./bounds.js";
 import { epochMs, keysetCursor, page, pageQuery, prefixedId, runId } from "./common.js";
-import { CreateRunBody } from "./runs.js";
+import { CreateRunBody, RunState } from "./runs.js";
 
 export const autopilotProjectId = prefixedId("apj", "an autopilot project");
 
@@ -374,9 +374,6 @@ export const AutopilotTicket = z.object({
   run_id: runId.nullable().describe("The ticket's unfinished run, if any."),
   updated_at_ms: epochMs,
 });
-export const TicketPage = page("tickets", AutopilotTicket);
-
-export const AdmissionTicketPath = AdmissionProjectPath.extend({ number: z.coerce.number().int().min(1).max(9_999_999_999) });
 
 /** One entry of a ticket's history: an admission, a refusal, a capacity wait, a lapse, or its run's end. */
 export const TicketHistoryEntry = z.object({
@@ -392,6 +389,19 @@ export const TicketHistoryEntry = z.object({
     .describe("An admission's authorization: a person's ready transition, or the project's trusted_actor_assumption (no person confirmed)."),
   actor: z.string().nullable().describe("The login whose ready transition an admission relied on."),
 });
+
+/** A listed ticket: what its index row keeps, so the list says why without reading each ticket. */
+export const ListedAutopilotTicket = AutopilotTicket.extend({
+  run_state: RunState.nullable().describe("The state of the ticket's unfinished run (blocked: it waits for a person); null without one."),
+  decision: TicketHistoryEntry.pick({ kind: true, door: true, actor: true, basis: true, at_ms: true })
+    .nullable()
+    .describe("The ticket's latest history entry: what was decided, through which door, and whose ready transition it relied on; null before any."),
+  last_error: TrackerLastError.nullable().describe("The last time a door could not read (or admit) this issue, and why; null once a later read succeeded."),
+});
+export type ListedAutopilotTicket = z.infer<typeof ListedAutopilotTicket>;
+export const TicketPage = page("tickets", ListedAutopilotTicket);
+
+export const AdmissionTicketPath = AdmissionProjectPath.extend({ number: z.coerce.number().int().min(1).max(9_999_999_999) });
 
 export const AutopilotTicketDetail = AutopilotTicket.extend({
   admitted_generation: z.string().nullable().describe("The readiness generation that had its run; the same generation never admits another."),

@@ -18,7 +18,7 @@ import { admissionDeps } from "../autopilot/wiring";
 import { reconcileProject } from "../autopilot/reconcile";
 import { GitHubError } from "../autopilot/github/errors";
 import { recordProjectError } from "../autopilot/last-error";
-import { listProjectTickets } from "../autopilot/ticket-list";
+import { listedTicket, listProjectTickets, runStates } from "../autopilot/ticket-list";
 import { deliveryPayload, signatureValid, ticketOfDelivery, WEBHOOK_EVENTS } from "../autopilot/webhook";
 import type { AutopilotMessage } from "../autopilot/queue";
 
@@ -161,18 +161,8 @@ export const autopilotAdmissionRoutes = new Hono<AppEnv>()
       const q = c.req.valid("query");
       const limit = pageSize(q.limit, 50, c.get("config").pageSizeMax);
       const { kept, next } = await listProjectTickets(c.env.DB, project.id, { status: q.status, cursor: q.cursor, limit });
-      return c.json({
-        tickets: kept.map((r) => ({
-          ticket: r.ticketKey,
-          number: r.number,
-          status: r.status as "idle",
-          reasons: JSON.parse(r.reasons) as string[],
-          generation: r.generation,
-          run_id: r.runId,
-          updated_at_ms: r.updatedAtMs,
-        })),
-        next_cursor: next,
-      });
+      const states = await runStates(c.env.DB, kept);
+      return c.json({ tickets: kept.map((r) => listedTicket(r, states)), next_cursor: next });
     },
   )
   .get(

@@ -7,6 +7,7 @@ import { and, asc, eq, inArray, sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import type { Config } from "../config";
 import { trackerDeliveries } from "../db/tracker-schema";
+import { readInBatches } from "../lib/d1-batches";
 import { claimNext, giveUp, overdueReceipts, recordEnd, type DeliveryRound, type DeliveryStatus, type ReceiptTable } from "../queue/delivery";
 import type { CommentReceipt } from "../autopilot/provider";
 import type { DeliveryKind, DeliveryRequest } from "../run/ticket-requests";
@@ -24,16 +25,11 @@ export async function listTrackerDeliveries(db: D1Database, runId: string): Prom
   return drizzle(db).select().from(trackerDeliveries).where(eq(trackerDeliveries.runId, runId)).orderBy(asc(trackerDeliveries.createdAtMs)).all();
 }
 
-/** D1 binds at most 100 values a statement: the runs of one read. */
-const RUNS_PER_READ = 90;
-
 /** The deliveries of several runs (a page of an autopilot project's runs), by run, each run's in the order they were asked for. */
 export async function listTrackerDeliveriesOf(db: D1Database, runIds: string[]): Promise<Map<string, TrackerDeliveryRow[]>> {
   const byRun = new Map<string, TrackerDeliveryRow[]>(runIds.map((id) => [id, []]));
-  for (let i = 0; i < runIds.length; i += RUNS_PER_READ) {
-    const rows = await drizzle(db).select().from(trackerDeliveries).where(inArray(trackerDeliveries.runId, runIds.slice(i, i + RUNS_PER_READ))).orderBy(asc(trackerDeliveries.createdAtMs)).all();
-    for (const row of rows) byRun.get(row.runId)?.push(row);
-  }
+  const rows = await readInBatches(runIds, (batch) => drizzle(db).select().from(trackerDeliveries).where(inArray(trackerDeliveries.runId, batch)).orderBy(asc(trackerDeliveries.createdAtMs)).all());
+  for (const row of rows) byRun.get(row.runId)?.push(row);
   return byRun;
 }
 

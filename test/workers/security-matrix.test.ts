@@ -437,6 +437,7 @@ const endpoints: Endpoint[] = [
     cases: () => memberOfA("admin"),
   })),
   { method: "GET", route: "/v1/autopilot/projects/:id/tickets", path: () => `/v1/autopilot/projects/${A.autopilotProjectId}/tickets`, cases: () => memberOfA("member") },
+  { method: "GET", route: "/v1/autopilot/projects/:id/runs", path: () => `/v1/autopilot/projects/${A.autopilotProjectId}/runs`, cases: () => memberOfA("member") },
   { method: "GET", route: "/v1/autopilot/projects/:id/reservations", path: () => `/v1/autopilot/projects/${A.autopilotProjectId}/reservations`, cases: () => memberOfA("member") },
   {
     method: "POST",
@@ -561,6 +562,8 @@ const dashPages: DashPage[] = [
   { method: "GET", route: "/dash/autopilot", path: () => "/dash/autopilot" },
   { method: "GET", route: "/dash/autopilot/:id", path: () => `/dash/autopilot/${A.autopilotProjectId}`, ofA: true },
   { method: "GET", route: "/dash/autopilot/:id/tickets/:number", path: () => `/dash/autopilot/${A.autopilotProjectId}/tickets/1`, ofA: true },
+  { method: "POST", route: "/dash/autopilot/:id/scheduler/:command", path: () => `/dash/autopilot/${A.autopilotProjectId}/scheduler/disable`, ofA: true, admin: true, form: { confirm: "yes" } },
+  { method: "POST", route: "/dash/autopilot/:id/runs/:run/deliveries/:kind/retry", path: () => `/dash/autopilot/${A.autopilotProjectId}/runs/${A.run}/deliveries/blocker_comment/retry`, ofA: true, admin: true },
   { method: "GET", route: "/dash/tokens", path: () => "/dash/tokens", admin: true },
   { method: "GET", route: "/dash/tokens/:id", path: () => `/dash/tokens/${A.registrationId}`, ofA: true, admin: true },
   { method: "POST", route: "/dash/tokens", path: () => "/dash/tokens", admin: true, form: { kind: "registration", name: "intruder-dash" } },
