@@ -36,7 +36,7 @@ afterEach(() => {
 });
 
 describe("the delivery sweep on the cron tick", () => {
-  it("a pending tracker delivery whose queue message was lost is delivered after a cron tick, also after a try that never ended; a recent one, and one being tried, are left alone", async () => {
+  it("a pending tracker delivery whose queue message was lost is delivered after a cron tick, also after a try that never ended; a recent one, one being tried and one waiting out its backoff are left alone", async () => {
     const org = await createOrg("sweep-tracker");
     const project = await createProject(org.admin);
     const tracker = fake.tracker(project.id);
@@ -46,6 +46,7 @@ describe("the delivery sweep on the cron tick", () => {
     const recent = { runId: runId(), number: 9_102 };
     const inFlight = { runId: runId(), number: 9_103 };
     const crashed = { runId: runId(), number: 9_104 };
+    const waiting = { runId: runId(), number: 9_105 };
     await recordRequest(env.DB, { runId: lost.runId, orgId: org.orgId, request: request(lost.number), now: Date.now() - LONG_AGO_MS });
     await recordRequest(env.DB, { runId: recent.runId, orgId: org.orgId, request: request(recent.number), now: Date.now() });
     // Asked for long ago, and its first try begun just now by a consumer that is making it.
@@ -54,6 +55,10 @@ describe("the delivery sweep on the cron tick", () => {
     // Its first try begun long ago by a consumer that died in it, and the message gone with it.
     await recordRequest(env.DB, { runId: crashed.runId, orgId: org.orgId, request: request(crashed.number), now: Date.now() - LONG_AGO_MS });
     expect(await claimTry(env.DB, crashed.runId, "pr_comment", 0, Date.now() - LONG_AGO_MS)).toBe(1);
+    // Five tries made, the last begun longer ago than DELIVERY_STALE_MS but less than that and its backoff (base × 2^4).
+    await recordRequest(env.DB, { runId: waiting.runId, orgId: org.orgId, request: request(waiting.number), now: Date.now() - LONG_AGO_MS });
+    const fifthTryAtMs = Date.now() - config.deliveryStaleMs - config.trackerDeliveryBackoffBaseMs * 8;
+    for (let tries = 0; tries < 5; tries++) expect(await claimTry(env.DB, waiting.runId, "pr_comment", tries, fifthTryAtMs)).toBe(tries + 1);
 
     await tick();
     const delivered = await waitFor("the lost delivery to be delivered", async () => {
@@ -75,6 +80,8 @@ describe("the delivery sweep on the cron tick", () => {
     expect(await readTrackerDelivery(env.DB, inFlight.runId, "pr_comment")).toMatchObject({ status: "pending", tries: 1 });
     expect(tracker.comments.get(recent.number) ?? []).toEqual([]);
     expect(tracker.comments.get(inFlight.number) ?? []).toEqual([]);
+    expect(await readTrackerDelivery(env.DB, waiting.runId, "pr_comment")).toMatchObject({ status: "pending", tries: 5 });
+    expect(tracker.comments.get(waiting.number) ?? []).toEqual([]);
   });
 
   it("a pending completion callback whose queue message was lost is attempted after a cron tick; a recent one is left alone", async () => {
