@@ -55,7 +55,7 @@ const LIVE_LISTS_JS = `(function () {
     status.setAttribute("role", "status");
     regions[0].parentNode.insertBefore(status, regions[0]);
   }
-  var every = "every " + Math.round(pollMs / 1000) + " s";
+  var seconds = Math.round(pollMs / 1000) + " s", every = "every " + seconds;
   function say(text, failed) { status.textContent = text; status.className = failed ? "warn" : "muted"; }
   function busyHere(el) { return el.contains(document.activeElement) || el.querySelector("input:checked") !== null; }
   function swap(html) {
@@ -70,7 +70,7 @@ const LIVE_LISTS_JS = `(function () {
   function failed(why) {
     failures += 1;
     if (failures >= failuresMax) return stop("Live updates stopped: " + failures + " refreshes in a row failed (" + why + "). Reload the page to try again.");
-    say("A refresh failed (" + why + "); trying again " + every + " (" + failures + " of " + failuresMax + ").", true);
+    say("A refresh failed (" + why + "); trying again in " + seconds + " (" + failures + " of " + failuresMax + ").", true);
   }
   function refresh() {
     if (busy) return;

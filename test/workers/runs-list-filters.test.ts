@@ -68,14 +68,20 @@ describe("the runs list", () => {
     expect((await call("GET", "/v1/queue", { token: admin })).body.runs.find((r: Json) => r.id === admitted)).toMatchObject({ project_id: project.id, title: body.runs[0].title });
   });
 
-  it("a malformed filter is 400 invalid_request naming it, and lists nothing", async () => {
+  it("a malformed filter is 400 invalid_request saying what the filter takes, and lists nothing", async () => {
     const { admin } = await createOrg();
     await dispatch(admin);
-    for (const [query, field] of [["?label=a,b", "label"], ["?machine_id=box", "machine_id"], ["?project_id=prj_" + "0".repeat(24), "project_id"], ["?state=done", "state"]]) {
+    const malformed = [
+      ["?label=a,b", "labels are letters, digits and _ . : / -"],
+      ["?machine_id=box", "must be a machine id like mch_<24 hex digits>"],
+      ["?project_id=prj_" + "0".repeat(24), "must be an autopilot project id like apj_<24 hex digits>"],
+    ];
+    for (const [query, says] of malformed) {
       const res = await listed(admin, query);
       expect(res.status, query).toBe(400);
       expect(res.body.error.code).toBe("invalid_request");
-      expect(JSON.stringify(res.body.error), query).toContain(field);
+      expect(JSON.stringify(res.body.error), query).toContain(says);
+      expect(res.body.runs).toBeUndefined();
     }
   });
 });
