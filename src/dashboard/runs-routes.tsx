@@ -1,5 +1,5 @@
 /** @jsxImportSource hono/jsx */
-// The queue and the runs list (docs/dashboard.md).
+// The queue and the runs list (README.md, "Dashboard"): the list's filters, paging and search by run id.
 
 import type { Context, Hono } from "hono";
 import type { AppEnv } from "../app-types";
