@@ -10,6 +10,7 @@ import worker from "../../src/index";
 import { pruneStorage } from "../../src/retention";
 import type { RunRecord } from "../../src/run/types";
 import { dispatchBuild, readyToBuild } from "./builds-helpers";
+import { page, signIn } from "./dashboard-helpers";
 import { allEvents, finishRun, storedSeqs, waitFor } from "./events-helpers";
 import { call, createOrg, editStoredRun, runAlarm, runBody, runStub } from "./helpers";
 
@@ -163,6 +164,26 @@ describe("event retention in the run object", () => {
     // Fully pruned: nothing is left to prune, so the alarm is not armed for it again.
     const alarm = await runInDurableObject(runStub(runId), (_o, state) => state.storage.getAlarm());
     expect(alarm).toBeNull();
+  });
+
+  it("after the retention period a newest-first page ends at the last event kept, the run still tells every change of state, and its page says the rest were deleted", async () => {
+    const { admin } = await createOrg();
+    const { runId, lastSeq } = await endedRun(admin);
+    await ageEnd(runId, config.eventRetentionMs + 1);
+    await runAlarm(runId);
+    const newest = await call("GET", `/v1/runs/${runId}/events?order=newest`, { token: admin });
+    expect(newest.status).toBe(200);
+    expect(newest.body.events.map((e: { seq: number }) => e.seq)).toEqual([lastSeq]);
+    expect(newest.body.next_cursor).toBeNull();
+    const before = await call("GET", `/v1/runs/${runId}/events?order=newest&cursor=${lastSeq}`, { token: admin });
+    expect(before.status).toBe(410);
+    expect(before.body.error).toMatchObject({ code: "events_pruned", pruned_through_seq: lastSeq - 1 });
+    const run = (await call("GET", `/v1/runs/${runId}`, { token: admin })).body;
+    expect(run.state_history.at(-1)).toMatchObject({ to: run.state });
+    expect(run.state_history[0]).toMatchObject({ from: "queued", to: "claimed" });
+    const html = (await page(`/dash/runs/${runId}`, { cookie: await signIn(admin) })).text;
+    expect(html).toContain(`Events before #${lastSeq} were deleted after the retention period.`);
+    expect(html).toContain(`<strong>${run.state}</strong>`);
   });
 
   it("a run that has not ended keeps all its events however old they are", async () => {
