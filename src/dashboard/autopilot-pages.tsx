@@ -6,7 +6,7 @@
 
 import { DataTable } from "./components";
 import { at, Layout } from "./layout";
-import { schedulerState } from "./autopilot-scheduler-section";
+import { gateName, schedulerState } from "./autopilot-scheduler-section";
 import { DASH } from "./session";
 
 type Json = Record<string, any>;
@@ -37,10 +37,10 @@ const keyNumber = (key: string) => Number(/(\d+)$/.exec(key)?.[1] ?? 0);
  * ticket, #12 for GitHub's (with "on GitHub" when its URL is known).
  */
 export function IssueName(props: { projectId: string; ticketKey: string; number?: number; issueUrl?: string | null }) {
-  const href = ticketHref(props.projectId, props.number ?? keyNumber(props.ticketKey));
+  const number = props.number ?? keyNumber(props.ticketKey);
+  const href = ticketHref(props.projectId, number);
   const linear = linearIssue(props.ticketKey);
   if (linear) return <><a href={href}>{linear.identifier}</a> <a class="muted" href={linear.url} rel="noreferrer">in Linear</a></>;
-  const number = props.number ?? keyNumber(props.ticketKey);
   return <><a href={href}>#{number}</a>{props.issueUrl && <> <a class="muted" href={props.issueUrl} rel="noreferrer">on GitHub</a></>}</>;
 }
 
@@ -63,6 +63,14 @@ function SchedulerCell(props: { scheduler: Json | null }) {
   return <span class={state.tone}>{state.sign} {state.word}</span>;
 }
 
+/** Which gates hold a new run now, with why; "all open" when none does. */
+function GatesCell(props: { scheduler: Json | null }) {
+  if (!props.scheduler) return <span class="muted">—</span>;
+  const closed = (props.scheduler.verdicts as Json[]).filter((v) => !v.open);
+  if (closed.length === 0) return <span class="ok">✓ All open</span>;
+  return <span class="bad">✗ {closed.map((v) => `${gateName(v.gate)}: ${v.reason}`).join("; ")}</span>;
+}
+
 /** `schedulers` holds each listed project's scheduler by project id. */
 export function AutopilotProjectsPage(props: { projects: Json[]; schedulers: Map<string, Json>; admin: boolean }) {
   return (
@@ -80,6 +88,7 @@ export function AutopilotProjectsPage(props: { projects: Json[]; schedulers: Map
             { label: "Repository", cell: (p: Json) => p.repository },
             { label: "Ready when", cell: (p: Json) => readyMarker(p) },
             { label: "Scheduler", class: "state", cell: (p: Json) => <SchedulerCell scheduler={props.schedulers.get(p.id) ?? null} /> },
+            { label: "Gates", cell: (p: Json) => <GatesCell scheduler={props.schedulers.get(p.id) ?? null} /> },
             { label: "Queue capacity", cell: (p: Json) => p.queue_capacity },
           ]}
         />

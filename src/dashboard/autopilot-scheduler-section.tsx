@@ -19,6 +19,9 @@ export function schedulerState(s: Json): { word: string; sign: string; tone: str
 
 const GATE_NAMES: Record<string, string> = { enabled: "Enabled", drain: "Drain", window: "Dispatch window", concurrency: "Concurrency", budget: "Budget" };
 
+/** A gate's name in words. */
+export const gateName = (gate: string) => GATE_NAMES[gate] ?? gate;
+
 function windowText(w: Json | null): string {
   if (!w) return "Always open";
   return `${w.days.join(", ")} ${w.start}–${w.end} (${w.time_zone})${w.end < w.start ? ", overnight" : ""}`;
@@ -41,7 +44,7 @@ function Verdicts(props: { verdicts: Json[] }) {
       caption="Each gate on a new run now"
       rows={props.verdicts}
       columns={[
-        { label: "Gate", cell: (v: Json) => GATE_NAMES[v.gate] ?? v.gate },
+        { label: "Gate", cell: (v: Json) => gateName(v.gate) },
         { label: "Verdict", class: "state", cell: (v: Json) => (v.open ? <span class="ok">✓ Open</span> : <span class="bad">✗ Closed</span>) },
         { label: "Why", cell: (v: Json) => v.reason },
       ]}

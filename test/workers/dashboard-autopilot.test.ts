@@ -90,7 +90,9 @@ describe("a project's scheduler on the console", () => {
     expect(draining.text).toContain("◐ Draining");
     expect(draining.text).toContain("admits nothing (draining)");
     expect(draining.text).toContain(`aria-label="Enable the scheduler of ${s.project.name}"`);
-    expect((await page("/dash/autopilot", { cookie: s.session })).text).toContain("◐ Draining");
+    const list = (await page("/dash/autopilot", { cookie: s.session })).text;
+    expect(list).toContain("◐ Draining");
+    expect(list).toContain("✗ Drain: draining");
 
     expect((await page(action("disable"), { cookie: s.session, form: { confirm: "yes" } })).status).toBe(303);
     expect(await projectPage(s)).toContain("■ Disabled");
