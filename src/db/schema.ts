@@ -186,5 +186,6 @@ export const callbackDeliveries = sqliteTable(
     deliveredAtMs: integer("delivered_at_ms"),
     createdAtMs: integer("created_at_ms").notNull(),
   },
-  (t) => [index("callback_deliveries_org").on(t.orgId, t.status)],
+  // By status alone too: the cron's delivery sweep reads the pending ones of every organization.
+  (t) => [index("callback_deliveries_org").on(t.orgId, t.status), index("callback_deliveries_status").on(t.status)],
 );

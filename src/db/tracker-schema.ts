@@ -21,5 +21,6 @@ export const trackerDeliveries = sqliteTable(
     lastTryAtMs: integer("last_try_at_ms"),
     deliveredAtMs: integer("delivered_at_ms"),
   },
-  (t) => [primaryKey({ columns: [t.runId, t.kind] }), index("tracker_deliveries_org_status").on(t.orgId, t.status)],
+  // By status alone too: the cron's delivery sweep reads the pending ones of every organization.
+  (t) => [primaryKey({ columns: [t.runId, t.kind] }), index("tracker_deliveries_org_status").on(t.orgId, t.status), index("tracker_deliveries_status").on(t.status)],
 );
