@@ -4,16 +4,31 @@
 import { DASH } from "./session";
 
 /**
+ * What both scripts refresh a page with: each element with data-live and an id is swapped for its
+ * namesake in a fresh copy of the page, except a region the reader is using (focus inside, a ticked
+ * confirmation box), left for the next refresh so a form is never reset under them.
+ */
+const SWAP_LIVE_REGIONS_JS = `function busyHere(el) { return el.contains(document.activeElement) || el.querySelector("input:checked") !== null; }
+  function swap(html) {
+    var fresh = new DOMParser().parseFromString(html, "text/html");
+    document.querySelectorAll("[data-live][id]").forEach(function (el) {
+      var next = fresh.getElementById(el.id);
+      if (next && !busyHere(el)) el.replaceWith(document.importNode(next, true));
+    });
+  }`;
+
+/**
  * Live events on a run's page: each event of the run's stream (through the dashboard) refreshes the
- * page's live parts (`data-live`, by id) from the page's own HTML, which says in words what happened
- * and keeps the timelines built from the run's record; one fetch at a time, a failure said in
- * #live-status. The page reloads when the run ends.
+ * page's live parts (`data-live`, by id, as the live lists do) from the page's own HTML, which says
+ * in words what happened and keeps the timelines built from the run's record; one fetch at a time,
+ * a failure said in #live-status. The page reloads when the run ends.
  */
 const LIVE_EVENTS_JS = `(function () {
   var list = document.getElementById("events");
   if (!window.EventSource || !list || !list.dataset.stream) return;
   var source = new EventSource(list.dataset.stream + "?after=" + list.dataset.after), busy = false, again = false;
   function say(text) { var s = document.getElementById("live-status"); if (s) s.textContent = text; }
+  ${SWAP_LIVE_REGIONS_JS}
   function refresh() {
     if (busy) { again = true; return; }
     busy = true;
@@ -21,8 +36,7 @@ const LIVE_EVENTS_JS = `(function () {
       if (!r.ok) throw new Error("HTTP " + r.status);
       return r.text();
     }).then(function (html) {
-      var fresh = new DOMParser().parseFromString(html, "text/html");
-      document.querySelectorAll("[data-live]").forEach(function (el) { var next = fresh.getElementById(el.id); if (next) el.replaceWith(next); });
+      swap(html);
       say("");
     }).catch(function (err) { say("Live updates failed (" + err.message + "): reload the page."); }).then(function () {
       busy = false;
@@ -57,14 +71,7 @@ const LIVE_LISTS_JS = `(function () {
   }
   var seconds = Math.round(pollMs / 1000) + " s", every = "every " + seconds;
   function say(text, failed) { status.textContent = text; status.className = failed ? "warn" : "muted"; }
-  function busyHere(el) { return el.contains(document.activeElement) || el.querySelector("input:checked") !== null; }
-  function swap(html) {
-    var fresh = new DOMParser().parseFromString(html, "text/html");
-    document.querySelectorAll("[data-live][id]").forEach(function (el) {
-      var next = fresh.getElementById(el.id);
-      if (next && !busyHere(el)) el.replaceWith(document.importNode(next, true));
-    });
-  }
+  ${SWAP_LIVE_REGIONS_JS}
   var timer = setInterval(refresh, pollMs);
   function stop(text) { clearInterval(timer); document.removeEventListener("visibilitychange", shown); say(text, true); }
   function failed(why) {
