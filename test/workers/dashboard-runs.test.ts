@@ -20,10 +20,10 @@ function region(html: string, open: string): string {
   return html.slice(start, html.indexOf(`</${tag}>`, start));
 }
 
-/** A page as the dashboard renders it with two rows a page (DASHBOARD_ROWS_MAX=2), to see paging. */
-async function pageOfTwo(path: string, cookie: string): Promise<string> {
+/** A page as the dashboard renders it with these Worker variables in place (by default two rows a page, DASHBOARD_ROWS_MAX=2, to see paging). */
+async function pageWith(path: string, cookie: string, vars: Record<string, string> = { DASHBOARD_ROWS_MAX: "2" }): Promise<string> {
   const ctx = createExecutionContext();
-  const res = await worker.fetch(pageRequest(path, { cookie }), { ...env, DASHBOARD_ROWS_MAX: "2" }, ctx);
+  const res = await worker.fetch(pageRequest(path, { cookie }), { ...env, ...vars }, ctx);
   await waitOnExecutionContext(ctx);
   expect(res.status, path).toBe(200);
   return res.text();
@@ -62,13 +62,13 @@ describe("the runs pages", () => {
     expect((await claim(box.token)).body.run_id).toBe(plain);
     const session = await signIn(admin);
 
-    const first = await pageOfTwo("/dash/runs?state=queued&label=gpu", session);
+    const first = await pageWith("/dash/runs?state=queued&label=gpu", session);
     expect(first).toContain('<option value="queued" selected="">queued</option>');
     expect(first).toContain('name="label" value="gpu"');
     expect(region(first, '<section id="runs"')).not.toContain(plain);
     const older = /<a href="([^"]+)" rel="next">Older runs<\/a>/.exec(first)?.[1].replaceAll("&amp;", "&");
     expect(older).toMatch(/^\/dash\/runs\?state=queued&label=gpu&cursor=/);
-    const second = await pageOfTwo(older!, session);
+    const second = await pageWith(older!, session);
     const listed = (html: string) => [...region(html, '<section id="runs"').matchAll(/<tr data-run="(run_[0-9a-f]+)"/g)].map((m) => m[1]);
     expect([...listed(first), ...listed(second)]).toEqual([...gpu].reverse());
     expect(second).not.toContain(`rel="next"`);
@@ -127,6 +127,9 @@ describe("the runs pages", () => {
       expect(html, path).toContain('<p id="live-status" role="status" class="muted">');
       expect(html, path).toContain('<script src="/dash/assets/live-lists.js" defer="" data-poll-ms="5000" data-failures-max="3"></script>');
     }
+    // The interval and the failures allowed are the deployment's (DASHBOARD_LIVE_POLL_MS, DASHBOARD_LIVE_FAILURES_MAX).
+    const configured = await pageWith("/dash/runs", session, { DASHBOARD_LIVE_POLL_MS: "2000", DASHBOARD_LIVE_FAILURES_MAX: "7" });
+    expect(configured).toContain('data-poll-ms="2000" data-failures-max="7"');
     const script = await page("/dash/assets/live-lists.js");
     expect(script.status).toBe(200);
     expect(script.headers.get("Content-Type")).toContain("text/javascript");
