@@ -51,7 +51,9 @@ export async function redeliverCallback(env: Env, orgId: string, runId: string, 
  * The cron's sweep of callbacks whose queue message was lost (pending, next attempt overdue by more
  * than DELIVERY_STALE_MS): each gets a message for its next attempt, at most DELIVERY_SWEEP_MAX a
  * tick. A message that was only late makes no second attempt: the attempt count's compare-and-swap
- * lets one of the two messages make it, and the other is a duplicate.
+ * lets one of the two messages make it, and the other is a duplicate. The completion is retried on
+ * its own until delivered or failed (../shared/spec/build-lifecycle.md, "Events and completion retry
+ * independently"), so a lost message must not end its round.
  */
 export async function resendOverdueCallbacks(env: Env, config: Config, now: number): Promise<number> {
   const rows = await overdueCallbacks(env.DB, config, now);

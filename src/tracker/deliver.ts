@@ -53,7 +53,9 @@ async function sendTry(env: Env, row: TrackerDeliveryRow, attempt: number, fromT
  * The cron's sweep of tracker deliveries whose queue message was lost (pending, next try overdue by
  * more than DELIVERY_STALE_MS): each gets a message for its next try, at most DELIVERY_SWEEP_MAX a
  * tick. A message that was only late makes no second try: the try count's compare-and-swap lets
- * one of the two messages make it, and the other is a duplicate.
+ * one of the two messages make it, and the other is a duplicate. The final tracker transition is
+ * enqueued durably (../shared/spec/run-lifecycle.md, "Completion and recovery"): a lost message
+ * must not leave it pending with nothing to send it.
  */
 export async function resendOverdueTrackerDeliveries(env: Env, config: Config, now: number): Promise<number> {
   const rows = await overdueTrackerDeliveries(env.DB, config, now);
