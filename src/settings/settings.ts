@@ -213,11 +213,11 @@ export interface Config {
   trackerDeliveryMaxAttempts: number;
   trackerDeliveryBackoffBaseMs: number;
   trackerDeliveryBackoffMaxMs: number;
-  /** Longest time a lease (or launched) call with wait_ms waits for a stop request; never more than half of leaseTtlMs. */
-  leaseWaitMaxMs: number;
   /** The cron's delivery sweep: a pending tracker delivery or completion callback whose next try is overdue by more than deliveryStaleMs lost its queue message and is sent again, at most deliverySweepMax of each a tick. */
   deliveryStaleMs: number;
   deliverySweepMax: number;
+  /** Longest time a lease (or launched) call with wait_ms waits for a stop request; never more than half of leaseTtlMs. */
+  leaseWaitMaxMs: number;
   /** Waiting lease calls one run object holds at once; more answer at once, without waiting. */
   leaseWaitersMax: number;
   /** Why a run waits (src/run/waiting.ts): connected runners one explanation compares the run with. */
@@ -377,6 +377,8 @@ export const DEFAULTS: Config = {
   trackerDeliveryMaxAttempts: 8,
   trackerDeliveryBackoffBaseMs: 5_000,
   trackerDeliveryBackoffMaxMs: 600_000,
+  deliveryStaleMs: 300_000,
+  deliverySweepMax: 50,
   leaseWaitMaxMs: 20_000,
   leaseWaitersMax: 4,
   waitingRunnersMax: 200,
@@ -384,8 +386,6 @@ export const DEFAULTS: Config = {
   dashboardActivityEventsMax: 5_000,
   dashboardSessionIdleMs: 1_800_000,
   dashboardSessionMaxMs: 43_200_000,
-  deliveryStaleMs: 300_000,
-  deliverySweepMax: 50,
   dashboardSessionTouchMs: 60_000,
   dashboardSessionsPerTokenMax: 20,
   dashboardLivePollMs: 5_000,

@@ -127,9 +127,9 @@ const VAR_NAMES: Record<keyof Config, string> = {
   trackerDeliveryMaxAttempts: "TRACKER_DELIVERY_MAX_ATTEMPTS",
   trackerDeliveryBackoffBaseMs: "TRACKER_DELIVERY_BACKOFF_BASE_MS",
   trackerDeliveryBackoffMaxMs: "TRACKER_DELIVERY_BACKOFF_MAX_MS",
-  leaseWaitMaxMs: "LEASE_WAIT_MAX_MS",
   deliveryStaleMs: "DELIVERY_STALE_MS",
   deliverySweepMax: "DELIVERY_SWEEP_MAX",
+  leaseWaitMaxMs: "LEASE_WAIT_MAX_MS",
   leaseWaitersMax: "LEASE_WAITERS_MAX",
   waitingRunnersMax: "WAITING_RUNNERS_MAX",
   dashboardRowsMax: "DASHBOARD_ROWS_MAX",
@@ -209,11 +209,11 @@ export function parseConfig(vars: Record<string, unknown>): Config {
   if (config.autopilotReconcileFullPassEvery < 1) throw new Error("AUTOPILOT_RECONCILE_FULL_PASS_EVERY must be at least 1");
   if (config.autopilotReconcilePagesMax < 1) throw new Error("AUTOPILOT_RECONCILE_PAGES_MAX must be at least 1");
   if (config.trackerDeliveryMaxAttempts < 1) throw new Error("TRACKER_DELIVERY_MAX_ATTEMPTS must be at least 1");
+  if (config.deliverySweepMax < 1) throw new Error("DELIVERY_SWEEP_MAX must be at least 1");
   if (config.publicationTriesMax < 1) throw new Error("PUBLICATION_TRIES_MAX must be at least 1");
   checkDashboard(config);
   checkManagedRunners(config);
   return config;
-  if (config.deliverySweepMax < 1) throw new Error("DELIVERY_SWEEP_MAX must be at least 1");
 }
 
 /** A session must be able to slide (it records a page view more often than it would idle out); a live list polls at most once a second. */
