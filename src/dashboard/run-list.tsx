@@ -64,7 +64,7 @@ export function RunLink(props: { run: Json }) {
   );
 }
 
-/** A value that filters the runs list when followed (`project_id`, `label`), or a dash. */
+/** A value that, followed, filters the runs list by it (a run's `project_id`), or a dash. */
 export function FilterLink(props: { name: string; value: string | null | undefined }) {
   if (!props.value) return <span class="muted">—</span>;
   return <a href={`${DASH}/runs?${new URLSearchParams({ [props.name]: props.value })}`}>{props.value}</a>;
@@ -83,7 +83,7 @@ function runColumns(nowMs: number): Column<Json>[] {
   ];
 }
 
-export function RunList(props: { runs: Json[]; empty?: string; id?: string; nowMs?: number }) {
+export function RunList(props: { runs: Json[]; empty?: string; nowMs?: number }) {
   if (props.runs.length === 0) return <p class="muted">{props.empty ?? "No runs yet."}</p>;
-  return <DataTable id={props.id} columns={runColumns(props.nowMs ?? Date.now())} rows={props.runs} rowAttrs={(r) => ({ "data-run": r.id })} />;
+  return <DataTable columns={runColumns(props.nowMs ?? Date.now())} rows={props.runs} rowAttrs={(r) => ({ "data-run": r.id })} />;
 }
