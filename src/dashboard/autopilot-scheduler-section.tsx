@@ -67,11 +67,11 @@ function Commands(props: { scheduler: Json; projectName: string }) {
   const s = props.scheduler;
   const common = { projectId: s.project_id, projectName: props.projectName };
   return (
-    <p id="scheduler-actions">
+    <div id="scheduler-actions">
       {(!s.enabled || s.draining) && <Command {...common} command="enable" />}{" "}
       {s.enabled && !s.draining && <Command {...common} command="drain" warning="admit nothing new and start no queued run; running work finishes" />}{" "}
       {s.enabled && <Command {...common} command="disable" warning="admit nothing new, start no queued run and pause the executing ones" />}
-    </p>
+    </div>
   );
 }
 
