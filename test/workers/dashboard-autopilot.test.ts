@@ -185,6 +185,9 @@ describe("a project's runs on the console", () => {
     const blocked = (await call("GET", `/v1/autopilot/projects/${s.project.id}/runs?state=blocked`, { token: s.org.admin })).body.runs as Json[];
     expect(blocked).toEqual([expect.objectContaining({ id: runId, state: "blocked", ticket: "github:Codertocat/Hello-World#41", blocker: expect.objectContaining({ questions: BLOCKER.questions }) })]);
     expect((await call("GET", `/v1/autopilot/projects/${s.project.id}/runs?state=queued`, { token: s.org.admin })).body.runs).toEqual([]);
+    const bad = await call("GET", `/v1/autopilot/projects/${s.project.id}/runs?state=stuck`, { token: s.org.admin });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error).toMatchObject({ code: "invalid_request", field: "state" });
 
     const text = await projectPage(s);
     expect(text).toMatch(/<table id="blocked-runs"[\s\S]*Should the cache use Postgres or SQLite\?[\s\S]*Answer on the issue, then remove and add the ready label again\./);
