@@ -50,6 +50,9 @@ const LIVE_EVENTS_JS = `(function () {
 })();
 `;
 
+/** The header the live-lists script sends with its refreshes: a page may skip what no live region shows (live.tsx, isLiveRefresh). */
+export const LIVE_REFRESH_HEADER = "Docket-Live-Refresh";
+
 /**
  * Live lists: every element with data-live and an id is swapped for its namesake in a fresh copy of
  * the page's own URL, every data-poll-ms (DASHBOARD_LIVE_POLL_MS) while the tab is visible. The
@@ -83,7 +86,7 @@ const LIVE_LISTS_JS = `(function () {
     if (busy) return;
     if (document.hidden) return say("Live updates paused while this tab is hidden.");
     busy = true;
-    fetch(location.href, { credentials: "same-origin", headers: { Accept: "text/html" } })
+    fetch(location.href, { credentials: "same-origin", headers: { Accept: "text/html", "${LIVE_REFRESH_HEADER}": "1" } })
       .then(function (res) {
         if (res.redirected && /\\/sign-in$/.test(new URL(res.url).pathname)) return stop("Live updates stopped: your session has ended. Reload the page to sign in again.");
         if (!res.ok) throw new Error("HTTP " + res.status);

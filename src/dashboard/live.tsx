@@ -4,7 +4,7 @@
 
 import type { Context } from "hono";
 import type { AppEnv } from "../app-types";
-import { LIVE_LISTS_SCRIPT } from "./assets";
+import { LIVE_LISTS_SCRIPT, LIVE_REFRESH_HEADER } from "./assets";
 
 /** How often a page's live regions refresh, and after how many failures in a row they stop. */
 export interface LiveSettings {
@@ -15,6 +15,11 @@ export interface LiveSettings {
 export function liveSettings(c: Context<AppEnv>): LiveSettings {
   const config = c.get("config");
   return { pollMs: config.dashboardLivePollMs, failuresMax: config.dashboardLiveFailuresMax };
+}
+
+/** Whether this request is the live-lists script's refresh, which uses only the page's data-live regions. */
+export function isLiveRefresh(c: Context<AppEnv>): boolean {
+  return c.req.header(LIVE_REFRESH_HEADER) === "1";
 }
 
 /** The status line the script speaks through, then the script itself; without JavaScript the line says a reload updates the page. */

@@ -31,12 +31,13 @@ const QUEUE_COLUMNS: Column<Json>[] = [
   { label: "Why it waits", cell: (r) => <Waiting waiting={r.waiting} /> },
 ];
 
-export function QueuePage(props: { queue: Json; recent: Json[]; activity: HourlyActivity; admin: boolean; live: LiveSettings }) {
+/** `activity`: null on a live refresh, which swaps only the lists (the charts are read on a page load). */
+export function QueuePage(props: { queue: Json; recent: Json[]; activity: HourlyActivity | null; admin: boolean; live: LiveSettings }) {
   const queued: Json[] = (props.queue.runs as Json[]).map((r, i) => ({ ...r, position: i + 1 }));
   return (
     <Layout title="Queue" signedIn admin={props.admin}>
       <h1>Queue</h1>
-      <ActivityCharts activity={props.activity} />
+      {props.activity && <ActivityCharts activity={props.activity} />}
       <LiveUpdates live={props.live} />
       <section id="queue" data-live aria-labelledby="queue-title">
         <h2 id="queue-title">Queued runs, in dispatch order</h2>

@@ -6,7 +6,7 @@ import type { AppEnv } from "../app-types";
 import { runId } from "../protocol/common";
 import { hourlyActivity } from "./activity";
 import type { Api } from "./api";
-import { liveSettings } from "./live";
+import { isLiveRefresh, liveSettings } from "./live";
 import { isAdmin, page, read } from "./route-kit";
 import { QueuePage, RUN_FILTERS, RunsPage, runsHref, type RunFilters } from "./runs-pages";
 import { DASH } from "./session";
@@ -39,10 +39,11 @@ async function runsPage(c: Context<AppEnv>, api: Api): Promise<Response> {
 export function runsRoutes(dash: Hono<AppEnv>, api: Api): void {
   dash.get("/", page(async (c) => {
     const config = c.get("config");
+    // A live refresh swaps only the lists: it does not read the last day's events for the charts again.
     const [queue, recent, activity] = await Promise.all([
       read(c, api, `/v1/queue?limit=${config.dashboardRowsMax}`),
       read(c, api, "/v1/runs?limit=20"),
-      hourlyActivity(c.env.DB, config, c.get("caller").orgId, Date.now()),
+      isLiveRefresh(c) ? null : hourlyActivity(c.env.DB, config, c.get("caller").orgId, Date.now()),
     ]);
     return c.html(<QueuePage queue={queue} recent={recent.runs} activity={activity} admin={isAdmin(c)} live={liveSettings(c)} />);
   }));

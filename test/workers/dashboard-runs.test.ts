@@ -5,7 +5,7 @@
 
 import { describe, expect, it } from "vitest";
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
-import { env } from "cloudflare:workers";
+import { env, exports } from "cloudflare:workers";
 import worker from "../../src/index";
 import { admitReadyIssue, createProject, installRealAutopilotWithTracker } from "./autopilot-fakes";
 import { page, pageRequest, signIn } from "./dashboard-helpers";
@@ -136,6 +136,23 @@ describe("the runs pages", () => {
     expect(script.text).toContain('document.querySelectorAll("[data-live][id]")');
     expect(script.text).toContain("Live updates stopped");
     expect(script.text).toContain("document.hidden");
+  });
+});
+
+describe("a live refresh", () => {
+  it("of the queue answers its lists without reading the last day's events for the charts again", async () => {
+    const { admin } = await createOrg();
+    const id = await dispatch(admin, { brief: "Bump the parser" });
+    const session = await signIn(admin);
+    const request = pageRequest("/dash", { cookie: session });
+    request.headers.set("Docket-Live-Refresh", "1");
+    const res = await exports.default.fetch(request);
+    const html = await res.text();
+    expect(res.status).toBe(200);
+    expect(region(html, '<section id="queue"')).toContain(`<a href="/dash/runs/${id}">Bump the parser</a>`);
+    expect(html).not.toContain('aria-labelledby="chart-depth-title');
+    expect((await page("/dash", { cookie: session })).text).toContain('aria-labelledby="chart-depth-title');
+    expect((await page("/dash/assets/live-lists.js")).text).toContain('"Docket-Live-Refresh": "1"');
   });
 });
 
