@@ -41,10 +41,11 @@ dt { font-weight: 600; } dd { margin: 0 0 .4rem 1rem; }
 ol.events { font: 13px/1.4 ui-monospace, monospace; padding-left: 3rem; max-height: 24rem; overflow-y: auto; }
 form.inline { display: inline; }
 .visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
-/* A DataTable (components.tsx) on a phone: each row a card, each cell its column's label beside its
-   value (a value too long for the rest of the line goes on under it); a column without a label (the
-   row's actions) shows its buttons alone. An action's form is a line of its own and its button is large
-   enough to tap. Screen readers still hear a table: the header row is moved off-screen, not removed. */
+/* A phone: a DataTable (components.tsx) shows each row as a card, each cell its column's label beside
+   its value (a value too long for the rest of the line goes on under it); a column without a label
+   (the row's actions) shows its buttons alone. Screen readers still hear a table: the header row is
+   moved off-screen, not removed. An action's form is a line of its own, each label of a form (with
+   its field, or above it) starts a line, and every button is large enough to tap. */
 @media (max-width: 40rem) {
   main { padding: .75rem; }
   table.cards thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); }
@@ -56,6 +57,7 @@ form.inline { display: inline; }
   table.cards td[data-label=""]::before { content: none; }
   table.cards td:first-child { font-weight: 600; }
   main form.inline { display: block; margin: .5rem 0; }
+  main label { display: block; margin: .35rem 0; }
   header button, main button { min-height: 2.75rem; }
 }
 `;
