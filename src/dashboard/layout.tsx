@@ -17,14 +17,15 @@ header nav { display: flex; flex-wrap: wrap; gap: .25rem .75rem; }
 header nav a { display: inline-block; padding: .25rem 0; }
 main { padding: 1rem; max-width: 90rem; }
 h1 { font-size: 1.4rem; margin: .25rem 0 .75rem; } h2 { font-size: 1.1rem; margin: 1.5rem 0 .5rem; }
-/* A phone's narrow window: long ids break anywhere in running text; a table keeps its words whole
-   (long names still break at their hyphens) and scrolls inside its wrapper, never the page. */
+/* Long ids break anywhere in running text. A table's headers keep their words whole while a cell's
+   long ids may break, so a list of runs fits a laptop's window; a table still too wide scrolls inside
+   its wrapper, never the page (on a phone a DataTable is cards, below). */
 .table-wrap { overflow-x: auto; max-width: 100%; } .scroll-x { overflow-x: auto; max-width: 100%; }
 .scroll-x svg.timeline { max-width: none; }
 table { border-collapse: collapse; width: 100%; } th, td { overflow-wrap: break-word; text-align: left; padding: .3rem .5rem; border-bottom: 1px solid var(--line); vertical-align: top; }
-th { background: var(--panel); }
+td { overflow-wrap: anywhere; } th { background: var(--panel); }
 .muted { color: var(--muted); } .ok { color: var(--ok); } .bad { color: var(--bad); } .warn { color: var(--warn); }
-.state { font-weight: 600; }
+.state { font-weight: 600; overflow-wrap: normal; }
 button, input:not([type=checkbox], [type=radio], [type=hidden]), select, textarea { font: inherit; padding: .3rem .6rem; border: 1px solid var(--muted); border-radius: 4px; color: var(--fg); background: var(--bg); }
 button { cursor: pointer; background: var(--panel); }
 input { max-width: 100%; } svg { max-width: 100%; height: auto; }
