@@ -38,6 +38,14 @@ export const app = new Hono<AppEnv>()
     await next();
   })
   .use("*", boundedBody)
+  // A path that is a route of its own (/v1/runners/claim) asked with a method it does not answer is
+  // 405 before any pattern it also fits (GET /v1/runners/:id) may take it.
+  .use("/v1/*", async (c, next) => {
+    const own = literalMethods(c.req.path);
+    const answered = own?.has(c.req.method) || c.req.method === "OPTIONS" || (c.req.method === "HEAD" && own?.has("GET"));
+    if (own && !answered) return methodNotAllowed(c.req.method, c.req.path, [...own].sort());
+    await next();
+  })
   .get("/", (c) => c.json({ service: "docket", api: "/v1", openapi: "/v1/openapi.json", reference: "/docs", docs: "docs/protocol.md" }))
   .get("/healthz", (c) => c.json({ ok: true }))
   .get("/docs", (c) => c.html(DOCS_PAGE))
@@ -71,9 +79,9 @@ app.route("/dash", dashboardRoutes(app));
 app.get("/v1/openapi.json", openApiDocument(app));
 
 /** Each registered route's path as a pattern and the methods it answers (middleware, "ALL", is left out). */
-let routeTable: { pattern: RegExp; literal: boolean; methods: Set<string> }[] | null = null;
+let routeTable: { path: string; pattern: RegExp; literal: boolean; methods: Set<string> }[] | null = null;
 
-function routesOf(): { pattern: RegExp; literal: boolean; methods: Set<string> }[] {
+function routesOf(): { path: string; pattern: RegExp; literal: boolean; methods: Set<string> }[] {
   if (routeTable) return routeTable;
   const byPath = new Map<string, Set<string>>();
   for (const route of app.routes) {
@@ -84,9 +92,23 @@ function routesOf(): { pattern: RegExp; literal: boolean; methods: Set<string> }
   }
   routeTable = [...byPath].map(([path, methods]) => {
     const segments = path.split("/").map((s) => (s.startsWith(":") ? "[^/]+" : s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")));
-    return { pattern: new RegExp(`^${segments.join("/")}$`), literal: !path.includes(":"), methods };
+    return { path, pattern: new RegExp(`^${segments.join("/")}$`), literal: !path.includes(":"), methods };
   });
   return routeTable;
+}
+
+let literalRoutes: Map<string, Set<string>> | null = null;
+
+/** The methods of the route whose path is exactly `path` (no parameter), or null when none is. */
+function literalMethods(path: string): Set<string> | null {
+  literalRoutes ??= new Map(routesOf().filter((route) => route.literal).map((route) => [route.path, route.methods]));
+  return literalRoutes.get(path) ?? null;
+}
+
+function methodNotAllowed(method: string, path: string, allow: string[]): Response {
+  const response = errorResponse(new DocketError("method_not_allowed", `${method} is not allowed on ${path}; allowed: ${allow.join(", ")}`, { allow }));
+  response.headers.set("Allow", allow.join(", "));
+  return response;
 }
 
 /**
@@ -104,9 +126,7 @@ export function allowedMethods(path: string): string[] {
 app.notFound((c) => {
   const allow = allowedMethods(c.req.path);
   if (allow.length === 0) return errorResponse(new DocketError("not_found", `no route for ${c.req.method} ${c.req.path}`));
-  const response = errorResponse(new DocketError("method_not_allowed", `${c.req.method} is not allowed on ${c.req.path}; allowed: ${allow.join(", ")}`, { allow }));
-  response.headers.set("Allow", allow.join(", "));
-  return response;
+  return methodNotAllowed(c.req.method, c.req.path, allow);
 });
 
 app.onError(async (err, c) => {

@@ -254,7 +254,7 @@ describe("a run reservation held for cost review", () => {
 
     const res = await page("/dash/credits", { cookie: await signIn(s.admin) });
     expect(res.status).toBe(200);
-    const table = (id: string) => res.text.slice(res.text.indexOf(`<table id="${id}">`), res.text.indexOf("</table>", res.text.indexOf(`<table id="${id}">`)));
+    const table = (id: string) => res.text.slice(res.text.indexOf(`<table id="${id}"`), res.text.indexOf("</table>", res.text.indexOf(`<table id="${id}"`)));
     expect(table("run-holds")).toContain(`<tr data-run="${run.id}">`);
     expect(table("run-holds")).toContain("hello-world autopilot");
     expect(table("run-holds")).toContain("$1.00");
