@@ -1,10 +1,32 @@
 // register, status and listen: the commands that talk to the user.
 import { basename, isAbsolute, relative, resolve } from 'node:path';
-import { classify, DocketClient, errorText, upgradeHint } from './api.js';
+import { ApiError, classify, DocketClient, errorText, retryDelayMs, upgradeHint } from './api.js';
 import { configFilePath, ensurePrivateDir, writeConfigFile } from './config.js';
 import { formatDuration, type Output } from './output.js';
 import type { JobRow } from './jobs.js';
 import { CLI_VERSION } from './version.js';
+
+/** Tries register makes when the server is unavailable (503) or cannot be reached, a second apart, then two. */
+export const REGISTER_TRIES = 3;
+
+/**
+ * The registration, tried again after a 503 (a deployment restarting, a proxy with no Worker behind
+ * it yet) or a connection that never reached the server; any other answer is final. Bounded by
+ * REGISTER_TRIES, each wait as long as Retry-After asks (at most RETRY_AFTER_MAX_MS).
+ */
+async function registerTrying(client: DocketClient, cfg: Record<string, any>, out: Output) {
+  for (let tries = 1; ; tries += 1) {
+    try {
+      return await client.register(cfg.registration_token, { name: cfg.name, labels: cfg.labels, protocols: cfg.launchers, cli_version: CLI_VERSION });
+    } catch (e) {
+      const unavailable = e instanceof ApiError && (e.status === 503 || e.code === 'network');
+      if (!unavailable || tries >= REGISTER_TRIES) throw e;
+      const waitMs = retryDelayMs(e, 1_000 * 2 ** (tries - 1));
+      out.emit('register_retry', `registration: ${errorText(e)}; trying again in ${formatDuration(waitMs)} (try ${tries + 1} of ${REGISTER_TRIES})`, { status: e.status, wait_ms: waitMs });
+      await new Promise((r) => setTimeout(r, waitMs));
+    }
+  }
+}
 
 export async function register(cfg: Record<string, any>, file: Record<string, any>, out: Output) {
   const missing = [!cfg.server_url && '--server (or DOCKET_SERVER_URL)', !cfg.registration_token && '--token (or DOCKET_REGISTRATION_TOKEN)'].filter(Boolean);
@@ -15,7 +37,7 @@ export async function register(cfg: Record<string, any>, file: Record<string, an
   const client = new DocketClient({ serverUrl: cfg.server_url, timeoutMs: cfg.request_timeout_ms });
   let res;
   try {
-    res = await client.register(cfg.registration_token, { name: cfg.name, labels: cfg.labels, protocols: cfg.launchers, cli_version: CLI_VERSION });
+    res = await registerTrying(client, cfg, out);
   } catch (e) {
     const err = e as any;
     if (classify(e) === 'upgrade') {

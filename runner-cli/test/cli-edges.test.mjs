@@ -198,6 +198,26 @@ describe('the command line', () => {
     expect(g.stdout).toContain('the server refused the registration (400 invalid_request): body labels.0');
   });
 
+  it('register tries again after a 503 (waiting as Retry-After asks) and registers; a server still unavailable after REGISTER_TRIES ends it with exit code 1', async () => {
+    const unavailable = { status: 503, body: { error: { code: 'unavailable', message: 'restarting' } }, headers: { 'Retry-After': '1' } };
+    const answers = [unavailable, ok({ machine_id: MACHINE_ID, machine_token: 'dkt_s_new', org_id: 'org_00000000000000000000000a', config: runnerConfig })];
+    const recovers = await fakeServer(() => answers.shift());
+    cleanups.push(recovers.close);
+    const r = await cli(home(recovers.url), ['register', '--json', '--server', recovers.url, '--token', 'dkt_r_x']);
+    expect(r.code).toBe(0);
+    const events = r.stdout.trim().split('\n').map((l) => JSON.parse(l));
+    expect(events[0]).toMatchObject({ event: 'register_retry', status: 503, wait_ms: 1000 });
+    expect(events[0].message).toContain('trying again in 1s (try 2 of 3)');
+    expect(recovers.requests.filter((q) => q.path === '/v1/runners/register')).toHaveLength(2);
+
+    const down = await fakeServer(() => ({ ...unavailable, headers: {} }));
+    cleanups.push(down.close);
+    const d = await cli(home(down.url), ['register', '--json', '--server', down.url, '--token', 'dkt_r_x']);
+    expect(d.code).toBe(1);
+    expect(down.requests).toHaveLength(3);
+    expect(d.stdout).toContain('"event":"register_failed"');
+  });
+
   it('register prints the command that starts the listener as the user ran it: the checkout\'s path, the same DOCKET_RUNNER_HOME or --config-dir', async () => {
     const server = await fakeServer(() => ok({ machine_id: MACHINE_ID, machine_token: 'dkt_s_new', org_id: 'org_00000000000000000000000a', config: runnerConfig }));
     cleanups.push(server.close);
