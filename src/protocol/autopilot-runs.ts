@@ -3,11 +3,8 @@
 // deliveries, so a reader sees where every issue of the project stands without reading each run.
 
 import { z } from "zod";
-import { AdmissionProjectPath } from "./autopilot.js";
 import { epochMs, keysetCursor, page, pageQuery, runId } from "./common.js";
 import { RunBlocker, RunPublication, RunState, TrackerDelivery } from "./runs.js";
-
-export const ProjectRunsPath = AdmissionProjectPath;
 
 export const ListProjectRunsQuery = z
   .object({

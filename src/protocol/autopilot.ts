@@ -311,9 +311,6 @@ export const AutopilotProjectPage = page("projects", AutopilotProject);
 // of its own, self-contained, so the projects' schemas can sit beside it.
 
 
-/** The project of an admission operation's path. */
-export const AdmissionProjectPath = z.object({ id: autopilotProjectId });
-
 /** A ticket's provider-qualified identity, such as github:owner/repo#12. */
 const TICKET_KEY_SOURCE = "github:[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+#\\d{1,10}";
 export const ticketKeyField = z.string().describe("The ticket's provider-qualified identity, such as github:owner/repo#12.");
@@ -401,7 +398,7 @@ export const ListedAutopilotTicket = AutopilotTicket.extend({
 export type ListedAutopilotTicket = z.infer<typeof ListedAutopilotTicket>;
 export const TicketPage = page("tickets", ListedAutopilotTicket);
 
-export const AdmissionTicketPath = AdmissionProjectPath.extend({ number: z.coerce.number().int().min(1).max(9_999_999_999) });
+export const AdmissionTicketPath = AutopilotProjectPath.extend({ number: z.coerce.number().int().min(1).max(9_999_999_999) });
 
 export const AutopilotTicketDetail = AutopilotTicket.extend({
   admitted_generation: z.string().nullable().describe("The readiness generation that had its run; the same generation never admits another."),

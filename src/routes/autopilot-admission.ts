@@ -8,7 +8,7 @@ import type { AppEnv } from "../app-types";
 import { DocketError } from "../errors";
 import { log } from "../lib/log";
 import { operation } from "../openapi/operation";
-import { AdmissionProjectPath, AdmissionTicketPath, AutopilotTicketDetail, ListTicketsQuery, ReconcileResult, TicketPage, WebhookAccepted } from "../protocol/autopilot";
+import { AutopilotProjectPath, AdmissionTicketPath, AutopilotTicketDetail, ListTicketsQuery, ReconcileResult, TicketPage, WebhookAccepted } from "../protocol/autopilot";
 import { validate } from "../validate";
 import { pageSize } from "../lib/pagination";
 import { inProjectRepository, ticketStub } from "../autopilot/admission";
@@ -93,7 +93,7 @@ export const autopilotAdmissionRoutes = new Hono<AppEnv>()
         { name: "X-GitHub-Delivery", description: "The delivery's id, the same on a redelivery: deduplicates it.", required: true },
       ],
     }),
-    validate("param", AdmissionProjectPath),
+    validate("param", AutopilotProjectPath),
     async (c) => {
       const { id } = c.req.valid("param");
       const body = await c.req.text();
@@ -124,7 +124,7 @@ export const autopilotAdmissionRoutes = new Hono<AppEnv>()
       responses: { 200: { description: "What the step examined and decided.", schema: ReconcileResult } },
       errors: ["not_found", "autopilot_not_configured", "github_unavailable"],
     }),
-    validate("param", AdmissionProjectPath),
+    validate("param", AutopilotProjectPath),
     async (c) => {
       const { id } = c.req.valid("param");
       const project = await ownProject(c.env, id, c.get("caller").orgId);
@@ -153,7 +153,7 @@ export const autopilotAdmissionRoutes = new Hono<AppEnv>()
       responses: { 200: { description: "A page of tickets.", schema: TicketPage } },
       errors: ["not_found", "autopilot_not_configured"],
     }),
-    validate("param", AdmissionProjectPath),
+    validate("param", AutopilotProjectPath),
     validate("query", ListTicketsQuery),
     async (c) => {
       const { id } = c.req.valid("param");

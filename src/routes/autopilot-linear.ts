@@ -9,7 +9,7 @@ import type { AppEnv } from "../app-types";
 import { DocketError } from "../errors";
 import { log } from "../lib/log";
 import { operation } from "../openapi/operation";
-import { AdmissionProjectPath, WebhookAccepted } from "../protocol/autopilot";
+import { AutopilotProjectPath, WebhookAccepted } from "../protocol/autopilot";
 import { validate } from "../validate";
 import type { AdmissionProject } from "../autopilot/deps";
 import type { AutopilotMessage } from "../autopilot/queue";
@@ -50,7 +50,7 @@ export const autopilotLinearRoutes = new Hono<AppEnv>().post(
       { name: "Linear-Event", description: "The resource type (Issue, Comment, IssueRelation, …); the body's type is what counts." },
     ],
   }),
-  validate("param", AdmissionProjectPath),
+  validate("param", AutopilotProjectPath),
   async (c) => {
     const { id } = c.req.valid("param");
     const body = await c.req.text();

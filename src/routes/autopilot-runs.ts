@@ -8,7 +8,8 @@ import { listProjectRuns } from "../autopilot/project-runs";
 import { loadProjectRow } from "../autopilot/projects";
 import { pageSize } from "../lib/pagination";
 import { operation } from "../openapi/operation";
-import { AutopilotProjectRunPage, ListProjectRunsQuery, ProjectRunsPath } from "../protocol/autopilot-runs";
+import { AutopilotProjectPath } from "../protocol/autopilot";
+import { AutopilotProjectRunPage, ListProjectRunsQuery } from "../protocol/autopilot-runs";
 import { validate } from "../validate";
 
 export const autopilotRunRoutes = new Hono<AppEnv>().get(
@@ -24,7 +25,7 @@ export const autopilotRunRoutes = new Hono<AppEnv>().get(
     responses: { 200: { description: "A page of the project's runs.", schema: AutopilotProjectRunPage } },
     errors: ["not_found"],
   }),
-  validate("param", ProjectRunsPath),
+  validate("param", AutopilotProjectPath),
   validate("query", ListProjectRunsQuery),
   async (c) => {
     const orgId = c.get("caller").orgId;
