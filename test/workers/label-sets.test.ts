@@ -40,11 +40,15 @@ describe("label sets in the claim path", () => {
     await dispatch(fresh.admin, { labels: ["l0"] });
     const inFresh = await claim(freshRunner.token, 0);
     expect(inFresh.status).toBe(200);
-    // Reading the 19 drained sets would cost 19 more label_sets rows, and their queue heads more;
-    // one row of slack covers the larger runs table of the organization with 21 runs.
+    // Reading the 19 drained sets would cost 19 more label_sets rows, and their queue heads more.
+    // Slack: one row for the larger runs table of the organization with 21 runs, and one for the
+    // sweep row, which a claim reads again once CLAIM_SWEEP_TTL_MS (1 s) has passed since the last
+    // read: on a loaded machine one of the two claims may do so and the other not.
+    const largerRunsTable = 1;
+    const sweepRow = 1;
     const drainedCost = parseCost(afterDrain.headers.get("Docket-Cost"));
     const oneSetCost = parseCost(inFresh.headers.get("Docket-Cost"));
-    expect(drainedCost.d1_rows_read).toBeLessThanOrEqual(oneSetCost.d1_rows_read + 1);
+    expect(drainedCost.d1_rows_read).toBeLessThanOrEqual(oneSetCost.d1_rows_read + largerRunsTable + sweepRow);
     expect(drainedCost.do_requests).toBe(oneSetCost.do_requests);
   });
 
