@@ -9,9 +9,12 @@ import { excluded, fixedStatement, placeholders, textOnly } from "../db/fixed-st
 import { labelsKey } from "./labels";
 import type { RunRecord } from "./types";
 
-const { id: _id, orgId: _orgId, createdAtMs: _createdAtMs, ...projected } = getTableColumns(runs);
+// What a run is given at dispatch and never changes is written once, with the row: a column in an
+// upsert's SET rewrites every index it is in, changed or not, and D1 bills each index entry as a row
+// written (the project's index would cost every claim and report one more).
+const { id: _id, orgId: _orgId, createdAtMs: _createdAtMs, projectId: _projectId, ...projected } = getTableColumns(runs);
 
-/** The run's queue row, replaced only by a newer version; its id, organization and creation time are kept. */
+/** The run's queue row, replaced only by a newer version; its id, organization, creation time and project are kept. */
 const UPSERT_RUN = fixedStatement<typeof runs.$inferInsert>(
   textOnly
     .insert(runs)
