@@ -74,7 +74,7 @@ function GatesCell(props: { scheduler: Json | null }) {
 /** `schedulers` holds each listed project's scheduler by project id. */
 export function AutopilotProjectsPage(props: { projects: Json[]; schedulers: Map<string, Json>; admin: boolean }) {
   return (
-    <Layout title="Autopilot" signedIn admin={props.admin}>
+    <Layout title="Autopilot" signedIn admin={props.admin} section="autopilot">
       <h1>Autopilot projects</h1>
       {props.projects.length === 0 ? (
         <p class="muted">No autopilot project is configured.</p>

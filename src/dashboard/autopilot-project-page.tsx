@@ -87,7 +87,7 @@ export interface ProjectPageData {
 export function AutopilotProjectPage(props: ProjectPageData & { admin: boolean; notice?: string }) {
   const { project } = props;
   return (
-    <Layout title={`Autopilot ${project.name}`} signedIn admin={props.admin}>
+    <Layout title={`Autopilot ${project.name}`} signedIn admin={props.admin} section="autopilot" subpage>
       <p><a href={`${DASH}/autopilot`}>All projects</a></p>
       <h1>{project.name}</h1>
       {props.notice && <p class="ok" role="status">{props.notice}</p>}

@@ -15,7 +15,7 @@ export function AutopilotTicketPage(props: { projectId: string; ticket: Json; ad
   const linear = linearIssue(ticket.ticket ?? "");
   const name = linear ? linear.identifier : `#${ticket.number}`;
   return (
-    <Layout title={`Issue ${name}`} signedIn admin={props.admin}>
+    <Layout title={`Issue ${name}`} signedIn admin={props.admin} section="autopilot" subpage>
       <p><a href={`${DASH}/autopilot/${props.projectId}`}>Back to the project</a></p>
       <h1>Issue {name}</h1>
       {linear ? <p><a id="tracker-issue" href={linear.url} rel="noreferrer">{linear.identifier} in Linear</a></p> : null}

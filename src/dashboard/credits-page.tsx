@@ -104,7 +104,7 @@ export function CreditsPage(props: { credits: Json; held: Json[]; review: Json[]
   const c = props.credits;
   const runReview = props.reservations.filter((r) => r.status !== "held");
   return (
-    <Layout title="Credits" signedIn admin={props.admin}>
+    <Layout title="Credits" signedIn admin={props.admin} section="credits">
       <h1>Credits</h1>
       {props.notice && <p role="status">{props.notice}</p>}
       <TableWrap><table id="balance">

@@ -14,7 +14,7 @@ body { margin: 0; font: 15px/1.5 system-ui, sans-serif; color: var(--fg); backgr
 a { color: var(--link); }
 header { display: flex; flex-wrap: wrap; gap: 1rem; align-items: center; padding: .5rem 1rem; border-bottom: 1px solid var(--line); background: var(--panel); }
 header nav { display: flex; flex-wrap: wrap; gap: .25rem .75rem; }
-header nav a { display: inline-block; padding: .25rem 0; }
+header nav a { display: inline-block; padding: .25rem 0; } header nav a[aria-current] { font-weight: 700; text-decoration-thickness: 3px; }
 main { padding: 1rem; max-width: 90rem; }
 h1 { font-size: 1.4rem; margin: .25rem 0 .75rem; } h2 { font-size: 1.1rem; margin: 1.5rem 0 .5rem; }
 /* Long ids break anywhere in running text. A table's headers keep their words whole while a cell's
@@ -63,8 +63,25 @@ form.inline { display: inline; }
 }
 `;
 
-/** `admin`: the signed-in member has the admin role, so the navigation offers the token list. */
-export function Layout(props: { title: string; signedIn?: boolean; admin?: boolean; children?: Child }) {
+/** The navigation's sections, in order: each with its path under the dashboard and its link text. */
+const SECTIONS = [
+  { key: "queue", path: "", text: "Queue" },
+  { key: "runs", path: "/runs", text: "Runs" },
+  { key: "runners", path: "/runners", text: "Runners" },
+  { key: "autopilot", path: "/autopilot", text: "Autopilot" },
+  { key: "managed", path: "/managed", text: "Managed runners" },
+  { key: "credits", path: "/credits", text: "Credits" },
+  { key: "tokens", path: "/tokens", text: "Tokens", adminOnly: true },
+] as const;
+
+export type Section = (typeof SECTIONS)[number]["key"];
+
+/**
+ * `admin`: the signed-in member has the admin role, so the navigation offers the token list.
+ * `section`: the navigation's link for it is marked as where the reader is (aria-current `page` on
+ * the section's own page, `true` on a page within it, `subpage`).
+ */
+export function Layout(props: { title: string; signedIn?: boolean; admin?: boolean; section?: Section; subpage?: boolean; children?: Child }) {
   return (
     <html lang="en">
       <head>
@@ -81,13 +98,11 @@ export function Layout(props: { title: string; signedIn?: boolean; admin?: boole
           <strong>Docket</strong>
           {props.signedIn && (
             <nav aria-label="Dashboard">
-              <a href={`${DASH}`}>Queue</a>
-              <a href={`${DASH}/runs`}>Runs</a>
-              <a href={`${DASH}/runners`}>Runners</a>
-              <a href={`${DASH}/autopilot`}>Autopilot</a>
-              <a href={`${DASH}/managed`}>Managed runners</a>
-              <a href={`${DASH}/credits`}>Credits</a>
-              {props.admin && <a href={`${DASH}/tokens`}>Tokens</a>}
+              {SECTIONS.filter((s) => props.admin || !("adminOnly" in s)).map((s) => (
+                <a href={`${DASH}${s.path}`} aria-current={s.key === props.section ? (props.subpage ? "true" : "page") : undefined}>
+                  {s.text}
+                </a>
+              ))}
             </nav>
           )}
           {props.signedIn && (

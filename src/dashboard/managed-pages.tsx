@@ -117,7 +117,7 @@ function CreateForm() {
 
 export function ManagedRunnersPage(props: { pools: Json[]; admin: boolean; notice?: string }) {
   return (
-    <Layout title="Managed runners" signedIn admin={props.admin}>
+    <Layout title="Managed runners" signedIn admin={props.admin} section="managed">
       <h1>Managed runners</h1>
       {props.notice && <p class="ok" role="status">{props.notice}</p>}
       <p class="muted">Runner containers Docket starts for this organization; they register and claim like any runner.</p>

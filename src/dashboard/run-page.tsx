@@ -181,7 +181,7 @@ export function RunPage(props: { run: Json; events: EventsPage; marks: Mark[][];
   // The newest page follows the run live while it has not ended; an earlier page stays as it is.
   const live = !ended && props.events.before === null;
   return (
-    <Layout title={`Run ${run.id}`} signedIn admin={props.admin}>
+    <Layout title={`Run ${run.id}`} signedIn admin={props.admin} section="runs" subpage>
       <h1>Run {run.id}</h1>
       {props.notice && <p role="status">{props.notice}</p>}
       <p id="run-summary" data-live>

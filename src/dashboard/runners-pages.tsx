@@ -57,7 +57,7 @@ export function RunnerRows(props: { runners: Json[]; nowMs: number; connectedWin
 
 export function RunnersPage(props: { runners: Json[]; nowMs: number; connectedWindowMs: number; admin: boolean; live: LiveSettings }) {
   return (
-    <Layout title="Runners" signedIn admin={props.admin}>
+    <Layout title="Runners" signedIn admin={props.admin} section="runners">
       <h1>Runners</h1>
       <LiveUpdates live={props.live} />
       <section id="runners" data-live aria-label="Registered runners">
@@ -87,7 +87,7 @@ export function RunnerPage(props: { runner: Json; runs: Json[]; next: string | n
   const r = props.runner;
   const here = `${DASH}/runners/${r.id}`;
   return (
-    <Layout title={`Runner ${r.name}`} signedIn admin={props.admin}>
+    <Layout title={`Runner ${r.name}`} signedIn admin={props.admin} section="runners" subpage>
       <h1>Runner {r.name} <span class="muted">{r.id}</span></h1>
       <LiveUpdates live={props.live} />
       <RunnerFacts runner={r} nowMs={props.nowMs} connectedWindowMs={props.connectedWindowMs} />

@@ -35,7 +35,7 @@ const QUEUE_COLUMNS: Column<Json>[] = [
 export function QueuePage(props: { queue: Json; recent: Json[]; activity: HourlyActivity | null; admin: boolean; live: LiveSettings }) {
   const queued: Json[] = (props.queue.runs as Json[]).map((r, i) => ({ ...r, position: i + 1 }));
   return (
-    <Layout title="Queue" signedIn admin={props.admin}>
+    <Layout title="Queue" signedIn admin={props.admin} section="queue">
       <h1>Queue</h1>
       {props.activity && <ActivityCharts activity={props.activity} />}
       <LiveUpdates live={props.live} />
@@ -115,7 +115,7 @@ export function RunsPage(props: {
 }) {
   const filtered = Object.values(props.filters).some(Boolean);
   return (
-    <Layout title="Runs" signedIn admin={props.admin}>
+    <Layout title="Runs" signedIn admin={props.admin} section="runs">
       <h1>Runs</h1>
       <FindRun value={props.find?.value} problem={props.find?.problem} />
       <FilterForm filters={props.filters} />

@@ -60,7 +60,7 @@ export function TokenTable(props: { tokens: Json[] }) {
 /** `tokens` is null for a member without the admin role: listing, minting and revoking tokens is an admin's. */
 export function TokensPage(props: { tokens: Json[] | null; runners: Json[]; nowMs: number; connectedWindowMs: number; admin: boolean; registrationTtlMs: number; notice?: string }) {
   return (
-    <Layout title="Tokens and machines" signedIn admin={props.admin}>
+    <Layout title="Tokens and machines" signedIn admin={props.admin} section="tokens">
       <h1>Tokens and machines</h1>
       {props.notice && <p class="ok" role="status">{props.notice}</p>}
       <h2>Member and registration tokens</h2>
@@ -82,7 +82,7 @@ export function TokensPage(props: { tokens: Json[] | null; runners: Json[]; nowM
 export function TokenPage(props: { token: Json; admin: boolean; notice?: string }) {
   const { token } = props;
   return (
-    <Layout title={`Token ${tokenName(token)}`} signedIn admin={props.admin}>
+    <Layout title={`Token ${tokenName(token)}`} signedIn admin={props.admin} section="tokens" subpage>
       <h1>Token {tokenName(token)}</h1>
       {props.notice && <p class="ok" role="status">{props.notice}</p>}
       <TokenTable tokens={[token]} />
@@ -108,7 +108,7 @@ function UseIt(props: { token: Json; origin: string }) {
 export function MintedTokenPage(props: { token: Json; origin: string; admin: boolean }) {
   const { token } = props;
   return (
-    <Layout title="Token minted" signedIn admin={props.admin}>
+    <Layout title="Token minted" signedIn admin={props.admin} section="tokens" subpage>
       <h1>Token minted: {tokenName(token)}</h1>
       <p class="warn" role="alert" id="copy-it-now">
         Copy it now: this is the only time Docket shows this token. Only its hash is kept, so it cannot be shown again; a lost token is revoked and

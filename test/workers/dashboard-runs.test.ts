@@ -52,6 +52,13 @@ describe("the runs pages", () => {
     // The queue shows briefs too.
     const queue = (await page("/dash", { cookie: session })).text;
     expect(region(queue, '<section id="queue"')).toContain(`<a href="/dash/runs/${waiting}">Bump the parser</a>`);
+
+    // The navigation marks where the reader is: the section's own page, or a page within it.
+    const current = (html: string) => [...region(html, '<nav aria-label="Dashboard"').matchAll(/<a [^>]*aria-current="([^"]+)"[^>]*>([^<]+)</g)].map((m) => [m[2], m[1]]);
+    expect(current(runs)).toEqual([["Runs", "page"]]);
+    expect(current(queue)).toEqual([["Queue", "page"]]);
+    expect(current((await page(`/dash/runs/${done}`, { cookie: session })).text)).toEqual([["Runs", "true"]]);
+    expect(current((await page(`/dash/runners/${runner.machineId}`, { cookie: session })).text)).toEqual([["Runners", "true"]]);
   });
 
   it("the runs list filters by state, label and machine, keeps them in its form and its Older runs link, and pages to the end", async () => {
