@@ -73,7 +73,29 @@ function TextFilter(props: { name: string; label: string; value?: string; hint: 
   );
 }
 
-function FilterForm(props: { filters: RunFilters }) {
+/** The organization's autopilot projects to choose from, or null when they are more than one page of the API holds. */
+export type ProjectChoices = { id: string; name: string }[] | null;
+
+/**
+ * The project filter: a choice of the organization's projects by name (the one filtered by kept,
+ * even if it is gone), or an id to type when there are too many to list; none without projects.
+ */
+function ProjectFilter(props: { value?: string; projects: ProjectChoices }) {
+  if (props.projects === null) return <TextFilter name="project_id" label="Project" value={props.value} hint="apj_…" />;
+  const choices = props.value && !props.projects.some((p) => p.id === props.value) ? [...props.projects, { id: props.value, name: props.value }] : props.projects;
+  if (choices.length === 0) return null;
+  return (
+    <label>
+      Project{" "}
+      <select name="project_id">
+        <option value="">any project</option>
+        {choices.map((p) => <option value={p.id} selected={props.value === p.id}>{p.name}</option>)}
+      </select>
+    </label>
+  );
+}
+
+function FilterForm(props: { filters: RunFilters; projects: ProjectChoices }) {
   return (
     <form method="get" action={`${DASH}/runs`} id="run-filters" class="filters" aria-label="Filter runs">
       <label>
@@ -83,7 +105,7 @@ function FilterForm(props: { filters: RunFilters }) {
           {RUN_STATES.map((s) => <option value={s} selected={props.filters.state === s}>{s}</option>)}
         </select>
       </label>{" "}
-      <TextFilter name="project_id" label="Project" value={props.filters.project_id} hint="apj_…" />{" "}
+      <ProjectFilter value={props.filters.project_id} projects={props.projects} />{" "}
       <TextFilter name="label" label="Label" value={props.filters.label} hint="gpu" />{" "}
       <TextFilter name="machine_id" label="Machine" value={props.filters.machine_id} hint="mch_…" />{" "}
       <button type="submit">Filter runs</button> <a href={`${DASH}/runs`}>Clear filters</a>
@@ -110,6 +132,7 @@ export function RunsPage(props: {
   filters: RunFilters;
   cursor?: string;
   find?: { value: string; problem: string };
+  projects: ProjectChoices;
   admin: boolean;
   live: LiveSettings;
 }) {
@@ -118,7 +141,7 @@ export function RunsPage(props: {
     <Layout title="Runs" signedIn admin={props.admin} section="runs">
       <h1>Runs</h1>
       <FindRun value={props.find?.value} problem={props.find?.problem} />
-      <FilterForm filters={props.filters} />
+      <FilterForm filters={props.filters} projects={props.projects} />
       <LiveUpdates live={props.live} />
       <section id="runs" data-live aria-label={props.cursor ? "Older runs" : "Runs, newest first"}>
         <RunList runs={props.runs} empty={filtered ? "No run matches these filters." : "No runs yet."} />

@@ -8,7 +8,7 @@ import { hourlyActivity } from "./activity";
 import type { Api } from "./api";
 import { isLiveRefresh, liveSettings } from "./live";
 import { isAdmin, page, read } from "./route-kit";
-import { QueuePage, RUN_FILTERS, RunsPage, runsHref, type RunFilters } from "./runs-pages";
+import { QueuePage, RUN_FILTERS, RunsPage, runsHref, type ProjectChoices, type RunFilters } from "./runs-pages";
 import { DASH } from "./session";
 
 /** The filters the page was asked for, as typed: the API checks them and names what is wrong. */
@@ -21,6 +21,17 @@ function filtersOf(c: Context<AppEnv>): RunFilters {
   return filters;
 }
 
+/** The most projects the project filter offers by name (one page of GET /v1/autopilot/projects); past it, an id is typed. */
+const PROJECT_CHOICES_MAX = 200;
+
+/** The organization's autopilot projects by name for the project filter; none on a live refresh, which swaps only the list. */
+async function projectChoices(c: Context<AppEnv>, api: Api): Promise<ProjectChoices> {
+  if (isLiveRefresh(c)) return [];
+  const listed = await read(c, api, `/v1/autopilot/projects?limit=${PROJECT_CHOICES_MAX}`);
+  if (listed.next_cursor) return null;
+  return (listed.projects as { id: string; name: string }[]).map((p) => ({ id: p.id, name: p.name }));
+}
+
 /** The runs page: the search by id (an exact id goes to the run), else a page of the filtered list. */
 async function runsPage(c: Context<AppEnv>, api: Api): Promise<Response> {
   const filters = filtersOf(c);
@@ -29,9 +40,9 @@ async function runsPage(c: Context<AppEnv>, api: Api): Promise<Response> {
   const cursor = c.req.query("cursor") || undefined;
   const query = new URL(runsHref(filters, cursor), c.req.url).searchParams;
   query.set("limit", String(c.get("config").dashboardRowsMax));
-  const list = await read(c, api, `/v1/runs?${query}`);
+  const [list, projects] = await Promise.all([read(c, api, `/v1/runs?${query}`), projectChoices(c, api)]);
   const find = wanted ? { value: wanted, problem: `"${wanted}" is not a run id: a run id is run_ followed by 24 hexadecimal digits (0-9, a-f).` } : undefined;
-  const html = <RunsPage runs={list.runs} next={list.next_cursor} filters={filters} cursor={cursor} find={find} admin={isAdmin(c)} live={liveSettings(c)} />;
+  const html = <RunsPage runs={list.runs} next={list.next_cursor} filters={filters} cursor={cursor} find={find} projects={projects} admin={isAdmin(c)} live={liveSettings(c)} />;
   return c.html(html, find ? 400 : 200);
 }
 

@@ -13,7 +13,7 @@ import { dispatch, removeTempDirs, startDocket } from './helpers.mjs';
 const PAGES = [
   ['queue', () => '/dash', 200, () => 'Queue'],
   ['runs', () => '/dash/runs', 200, (s) => s.queuedRun],
-  ['runs-filtered', (s) => `/dash/runs?state=cancelled&project=${s.githubProject.id}`, 200, () => 'Runs'],
+  ['runs-filtered', (s) => `/dash/runs?state=cancelled&project_id=${s.githubProject.id}`, 200, () => 'Runs'],
   ['run-queued', (s) => `/dash/runs/${s.queuedRun}`, 200, (s) => s.queuedRun],
   ['run-cancelled', (s) => `/dash/runs/${s.cancelledRun}`, 200, () => 'no GPU runner this week'],
   ['run-of-a-ticket', (s) => `/dash/runs/${s.githubProject.runId}`, 200, () => 'dark mode toggle'],

@@ -99,6 +99,16 @@ describe("the runs pages", () => {
     expect(runs).toContain(`<a href="/dash/runs/${admitted}">${fake.tracker(project.id).issues.get(12)!.facts.title}</a>`);
     expect(runs).toContain(`<a href="/dash/runs?project_id=${project.id}">${project.id}</a>`);
     expect(runs).not.toContain(other);
+    // The project filter offers the organization's projects by name, the one filtered by chosen.
+    const form = region(html, '<form method="get" action="/dash/runs" id="run-filters"');
+    expect(form).toContain(`<option value="${project.id}" selected="">hello-world autopilot</option>`);
+    expect(region(form, '<select name="project_id"')).toContain('<option value="">any project</option>');
+    // An organization without projects is offered no project filter; an id in the address is still kept.
+    const plain = await createOrg();
+    const plainSession = await signIn(plain.admin);
+    expect((await page("/dash/runs", { cookie: plainSession })).text).not.toContain('name="project_id"');
+    const gone = (await page(`/dash/runs?project_id=${project.id}`, { cookie: plainSession })).text;
+    expect(gone).toContain(`<option value="${project.id}" selected="">${project.id}</option>`);
   });
 
   it("searching by run id opens an exact id's page and says when an id is malformed", async () => {
