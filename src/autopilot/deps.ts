@@ -7,33 +7,15 @@
 
 import type { Config } from "../config";
 import type { Env } from "../env";
-import type { ActorEvidence, Blocker, IssueFacts, PublicationProvider, ReadyTransition, TicketRef, TrackerKind, TrackerProvider } from "./provider";
+import type { AutopilotProject } from "./projects";
+import type { ActorEvidence, Blocker, IssueFacts, PublicationProvider, ReadyTransition, TicketRef, TrackerProvider } from "./provider";
 
-/** A project as admission reads it (the projects store's AutopilotProject, the fields admission uses). */
-export interface AdmissionProject {
-  id: string;
-  orgId: string;
-  /** The tracker's kind. */
-  provider: TrackerKind;
-  /** The code host's repository (owner/name); GitHub Issues' issues are its own. */
-  repository: string;
-  /**
-   * Where the tracker's ticket numbers count (TicketRef.repository): the repository for GitHub
-   * Issues, `<workspace>/<team>` for Linear; absent: the repository.
-   */
-  ticketScope?: string;
-  /** The code host's web page of the repository (https://github.com/owner/name), where runs clone and push by default. */
-  repositoryPage?: string;
-  /** The ready marker: the ready label, or the ready workflow state's name when readyState is set. */
-  readyLabel: string;
-  /** Ready by this workflow state (Linear) instead of a label; absent or null: by label. */
-  readyState?: string | null;
-  /** The label a published run's ticket moves to (tracker delivery review_label). */
-  reviewLabel: string;
-  briefHeading: string;
-  queueCapacity: number;
-  run: { labels: string[]; priority: number; launch: { protocol?: string; command: string[]; image?: string | null; env?: Record<string, string> }; repositoryUrl?: string | null };
-}
+/**
+ * A project as admission reads it: the fields of the projects store's AutopilotProject that
+ * admission uses, the ones with a default there optional here (tests build only these).
+ */
+export type AdmissionProject = Pick<AutopilotProject, "id" | "orgId" | "provider" | "repository" | "readyLabel" | "reviewLabel" | "briefHeading" | "queueCapacity" | "run"> &
+  Partial<Pick<AutopilotProject, "ticketScope" | "repositoryPage" | "readyState">>;
 
 export interface AdmissionSecrets {
   webhookSecret: string;
