@@ -23,6 +23,14 @@ export interface AdmissionContext {
   signed?: SignedIssue | null;
 }
 
+/** What every admission of a project reads with: the Worker's env and config, the project's tracker, and the rules. */
+export interface Admitter {
+  env: Env;
+  config: Config;
+  provider: TrackerProvider;
+  rules: AdmissionRules;
+}
+
 export interface AdmissionResult extends ObservationAnswer {
   ticket: string;
 }
@@ -42,33 +50,17 @@ export function inProjectRepository(project: AdmissionProject, repository: strin
  * fails (GitHub unreachable, the App refused, a blocker unreadable), the ticket keeps why until a
  * later read succeeds, and the door sees the error as before (it retries or counts a failure).
  */
-export async function admitTicket(
-  env: Env,
-  config: Config,
-  project: AdmissionProject,
-  provider: TrackerProvider,
-  rules: AdmissionRules,
-  number: number,
-  ctx: AdmissionContext,
-): Promise<AdmissionResult> {
+export async function admitTicket(admitter: Admitter, project: AdmissionProject, number: number, ctx: AdmissionContext): Promise<AdmissionResult> {
   try {
-    return await examineIssue(env, config, project, provider, rules, number, ctx);
+    return await examineIssue(admitter, project, number, ctx);
   } catch (err) {
     const at = { projectId: project.id, ticketKey: ticketKey(projectTicketRef(project, number)) };
-    await ticketStub(env, at).readFailed(at, trackerError(ctx.door, err, Date.now())).catch(() => undefined);
+    await ticketStub(admitter.env, at).readFailed(at, trackerError(ctx.door, err, Date.now())).catch(() => undefined);
     throw err;
   }
 }
 
-async function examineIssue(
-  env: Env,
-  config: Config,
-  project: AdmissionProject,
-  provider: TrackerProvider,
-  rules: AdmissionRules,
-  number: number,
-  ctx: AdmissionContext,
-): Promise<AdmissionResult> {
+async function examineIssue({ env, config, provider, rules }: Admitter, project: AdmissionProject, number: number, ctx: AdmissionContext): Promise<AdmissionResult> {
   const ref = projectTicketRef(project, number);
   const key = ticketKey(ref);
   const { facts, blockers, last } = await trackerFacts(provider, project, ref, ctx.signed ?? null);

@@ -75,5 +75,5 @@ export async function handleDelivery(env: Env, config: Config, deps: AdmissionDe
   const project = await deps.readProject(env, body.project_id);
   if (!project) return null;
   const provider = deps.provider(project, project.secrets, config, env);
-  return admitTicket(env, config, project, provider, deps.rules, body.number, { door: "webhook", deliveryId: body.delivery_id, sender: body.sender, signed: body.issue ?? null });
+  return admitTicket({ env, config, provider, rules: deps.rules }, project, body.number, { door: "webhook", deliveryId: body.delivery_id, sender: body.sender, signed: body.issue ?? null });
 }

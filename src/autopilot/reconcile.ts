@@ -60,6 +60,7 @@ export async function reconcileProject(
   door: AdmissionDoor,
 ): Promise<ReconcileSummary> {
   const provider = deps.provider(project, project.secrets, config, env);
+  const admitter = { env, config, provider, rules: deps.rules };
   let state = await readPassState(env.DB, project.id);
   if (state.passStartedAtMs === null) state = startPass(state, config, door === "operator");
   const summary: ReconcileSummary = { project_id: project.id, door, examined: 0, results: [], failures: [], pass_complete: false, pass: state.passKind, paused_reason: null };
@@ -74,7 +75,7 @@ export async function reconcileProject(
     seen.add(number);
     summary.examined += read ? 1 : 0;
     try {
-      if (read) summary.results.push(await admitTicket(env, config, project, provider, deps.rules, number, { door, deliveryId: null, sender: null }));
+      if (read) summary.results.push(await admitTicket(admitter, project, number, { door, deliveryId: null, sender: null }));
       else summary.results.push(await recordCapacityWait(env, project, number, door, capacityWaitReason(project)));
     } catch (err) {
       summary.failures.push({ number, reason: String(err) });
