@@ -65,10 +65,23 @@ export function runsHref(filters: RunFilters, cursor?: string): string {
   return text ? `${DASH}/runs?${text}` : `${DASH}/runs`;
 }
 
-function TextFilter(props: { name: string; label: string; value?: string; hint: string }) {
+/** The API's refusal of one filter (or of the cursor): which, and its message. */
+export interface FilterRefusal {
+  field: string;
+  message: string;
+}
+
+const PROBLEM_ID = "run-filters-problem";
+
+/** The attributes that tie a filter's field to the refusal that names it. */
+function problemAttrs(name: string, refused?: FilterRefusal | null) {
+  return refused?.field === name ? { "aria-invalid": "true", "aria-describedby": PROBLEM_ID } : {};
+}
+
+function TextFilter(props: { name: string; label: string; value?: string; hint: string; refused?: FilterRefusal | null }) {
   return (
     <label>
-      {props.label} <input type="text" name={props.name} value={props.value ?? ""} placeholder={props.hint} />
+      {props.label} <input type="text" name={props.name} value={props.value ?? ""} placeholder={props.hint} {...problemAttrs(props.name, props.refused)} />
     </label>
   );
 }
@@ -80,14 +93,14 @@ export type ProjectChoices = { id: string; name: string }[] | null;
  * The project filter: a choice of the organization's projects by name (the one filtered by kept,
  * even if it is gone), or an id to type when there are too many to list; none without projects.
  */
-function ProjectFilter(props: { value?: string; projects: ProjectChoices }) {
-  if (props.projects === null) return <TextFilter name="project_id" label="Project" value={props.value} hint="apj_…" />;
+function ProjectFilter(props: { value?: string; projects: ProjectChoices; refused?: FilterRefusal | null }) {
+  if (props.projects === null) return <TextFilter name="project_id" label="Project" value={props.value} hint="apj_…" refused={props.refused} />;
   const choices = props.value && !props.projects.some((p) => p.id === props.value) ? [...props.projects, { id: props.value, name: props.value }] : props.projects;
   if (choices.length === 0) return null;
   return (
     <label>
       Project{" "}
-      <select name="project_id">
+      <select name="project_id" {...problemAttrs("project_id", props.refused)}>
         <option value="">any project</option>
         {choices.map((p) => <option value={p.id} selected={props.value === p.id}>{p.name}</option>)}
       </select>
@@ -95,20 +108,25 @@ function ProjectFilter(props: { value?: string; projects: ProjectChoices }) {
   );
 }
 
-function FilterForm(props: { filters: RunFilters; projects: ProjectChoices }) {
+function FilterForm(props: { filters: RunFilters; projects: ProjectChoices; refused?: FilterRefusal | null }) {
   return (
     <form method="get" action={`${DASH}/runs`} id="run-filters" class="filters" aria-label="Filter runs">
       <label>
         State{" "}
-        <select name="state">
+        <select name="state" {...problemAttrs("state", props.refused)}>
           <option value="">any state</option>
           {RUN_STATES.map((s) => <option value={s} selected={props.filters.state === s}>{s}</option>)}
         </select>
       </label>{" "}
-      <ProjectFilter value={props.filters.project_id} projects={props.projects} />{" "}
-      <TextFilter name="label" label="Label" value={props.filters.label} hint="gpu" />{" "}
-      <TextFilter name="machine_id" label="Machine" value={props.filters.machine_id} hint="mch_…" />{" "}
+      <ProjectFilter value={props.filters.project_id} projects={props.projects} refused={props.refused} />{" "}
+      <TextFilter name="label" label="Label" value={props.filters.label} hint="gpu" refused={props.refused} />{" "}
+      <TextFilter name="machine_id" label="Machine" value={props.filters.machine_id} hint="mch_…" refused={props.refused} />{" "}
       <button type="submit">Filter runs</button> <a href={`${DASH}/runs`}>Clear filters</a>
+      {props.refused && (
+        <p id={PROBLEM_ID} class="error" role="alert">
+          {props.refused.field === "cursor" ? "That page of older runs cannot be read" : "These filters cannot be used"}: {props.refused.message}
+        </p>
+      )}
     </form>
   );
 }
@@ -132,6 +150,8 @@ export function RunsPage(props: {
   filters: RunFilters;
   cursor?: string;
   find?: { value: string; problem: string };
+  /** The API refused a filter or the cursor: the form says so, and no run is listed. */
+  refused?: FilterRefusal | null;
   projects: ProjectChoices;
   admin: boolean;
   live: LiveSettings;
@@ -141,10 +161,10 @@ export function RunsPage(props: {
     <Layout title="Runs" signedIn admin={props.admin} section="runs">
       <h1>Runs</h1>
       <FindRun value={props.find?.value} problem={props.find?.problem} />
-      <FilterForm filters={props.filters} projects={props.projects} />
+      <FilterForm filters={props.filters} projects={props.projects} refused={props.refused} />
       <LiveUpdates live={props.live} />
       <section id="runs" data-live aria-label={props.cursor ? "Older runs" : "Runs, newest first"}>
-        <RunList runs={props.runs} empty={filtered ? "No run matches these filters." : "No runs yet."} />
+        {!props.refused && <RunList runs={props.runs} empty={filtered ? "No run matches these filters." : "No runs yet."} />}
         <p class="paging">
           {props.cursor && <a href={runsHref(props.filters)}>Newest runs</a>}{" "}
           {props.next && <a href={runsHref(props.filters, props.next)} rel="next">Older runs</a>}

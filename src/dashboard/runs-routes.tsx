@@ -5,10 +5,10 @@ import type { Context, Hono } from "hono";
 import type { AppEnv } from "../app-types";
 import { runId } from "../protocol/common";
 import { hourlyActivity } from "./activity";
-import type { Api } from "./api";
+import { apiCall, type Api, type ApiAnswer } from "./api";
 import { isLiveRefresh, liveSettings } from "./live";
-import { isAdmin, page, read } from "./route-kit";
-import { QueuePage, RUN_FILTERS, RunsPage, runsHref, type ProjectChoices, type RunFilters } from "./runs-pages";
+import { isAdmin, page, read, Refused } from "./route-kit";
+import { QueuePage, RUN_FILTERS, RunsPage, runsHref, type FilterRefusal, type ProjectChoices, type RunFilters } from "./runs-pages";
 import { DASH } from "./session";
 
 /** The filters the page was asked for, as typed: the API checks them and names what is wrong. */
@@ -40,10 +40,23 @@ async function runsPage(c: Context<AppEnv>, api: Api): Promise<Response> {
   const cursor = c.req.query("cursor") || undefined;
   const query = new URL(runsHref(filters, cursor), c.req.url).searchParams;
   query.set("limit", String(c.get("config").dashboardRowsMax));
-  const [list, projects] = await Promise.all([read(c, api, `/v1/runs?${query}`), projectChoices(c, api)]);
+  const [answer, projects] = await Promise.all([apiCall(c, api, "GET", `/v1/runs?${query}`), projectChoices(c, api)]);
+  const refused = filterRefusal(answer);
+  if (!answer.ok && !refused) throw new Refused(answer.status, answer.body.error ?? {});
+  const list = answer.ok ? answer.body : { runs: [], next_cursor: null };
   const find = wanted ? { value: wanted, problem: `"${wanted}" is not a run id: a run id is run_ followed by 24 hexadecimal digits (0-9, a-f).` } : undefined;
-  const html = <RunsPage runs={list.runs} next={list.next_cursor} filters={filters} cursor={cursor} find={find} projects={projects} admin={isAdmin(c)} live={liveSettings(c)} />;
-  return c.html(html, find ? 400 : 200);
+  const html = (
+    <RunsPage runs={list.runs} next={list.next_cursor} filters={filters} cursor={cursor} find={find} refused={refused} projects={projects} admin={isAdmin(c)} live={liveSettings(c)} />
+  );
+  return c.html(html, find || refused ? 400 : 200);
+}
+
+/** The API's refusal of one of the list's filters (or its cursor), which the page says beside its form; null for any other answer. */
+function filterRefusal(answer: ApiAnswer): FilterRefusal | null {
+  const error = answer.body?.error;
+  if (answer.ok || answer.status !== 400 || error?.code !== "invalid_request") return null;
+  const field = [...RUN_FILTERS, "cursor"].find((name) => name === error.field);
+  return field ? { field, message: String(error.message) } : null;
 }
 
 /** The queue (the dashboard's home) and the runs list. */

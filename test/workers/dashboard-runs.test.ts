@@ -122,10 +122,17 @@ describe("the runs pages", () => {
     expect(malformed.status).toBe(400);
     expect(malformed.text).toContain('<p id="find-run-problem" class="error">&quot;run_123&quot; is not a run id: a run id is run_ followed by 24 hexadecimal digits (0-9, a-f).</p>');
     expect(malformed.text).toContain('<label>Run id <input type="text" name="run" value="run_123"');
-    // A malformed filter is the API's refusal, naming it.
-    const bad = await page("/dash/runs?machine_id=box", { cookie: session });
+    // A malformed filter is the API's refusal, said beside the form that keeps what was typed,
+    // the field marked; no run is listed under filters that were not applied.
+    const bad = await page("/dash/runs?machine_id=box&label=gpu", { cookie: session });
     expect(bad.status).toBe(400);
-    expect(bad.text).toContain("machine_id");
+    expect(bad.text).toContain('<input type="text" name="machine_id" value="box" placeholder="mch_…" aria-invalid="true" aria-describedby="run-filters-problem"/>');
+    expect(bad.text).toContain('<input type="text" name="label" value="gpu" placeholder="gpu"/>');
+    expect(bad.text).toContain('<p id="run-filters-problem" class="error" role="alert">These filters cannot be used: query machine_id: must be a machine id like mch_&lt;24 hex digits&gt;</p>');
+    expect(bad.text).not.toContain(`data-run="${id}"`);
+    const badCursor = await page("/dash/runs?cursor=garbage", { cookie: session });
+    expect(badCursor.status).toBe(400);
+    expect(badCursor.text).toContain("That page of older runs cannot be read: query cursor:");
   });
 
   it("the queue, runs and runners pages carry live regions and the live-lists script, which is served", async () => {
