@@ -30,6 +30,16 @@ export function projectTicketRef(project: Pick<AdmissionProject, "provider" | "r
   return { provider: project.provider, repository: project.ticketScope ?? project.repository, number };
 }
 
+/**
+ * The issue's page for people: GitHub's issue page under the repository's page, or Linear's
+ * (https://linear.app/<workspace>/issue/<TEAM>-<n>, from the ticket scope `<workspace>/<team>`).
+ */
+export function issuePage(project: Pick<AdmissionProject, "provider" | "repository" | "repositoryPage" | "ticketScope">, number: number): string {
+  if (project.provider !== "linear") return `${project.repositoryPage ?? `https://github.com/${project.repository}`}/issues/${number}`;
+  const [workspace, team] = (project.ticketScope ?? project.repository).split("/");
+  return `https://linear.app/${workspace}/issue/${team}-${number}`;
+}
+
 /** What the tracker is asked about readiness (TrackerProvider): the ready state's name, or the ready label. */
 export function readyMarker(project: Pick<AdmissionProject, "readyLabel" | "readyState">): string {
   return project.readyState ?? project.readyLabel;

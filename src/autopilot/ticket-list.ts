@@ -9,6 +9,7 @@ import { runs } from "../db/schema";
 import { readInBatches } from "../lib/d1-batches";
 import { listPage } from "../lib/pagination";
 import type { ListedAutopilotTicket } from "../protocol/autopilot";
+import { issuePage } from "./deps";
 
 export type TicketIndexRow = typeof autopilotTickets.$inferSelect;
 
@@ -31,10 +32,11 @@ export async function runStates(db: D1Database, rows: TicketIndexRow[]): Promise
 }
 
 /** A ticket's index row as the list shows it, with its run's state from `states`. */
-export function listedTicket(r: TicketIndexRow, states: Map<string, string>): ListedAutopilotTicket {
+export function listedTicket(r: TicketIndexRow, states: Map<string, string>, project: Parameters<typeof issuePage>[0]): ListedAutopilotTicket {
   return {
     ticket: r.ticketKey,
     number: r.number,
+    issue_url: issuePage(project, r.number),
     status: r.status as ListedAutopilotTicket["status"],
     reasons: JSON.parse(r.reasons) as string[],
     generation: r.generation,

@@ -21,10 +21,13 @@ export function trackerName(p: Json): string {
 /** What makes an issue ready, in words: its label, or (Linear) its workflow state. */
 export const readyMarker = (p: Json) => (p.tracker?.kind === "linear" && p.tracker.ready_state ? <>moved to <code>{p.tracker.ready_state}</code></> : <>labeled <code>{p.ready_label}</code></>);
 
-/** A Linear ticket's key (`linear:<workspace>/<TEAM-12>`) as its identifier and its issue's URL in Linear; null for another tracker's. */
-export function linearIssue(key: string): { identifier: string; url: string } | null {
-  const match = /^linear:([^/]+)\/([A-Za-z0-9_]+-\d+)$/.exec(key);
-  return match ? { identifier: match[2], url: `https://linear.app/${match[1]}/issue/${match[2]}` } : null;
+/**
+ * An issue as people name it, from its ticket key: ENG-12 for a Linear ticket
+ * (`linear:<workspace>/<TEAM-12>`), #12 for GitHub's; and where its page is.
+ */
+export function issueLabel(key: string, number: number): { name: string; where: string } {
+  const linear = /^linear:[^/]+\/([A-Za-z0-9_]+-\d+)$/.exec(key);
+  return linear ? { name: linear[1], where: "in Linear" } : { name: `#${number}`, where: "on GitHub" };
 }
 
 export const ticketHref = (projectId: string, number: number) => `${DASH}/autopilot/${projectId}/tickets/${number}`;
@@ -33,15 +36,13 @@ export const ticketHref = (projectId: string, number: number) => `${DASH}/autopi
 const keyNumber = (key: string) => Number(/(\d+)$/.exec(key)?.[1] ?? 0);
 
 /**
- * An issue's name linking to its ticket page: ENG-12 with "in Linear" beside it for a Linear
- * ticket, #12 for GitHub's (with "on GitHub" when its URL is known).
+ * An issue's name linking to its ticket page (ENG-12 for a Linear ticket, #12 for GitHub's), with
+ * "in Linear" or "on GitHub" beside it linking to the issue's page when the API gave it.
  */
 export function IssueName(props: { projectId: string; ticketKey: string; number?: number; issueUrl?: string | null }) {
   const number = props.number ?? keyNumber(props.ticketKey);
-  const href = ticketHref(props.projectId, number);
-  const linear = linearIssue(props.ticketKey);
-  if (linear) return <><a href={href}>{linear.identifier}</a> <a class="muted" href={linear.url} rel="noreferrer">in Linear</a></>;
-  return <><a href={href}>#{number}</a>{props.issueUrl && <> <a class="muted" href={props.issueUrl} rel="noreferrer">on GitHub</a></>}</>;
+  const { name, where } = issueLabel(props.ticketKey, number);
+  return <><a href={ticketHref(props.projectId, number)}>{name}</a>{props.issueUrl && <> <a class="muted" href={props.issueUrl} rel="noreferrer">{where}</a></>}</>;
 }
 
 /** A door's last failure to read the tracker, in words; the issue it was reading links to its ticket. */

@@ -40,7 +40,7 @@ function TicketsTable(props: { projectId: string; tickets: Json[] }) {
       id="tickets"
       rows={props.tickets}
       columns={[
-        { label: "Issue", cell: (t: Json) => <IssueName projectId={props.projectId} ticketKey={t.ticket} number={t.number} /> },
+        { label: "Issue", cell: (t: Json) => <IssueName projectId={props.projectId} ticketKey={t.ticket} number={t.number} issueUrl={t.issue_url} /> },
         { label: "Status", class: "state", cell: (t: Json) => t.status },
         { label: "Why", cell: (t: Json) => t.reasons.join("; ") || "—" },
         { label: "Decided", cell: (t: Json) => decisionText(t.decision) },

@@ -1,24 +1,23 @@
 /** @jsxImportSource hono/jsx */
 // One issue's ticket (GET /v1/autopilot/projects/:id/tickets/:number): where its admission stands,
-// why, its last error and its history, each entry with its door and the person it relied on. A
-// Linear ticket is named by its identifier (ENG-12) and links to the issue in Linear.
+// why, its last error and its history, each entry with its door and the person it relied on. It
+// links to the issue in its tracker; a Linear ticket is named by its identifier (ENG-12).
 
 import { DataTable } from "./components";
 import { at, Layout } from "./layout";
-import { LastError, linearIssue } from "./autopilot-pages";
+import { issueLabel, LastError } from "./autopilot-pages";
 import { DASH } from "./session";
 
 type Json = Record<string, any>;
 
 export function AutopilotTicketPage(props: { projectId: string; ticket: Json; admin: boolean }) {
   const { ticket } = props;
-  const linear = linearIssue(ticket.ticket ?? "");
-  const name = linear ? linear.identifier : `#${ticket.number}`;
+  const { name, where } = issueLabel(ticket.ticket ?? "", ticket.number);
   return (
     <Layout title={`Issue ${name}`} signedIn admin={props.admin} section="autopilot" subpage>
       <p><a href={`${DASH}/autopilot/${props.projectId}`}>Back to the project</a></p>
       <h1>Issue {name}</h1>
-      {linear ? <p><a id="tracker-issue" href={linear.url} rel="noreferrer">{linear.identifier} in Linear</a></p> : null}
+      <p><a id="tracker-issue" href={ticket.issue_url} rel="noreferrer">{name} {where}</a></p>
       <dl id="ticket">
         <dt>Status</dt><dd class="state">{ticket.status}</dd>
         <dt>Why</dt><dd>{ticket.reasons.join("; ") || "—"}</dd>

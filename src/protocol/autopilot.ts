@@ -363,6 +363,7 @@ export const ListTicketsQuery = z
 export const AutopilotTicket = z.object({
   ticket: ticketKeyField,
   number: z.number().int(),
+  issue_url: z.string().describe("the issue's page in its tracker: GitHub's issue page, or Linear's"),
   status: z
     .enum(["idle", "admitting", "admitted", "refused", "capacity_wait", "lapsed", "done"])
     .describe("admitting: its admission is under way (it holds a queue place); admitted: its run is unfinished; refused: not eligible or not authorized (reasons); capacity_wait: eligible but the project's queue is full; lapsed: its queued run was withdrawn; done: its run ended."),

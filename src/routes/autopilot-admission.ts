@@ -13,7 +13,7 @@ import { validate } from "../validate";
 import { pageSize } from "../lib/pagination";
 import { inProjectRepository, ticketStub } from "../autopilot/admission";
 import { ticketKey } from "../autopilot/provider";
-import { projectTicketRef, type AdmissionDeps, type AdmissionProject } from "../autopilot/deps";
+import { issuePage, projectTicketRef, type AdmissionDeps, type AdmissionProject } from "../autopilot/deps";
 import { admissionDeps } from "../autopilot/wiring";
 import { reconcileProject } from "../autopilot/reconcile";
 import { GitHubError } from "../autopilot/github/errors";
@@ -162,7 +162,7 @@ export const autopilotAdmissionRoutes = new Hono<AppEnv>()
       const limit = pageSize(q.limit, 50, c.get("config").pageSizeMax);
       const { kept, next } = await listProjectTickets(c.env.DB, project.id, { status: q.status, cursor: q.cursor, limit });
       const states = await runStates(c.env.DB, kept);
-      return c.json({ tickets: kept.map((r) => listedTicket(r, states)), next_cursor: next });
+      return c.json({ tickets: kept.map((r) => listedTicket(r, states, project)), next_cursor: next });
     },
   )
   .get(
@@ -187,6 +187,7 @@ export const autopilotAdmissionRoutes = new Hono<AppEnv>()
       return c.json({
         ticket: ticket.ticket_key,
         number,
+        issue_url: issuePage(project, number),
         status: ticket.status,
         reasons: ticket.reasons,
         generation: ticket.generation,

@@ -159,6 +159,7 @@ describe("admission through the webhook", () => {
     expect(detail.body.history).toHaveLength(1);
     expect(detail.body.history[0]).toMatchObject({ kind: "admitted", door: "webhook", basis: "human", actor: "Codertocat", run_id: ticket!.run_id });
     expect(detail.body.admitted_generation).toBe(detail.body.generation);
+    expect(detail.body.issue_url).toBe(`https://github.com/Codertocat/Hello-World/issues/${payload.issue.number}`);
     const unseen = await call("GET", `/v1/autopilot/projects/${project.id}/tickets/99999`, { token: org.admin });
     expect(unseen.status).toBe(404);
     expect(unseen.body.error.code).toBe("not_found");
@@ -426,6 +427,7 @@ describe("capacity under concurrent admissions", () => {
     expect(answers.map((a) => a!.outcome).sort()).toEqual(["admitted", "capacity_wait"]);
     const listed = await call("GET", `/v1/autopilot/projects/${tight.id}/tickets`, { token: org.admin });
     expect(listed.body.tickets.map((t: Record<string, any>) => t.status).sort()).toEqual(["admitted", "capacity_wait"]);
+    for (const t of listed.body.tickets) expect(t.issue_url).toBe(`https://github.com/Codertocat/Tight/issues/${t.number}`);
   });
 });
 

@@ -148,6 +148,8 @@ describe("the console shows a Linear project as it shows a GitHub one", () => {
     expect(project.text).toContain("pull requests go to acme/widgets");
     const ticket = await page(`/dash/autopilot/${linear.id}/tickets/${number}`, { cookie: session });
     expect(ticket.text).toContain(`<h1>Issue ENG-${number}</h1>`);
-    expect(ticket.text).toContain(`href="https://linear.app/acme/issue/ENG-${number}"`);
+    expect(ticket.text).toContain(`<a id="tracker-issue" href="https://linear.app/acme/issue/ENG-${number}" rel="noreferrer">ENG-${number} in Linear</a>`);
+    const detail = await call("GET", `/v1/autopilot/projects/${linear.id}/tickets/${number}`, { token: org.admin });
+    expect(detail.body.issue_url).toBe(`https://linear.app/acme/issue/ENG-${number}`);
   });
 });
