@@ -41,6 +41,8 @@ pre.diff { background: var(--bg); border: 1px solid var(--line); padding: .5rem;
 dt { font-weight: 600; } dd { margin: 0 0 .4rem 1rem; }
 ol.events { font: 13px/1.4 ui-monospace, monospace; padding-left: 3rem; max-height: 24rem; overflow-y: auto; }
 form.inline { display: inline; }
+/* A brief is the dispatcher's text, its lines and indents kept (an issue's Agent Brief is Markdown). */
+.brief { white-space: pre-wrap; }
 .visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
 /* A phone: a DataTable (components.tsx) shows each row as a card, each cell its column's label beside
    its value (a value too long for the rest of the line goes on under it); a column without a label

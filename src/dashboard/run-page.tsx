@@ -67,7 +67,7 @@ function RunFacts(props: { run: Json }) {
       <dt>Model</dt><dd>{run.artifact?.model ?? <span class="muted">{run.artifact ? "not reported" : "known once the agent reports a result"}</span>}</dd>
       <dt>Cost</dt><dd id="run-cost">{run.cost_cents === null ? <span class="muted">{run.ended_at_ms ? "none reported" : "known once the agent reports a result"}</span> : cents(run.cost_cents)}</dd>
       <dt>Needs</dt><dd>{run.launch.protocol}{run.labels.length ? ` · labels ${run.labels.join(", ")}` : ""} · command <code>{run.launch.command.join(" ")}</code></dd>
-      {run.project_id && <><dt>Autopilot project</dt><dd>{run.project_id}</dd></>}
+      {run.project_id && <><dt>Autopilot project</dt><dd><a href={`${DASH}/autopilot/${run.project_id}`}>{run.project_id}</a></dd></>}
       {run.publication && <><dt>Publication</dt><dd><Publication publication={run.publication} /></dd></>}
     </dl>
   );
@@ -197,7 +197,7 @@ export function RunPage(props: { run: Json; events: EventsPage; marks: Mark[][];
       <RunActions run={run} />
       <RunFacts run={run} />
       <h2>Brief</h2>
-      <p>{run.brief}</p>
+      <p class="brief">{run.brief}</p>
       <h2>Attempts</h2>
       <div id="attempts-section" data-live>
         <AttemptTimeline run={run} marks={props.marks} nowMs={props.nowMs} />

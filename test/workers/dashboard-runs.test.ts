@@ -109,6 +109,17 @@ describe("the runs pages", () => {
     expect((await page("/dash/runs", { cookie: plainSession })).text).not.toContain('name="project_id"');
     const gone = (await page(`/dash/runs?project_id=${project.id}`, { cookie: plainSession })).text;
     expect(gone).toContain(`<option value="${project.id}" selected="">${project.id}</option>`);
+
+    // The issue's ticket page links to the issue on GitHub, as the API's issue_url gives it.
+    const ticketPage = (await page(`/dash/autopilot/${project.id}/tickets/12`, { cookie: session })).text;
+    expect(ticketPage).toContain('<a id="tracker-issue" href="https://github.com/Codertocat/Hello-World/issues/12" rel="noreferrer">#12 on GitHub</a>');
+
+    // The run's page links its project, and shows its brief (the issue's title and Agent Brief) line by line.
+    const runPage = (await page(`/dash/runs/${admitted}`, { cookie: session })).text;
+    expect(runPage).toContain(`<dt>Autopilot project</dt><dd><a href="/dash/autopilot/${project.id}">${project.id}</a></dd>`);
+    const brief = region(runPage, '<p class="brief"');
+    expect(brief).toContain(fake.tracker(project.id).issues.get(12)!.facts.title);
+    expect(brief.split("\n").length).toBeGreaterThan(2);
   });
 
   it("searching by run id opens an exact id's page and says when an id is malformed", async () => {
