@@ -37,12 +37,14 @@ const keyNumber = (key: string) => Number(/(\d+)$/.exec(key)?.[1] ?? 0);
 
 /**
  * An issue's name linking to its ticket page (ENG-12 for a Linear ticket, #12 for GitHub's), with
- * "in Linear" or "on GitHub" beside it linking to the issue's page when the API gave it.
+ * "in Linear" or "on GitHub" beside it linking to the issue's page when the API gave it (an http or
+ * https address only: a run's copy of it came from the tracker's answer).
  */
 export function IssueName(props: { projectId: string; ticketKey: string; number?: number; issueUrl?: string | null }) {
   const number = props.number ?? keyNumber(props.ticketKey);
   const { name, where } = issueLabel(props.ticketKey, number);
-  return <><a href={ticketHref(props.projectId, number)}>{name}</a>{props.issueUrl && <> <a class="muted" href={props.issueUrl} rel="noreferrer">{where}</a></>}</>;
+  const url = props.issueUrl && /^https?:\/\//i.test(props.issueUrl) ? props.issueUrl : null;
+  return <><a href={ticketHref(props.projectId, number)}>{name}</a>{url && <> <a class="muted" href={url} rel="noreferrer">{where}</a></>}</>;
 }
 
 /** A door's last failure to read the tracker, in words; the issue it was reading links to its ticket. */

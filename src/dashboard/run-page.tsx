@@ -4,6 +4,7 @@
 // events are one page of them, newest first, with a link to the page before.
 
 import { AttemptTimeline, type Mark } from "./attempt-timeline";
+import { IssueName } from "./autopilot-pages";
 import { DataTable, type Column } from "./components";
 import { eventText } from "./event-text";
 import { at, cents, Layout, TableWrap } from "./layout";
@@ -68,6 +69,9 @@ function RunFacts(props: { run: Json }) {
       <dt>Cost</dt><dd id="run-cost">{run.cost_cents === null ? <span class="muted">{run.ended_at_ms ? "none reported" : "known once the agent reports a result"}</span> : cents(run.cost_cents)}</dd>
       <dt>Needs</dt><dd>{run.launch.protocol}{run.labels.length ? ` · labels ${run.labels.join(", ")}` : ""} · command <code>{run.launch.command.join(" ")}</code></dd>
       {run.project_id && <><dt>Autopilot project</dt><dd><a href={`${DASH}/autopilot/${run.project_id}`}>{run.project_id}</a></dd></>}
+      {run.project_id && typeof run.metadata?.autopilot_ticket === "string" && (
+        <><dt>Issue</dt><dd><IssueName projectId={run.project_id} ticketKey={run.metadata.autopilot_ticket} issueUrl={run.metadata.issue_url} /></dd></>
+      )}
       {run.publication && <><dt>Publication</dt><dd><Publication publication={run.publication} /></dd></>}
     </dl>
   );

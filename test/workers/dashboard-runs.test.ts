@@ -117,6 +117,8 @@ describe("the runs pages", () => {
     // The run's page links its project, and shows its brief (the issue's title and Agent Brief) line by line.
     const runPage = (await page(`/dash/runs/${admitted}`, { cookie: session })).text;
     expect(runPage).toContain(`<dt>Autopilot project</dt><dd><a href="/dash/autopilot/${project.id}">${project.id}</a></dd>`);
+    const issueUrl = fake.tracker(project.id).issues.get(12)!.facts.url;
+    expect(runPage).toContain(`<dt>Issue</dt><dd><a href="/dash/autopilot/${project.id}/tickets/12">#12</a> <a class="muted" href="${issueUrl}" rel="noreferrer">on GitHub</a></dd>`);
     const brief = region(runPage, '<p class="brief"');
     expect(brief).toContain(fake.tracker(project.id).issues.get(12)!.facts.title);
     expect(brief.split("\n").length).toBeGreaterThan(2);
