@@ -82,7 +82,7 @@ function RunnerFacts(props: { runner: Json; nowMs: number; connectedWindowMs: nu
   );
 }
 
-/** A runner's page: what it is, whether it is connected, and the runs whose latest attempt it claimed (GET /v1/runs?machine_id=). */
+/** A runner's page: what it is, whether it is connected, and the runs it claimed in any attempt (GET /v1/runs?machine_id=). */
 export function RunnerPage(props: { runner: Json; runs: Json[]; next: string | null; cursor?: string; nowMs: number; connectedWindowMs: number; admin: boolean; live: LiveSettings }) {
   const r = props.runner;
   const here = `${DASH}/runners/${r.id}`;
@@ -94,7 +94,7 @@ export function RunnerPage(props: { runner: Json; runs: Json[]; next: string | n
       {props.admin && r.deregistered_at_ms === null && <DeregisterButton runner={r} />}
       <section id="runs" data-live aria-labelledby="runner-runs-title">
         <h2 id="runner-runs-title">Runs it ran</h2>
-        <p class="muted">Each run is listed under the machine of its latest attempt.</p>
+        <p class="muted">Every run this machine claimed, in any attempt; the Machine column shows each run's latest.</p>
         <RunList runs={props.runs} empty="This machine has run nothing yet." nowMs={props.nowMs} />
         <p class="paging">
           {props.cursor && <a href={here}>Newest runs</a>}{" "}

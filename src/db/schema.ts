@@ -84,12 +84,27 @@ export const runs = sqliteTable(
     index("runs_queue").on(t.orgId, t.labelsKey, t.state, t.orderGroup, t.orderPriority, t.queuedAtMs, t.id),
     index("runs_list").on(t.orgId, t.createdAtMs, t.id),
     index("runs_list_state").on(t.orgId, t.state, t.createdAtMs, t.id),
-    // The runs list's filters by project, machine and protocol with labels (GET /v1/runs), newest first.
+    // The runs list's filter by project (GET /v1/runs), newest first; by machine: run_machines.
     index("runs_list_project").on(t.orgId, t.projectId, t.createdAtMs, t.id),
-    index("runs_list_machine").on(t.orgId, t.machineId, t.createdAtMs, t.id),
     // The cron's alarm backstop walks unfinished runs of every organization (src/alarm-backstop.ts).
     index("runs_unfinished").on(t.state, t.id),
   ],
+);
+
+// The machines that claimed each run, one row per run and machine, keyed for the runs list's filter by
+// machine (GET /v1/runs?machine_id=, a runner's page): every run a machine took in any attempt,
+// newest first, with the run's creation time as the runs list orders it. Written with the run's queue
+// row (src/run/projection.ts); the table is WITHOUT ROWID (migrations/0025), so its key is its one
+// index and a new row costs a claim one row written.
+export const runMachines = sqliteTable(
+  "run_machines",
+  {
+    orgId: text("org_id").notNull(),
+    machineId: text("machine_id").notNull(),
+    runCreatedAtMs: integer("run_created_at_ms").notNull(),
+    runId: text("run_id").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.orgId, t.machineId, t.runCreatedAtMs, t.runId] })],
 );
 
 // Label sets with queued work, so a claim reads only the heads of the sets a runner covers. A queued

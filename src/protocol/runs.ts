@@ -80,7 +80,7 @@ export const ListRunsQuery = z
     // An autopilot project's id (src/protocol/autopilot.ts imports this module, so it is spelled here).
     project_id: prefixedId("apj", "an autopilot project").optional().describe("runs the autopilot project admitted"),
     label: label.optional().describe("runs that require this runner label, matched exactly as one of the labels in labels_key"),
-    machine_id: machineId.optional().describe("runs whose latest attempt was claimed by this machine"),
+    machine_id: machineId.optional().describe("runs this machine claimed in any attempt"),
     ...pageQuery(keysetCursor("run_[0-9a-f]{24}")),
   })
   .strict();

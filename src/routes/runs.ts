@@ -3,7 +3,6 @@
 import { Hono } from "hono";
 import type { AppEnv } from "../app-types";
 import { callbackView, readDelivery } from "../callbacks/deliveries";
-import { runs } from "../db/schema";
 import { unwrap } from "../errors";
 import { type Config } from "../config";
 import { checkDispatch } from "../bounds";
@@ -14,10 +13,10 @@ import { idempotencyKeyOf, validate } from "../validate";
 import { runStub } from "../lib/stubs";
 import type { RunView } from "../run/view";
 import { dispatchRun } from "../run/dispatch";
-import { listPage, pageSize } from "../lib/pagination";
+import { pageSize } from "../lib/pagination";
 import { d1Session } from "../lib/read-session";
 import { queueInOrder, whyWaiting } from "../run/waiting";
-import { runListConditions, runSummary } from "../run/run-list";
+import { listRuns, runSummary } from "../run/run-list";
 
 /**
  * The run as every run answer shows it: with its completion callback's receipt, which lives in D1
@@ -58,7 +57,7 @@ export const runRoutes = new Hono<AppEnv>()
       id: "listRuns",
       summary: "List the organization's runs",
       description:
-        "Newest first, filtered by state, autopilot project, a required label and the machine of the latest attempt (all that are given). " +
+        "Newest first, filtered by state, autopilot project, a required label and a machine that claimed one of its attempts (all that are given). " +
         "A listed run is its queue row; GET /v1/runs/{id} has the whole run.",
       tag: "Runs",
       auth: "member",
@@ -69,8 +68,7 @@ export const runRoutes = new Hono<AppEnv>()
     validate("query", ListRunsQuery), async (c) => {
     const q = c.req.valid("query");
     const limit = pageSize(q.limit, 50, c.get("config").pageSizeMax);
-    const conditions = runListConditions(c.get("caller").orgId, q);
-    const { kept, next } = await listPage(c.get("db"), runs, conditions, q.cursor, limit, { at: "createdAtMs" });
+    const { kept, next } = await listRuns(c.get("db"), c.get("caller").orgId, q, q.cursor, limit);
     return c.json({ runs: kept.map(runSummary), next_cursor: next });
   })
   .get(

@@ -4,7 +4,7 @@
 // (src/db/fixed-statement.ts): every claim and report writes one (docs/BENCHMARKS.md, "What a claim costs").
 
 import { getTableColumns, sql } from "drizzle-orm";
-import { endedRuns, labelSets, runs } from "../db/schema";
+import { endedRuns, labelSets, runMachines, runs } from "../db/schema";
 import { excluded, fixedStatement, placeholders, textOnly } from "../db/fixed-statement";
 import { labelsKey } from "./labels";
 import type { RunRecord } from "./types";
@@ -24,6 +24,7 @@ const UPSERT_RUN = fixedStatement<typeof runs.$inferInsert>(
 
 const LABEL_SET = fixedStatement<typeof labelSets.$inferInsert>(textOnly.insert(labelSets).values(placeholders(getTableColumns(labelSets))).onConflictDoNothing());
 const ENDED_RUN = fixedStatement<typeof endedRuns.$inferInsert>(textOnly.insert(endedRuns).values(placeholders(getTableColumns(endedRuns))).onConflictDoNothing());
+const RUN_MACHINE = fixedStatement<typeof runMachines.$inferInsert>(textOnly.insert(runMachines).values(placeholders(getTableColumns(runMachines))).onConflictDoNothing());
 
 /**
  * Writes the run's queue row, with `also` in the same D1 batch (a claim's events,
@@ -49,7 +50,7 @@ export async function projectRun(db: D1Database, run: RunRecord, also: D1Prepare
     ...listed(run),
   });
   const row = alongside(db, run, key);
-  const statements = row === null ? [upsert, ...also] : [upsert, row, ...also];
+  const statements = [upsert, ...(row === null ? [] : [row]), ...machinesOf(db, run), ...also];
   if (statements.length === 1) return (await upsert.run()).meta;
   // One batch, the queue row first: a scheduler that removes an emptied label set between them
   // either sees this queued row (and keeps the set) or is followed by this re-insert.
@@ -86,6 +87,17 @@ function alongside(db: D1Database, run: RunRecord, key: string): D1PreparedState
   if (run.state === "queued") return LABEL_SET.bind(db, { orgId: run.orgId, labelsKey: key, createdAtMs: run.updatedAtMs });
   if (run.endedAtMs !== null) return ENDED_RUN.bind(db, { runId: run.id, endedAtMs: run.endedAtMs });
   return null;
+}
+
+/**
+ * The run's machines for the runs list's filter by machine: one row for each machine an attempt of
+ * the run was claimed by (a row already there is left as it is, and written by none but the claim
+ * that added its machine), so a write the alarm makes later still records an attempt whose own
+ * write failed.
+ */
+function machinesOf(db: D1Database, run: RunRecord): D1PreparedStatement[] {
+  const machines = new Set(run.steps.map((step) => step.machineId));
+  return [...machines].map((machineId) => RUN_MACHINE.bind(db, { orgId: run.orgId, machineId, runCreatedAtMs: run.createdAtMs, runId: run.id }));
 }
 
 function sumMeta(metas: D1Meta[]): D1Meta {

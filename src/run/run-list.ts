@@ -1,8 +1,10 @@
 // The runs list (GET /v1/runs): its filters over the D1 projection (src/db/schema.ts, runs) and a
 // listed row as the API gives it (docs/protocol.md, "Runs").
 
-import { eq, sql, type SQL } from "drizzle-orm";
-import { runs } from "../db/schema";
+import { and, desc, eq, sql, type SQL } from "drizzle-orm";
+import { drizzle } from "drizzle-orm/d1";
+import { runMachines, runs } from "../db/schema";
+import { afterCursor, listPage, pageOf } from "../lib/pagination";
 
 export interface RunListFilters {
   state?: string;
@@ -12,7 +14,28 @@ export interface RunListFilters {
 }
 
 /**
- * The conditions of the organization's runs that meet every filter given. A label is matched
+ * One page of the organization's runs that meet the filters, newest first. By machine, the page is
+ * read from that machine's run_machines rows, each joined to its run (every run the machine took in
+ * any attempt, and only those read); otherwise over the runs table's own indexes.
+ */
+export async function listRuns(db: D1Database, orgId: string, filters: RunListFilters, cursor: string | undefined, limit: number) {
+  const conditions = runListConditions(orgId, filters);
+  if (!filters.machine_id) return listPage(db, runs, conditions, cursor, limit, { at: "createdAtMs" });
+  const where = [eq(runMachines.orgId, orgId), eq(runMachines.machineId, filters.machine_id), ...conditions];
+  if (cursor !== undefined) where.push(afterCursor(runMachines.runCreatedAtMs, runMachines.runId, cursor));
+  const rows = await drizzle(db)
+    .select({ run: runs })
+    .from(runMachines)
+    .innerJoin(runs, eq(runs.id, runMachines.runId))
+    .where(and(...where))
+    .orderBy(desc(runMachines.runCreatedAtMs), desc(runMachines.runId))
+    .limit(limit + 1);
+  return pageOf(rows.map((r) => r.run), limit);
+}
+
+/**
+ * The conditions on the runs table of the organization's runs that meet every filter given but the
+ * machine (listRuns). A label is matched
  * exactly as one of the labels after the protocol in labels_key (`process|gpu,linux` has `gpu` and
  * `linux`, not `gp`); labels never hold `,` or `|` (src/protocol/common.ts, label), so the
  * comma-bounded search cannot straddle two labels.
@@ -21,7 +44,6 @@ export function runListConditions(orgId: string, filters: RunListFilters): SQL[]
   const conditions = [eq(runs.orgId, orgId)];
   if (filters.state) conditions.push(eq(runs.state, filters.state));
   if (filters.project_id) conditions.push(eq(runs.projectId, filters.project_id));
-  if (filters.machine_id) conditions.push(eq(runs.machineId, filters.machine_id));
   if (filters.label) {
     const labelsOf = sql`',' || substr(${runs.labelsKey}, instr(${runs.labelsKey}, '|') + 1) || ','`;
     conditions.push(sql`instr(${labelsOf}, ${`,${filters.label},`}) > 0`);

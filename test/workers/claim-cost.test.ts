@@ -18,9 +18,9 @@ describe("Docket-Cost", () => {
     expect(granted.status).toBe(200);
     const cost = parseCost(granted.headers.get("Docket-Cost"));
     expect(cost.do_requests).toBeGreaterThanOrEqual(2); // the scheduler and the run object
-    // The queue row moved to claimed, with the indexes that hold its state and its machine, and the
-    // claim's event with its index (docs/BENCHMARKS.md, "What a claim costs"); the indexes of what
-    // never changes after dispatch (its project) are not rewritten.
+    // The queue row moved to claimed, with the indexes that hold its state, the run's row for its
+    // machine (run_machines), and the claim's event with its index (docs/BENCHMARKS.md, "What a claim
+    // costs"); the indexes of what never changes after dispatch (its project) are not rewritten.
     expect(cost.d1_rows_written).toBe(7);
     const beat = await call("POST", "/v1/runners/heartbeat", { token: runner.token, body: { cli_version: CLI_VERSION, protocols: ["process"] } });
     expect(parseCost(beat.headers.get("Docket-Cost")).d1_rows_written).toBe(1);

@@ -4,7 +4,7 @@
 import { describe, expect, it } from "vitest";
 import { admitReadyIssue, createProject, installRealAutopilotWithTracker } from "./autopilot-fakes";
 import { finishRun } from "./events-helpers";
-import { call, claim, createOrg, dispatch, registerRunner } from "./helpers";
+import { ageRun, attemptCall, call, claim, createOrg, dispatch, registerRunner, runAlarm } from "./helpers";
 
 type Json = Record<string, any>;
 
@@ -51,6 +51,39 @@ describe("the runs list", () => {
     const older = await listed(admin, `?label=gpu&limit=2&cursor=${encodeURIComponent(first.body.next_cursor)}`);
     expect(older.ids).toEqual([gpu[0]]);
     expect(older.body.next_cursor).toBeNull();
+  });
+
+  it("by machine, lists every run the machine claimed in any attempt, newest first, paged, with the other filters", async () => {
+    const { admin } = await createOrg();
+    const first = await registerRunner(admin, { name: "first" });
+    const second = await registerRunner(admin, { name: "second" });
+    // Attempt 1 on the first machine fails to launch; the run is queued again and the second machine claims attempt 2.
+    const moved = await dispatch(admin);
+    expect((await claim(first.token, 0)).body).toMatchObject({ run_id: moved, attempt: 1 });
+    expect((await attemptCall(first.token, moved, 1, "launch-failed", { error: "image pull failed" })).status).toBe(200);
+    await ageRun(moved, 60_000);
+    await runAlarm(moved);
+    expect((await claim(second.token, 0)).body).toMatchObject({ run_id: moved, attempt: 2 });
+    const stays = [await dispatch(admin), await dispatch(admin)];
+    for (const id of stays) expect((await claim(first.token, 0)).body.run_id).toBe(id);
+
+    expect((await listed(admin, `?machine_id=${second.machineId}`)).ids).toEqual([moved]);
+    const onFirst = await listed(admin, `?machine_id=${first.machineId}`);
+    expect(onFirst.ids).toEqual([stays[1], stays[0], moved]);
+    // The machine column is each run's latest attempt's.
+    expect(onFirst.body.runs[2]).toMatchObject({ id: moved, machine_id: second.machineId, attempt: 2 });
+    // Paged with a cursor that keeps the filter, and with the other filters beside it.
+    const page1 = await listed(admin, `?machine_id=${first.machineId}&limit=2`);
+    expect(page1.ids).toEqual([stays[1], stays[0]]);
+    const page2 = await listed(admin, `?machine_id=${first.machineId}&limit=2&cursor=${encodeURIComponent(page1.body.next_cursor)}`);
+    expect(page2.ids).toEqual([moved]);
+    expect(page2.body.next_cursor).toBeNull();
+    expect((await attemptCall(first.token, stays[0], 1, "launched", { sandbox_id: "sbx-1" })).status).toBe(200);
+    expect((await listed(admin, `?machine_id=${first.machineId}&state=claimed`)).ids).toEqual([stays[1], moved]);
+    expect((await listed(admin, `?machine_id=${first.machineId}&state=implementing`)).ids).toEqual([stays[0]]);
+    // Another organization's machine id lists nothing here.
+    const other = await createOrg("elsewhere");
+    expect((await listed(other.admin, `?machine_id=${first.machineId}`)).ids).toEqual([]);
   });
 
   it("filters by the autopilot project that admitted the run, titled with its issue's title", async () => {
