@@ -13,7 +13,7 @@ import { loadConfig } from "../../src/config";
 import { dispatchRun } from "../../src/run/dispatch";
 import { deliverEvents, expectLedgerIdentity, finalReport, grantCredit, runEvents } from "./builds-helpers";
 import { briefBody, createProject, example, installRealAutopilotWithTracker } from "./autopilot-fakes";
-import { attemptCall, call, claim, createOrg, getRun, registerRunner, report, runStub, untilClaimWaits } from "./helpers";
+import { attemptCall, call, claim, createOrg, getRun, registerRunner, report, runStub, setSchedulerConfig, untilClaimWaits } from "./helpers";
 
 type Json = Record<string, any>;
 
@@ -175,7 +175,9 @@ describe("enable and a claim already waiting", () => {
     await checkpoint(grant);
     const fresh = await queueRun(s.orgId, s.projectId);
 
-    const waiting = claim(s.runner.token, 5_000);
+    // The claim waits through the enable, however slow (the tests' CLAIM_WAIT_MS is 1 s).
+    await setSchedulerConfig(s.orgId, { claimWaitMs: 60_000 });
+    const waiting = claim(s.runner.token, 60_000);
     await untilClaimWaits(s.orgId);
     const enabled = await command(s.admin, s.projectId, "enable");
     expect(enabled.resumed).toEqual([paused]);

@@ -2,19 +2,13 @@
 // work is 429 too_many_waiters with Retry-After, never an instant 204 that runners re-ask at once
 // (docs/protocol.md, "Runner protocol").
 
-import { runInDurableObject } from "cloudflare:test";
-import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { DEFAULTS, type Config } from "../../src/config";
-import { call, CLI_VERSION, createOrg, dispatch, registerRunner } from "./helpers";
+import { DEFAULTS } from "../../src/config";
+import { call, CLI_VERSION, createOrg, dispatch, registerRunner, setSchedulerConfig } from "./helpers";
 
 /** The organization's scheduler, made to hold at most `max` waiters (as CLAIM_WAITERS_MAX would). */
 async function limitWaiters(orgId: string, max: number): Promise<void> {
-  const stub = env.SCHEDULER.get(env.SCHEDULER.idFromName(orgId));
-  await runInDurableObject(stub, (instance) => {
-    const holder = instance as unknown as { config: Config };
-    holder.config = { ...holder.config, claimWaitersMax: max };
-  });
+  await setSchedulerConfig(orgId, { claimWaitersMax: max });
 }
 
 const claimBody = (waitMs: number) => ({ cli_version: CLI_VERSION, protocols: ["process"], wait_ms: waitMs });

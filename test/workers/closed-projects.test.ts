@@ -4,14 +4,12 @@
 // most AUTOPILOT_SCHEDULER_CLOSED_PROJECTS_MAX closed projects in D1 (docs/protocol.md,
 // "Autopilot scheduler"). Each test has its own organization, so its own SchedulerObject.
 
-import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { nextWindowEdgeMs, type DispatchWindow } from "../../src/autopilot/scheduler-gates";
-import type { Config } from "../../src/config";
 import { dispatchRun } from "../../src/run/dispatch";
 import { ClosedProjects } from "../../durable-objects/scheduler/closed-projects";
-import { attemptCall, call, claim, createOrg, dispatch, parseCost, registerRunner, schedulerOf } from "./helpers";
+import { attemptCall, call, claim, createOrg, dispatch, parseCost, registerRunner, schedulerOf, setSchedulerConfig } from "./helpers";
 
 let nextOrg = 0;
 
@@ -90,10 +88,7 @@ describe("AUTOPILOT_SCHEDULER_CLOSED_PROJECTS_MAX", () => {
   /** An organization whose scheduler sends at most `max` closed projects with a head read. */
   async function bounded(max: number) {
     const s = await setup();
-    await runInDurableObject(s.scheduler, (instance) => {
-      const holder = instance as unknown as { config: Config };
-      holder.config = { ...holder.config, autopilotSchedulerClosedProjectsMax: max };
-    });
+    await setSchedulerConfig(s.orgId, { autopilotSchedulerClosedProjectsMax: max });
     return s;
   }
 

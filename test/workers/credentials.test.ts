@@ -10,7 +10,7 @@ import { revokeToken } from "../../src/credentials/tokens";
 import worker from "../../src/index";
 import { sha256Hex } from "../../src/lib/crypto";
 import { dispatchBuild, readyToBuild } from "./builds-helpers";
-import { ageRun, attemptCall, call, claim, CLI_VERSION, createOrg, dispatch, getRun, registerRunner, runAlarm, schedulerOf, sleep, untilClaimWaits } from "./helpers";
+import { ageRun, attemptCall, call, claim, CLI_VERSION, createOrg, dispatch, getRun, registerRunner, runAlarm, schedulerOf, setSchedulerConfig, sleep, untilClaimWaits } from "./helpers";
 
 const MIN = 60_000;
 
@@ -398,7 +398,9 @@ describe("deregistering a machine", () => {
     const { orgId, admin } = await createOrg();
     const gone = await registerRunner(admin, { name: "gone" });
     const scheduler = schedulerOf(orgId);
-    const waiting = claim(gone.token, 20_000);
+    // The claim waits through the deregistration, however slow (the tests' CLAIM_WAIT_MS is 1 s).
+    await setSchedulerConfig(orgId, { claimWaitMs: 60_000 });
+    const waiting = claim(gone.token, 60_000);
     await untilClaimWaits(orgId);
     expect((await deregister(admin, gone.machineId)).status).toBe(200);
     const runId = await dispatch(admin);

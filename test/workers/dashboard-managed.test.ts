@@ -7,7 +7,7 @@ import { beforeEach, describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config";
 import { scalePools } from "../../src/managed/scaler";
 import { page, signIn } from "./dashboard-helpers";
-import { call, CLI_VERSION, createOrg, untilClaimWaits } from "./helpers";
+import { call, CLI_VERSION, createOrg, setSchedulerConfig, untilClaimWaits } from "./helpers";
 import { installFakeContainers, registerLaunched, type FakeContainers } from "./managed-fakes";
 
 const config = loadConfig(env);
@@ -80,7 +80,9 @@ describe("the Managed runners page", () => {
     await scalePools(env, config, start);
     const runner = await registerLaunched(containers.launches(orgId)[0]);
     await page(`/dash/managed/pools/${pool.id}/update`, { cookie: session, form: { min_instances: "0", max_instances: "1" } });
-    // Its runner waits on a claim through a tick past the pool's idle time.
+    // Its runner waits on a claim through a tick past the pool's idle time: the scheduler lets it wait
+    // a minute (the tests' CLAIM_WAIT_MS is 1 s, shorter than a tick on a loaded machine).
+    await setSchedulerConfig(orgId, { claimWaitMs: 60_000 });
     const waiting = call("POST", "/v1/runners/claim", { token: runner.token, body: { cli_version: CLI_VERSION, protocols: ["process"], wait_ms: 60_000 } });
     await untilClaimWaits(orgId);
     await scalePools(env, config, start + 60_000);

@@ -2,6 +2,7 @@
 
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
+import type { Config } from "../../src/config";
 import type { RunRecord } from "../../src/run/types";
 
 export const ADMIN_SECRET = "test-admin-secret";
@@ -77,6 +78,28 @@ export function runStub(runId: string) {
 export function schedulerOf(orgId: string) {
   return env.SCHEDULER.get(env.SCHEDULER.idFromName(orgId));
 }
+
+/** Changes the organization's scheduler's settings from now on, as those variables set otherwise would (its instance keeps them until it is evicted). */
+export async function setSchedulerConfig(orgId: string, change: Partial<Config>): Promise<void> {
+  // runInDurableObject checks each Durable Object binding of env: a file's stand-in for the
+  // containers' binding (managed-fakes.ts) gives way to the binding itself meanwhile.
+  const bindings = env as unknown as Record<string, unknown>;
+  const had = "MANAGED_RUNNER" in bindings;
+  const inPlace = bindings.MANAGED_RUNNER;
+  bindings.MANAGED_RUNNER = MANAGED_RUNNER_BINDING;
+  try {
+    await runInDurableObject(schedulerOf(orgId) as unknown as DurableObjectStub, (instance: unknown) => {
+      const holder = instance as { config: Config };
+      holder.config = { ...holder.config, ...change };
+    });
+  } finally {
+    if (had) bindings.MANAGED_RUNNER = inPlace;
+    else delete bindings.MANAGED_RUNNER;
+  }
+}
+
+/** The containers' Durable Object binding as the pool gives it, before a file puts a stand-in in its place. */
+const MANAGED_RUNNER_BINDING = (env as unknown as Record<string, unknown>).MANAGED_RUNNER;
 
 /** Waits until the organization's scheduler holds a waiting claim (one started and not awaited). */
 export async function untilClaimWaits(orgId: string): Promise<void> {

@@ -2,11 +2,11 @@
 // removed, and a run that becomes queued again (requeued, resumed) brings its set back
 // (durable-objects/scheduler-object.ts, src/run/projection.ts). Docket-Cost gives what a claim read.
 
-import { createScheduledController, runInDurableObject } from "cloudflare:test";
+import { createScheduledController } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import worker from "../../src/index";
-import { ageRun, attemptCall, call, claim, createOrg, dispatch, getRun, parseCost, registerRunner, runAlarm } from "./helpers";
+import { ageRun, attemptCall, call, claim, createOrg, dispatch, getRun, parseCost, registerRunner, runAlarm, setSchedulerConfig } from "./helpers";
 
 const SETS = 20;
 const LABELS = Array.from({ length: SETS }, (_, i) => `l${i}`);
@@ -58,11 +58,7 @@ describe("label sets in the claim path", () => {
     const runIds = new Set<string>();
     for (const label of LABELS.slice(0, 5)) runIds.add(await dispatch(admin, { labels: [label] }));
     // This organization's scheduler reads two queue heads per claim.
-    const scheduler = env.SCHEDULER.get(env.SCHEDULER.idFromName(orgId)) as unknown as DurableObjectStub;
-    await runInDurableObject(scheduler, (instance: unknown) => {
-      const object = instance as { config: Record<string, unknown> };
-      object.config = { ...object.config, claimLabelSetsMax: 2 };
-    });
+    await setSchedulerConfig(orgId, { claimLabelSetsMax: 2 });
     const claimed = new Set<string>();
     for (let i = 0; i < 5; i++) {
       const res = await claim(runner.token, 0);

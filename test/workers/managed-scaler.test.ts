@@ -7,7 +7,7 @@ import { beforeEach, describe, expect, it } from "vitest";
 import { loadConfig, type Config } from "../../src/config";
 import { scalePools } from "../../src/managed/scaler";
 import { callDirect as call } from "./direct";
-import { CLI_VERSION, createOrg, dispatch, registerRunner, untilClaimWaits } from "./helpers";
+import { CLI_VERSION, createOrg, dispatch, registerRunner, setSchedulerConfig, untilClaimWaits } from "./helpers";
 import { installFakeContainers, registerLaunched, removeContainers, type FakeContainers } from "./managed-fakes";
 
 const config = loadConfig(env);
@@ -32,11 +32,13 @@ const claimAs = (token: string, waitMs = 0) => call("POST", "/v1/runners/claim",
 const runnerIds = async () => ((await call("GET", "/v1/runners", { token: admin })).body.runners as { id: string }[]).map((r) => r.id);
 
 /**
- * Runs a tick while the machine's claim waits for work in the scheduler (an idle runner). The claim
- * is ended the way a stopping runner ends it, and ending one shows it still waited when the tick was
- * done, however slow the tick was.
+ * Runs a tick while the machine's claim waits for work in the scheduler (an idle runner). The
+ * scheduler lets a claim wait a minute here (the tests' CLAIM_WAIT_MS is 1 s, shorter than a tick on
+ * a loaded machine); the claim is ended the way a stopping runner ends it, and ending one shows it
+ * still waited when the tick was done, however slow the tick was.
  */
 async function tickWhileWaiting(token: string, nowMs: number, expected: "kept" | "halted" = "kept"): Promise<void> {
+  await setSchedulerConfig(orgId, { claimWaitMs: 60_000 });
   const waiting = claimAs(token, 60_000);
   await untilClaimWaits(orgId);
   await tick(nowMs);
