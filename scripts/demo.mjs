@@ -3,7 +3,9 @@
 // pull request of its run. It starts Docket as `npm start` does (scripts/start.mjs), the GitHub
 // stand-in (scripts/fake-github.mjs), a bare git remote and the runner CLI with a sample agent
 // (scripts/demo-agent.mjs); creates an autopilot project through the API; opens a labelled issue
-// and delivers its signed webhook; and says where to watch, until Ctrl-C stops everything.
+// and delivers its signed webhook; and says where to watch, until Ctrl-C stops everything. With
+// DEMO_TRACKER=linear the issue is a Linear issue instead, in the Linear stand-in
+// (scripts/fake-linear.mjs), which sends its own signed webhooks; the pull request is GitHub's.
 
 import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -24,6 +26,8 @@ watch it in the console, and when its pull request is opened. Ctrl-C stops every
 the demo's files (all in one temporary directory; kept when it fails, for their logs).
 
 Environment:
+  DEMO_TRACKER          github   where the issue is: github (GitHub Issues), or linear (a Linear
+                                 team's issue, in a local Linear stand-in; the pull request is GitHub's)
   PORT                  8787     the port of the demo's Docket on 127.0.0.1
   DEMO_TIMEOUT_MS       300000   the longest wait for each step (Docket answering, the pull request)
   START_TIMEOUT_MS and the other settings of npm start (npm start -- --help) apply to its Docket.`);
@@ -31,6 +35,15 @@ Environment:
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const REPOSITORY = "acme/widgets";
 const ISSUE = 1;
+const TEAM = "ENG";
+const TRACKERS = ["github", "linear"];
+const tracker = process.env.DEMO_TRACKER || "github";
+if (!TRACKERS.includes(tracker)) {
+  console.error(`DEMO_TRACKER must be one of ${TRACKERS.join(", ")}, got ${JSON.stringify(process.env.DEMO_TRACKER)}`);
+  process.exit(2);
+}
+/** The issue as people name it: #1 on GitHub, ENG-1 in Linear. */
+const ISSUE_NAME = tracker === "linear" ? `${TEAM}-${ISSUE}` : `#${ISSUE}`;
 const port = process.env.PORT || "8787";
 const base = `http://127.0.0.1:${port}`;
 const timeoutMs = Number(process.env.DEMO_TIMEOUT_MS || 300_000);
@@ -65,7 +78,7 @@ async function stop(code, why) {
   stopping = true;
   if (why) console.error(`demo: ${why}`);
   step("stopping…");
-  for (const name of ["runner", "github", "docket"]) {
+  for (const name of ["runner", "linear", "github", "docket"]) {
     const child = children.get(name);
     if (!child) continue;
     const exited = new Promise((resolve) => child.once("exit", resolve));
@@ -92,11 +105,14 @@ function makeRemote() {
   return bare;
 }
 
-/** The stand-in, its URL, and `send(command)` answering its JSON line (scripts/fake-github.mjs). */
-async function startGitHub(publicKeyFile) {
-  const child = start("github", [join(ROOT, "scripts", "fake-github.mjs")], {
-    FAKE_GITHUB_PUBLIC_KEY_FILE: publicKeyFile, FAKE_GITHUB_REPOSITORIES: join(work, "remotes"),
-  }, "pipe");
+/** The GitHub stand-in: its first line (its URL), and `send(command)` answering its JSON line (scripts/fake-github.mjs). */
+function startGitHub(publicKeyFile) {
+  return startStandIn("github", "fake-github.mjs", { FAKE_GITHUB_PUBLIC_KEY_FILE: publicKeyFile, FAKE_GITHUB_REPOSITORIES: join(work, "remotes") });
+}
+
+/** A stand-in process of scripts/: the JSON line it prints once it listens, and `send(command)` answering its JSON line. */
+async function startStandIn(name, script, env) {
+  const child = start(name, [join(ROOT, "scripts", script)], env, "pipe");
   const answers = [];
   const waiting = [];
   createInterface({ input: child.stdout }).on("line", (line) => {
@@ -106,14 +122,14 @@ async function startGitHub(publicKeyFile) {
     else answers.push(answer);
   });
   const nextAnswer = () => (answers.length ? Promise.resolve(answers.shift()) : new Promise((resolve) => waiting.push(resolve)));
-  const { url } = await nextAnswer();
+  const listening = await nextAnswer();
   const send = async (command) => {
     child.stdin.write(`${JSON.stringify(command)}\n`);
     const answer = await nextAnswer();
-    if (!answer.ok) throw new Error(`the GitHub stand-in refused ${command.op}: ${answer.error}`);
+    if (!answer.ok) throw new Error(`the ${name} stand-in refused ${command.op}: ${answer.error}`);
     return answer;
   };
-  return { url, send };
+  return { ...listening, send };
 }
 
 /** One call to the demo's Docket: `{status, body}`. */
@@ -177,17 +193,24 @@ function startRunner(registrationToken) {
   start("runner", [cli, "listen"], { DOCKET_RUNNER_HOME: env.DOCKET_RUNNER_HOME });
 }
 
-/** The autopilot project watching acme/widgets through the stand-in, its runs launching the sample agent. */
-async function createProject(admin, githubUrl, privateKey, webhookSecret) {
+/**
+ * The autopilot project watching acme/widgets's issues through the GitHub stand-in, or the Linear
+ * team ENG's through the Linear stand-in (its runs clone and push the bare remote, as GitHub's
+ * issues point there); its runs launch the sample agent, and its pull requests go to acme/widgets.
+ */
+async function createProject(admin, { github, linear, privateKey, webhookSecret, remote }) {
+  const run = { launch: { command: [process.execPath, join(ROOT, "scripts", "demo-agent.mjs")] }, labels: [] };
+  const where = linear
+    ? { tracker: { kind: "linear", api_url: linear.url, api_key: linear.api_key, workspace: "acme", team: TEAM, ready_label: "ready", review_state: "In Review" }, run: { ...run, repository_url: remote } }
+    : { ready_label: "ready", run };
   return must(201, "POST", "/v1/autopilot/projects", {
     token: admin,
     body: {
       name: "widgets",
       repository: REPOSITORY,
-      ready_label: "ready",
-      run: { launch: { command: [process.execPath, join(ROOT, "scripts", "demo-agent.mjs")] }, labels: [] },
+      ...where,
       webhook_secret: webhookSecret,
-      github: { api_url: githubUrl, app_id: "1001", installation_id: "2002", private_key: privateKey },
+      github: { api_url: github.url, app_id: "1001", installation_id: "2002", private_key: privateKey },
     },
   });
 }
@@ -201,6 +224,18 @@ scope:
 - README.md
 `;
 
+/**
+ * Opens the Linear issue ENG-1 in the stand-in, created and labelled ready by Alice Human, whose
+ * webhooks the stand-in signs and sends to the project's door, subscribed here.
+ */
+async function openLinearIssue(linear, project, webhookSecret) {
+  await linear.send({ op: "team", key: TEAM, name: "Engineering" });
+  await linear.send({ op: "label", name: "ready" });
+  await linear.send({ op: "subscribe", url: project.webhook.url, secret: webhookSecret, team: TEAM });
+  const opened = await linear.send({ op: "open_issue", team: TEAM, title: "Greet the world", description: BRIEF, label: "ready", by: "Alice Human" });
+  if (!opened.deliveries.every((status) => status === 202)) throw new Error(`the project's Linear door answered its webhooks ${opened.deliveries.join(", ")}`);
+}
+
 /** Opens the issue in the stand-in, labelled ready by alice, and delivers the webhook GitHub would send. */
 async function openIssue(github, projectId, webhookSecret) {
   await github.send({ op: "open_issue", repository: REPOSITORY, number: ISSUE, title: "Greet the world", body: BRIEF, label: "ready", by: "alice" });
@@ -212,7 +247,7 @@ async function openIssue(github, projectId, webhookSecret) {
 /** The ticket once the issue is admitted; meanwhile, each new error the project shows (it could not read the stand-in) is printed. */
 async function waitForAdmission(admin, projectId) {
   let shown = null;
-  return eventually(`issue #${ISSUE} to be admitted`, async () => {
+  return eventually(`issue ${ISSUE_NAME} to be admitted`, async () => {
     const t = await api("GET", `/v1/autopilot/projects/${projectId}/tickets/${ISSUE}`, { token: admin });
     if (t.status === 200 && t.body.run_id) return t.body;
     const { last_error: error } = await must(200, "GET", `/v1/autopilot/projects/${projectId}`, { token: admin });
@@ -243,6 +278,8 @@ async function main() {
   writeFileSync(join(work, "app-key.pub"), keys.publicKey);
   const github = await startGitHub(join(work, "app-key.pub"));
   step(`the GitHub stand-in answers at ${github.url} (scripts/fake-github.mjs)`);
+  const linear = tracker === "linear" ? await startStandIn("linear", "fake-linear.mjs", {}) : null;
+  if (linear) step(`the Linear stand-in answers at ${linear.url} (scripts/fake-linear.mjs)`);
   step(`starting Docket at ${base} as npm start does (its output: ${join(work, "docket.log")})…`);
   await startDocket(adminSecret);
   const org = await must(201, "POST", "/v1/orgs", { token: adminSecret, body: { name: "demo" } });
@@ -250,16 +287,33 @@ async function main() {
   const registration = await must(201, "POST", "/v1/tokens", { token: admin, body: { kind: "registration" } });
   startRunner(registration.token);
   step(`a runner is registered and listening (runner-cli; its output: ${join(work, "runner.log")})`);
-  const project = await createProject(admin, github.url, keys.privateKey, webhookSecret);
-  step(`created the autopilot project ${project.id} for ${REPOSITORY}`);
-  await openIssue(github, project.id, webhookSecret);
-  step(`opened issue #${ISSUE} "Greet the world", labelled ready by alice, and delivered its signed webhook`);
+  const project = await createProject(admin, { github, linear, privateKey: keys.privateKey, webhookSecret, remote });
+  if (linear) {
+    await github.send({ op: "repository", repository: REPOSITORY });
+    step(`created the autopilot project ${project.id} for the Linear team ${TEAM}, its pull requests to ${REPOSITORY}`);
+    await openLinearIssue(linear, project, webhookSecret);
+    step(`opened Linear issue ${ISSUE_NAME} "Greet the world", labelled ready by Alice Human; the stand-in delivered its signed webhooks`);
+  } else {
+    step(`created the autopilot project ${project.id} for ${REPOSITORY}`);
+    await openIssue(github, project.id, webhookSecret);
+    step(`opened issue ${ISSUE_NAME} "Greet the world", labelled ready by alice, and delivered its signed webhook`);
+  }
   printWhereToWatch(admin, project.id);
   const ticket = await waitForAdmission(admin, project.id);
-  step(`issue #${ISSUE} was admitted as run ${ticket.run_id}: ${base}/dash/runs/${ticket.run_id}`);
+  step(`issue ${ISSUE_NAME} was admitted as run ${ticket.run_id}: ${base}/dash/runs/${ticket.run_id}`);
   const run = await followRun(admin, ticket.run_id);
   step(`pull request opened: #${run.publication.pr.number} ${run.publication.pr.url} (the stand-in's), from branch docket/${run.id} pushed to ${remote}`);
+  if (linear) await followLinearIssue(linear);
   step("Docket keeps running for you to look around; Ctrl-C stops everything.");
+}
+
+/** Waits for the Linear issue to move to review with the pull request attached (the run's tracker deliveries), and says so. */
+async function followLinearIssue(linear) {
+  const issue = await eventually(`Linear issue ${ISSUE_NAME} to move to In Review with its pull request attached`, async () => {
+    const read = await linear.send({ op: "issue", identifier: ISSUE_NAME });
+    return read.state === "In Review" && read.attachments.length > 0 ? read : null;
+  }, timeoutMs, 500);
+  step(`Linear issue ${ISSUE_NAME} moved to ${issue.state}, the pull request attached: ${issue.attachments.join(", ")}`);
 }
 
 function printWhereToWatch(admin, projectId) {

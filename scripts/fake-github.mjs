@@ -25,6 +25,8 @@ Environment:
 Commands on stdin, one JSON object a line; each answers one line, {"ok": true, …} or {"ok": false, "error"}:
   {"op": "open_issue", "repository": "acme/widgets", "number": 1, "title": "…", "body": "…",
    "label": "ready", "by": "alice"}     an issue, then the label added by that person
+  {"op": "repository", "repository": "acme/widgets"}    pull requests of it read their branches from
+                                       its bare repository (open_issue does this too)
   {"op": "pulls", "repository": "acme/widgets"}     the repository's pull requests`);
 
 const publicKeyFile = process.env.FAKE_GITHUB_PUBLIC_KEY_FILE;
@@ -48,6 +50,11 @@ const COMMANDS = {
     github.state.addIssue(repository, number, { title, body, labels: [label] });
     github.state.label(repository, number, label, { login: by, type: "User" });
     return { issue: `${repository}#${number}` };
+  },
+  repository({ repository }) {
+    if (typeof repository !== "string" || !repositories) throw new Error("repository needs repository (owner/name) and FAKE_GITHUB_REPOSITORIES");
+    github.publication.useBareRepository(repository, `${repositories}/${repository}`);
+    return { repository };
   },
   pulls({ repository }) {
     return { pulls: github.publication.pulls(repository) };

@@ -1,9 +1,11 @@
-// `npm run test:demo`: `npm run demo` as a newcomer runs it, headless. The demo starts Docket (as
-// `npm start` does), the GitHub stand-in, a bare git remote and a runner with the sample agent, and
-// prints each step up to the pull request its labelled issue became; Ctrl-C (SIGINT to its whole
-// process group, as a terminal sends it) then stops everything it started, removes its files and
-// exits 0. Outside `npm test`: most of its 30-40 s (more on a busy machine) is Docket starting as
-// `npm start` starts it, migrations and wrangler's bundling included.
+// `npm run test:demo`: `npm run demo` as a newcomer runs it, headless, for a GitHub issue and then
+// (DEMO_TRACKER=linear) for a Linear one. The demo starts Docket (as `npm start` does), the GitHub
+// stand-in (and the Linear one), a bare git remote and a runner with the sample agent, and prints
+// each step up to the pull request its labelled issue became (for Linear, the issue in review with
+// it attached); Ctrl-C (SIGINT to its whole process group, as a terminal sends it) then stops
+// everything it started, removes its files and exits 0. Outside `npm test`: most of each demo's
+// 30-40 s (more on a busy machine) is Docket starting as `npm start` starts it, migrations and
+// wrangler's bundling included.
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -56,7 +58,7 @@ function processesNaming(text) {
   });
 }
 
-async function main(run, port) {
+async function main(run, port, tracker) {
   const [, work] = await printed(run, /its files, logs included, are in (\S+)/, 30_000);
   const [, remote] = await printed(run, /made the bare git remote of acme\/widgets: (\S+)/, 30_000);
   await printed(run, new RegExp(`Watch it in the console: http://127\\.0\\.0\\.1:${port}/dash/sign-in`), 240_000);
@@ -65,6 +67,10 @@ async function main(run, port) {
   // The sample agent's change is on the run's branch in the remote, as the issue's brief asked.
   const readme = execFileSync('git', ['--git-dir', remote, 'show', `docket/${runId}:README.md`], { encoding: 'utf8' });
   check(readme.trimEnd().endsWith('Hello, world!'), `pull request #${pr} opened from docket/${runId}, whose README ends with the brief's line`, readme);
+  if (tracker === 'linear') {
+    const [, attached] = await printed(run, /Linear issue ENG-1 moved to In Review, the pull request attached: (\S+)/, 120_000);
+    check(attached.endsWith(`/pull/${pr}`), `Linear issue ENG-1 moved to In Review with pull request #${pr} attached`, attached);
+  }
 
   process.kill(-run.child.pid, 'SIGINT');
   const ended = await Promise.race([run.exited, sleep(60_000).then(() => ({ code: 'still running after 60 s', signal: null }))]);
@@ -79,13 +85,21 @@ async function main(run, port) {
   check(!answered, `nothing answers on its port ${port}`);
 }
 
-const port = await freePort();
-const run = demo({ PORT: String(port) });
-main(run, port).then(
-  () => step('passed'),
-  (e) => {
-    if (groupAlive(run.child.pid)) process.kill(-run.child.pid, 'SIGKILL');
-    process.stderr.write(`test:demo: FAILED: ${e?.stack ?? e}\n`);
+for (const tracker of ['github', 'linear']) {
+  step(`DEMO_TRACKER=${tracker}`);
+  const port = await freePort();
+  const run = demo({ PORT: String(port), DEMO_TRACKER: tracker });
+  const passed = await main(run, port, tracker).then(
+    () => true,
+    (e) => {
+      if (groupAlive(run.child.pid)) process.kill(-run.child.pid, 'SIGKILL');
+      process.stderr.write(`test:demo: FAILED (DEMO_TRACKER=${tracker}): ${e?.stack ?? e}\n`);
+      return false;
+    },
+  );
+  if (!passed) {
     process.exitCode = 1;
-  },
-);
+    break;
+  }
+}
+if (!process.exitCode) step('passed');
