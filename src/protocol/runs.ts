@@ -199,6 +199,7 @@ export const RunWaiting = z.object({
     missing_protocol: z.string().nullable().optional().describe("no_runner: the run's protocol when no connected runner speaks it"),
     connected_runners: z.number().int().optional().describe("no_runner: connected runners compared"),
     closest_runner: machineId.nullable().optional().describe("no_runner: the connected runner closest to covering it"),
+    managed_pool: z.string().optional().describe("no_runner: a running managed pool whose runners would cover it; its scaler starts one at a cron tick unless the pool runs max_instances"),
     ahead: z.number().int().optional().describe("behind_runs, next_in_queue: queued runs ahead of it in its queue"),
     gate: z.string().optional().describe("scheduler_gate: the gate that holds it"),
   }),

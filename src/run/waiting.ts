@@ -7,9 +7,10 @@ import { drizzle } from "drizzle-orm/d1";
 import { alias } from "drizzle-orm/sqlite-core";
 import type { Config } from "../config";
 import { RECOVERY_ROW, recoveryHold } from "../recovery-hold";
+import { managedPools } from "../db/managed-schema";
 import { machines, runs, sweep } from "../db/schema";
 import type { Env } from "../env";
-import { labelsKey, parseLabelsKey } from "./labels";
+import { covers, labelsKey, parseLabelsKey } from "./labels";
 
 export type WaitingReason = "operator_hold" | "recovery" | "scheduler_gate" | "launch_backoff" | "no_runner" | "behind_runs" | "next_in_queue";
 
@@ -22,6 +23,7 @@ export interface Waiting {
     missing_protocol?: string | null;
     connected_runners?: number;
     closest_runner?: string | null;
+    managed_pool?: string;
     ahead?: number;
     gate?: string;
   };
@@ -108,6 +110,38 @@ export function missingRunner(run: Pick<WaitingRun, "labels" | "protocol">, runn
   };
 }
 
+/** A running managed pool (docs/managed-runners.md): the labels its runners register with. */
+export interface RunningPool {
+  id: string;
+  name: string;
+  labels: string[];
+}
+
+/** The organization's running managed pools, at most WAITING_RUNNERS_MAX; none where this deployment has no managed runners. */
+export async function runningPools(env: Env, orgId: string, config: Config): Promise<RunningPool[]> {
+  if (!env.MANAGED_RUNNER) return [];
+  const rows = await drizzle(env.DB)
+    .select({ id: managedPools.id, name: managedPools.name, labels: managedPools.labels })
+    .from(managedPools)
+    .where(and(eq(managedPools.orgId, orgId), eq(managedPools.state, "running")))
+    .limit(config.waitingRunnersMax);
+  return rows.map((r) => ({ ...r, labels: JSON.parse(r.labels) as string[] }));
+}
+
+/**
+ * A run no connected runner covers, whose labels a running managed pool's runners would cover:
+ * its reason stays no_runner, and it names the pool, whose scaler starts a runner for such work at
+ * a cron tick while the pool is below its max_instances (src/managed/scaler.ts).
+ */
+export function withCoveringPool(waiting: Waiting, run: Pick<WaitingRun, "labels" | "protocol">, pools: RunningPool[], config: Config): Waiting {
+  if (waiting.reason !== "no_runner") return waiting;
+  const key = labelsKey(run.protocol, run.labels);
+  const pool = pools.find((p) => covers(key, p.labels, config.managedRunnerProtocols));
+  if (!pool) return waiting;
+  const message = `${waiting.detail.message}; the managed pool ${pool.name} covers it, and starts a runner for it at a cron tick unless it already runs max_instances`;
+  return { reason: waiting.reason, detail: { ...waiting.detail, message, managed_pool: pool.id } };
+}
+
 /** Queued runs ahead of this one in its own queue (same labels and protocol), in dispatch order. */
 async function runsAhead(db: D1Database, run: WaitingRun): Promise<number> {
   const me = alias(runs, "me");
@@ -154,7 +188,7 @@ export async function whyWaiting(env: Env, config: Config, run: WaitingRun, nowM
   const held = await heldBack(env, run, nowMs, await recoveryWaiting(env, config, nowMs));
   if (held) return held;
   const missing = missingRunner(run, await connectedRunners(env.DB, run.orgId, config, nowMs));
-  if (missing) return missing;
+  if (missing) return withCoveringPool(missing, run, await runningPools(env, run.orgId, config), config);
   return queuePosition(await runsAhead(env.DB, run));
 }
 
@@ -185,6 +219,7 @@ export async function queueInOrder(env: Env, config: Config, orgId: string, limi
     .orderBy(runs.orderGroup, runs.orderPriority, runs.queuedAtMs, runs.id)
     .limit(limit + 1);
   const runners = await connectedRunners(env.DB, orgId, config, nowMs);
+  const pools = await runningPools(env, orgId, config);
   const recovery = await recoveryWaiting(env, config, nowMs);
   const aheadByKey = new Map<string, number>();
   const listed: QueuedRun[] = [];
@@ -194,7 +229,8 @@ export async function queueInOrder(env: Env, config: Config, orgId: string, limi
     const key = labelsKey(protocol, labels);
     const ahead = aheadByKey.get(key) ?? 0;
     aheadByKey.set(key, ahead + 1);
-    const waiting = (await heldBack(env, run, nowMs, recovery)) ?? missingRunner(run, runners) ?? queuePosition(ahead);
+    const missing = missingRunner(run, runners);
+    const waiting = (await heldBack(env, run, nowMs, recovery)) ?? (missing && withCoveringPool(missing, run, pools, config)) ?? queuePosition(ahead);
     listed.push({
       id: row.id,
       labels,

@@ -7,7 +7,7 @@ import { beforeEach, describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config";
 import { scalePools } from "../../src/managed/scaler";
 import { callDirect as call } from "./direct";
-import { createOrg } from "./helpers";
+import { createOrg, runBody } from "./helpers";
 import { installFakeContainers, registerLaunched, removeContainers, type FakeContainers } from "./managed-fakes";
 
 const config = loadConfig(env);
@@ -154,6 +154,26 @@ describe("managed pools", () => {
     }
     expect((await call("GET", "/v1/managed/pools", { token: other })).body.pools).toEqual([]);
     expect(await listPools()).toEqual([pool]);
+  });
+
+  it("a run no connected runner covers names the running pool whose runners would, in the run and in the queue; a stopped pool or another's labels are not named", async () => {
+    const pool = (await createPool({ name: "gpu-pool", labels: ["gpu"], max_instances: 2 })).body;
+    await createPool({ name: "arm-pool", labels: ["arm"], max_instances: 1, state: "stopped" });
+    const gpu = (await call("POST", "/v1/runs", { token: admin, body: runBody({ labels: ["gpu"] }) })).body.id;
+    const arm = (await call("POST", "/v1/runs", { token: admin, body: runBody({ labels: ["arm"] }) })).body.id;
+    const waiting = (await call("GET", `/v1/runs/${gpu}`, { token: admin })).body.waiting;
+    expect(waiting).toMatchObject({ reason: "no_runner", detail: { managed_pool: pool.id, connected_runners: 0 } });
+    expect(waiting.detail.message).toContain("the managed pool gpu-pool covers it, and starts a runner for it at a cron tick");
+    const armWaiting = (await call("GET", `/v1/runs/${arm}`, { token: admin })).body.waiting;
+    expect(armWaiting.reason).toBe("no_runner");
+    expect(armWaiting.detail).not.toHaveProperty("managed_pool");
+    const queue = (await call("GET", "/v1/queue", { token: admin })).body.runs as Record<string, any>[];
+    expect(queue.find((r) => r.id === gpu)!.waiting.detail.managed_pool).toBe(pool.id);
+    expect(queue.find((r) => r.id === arm)!.waiting.detail).not.toHaveProperty("managed_pool");
+    // Once the pool's runner is connected, the run is its: it waits for that runner's claim, not for a runner.
+    await scalePools(env, config, Date.now());
+    await registerLaunched(containers.launches(orgId)[0]);
+    expect((await call("GET", `/v1/runs/${gpu}`, { token: admin })).body.waiting.reason).toBe("next_in_queue");
   });
 
   it("without the MANAGED_RUNNER binding, creating or starting a pool is 501 managed_runners_unavailable; reading, stopping and deleting still work", async () => {
