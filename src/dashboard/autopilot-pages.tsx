@@ -80,7 +80,10 @@ export function AutopilotProjectsPage(props: { projects: Json[]; schedulers: Map
     <Layout title="Autopilot" signedIn admin={props.admin} section="autopilot">
       <h1>Autopilot projects</h1>
       {props.projects.length === 0 ? (
-        <p class="muted">No autopilot project is configured.</p>
+        <p class="muted">
+          No autopilot project is configured. An admin creates one with POST /v1/autopilot/projects (the API reference is at{" "}
+          <a href="/docs">/docs</a>): a GitHub repository or a Linear team, the GitHub App Docket acts as, and what its runs launch.
+        </p>
       ) : (
         <DataTable
           id="projects"

@@ -9,6 +9,7 @@
 import { DataTable } from "./components";
 import { at, Layout } from "./layout";
 import { IssueName, LastError, readyMarker, trackerName } from "./autopilot-pages";
+import { ConfigSection } from "./autopilot-config-section";
 import { BlockedRuns, Publications } from "./autopilot-runs-section";
 import { SchedulerSection } from "./autopilot-scheduler-section";
 import { DASH } from "./session";
@@ -100,6 +101,7 @@ export function AutopilotProjectPage(props: ProjectPageData & { admin: boolean; 
       <TicketsTable projectId={project.id} tickets={props.tickets} />
       <BlockedRuns projectId={project.id} runs={props.blocked} admin={props.admin} />
       <Publications projectId={project.id} runs={props.runs} admin={props.admin} />
+      <ConfigSection project={project} />
     </Layout>
   );
 }

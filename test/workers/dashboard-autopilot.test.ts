@@ -171,6 +171,25 @@ describe("a project's tickets on the console", () => {
     expect(text).toContain('href="https://linear.app/acme/issue/ENG-12"');
     expect(text).toContain("admitted through the operator door, made ready by alice@example.com");
     expect(text).toContain("Requests Linear counted in the last hour");
+    // Its configuration: where Linear delivers, and that its secrets are stored, never shown.
+    const config = text.slice(text.indexOf('<section id="configuration"'));
+    expect(config).toContain(`<code>http://docket.test/v1/autopilot/projects/${project.id}/linear/webhook</code>`);
+    expect(config).toMatch(/<dt>Linear API key<\/dt><dd>stored \(never shown\)<\/dd>/);
+    expect(config).not.toContain("lin_api_a_test_key_0123456789");
+  });
+
+  it("shows a GitHub project's configuration: its webhook address, its App, what its runs launch; secrets only as stored", async () => {
+    const s = await setup("configuration");
+    const config = (await projectPage(s)).split('<section id="configuration"')[1];
+    expect(config).toContain(`<code>http://docket.test/v1/autopilot/projects/${s.project.id}/webhook</code>`);
+    expect(config).toContain("events: Issues, Issue comment, Issue dependencies");
+    expect(config).toMatch(/<dt>Webhook secret<\/dt><dd>stored \(never shown\)<\/dd>/);
+    expect(config).toContain("app 123456, installation 7890123 at <code>https://api.github.com</code>; private key stored (never shown)");
+    expect(config).toContain("process · <code>node agent.mjs</code>");
+    expect(config).not.toContain("BEGIN");
+    // With no project yet, the projects page says how one is made.
+    const empty = await createOrg("dash-autopilot-none");
+    expect((await page("/dash/autopilot", { cookie: await signIn(empty.admin) })).text).toContain("An admin creates one with POST /v1/autopilot/projects");
   });
 });
 
