@@ -79,10 +79,11 @@ export function AutopilotProjectsPage(props: { projects: Json[]; schedulers: Map
   return (
     <Layout title="Autopilot" signedIn admin={props.admin} section="autopilot">
       <h1>Autopilot projects</h1>
+      {props.admin && <p><a href={`${DASH}/autopilot/new`}>New autopilot project</a></p>}
       {props.projects.length === 0 ? (
         <p class="muted">
-          No autopilot project is configured. An admin creates one with POST /v1/autopilot/projects (the API reference is at{" "}
-          <a href="/docs">/docs</a>): a GitHub repository or a Linear team, the GitHub App Docket acts as, and what its runs launch.
+          No autopilot project is configured. An admin creates one here ("New autopilot project") or with POST /v1/autopilot/projects (the API
+          reference is at <a href="/docs">/docs</a>): a GitHub repository or a Linear team, the GitHub App Docket acts as, and what its runs launch.
         </p>
       ) : (
         <DataTable

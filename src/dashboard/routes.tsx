@@ -13,6 +13,7 @@ import type { AppEnv } from "../app-types";
 import { DocketError } from "../errors";
 import type { Api } from "./api";
 import { DASH_SCRIPTS } from "./assets";
+import { newProjectRoutes } from "./autopilot-new-routes";
 import { autopilotRoutes } from "./autopilot-routes";
 import { ErrorPage, SignInPage } from "./common-pages";
 import { creditsRoutes } from "./credits-routes";
@@ -96,6 +97,7 @@ export function dashboardRoutes(api: Api): Hono<AppEnv> {
   runRoutes(dash, api);
   runnersRoutes(dash, api);
   tokensRoutes(dash, api);
+  newProjectRoutes(dash, api);
   autopilotRoutes(dash, api);
   creditsRoutes(dash, api);
   managedRoutes(dash, api);

@@ -22,6 +22,7 @@ const PAGES = [
   ['tokens', () => '/dash/tokens', 200, () => 'a member of the team'],
   ['credits', () => '/dash/credits', 200, () => 'Cost review'],
   ['autopilot', () => '/dash/autopilot', 200, () => 'eng from linear'],
+  ['autopilot-new', () => '/dash/autopilot/new', 200, () => 'App private key (PEM)'],
   ['project-github', (s) => `/dash/autopilot/${s.githubProject.id}`, 200, () => 'widgets'],
   ['project-linear', (s) => `/dash/autopilot/${s.linearProject.id}`, 200, () => 'eng from linear'],
   ['ticket', (s) => `/dash/autopilot/${s.githubProject.id}/tickets/${s.githubProject.ticket}`, 200, (s) => s.githubProject.runId],

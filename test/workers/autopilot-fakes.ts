@@ -143,7 +143,7 @@ export type RealProject = AutopilotProject & { secrets: AutopilotSecrets };
 
 export const WEBHOOK_SECRET = "It's a Secret to Everybody";
 // A PEM-shaped key: the project store checks its form; the in-memory tracker never signs with it.
-const PRIVATE_KEY = ["-----BEGIN RSA PRIVATE KEY-----", "MIIBOgIBAAJBAKj34GkxFhD90vcNLYLInFEX6Ppy1tPf9Cnzj4p4WGeKLs1Pt8Qu", "-----END RSA PRIVATE KEY-----", ""].join("\n");
+export const PRIVATE_KEY = ["-----BEGIN RSA PRIVATE KEY-----", "MIIBOgIBAAJBAKj34GkxFhD90vcNLYLInFEX6Ppy1tPf9Cnzj4p4WGeKLs1Pt8Qu", "-----END RSA PRIVATE KEY-----", ""].join("\n");
 
 /**
  * Creates a project as a user would (POST /v1/autopilot/projects with `admin`'s token) and reads it

@@ -14,7 +14,7 @@ import { pageRequest, sessionCookie } from "./dashboard-helpers";
 import { ADMIN_SECRET, ageRun, call, CLI_VERSION, createOrg, registerRunner, runBody } from "./helpers";
 import { muteTransitionLogs } from "./quiet";
 import { orgState } from "./read-back";
-import { installRealAutopilotWithTracker } from "./autopilot-fakes";
+import { installRealAutopilotWithTracker, PRIVATE_KEY } from "./autopilot-fakes";
 import { installFakeContainers } from "./managed-fakes";
 
 
@@ -546,6 +546,16 @@ interface DashPage {
 }
 
 const resolutionForm = { cost_cents: "1", note: "intruder" };
+const newProjectForm = {
+  name: "intruder-autopilot",
+  repository: "intruder/dash",
+  tracker: "github",
+  command: "node agent.mjs",
+  webhook_secret: "intruder-webhook-secret",
+  app_id: "1",
+  installation_id: "2",
+  private_key: PRIVATE_KEY,
+};
 const dashPages: DashPage[] = [
   { method: "GET", route: "/dash", path: () => "/dash" },
   { method: "GET", route: "/dash/runs", path: () => "/dash/runs" },
@@ -560,6 +570,9 @@ const dashPages: DashPage[] = [
   { method: "POST", route: "/dash/runners/:id/revoke", path: () => `/dash/runners/${A.m1.machineId}/revoke`, ofA: true, admin: true, form: { confirm: "yes" } },
   { method: "GET", route: "/dash/credits", path: () => "/dash/credits" },
   { method: "GET", route: "/dash/autopilot", path: () => "/dash/autopilot" },
+  { method: "GET", route: "/dash/autopilot/new", path: () => "/dash/autopilot/new", admin: true },
+  // A whole form, so what refuses it is the boundary, not the API's validation.
+  { method: "POST", route: "/dash/autopilot", path: () => "/dash/autopilot", admin: true, form: newProjectForm },
   { method: "GET", route: "/dash/autopilot/:id", path: () => `/dash/autopilot/${A.autopilotProjectId}`, ofA: true },
   { method: "GET", route: "/dash/autopilot/:id/tickets/:number", path: () => `/dash/autopilot/${A.autopilotProjectId}/tickets/1`, ofA: true },
   { method: "POST", route: "/dash/autopilot/:id/scheduler/:command", path: () => `/dash/autopilot/${A.autopilotProjectId}/scheduler/disable`, ofA: true, admin: true, form: { confirm: "yes" } },
