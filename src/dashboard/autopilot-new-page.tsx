@@ -74,7 +74,8 @@ export function NewAutopilotProjectPage(props: { form: ProjectForm; refused?: { 
         <Field name="installation_id" label="Installation id" form={form} required problem={problem} />{" "}
         <Field name="api_url" label="GitHub API" form={form} hint="https://api.github.com" problem={problem} />
         <label>
-          App private key (PEM){" "}
+          App private key (PEM)
+          <br />
           <textarea name="private_key" rows={6} cols={64} required autocomplete="off" {...(problem === "private_key" ? { "aria-invalid": "true", "aria-describedby": PROBLEM_ID } : {})} />
         </label>
         <p><button type="submit">Create project</button></p>

@@ -28,7 +28,7 @@ td { overflow-wrap: anywhere; } th { background: var(--panel); }
 .state { font-weight: 600; overflow-wrap: normal; }
 button, input:not([type=checkbox], [type=radio], [type=hidden]), select, textarea { font: inherit; padding: .3rem .6rem; border: 1px solid var(--muted); border-radius: 4px; color: var(--fg); background: var(--bg); }
 button { cursor: pointer; background: var(--panel); }
-input { max-width: 100%; } svg { max-width: 100%; height: auto; }
+input, textarea { max-width: 100%; } svg { max-width: 100%; height: auto; }
 button.danger { color: var(--bad); border-color: var(--bad); }
 a:focus-visible, button:focus-visible, input:focus-visible, select:focus-visible, textarea:focus-visible, summary:focus-visible, .table-wrap:focus-visible, .scroll-x:focus-visible { outline: 3px solid var(--focus); outline-offset: 2px; }
 .skip { position: absolute; left: -999px; } .skip:focus { left: 1rem; top: .5rem; background: var(--bg); padding: .25rem .5rem; }
