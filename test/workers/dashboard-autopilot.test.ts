@@ -189,7 +189,7 @@ describe("a project's tickets on the console", () => {
     expect(config).not.toContain("BEGIN");
     // With no project yet, the projects page says how one is made.
     const empty = await createOrg("dash-autopilot-none");
-    expect((await page("/dash/autopilot", { cookie: await signIn(empty.admin) })).text).toContain("An admin creates one with POST /v1/autopilot/projects");
+    expect((await page("/dash/autopilot", { cookie: await signIn(empty.admin) })).text).toContain("No autopilot project is configured. An admin creates one here (&quot;New autopilot project&quot;) or with POST /v1/autopilot/projects");
   });
 });
 
